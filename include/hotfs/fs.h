@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The mounted filesystem's state, shared by main.c and fuse_ops.c.
+ */
+#ifndef HOTFS_FS_H
+#define HOTFS_FS_H
+
+#include <fuse_lowlevel.h>
+
+#include "hotfs/inode.h"
+#include "hotfs/opts.h"
+
+struct hotfs {
+	struct hotfs_opts *o;
+	struct hotfs_itable *it;
+	int root_fd;			/* O_PATH on the source root */
+	int proc_self_fd;		/* O_PATH on /proc/self/fd */
+	bool as_root;			/* daemon runs as root: act as caller */
+};
+
+extern const struct fuse_lowlevel_ops hotfs_ll_ops;
+
+#endif

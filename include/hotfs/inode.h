@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The inode table: one struct hotfs_inode per source object the kernel
+ * knows about, keyed by the source's (st_dev, st_ino) so that hard links
+ * share one node (libfuse passthrough_hp.cc's SrcId).  Each holds an O_PATH
+ * fd on the source object; every operation is an *at() call relative to
+ * such an fd, so no path string is ever built and no symlink in the source
+ * leads out of it.
+ *
+ * Lock order: table lock -> inode lock.  Neither is held across a reply
+ * or across I/O on the source.
+ */
+#ifndef HOTFS_INODE_H
+#define HOTFS_INODE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+struct hotfs_inode {
+	int fd;				/* O_PATH on the source object */
+	dev_t dev;
+	ino_t ino;
+	mode_t type;			/* S_IFMT bits */
+	uint64_t nlookup;		/* protected by the table lock */
+	struct hotfs_inode *next;	/* hash chain, protected by table lock */
+
+	pthread_mutex_t m;		/* protects the fields below */
+	/* Source stamp seen when the last handle was released: an open
+	 * that finds the same stamp keeps the kernel's page cache. */
+	bool stamp_valid;
+	int64_t stamp_mtime_ns;
+	int64_t stamp_ctime_ns;
+	off_t stamp_size;
+	uint64_t write_gen;		/* bumped by every write/truncate */
+	unsigned nopen;			/* open file handles */
+};
+
+struct hotfs_itable;
+
+int ino_table_new(struct hotfs_itable **tp, int root_fd);
+void ino_table_free(struct hotfs_itable *t);
+struct hotfs_inode *ino_root(struct hotfs_itable *t);
+
+/*
+ * Find or insert the inode for (st->st_dev, st->st_ino) and take n lookup
+ * references.  fd is an O_PATH fd on the object; it is consumed (kept or
+ * closed).  Returns NULL with errno-style -ENOMEM in *err on failure.
+ */
+struct hotfs_inode *ino_get(struct hotfs_itable *t, int fd,
+			    const struct stat *st, int *err);
+
+/* Drop n lookup references; frees the inode at zero (not the root). */
+void ino_forget(struct hotfs_itable *t, struct hotfs_inode *in, uint64_t n);
+
+/* Number of inodes in the table (for stats and tests). */
+size_t ino_count(struct hotfs_itable *t);
+
+static inline int64_t ts_ns(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * 1000000000LL + ts->tv_nsec;
+}
+
+#endif

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hotfs options: one struct, filled from the command line by fuse_opt
+ * (opt_parse) and checked against the filesystem (opt_validate).
+ *
+ * Every key in the table is documented in man/hotfs.8.  Functions return
+ * 0 or -errno; on error they write one line to the caller's buffer.
+ */
+#ifndef HOTFS_OPTS_H
+#define HOTFS_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct fuse_args;
+
+enum hotfs_writemode {
+	HOTFS_WRITEAROUND = 0,
+	HOTFS_WRITETHROUGH = 1,
+};
+
+struct hotfs_opts {
+	char *source;		/* absolute, as given resolved by realpath() */
+	char *mountpoint;	/* absolute */
+	char *cachedir;		/* absolute once validated */
+
+	char *cachesize_str;	/* raw value of cachesize= */
+	uint64_t cachesize;	/* bytes; 0 = not given (store decides) */
+	unsigned cachesize_pct;	/* N of "N%", 0 if given in bytes */
+	char *extent_str;
+	uint32_t extent;	/* bytes, power of two, 64K..4M */
+	char *seqcutoff_str;
+	uint64_t seqcutoff;	/* bytes, 0 = off */
+	char *promote_rate_str;
+	uint64_t promote_rate;	/* bytes/s, 0 = unlimited */
+	char *threshold_str;
+	int threshold;		/* accesses before promotion */
+	char *writemode_str;
+	enum hotfs_writemode writemode;
+	char *attr_timeout_str;
+	double attr_timeout;
+	char *entry_timeout_str;
+	double entry_timeout;
+	int reset;		/* -o reset: empty a foreign/old cachedir */
+	int nocache;		/* -o nocache: plain passthrough, no store */
+	int allow_other;	/* seen, and left for fuse_session_new */
+	int default_permissions;
+
+	int foreground;
+	int debug;
+	int singlethread;
+	int show_help;
+	int show_version;
+	int clone_fd;
+	unsigned max_idle_threads;
+};
+
+#define HOTFS_EXTENT_MIN	(64u * 1024)
+#define HOTFS_EXTENT_MAX	(4u * 1024 * 1024)
+#define HOTFS_EXTENT_DEFAULT	(256u * 1024)
+
+/*
+ * Parse a size: a decimal number with an optional K, M, G, T suffix
+ * (powers of 1024, case-insensitive, an optional trailing "B" or "iB").
+ * If pct is not NULL, "N%" (1..100) is accepted and stored there.
+ */
+int opt_parse_size(const char *s, uint64_t *bytes, unsigned *pct);
+
+/*
+ * Fill o from args (hotfs's own keys are removed from args; what remains
+ * is for fuse_session_new).  Generic mount(8) keywords are dropped.
+ * Returns 0, or -EINVAL with a one-line message in err.
+ */
+int opt_parse(struct fuse_args *args, struct hotfs_opts *o,
+	      char *err, size_t errlen);
+
+/*
+ * Check o against the filesystem: source and mountpoint are directories,
+ * cachedir is given, is a directory or can be created (0700), and lies
+ * neither inside the source nor inside the mountpoint.  Creates cachedir.
+ */
+int opt_validate(struct hotfs_opts *o, char *err, size_t errlen);
+
+void opt_free(struct hotfs_opts *o);
+void opt_help(void);
+
+#endif

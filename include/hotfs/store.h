@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hotfs cache store: hot extents of source files kept on an SSD.
+ *
+ * The store is a log: one data file ("data") under the cachedir, divided
+ * into regions (16 MiB by default).  Extents of any length up to the extent
+ * size are appended into the open region, packed at 512-byte alignment
+ * (4 KiB for extents of 64 KiB or more); each region ends with summary
+ * blocks listing what it holds.  The in-memory index is rebuilt from the
+ * summaries at open; whole regions are evicted oldest first.  See
+ * src/store_i.h for the on-disk format and the reasons behind it.
+ *
+ * Calling convention: every function returns 0 (or a count) on success and
+ * -errno on failure, and never leaves anything in errno.  A failing cache
+ * device never makes a reader fail: lookups then miss, and the state
+ * (st_get_stats) says why.
+ *
+ * Read path, with io_uring:
+ *	st_lookup()		-> struct hotfs_loc (fd, offset, length, ...)
+ *	st_loc_span()		-> which bytes to read for a byte range
+ *	read data (and the block checksums, span.tab_off/tab_len)
+ *	st_verify()		-> 0, or the caller reads the source instead
+ * st_read() does all of that with pread, for tests and the fallback path.
+ *
+ * Threads: every function may be called from any thread.  st_lookup and
+ * st_verify take the index lock shared; inserts, invalidations, commits and
+ * evictions serialise on the store mutex.  Callbacks (st_keep_fn,
+ * st_iter_fn) run with store locks held and must not call back into the
+ * store.
+ */
+#ifndef HOTFS_STORE_H
+#define HOTFS_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct hotfs_store;
+
+/* A source file: (st_dev, st_ino). */
+struct hotfs_key {
+	uint64_t dev;
+	uint64_t ino;
+};
+
+/* What a cached extent was read from; any change makes it stale. */
+struct hotfs_stamp {
+	uint64_t ino;
+	uint64_t size;
+	int64_t mtime_ns;
+	int64_t ctime_ns;
+};
+
+/*
+ * Where a cached extent lives.  Filled by st_lookup; the caller may read
+ * from fd (owned by the store: do not close it) and must pass the same loc
+ * to st_verify.  Valid until st_close; reading it after the region was
+ * reused is caught by st_verify (-ESTALE).
+ */
+struct hotfs_loc {
+	int fd;			/* the data file */
+	uint32_t len;		/* extent length in bytes */
+	uint64_t off;		/* offset of the extent's byte 0 in fd */
+	uint64_t tab_off;	/* offset of its block checksums, 0 = none */
+	uint64_t gen;		/* region generation at lookup */
+	uint64_t csum;		/* checksum of the whole extent */
+	uint32_t region;
+	uint32_t extno;
+	struct hotfs_key key;
+};
+
+/* Block size of the per-block checksums. */
+#define ST_BLOCK		4096u
+
+/*
+ * The bytes to read to serve [off, off + len) of an extent: whole
+ * ST_BLOCK blocks, plus (only if not the whole extent) the checksums of
+ * those blocks.
+ */
+struct hotfs_span {
+	uint64_t data_off;	/* file offset to read from */
+	uint32_t data_len;	/* bytes to read (block-rounded, clipped) */
+	uint32_t ext_off;	/* extent offset of data_off (block-aligned) */
+	uint64_t tab_off;	/* file offset of the checksums, 0 = none */
+	uint32_t tab_len;	/* bytes of checksums to read */
+};
+
+enum hotfs_store_state {
+	ST_OK = 0,
+	ST_READONLY,		/* no more inserts, lookups still served */
+	ST_OFF,			/* every lookup misses */
+};
+
+enum hotfs_inval_reason {
+	ST_INVAL_WRITE = 0,	/* write through the mount */
+	ST_INVAL_SOURCE,	/* source stamp changed */
+	ST_INVAL_CSUM,		/* data failed its checksum */
+	ST_INVAL_NR,
+};
+
+/* One cached extent, as shown to callbacks. */
+struct hotfs_extent_info {
+	struct hotfs_key key;
+	uint32_t extno;
+	uint32_t len;
+	uint32_t region;
+	bool hot;		/* looked up since inserted (or reinserted) */
+};
+
+/*
+ * Reinsertion: called for each live extent of a region about to be
+ * recycled; return true to have the store copy it forward.  NULL keeps
+ * the extents that were looked up since they were written.
+ */
+typedef bool (*st_keep_fn)(void *arg, const struct hotfs_extent_info *x);
+/* Iteration: return nonzero to stop (st_iterate returns that value). */
+typedef int (*st_iter_fn)(void *arg, const struct hotfs_extent_info *x);
+
+struct hotfs_store_params {
+	const void *ident;	/* identity of the source (opaque bytes) */
+	size_t ident_len;	/* 1..ST_IDENT_MAX */
+	uint64_t capacity;	/* bytes; 0 = as recorded in the cachedir */
+	uint32_t extent;	/* power of two, 4K..4M */
+	uint32_t region;	/* 0 = ST_REGION_DEFAULT, or as recorded */
+	bool reset;		/* empty whatever the cachedir holds */
+	unsigned commit_ms;	/* group commit interval, 0 = 1000 */
+	uint64_t commit_bytes;	/* or after this much data, 0 = 4 MiB */
+	/* free space of the cachedir fs, percent (cachefilesd): 0 = 10/7/3 */
+	unsigned brun, bcull, bstop;
+	st_keep_fn keep;
+	void *keep_arg;
+};
+
+#define ST_IDENT_MAX		1024u
+#define ST_REGION_DEFAULT	(16u << 20)
+
+struct hotfs_store_stats {
+	enum hotfs_store_state state;
+	char reason[128];	/* why not ST_OK */
+	uint64_t capacity;	/* bytes the store may use */
+	uint64_t regions;	/* regions the capacity allows */
+	uint64_t regions_used;	/* holding data (open + sealed) */
+	uint64_t extents;	/* cached extents */
+	uint64_t bytes;		/* their payload bytes */
+	uint64_t bytes_written;	/* to the SSD: data, padding, metadata */
+	uint64_t bytes_inserted; /* payload handed to st_insert */
+	uint64_t inserts;
+	uint64_t evictions;	/* regions evicted or recycled */
+	uint64_t evicted_extents;
+	uint64_t reinserted;	/* extents copied forward at eviction */
+	uint64_t culls;		/* regions freed for the watermarks */
+	uint64_t invalidations[ST_INVAL_NR];
+	uint64_t stale_reads;	/* st_verify saw the region reused */
+	uint64_t commits;
+	uint64_t regions_dropped; /* torn/corrupt at recovery */
+	uint64_t extents_recovered;
+	uint64_t entries_max;	/* index capacity */
+	uint64_t index_bytes;	/* RAM used by the index */
+};
+
+int st_open(const char *cachedir, const struct hotfs_store_params *p,
+	    struct hotfs_store **out, char *err, size_t errlen);
+int st_close(struct hotfs_store *st);
+
+int st_lookup(struct hotfs_store *st, const struct hotfs_key *key,
+	      uint32_t extno, const struct hotfs_stamp *stamp,
+	      struct hotfs_loc *loc);
+int st_loc_span(const struct hotfs_loc *loc, uint32_t off, uint32_t len,
+		struct hotfs_span *sp);
+int st_verify(struct hotfs_store *st, const struct hotfs_loc *loc,
+	      uint32_t ext_off, const void *buf, uint32_t len,
+	      const void *tab);
+void st_report_io_error(struct hotfs_store *st, const struct hotfs_loc *loc,
+			int err);
+ssize_t st_read(struct hotfs_store *st, const struct hotfs_key *key,
+		uint32_t extno, const struct hotfs_stamp *stamp, uint32_t off,
+		void *buf, size_t len);
+
+int st_insert(struct hotfs_store *st, const struct hotfs_key *key,
+	      uint32_t extno, const struct hotfs_stamp *stamp,
+	      const void *buf, size_t len);
+int st_invalidate(struct hotfs_store *st, const struct hotfs_key *key,
+		  uint32_t first, uint32_t count,
+		  enum hotfs_inval_reason why);
+int st_evict(struct hotfs_store *st, unsigned nregions);
+int st_iterate(struct hotfs_store *st, st_iter_fn fn, void *arg);
+
+int st_commit(struct hotfs_store *st);
+int st_tick(struct hotfs_store *st);
+
+void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s);
+const char *st_state_name(enum hotfs_store_state s);
+int st_size_from_fs(const char *dir, unsigned pct, bool of_free,
+		    uint64_t *bytes);
+
+#endif

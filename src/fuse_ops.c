@@ -1,0 +1,961 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * FUSE low-level handlers: decode the request, call the source through
+ * *at() syscalls on the inode's O_PATH fd, reply exactly once.
+ *
+ * Modelled on libfuse's example/passthrough_ll.c and passthrough_hp.cc.
+ * Decisions a user may need to know (also in man/hotfs.8):
+ *  - st_ino, nlink, sizes and times are the source's, unchanged.
+ *  - When the daemon runs as root, operations that create objects run with
+ *    the caller's fsuid, fsgid and supplementary groups (per thread), so
+ *    new files are owned as on a local filesystem and the source applies
+ *    its own rules (setgid directories, ACL defaults).
+ *  - O_DIRECT is honoured by the kernel (it sends the I/O to us without
+ *    caching); the daemon's own fd on the source is opened without it, so
+ *    unaligned request buffers are fine.
+ *  - flock() and POSIX locks are kept by the kernel for the mount: they
+ *    are coherent between processes using the mount, not with processes
+ *    that use the source directly.
+ *
+ * No lock is held across a reply or across source I/O.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "hotfs/fs.h"
+#include "hotfs/log.h"
+
+static struct hotfs *hfs(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static struct hotfs_inode *hino(fuse_req_t req, fuse_ino_t ino)
+{
+	if (ino == FUSE_ROOT_ID)
+		return ino_root(hfs(req)->it);
+	return (struct hotfs_inode *)(uintptr_t)ino;
+}
+
+static int ifd(fuse_req_t req, fuse_ino_t ino)
+{
+	return hino(req, ino)->fd;
+}
+
+/* ------------------------------------------------------------------ */
+/* Acting as the caller */
+
+struct cred {
+	bool changed;
+};
+
+#define MAX_GROUPS 256
+
+/*
+ * Switch this thread's fs credentials to the caller's.  setfsuid/setfsgid
+ * and the raw setgroups syscall are per thread (glibc's setgroups()
+ * wrapper would change every thread of the process).
+ */
+static void cred_enter(fuse_req_t req, struct cred *c)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	gid_t groups[MAX_GROUPS];
+	int n;
+
+	c->changed = false;
+	if (!hfs(req)->as_root || (ctx->uid == 0 && ctx->gid == 0))
+		return;
+	n = fuse_req_getgroups(req, MAX_GROUPS, groups);
+	if (n < 0)
+		n = 0;
+	if (n > MAX_GROUPS)
+		n = MAX_GROUPS;
+	syscall(SYS_setgroups, (size_t)n, groups);
+	syscall(SYS_setfsgid, ctx->gid);
+	syscall(SYS_setfsuid, ctx->uid);
+	c->changed = true;
+}
+
+static void cred_exit(struct cred *c)
+{
+	if (!c->changed)
+		return;
+	syscall(SYS_setfsuid, 0);
+	syscall(SYS_setfsgid, 0);
+	syscall(SYS_setgroups, (size_t)0, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Lookup */
+
+static int stat_fd(int fd, struct stat *st)
+{
+	if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Look name up in parent and fill e.  Returns 0 or -errno.  A missing
+ * name is -ENOENT; the caller decides whether to cache it negatively.
+ */
+static int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     struct fuse_entry_param *e)
+{
+	struct hotfs *fs = hfs(req);
+	struct hotfs_inode *in;
+	int fd, err = 0;
+
+	memset(e, 0, sizeof(*e));
+	e->attr_timeout = fs->o->attr_timeout;
+	e->entry_timeout = fs->o->entry_timeout;
+	fd = openat(ifd(req, parent), name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1)
+		return -errno;
+	err = stat_fd(fd, &e->attr);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	in = ino_get(fs->it, fd, &e->attr, &err);
+	if (!in)
+		return err;
+	e->ino = (uintptr_t)in;
+	return 0;
+}
+
+static void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fuse_entry_param e;
+	int err;
+
+	err = do_lookup(req, parent, name, &e);
+	if (err == -ENOENT) {
+		/* a negative entry: git probes many absent names */
+		e.ino = 0;
+		e.entry_timeout = hfs(req)->o->entry_timeout;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	if (err)
+		fuse_reply_err(req, -err);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+static void forget_one(fuse_req_t req, fuse_ino_t ino, uint64_t n)
+{
+	if (ino == FUSE_ROOT_ID)
+		return;
+	ino_forget(hfs(req)->it, hino(req, ino), n);
+}
+
+static void hotfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	forget_one(req, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void hotfs_forget_multi(fuse_req_t req, size_t count,
+			       struct fuse_forget_data *forgets)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		forget_one(req, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+/* ------------------------------------------------------------------ */
+/* Attributes */
+
+static void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	struct stat st;
+	int err;
+
+	if (fi)
+		err = fstat((int)fi->fh, &st) == -1 ? -errno : 0;
+	else
+		err = stat_fd(ifd(req, ino), &st);
+	if (err)
+		fuse_reply_err(req, -err);
+	else
+		fuse_reply_attr(req, &st, hfs(req)->o->attr_timeout);
+}
+
+static void procname(char *buf, size_t len, int fd)
+{
+	snprintf(buf, len, "%d", fd);
+}
+
+static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+			  int valid, struct fuse_file_info *fi)
+{
+	struct hotfs *fs = hfs(req);
+	struct hotfs_inode *in = hino(req, ino);
+	char pn[32];
+	int r = 0;
+
+	procname(pn, sizeof(pn), in->fd);
+	if (valid & FUSE_SET_ATTR_MODE) {
+		if (fi)
+			r = fchmod((int)fi->fh, attr->st_mode);
+		else
+			r = fchmodat(fs->proc_self_fd, pn, attr->st_mode, 0);
+		if (r == -1)
+			goto out_err;
+	}
+	if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid :
+			    (uid_t)-1;
+		gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid :
+			    (gid_t)-1;
+
+		r = fchownat(in->fd, "", uid, gid,
+			     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+		if (r == -1)
+			goto out_err;
+	}
+	if (valid & FUSE_SET_ATTR_SIZE) {
+		if (fi)
+			r = ftruncate((int)fi->fh, attr->st_size);
+		else {
+			char path[64];
+
+			snprintf(path, sizeof(path), "/proc/self/fd/%d",
+				 in->fd);
+			r = truncate(path, attr->st_size);
+		}
+		if (r == -1)
+			goto out_err;
+		pthread_mutex_lock(&in->m);
+		in->write_gen++;
+		pthread_mutex_unlock(&in->m);
+	}
+	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
+		struct timespec tv[2];
+
+		tv[0].tv_sec = 0;
+		tv[1].tv_sec = 0;
+		tv[0].tv_nsec = UTIME_OMIT;
+		tv[1].tv_nsec = UTIME_OMIT;
+		if (valid & FUSE_SET_ATTR_ATIME_NOW)
+			tv[0].tv_nsec = UTIME_NOW;
+		else if (valid & FUSE_SET_ATTR_ATIME)
+			tv[0] = attr->st_atim;
+		if (valid & FUSE_SET_ATTR_MTIME_NOW)
+			tv[1].tv_nsec = UTIME_NOW;
+		else if (valid & FUSE_SET_ATTR_MTIME)
+			tv[1] = attr->st_mtim;
+		if (fi)
+			r = futimens((int)fi->fh, tv);
+		else if (S_ISLNK(in->type))
+			r = utimensat(in->fd, "", tv,
+				      AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+		else
+			r = utimensat(fs->proc_self_fd, pn, tv, 0);
+		if (r == -1)
+			goto out_err;
+	}
+	hotfs_getattr(req, ino, fi);
+	return;
+out_err:
+	fuse_reply_err(req, errno);
+}
+
+static void hotfs_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[PATH_MAX + 1];
+	ssize_t n;
+
+	n = readlinkat(ifd(req, ino), "", buf, sizeof(buf));
+	if (n == -1) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	if (n == sizeof(buf)) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	buf[n] = '\0';
+	fuse_reply_readlink(req, buf);
+}
+
+/* ------------------------------------------------------------------ */
+/* Creating and removing names */
+
+/* After a successful create of name in parent, reply with its entry. */
+static void reply_new_entry(fuse_req_t req, fuse_ino_t parent,
+			    const char *name)
+{
+	struct fuse_entry_param e;
+	int err;
+
+	err = do_lookup(req, parent, name, &e);
+	if (err)
+		fuse_reply_err(req, -err);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, dev_t rdev, const char *link)
+{
+	int pfd = ifd(req, parent), r;
+	struct cred c;
+
+	cred_enter(req, &c);
+	if (S_ISDIR(mode))
+		r = mkdirat(pfd, name, mode);
+	else if (S_ISLNK(mode))
+		r = symlinkat(link, pfd, name);
+	else
+		r = mknodat(pfd, name, mode, rdev);
+	if (r == -1)
+		r = -errno;
+	cred_exit(&c);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		reply_new_entry(req, parent, name);
+}
+
+static void hotfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+			mode_t mode, dev_t rdev)
+{
+	make_node(req, parent, name, mode, rdev, NULL);
+}
+
+static void hotfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+			mode_t mode)
+{
+	make_node(req, parent, name, S_IFDIR | mode, 0, NULL);
+}
+
+static void hotfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+			  const char *name)
+{
+	make_node(req, parent, name, S_IFLNK, 0, link);
+}
+
+static void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
+		       const char *name)
+{
+	struct hotfs *fs = hfs(req);
+	char pn[32];
+	int r;
+
+	procname(pn, sizeof(pn), ifd(req, ino));
+	r = linkat(ifd(req, ino), "", ifd(req, parent), name, AT_EMPTY_PATH);
+	if (r == -1 && (errno == ENOENT || errno == EINVAL))
+		r = linkat(fs->proc_self_fd, pn, ifd(req, parent), name,
+			   AT_SYMLINK_FOLLOW);
+	if (r == -1) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	reply_new_entry(req, parent, name);
+}
+
+static void hotfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	int r = unlinkat(ifd(req, parent), name, 0);
+
+	fuse_reply_err(req, r == -1 ? errno : 0);
+}
+
+static void hotfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	int r = unlinkat(ifd(req, parent), name, AT_REMOVEDIR);
+
+	fuse_reply_err(req, r == -1 ? errno : 0);
+}
+
+static void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+			 fuse_ino_t newparent, const char *newname,
+			 unsigned int flags)
+{
+	long r;
+
+	r = syscall(SYS_renameat2, ifd(req, parent), name,
+		    ifd(req, newparent), newname, flags);
+	fuse_reply_err(req, r == -1 ? errno : 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Files */
+
+/* Flags for our own fd on the source: the kernel has handled these. */
+static int backing_flags(int flags)
+{
+	flags &= ~(O_NOFOLLOW | O_DIRECT);
+	return flags | O_CLOEXEC;
+}
+
+/* Keep the kernel's page cache if the file is as we last saw it. */
+static void set_keep_cache(struct hotfs_inode *in, int fd,
+			   struct fuse_file_info *fi)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == -1)
+		return;
+	pthread_mutex_lock(&in->m);
+	fi->keep_cache = in->stamp_valid &&
+			 in->stamp_mtime_ns == ts_ns(&st.st_mtim) &&
+			 in->stamp_ctime_ns == ts_ns(&st.st_ctim) &&
+			 in->stamp_size == st.st_size;
+	in->nopen++;
+	pthread_mutex_unlock(&in->m);
+}
+
+static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct hotfs *fs = hfs(req);
+	struct hotfs_inode *in = hino(req, ino);
+	char pn[32];
+	int fd;
+
+	procname(pn, sizeof(pn), in->fd);
+	fd = openat(fs->proc_self_fd, pn, backing_flags(fi->flags));
+	if (fd == -1) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	if (fi->flags & O_TRUNC) {
+		pthread_mutex_lock(&in->m);
+		in->write_gen++;
+		pthread_mutex_unlock(&in->m);
+	}
+	fi->fh = (uint64_t)fd;
+	set_keep_cache(in, fd, fi);
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		/* the open was interrupted: the kernel will not release */
+		pthread_mutex_lock(&in->m);
+		in->nopen--;
+		pthread_mutex_unlock(&in->m);
+		close(fd);
+	}
+}
+
+static void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+			 mode_t mode, struct fuse_file_info *fi)
+{
+	struct fuse_entry_param e;
+	struct hotfs_inode *in;
+	struct cred c;
+	int fd, err;
+
+	cred_enter(req, &c);
+	fd = openat(ifd(req, parent), name,
+		    backing_flags(fi->flags) | O_CREAT, mode);
+	err = fd == -1 ? -errno : 0;
+	cred_exit(&c);
+	if (err) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	err = do_lookup(req, parent, name, &e);
+	if (err) {
+		close(fd);
+		fuse_reply_err(req, -err);
+		return;
+	}
+	in = hino(req, e.ino);
+	fi->fh = (uint64_t)fd;
+	pthread_mutex_lock(&in->m);
+	in->nopen++;
+	in->write_gen++;
+	pthread_mutex_unlock(&in->m);
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		pthread_mutex_lock(&in->m);
+		in->nopen--;
+		pthread_mutex_unlock(&in->m);
+		close(fd);
+	}
+}
+
+static void hotfs_release(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	struct hotfs_inode *in = hino(req, ino);
+	struct stat st;
+	int fd = (int)fi->fh;
+
+	/* Remember the stamp: an unchanged file reopens with keep_cache. */
+	if (fstat(fd, &st) == 0) {
+		pthread_mutex_lock(&in->m);
+		in->stamp_valid = true;
+		in->stamp_mtime_ns = ts_ns(&st.st_mtim);
+		in->stamp_ctime_ns = ts_ns(&st.st_ctim);
+		in->stamp_size = st.st_size;
+		if (in->nopen)
+			in->nopen--;
+		pthread_mutex_unlock(&in->m);
+	}
+	close(fd);
+	fuse_reply_err(req, 0);
+}
+
+static void hotfs_flush(fuse_req_t req, fuse_ino_t ino,
+			struct fuse_file_info *fi)
+{
+	int r;
+
+	(void)ino;
+	/* like close(2) on the source: NFS reports write errors here */
+	r = close(dup((int)fi->fh));
+	fuse_reply_err(req, r == -1 ? errno : 0);
+}
+
+static void hotfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+			struct fuse_file_info *fi)
+{
+	int fd = (int)fi->fh, r;
+
+	(void)ino;
+	r = datasync ? fdatasync(fd) : fsync(fd);
+	fuse_reply_err(req, r == -1 ? errno : 0);
+}
+
+static void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+
+	(void)ino;
+	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	buf.buf[0].fd = (int)fi->fh;
+	buf.buf[0].pos = off;
+	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+}
+
+static void hotfs_write_buf(fuse_req_t req, fuse_ino_t ino,
+			    struct fuse_bufvec *in_buf, off_t off,
+			    struct fuse_file_info *fi)
+{
+	struct hotfs_inode *in = hino(req, ino);
+	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in_buf));
+	ssize_t n;
+
+	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	out.buf[0].fd = (int)fi->fh;
+	out.buf[0].pos = off;
+	pthread_mutex_lock(&in->m);
+	in->write_gen++;
+	pthread_mutex_unlock(&in->m);
+	n = fuse_buf_copy(&out, in_buf, 0);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void hotfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
+			    off_t off, off_t len, struct fuse_file_info *fi)
+{
+	struct hotfs_inode *in = hino(req, ino);
+	int r;
+
+	pthread_mutex_lock(&in->m);
+	in->write_gen++;
+	pthread_mutex_unlock(&in->m);
+	r = fallocate((int)fi->fh, mode, off, len);
+	fuse_reply_err(req, r == -1 ? errno : 0);
+}
+
+static void hotfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
+				  off_t off_in, struct fuse_file_info *fi_in,
+				  fuse_ino_t ino_out, off_t off_out,
+				  struct fuse_file_info *fi_out, size_t len,
+				  int flags)
+{
+	struct hotfs_inode *out = hino(req, ino_out);
+	ssize_t n;
+
+	(void)ino_in;
+	pthread_mutex_lock(&out->m);
+	out->write_gen++;
+	pthread_mutex_unlock(&out->m);
+	n = copy_file_range((int)fi_in->fh, &off_in, (int)fi_out->fh,
+			    &off_out, len, (unsigned)flags);
+	if (n == -1)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void hotfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+			struct fuse_file_info *fi)
+{
+	off_t r;
+
+	(void)ino;
+	r = lseek((int)fi->fh, off, whence);
+	if (r == -1)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_lseek(req, r);
+}
+
+/* ------------------------------------------------------------------ */
+/* Directories */
+
+struct hotfs_dirp {
+	DIR *dp;
+	struct dirent *entry;
+	off_t offset;
+};
+
+static void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	struct hotfs_dirp *d;
+	int fd;
+
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fd = openat(ifd(req, ino), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1)
+		goto out_err;
+	d->dp = fdopendir(fd);
+	if (!d->dp) {
+		close(fd);
+		goto out_err;
+	}
+	fi->fh = (uintptr_t)d;
+	fi->cache_readdir = 0;
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		closedir(d->dp);
+		free(d);
+	}
+	return;
+out_err:
+	fuse_reply_err(req, errno);
+	free(d);
+}
+
+static struct hotfs_dirp *dirp(struct fuse_file_info *fi)
+{
+	return (struct hotfs_dirp *)(uintptr_t)fi->fh;
+}
+
+static bool is_dot_or_dotdot(const char *name)
+{
+	return name[0] == '.' &&
+	       (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
+		       off_t offset, struct fuse_file_info *fi, bool plus)
+{
+	struct hotfs_dirp *d = dirp(fi);
+	char *buf, *p;
+	size_t rem = size;
+	int err = 0;
+
+	(void)ino;
+	buf = calloc(1, size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	p = buf;
+	if (offset != d->offset) {
+		seekdir(d->dp, offset);
+		d->entry = NULL;
+		d->offset = offset;
+	}
+	for (;;) {
+		struct fuse_entry_param e;
+		size_t entsize;
+		off_t nextoff;
+		const char *name;
+
+		if (!d->entry) {
+			errno = 0;
+			d->entry = readdir(d->dp);
+			if (!d->entry) {
+				if (errno)
+					err = errno;
+				break;
+			}
+		}
+		nextoff = d->entry->d_off;
+		name = d->entry->d_name;
+		if (plus) {
+			fuse_ino_t entry_ino = 0;
+
+			memset(&e, 0, sizeof(e));
+			if (is_dot_or_dotdot(name)) {
+				e.attr.st_ino = d->entry->d_ino;
+				e.attr.st_mode = d->entry->d_type << 12;
+			} else {
+				err = -do_lookup(req, ino, name, &e);
+				if (err == ENOENT) {
+					/* vanished since readdir: skip it */
+					err = 0;
+					d->entry = NULL;
+					d->offset = nextoff;
+					continue;
+				}
+				if (err)
+					break;
+				entry_ino = e.ino;
+			}
+			entsize = fuse_add_direntry_plus(req, p, rem, name,
+							 &e, nextoff);
+			if (entsize > rem) {
+				if (entry_ino)
+					forget_one(req, entry_ino, 1);
+				break;
+			}
+		} else {
+			struct stat st = {
+				.st_ino = d->entry->d_ino,
+				.st_mode = d->entry->d_type << 12,
+			};
+
+			entsize = fuse_add_direntry(req, p, rem, name, &st,
+						    nextoff);
+			if (entsize > rem)
+				break;
+		}
+		p += entsize;
+		rem -= entsize;
+		d->entry = NULL;
+		d->offset = nextoff;
+	}
+	/* an error after some entries: return what we have */
+	if (err && p == buf)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_buf(req, buf, size - rem);
+	free(buf);
+}
+
+static void hotfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
+			  off_t offset, struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, offset, fi, false);
+}
+
+static void hotfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			      off_t offset, struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, offset, fi, true);
+}
+
+static void hotfs_releasedir(fuse_req_t req, fuse_ino_t ino,
+			     struct fuse_file_info *fi)
+{
+	struct hotfs_dirp *d = dirp(fi);
+
+	(void)ino;
+	closedir(d->dp);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+static void hotfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+			   struct fuse_file_info *fi)
+{
+	int fd = dirfd(dirp(fi)->dp), r;
+
+	(void)ino;
+	r = datasync ? fdatasync(fd) : fsync(fd);
+	fuse_reply_err(req, r == -1 ? errno : 0);
+}
+
+static void hotfs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs sv;
+
+	if (fstatvfs(ifd(req, ino), &sv) == -1)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_statfs(req, &sv);
+}
+
+static void hotfs_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct hotfs *fs = hfs(req);
+	struct cred c;
+	char pn[32];
+	int r;
+
+	procname(pn, sizeof(pn), ifd(req, ino));
+	cred_enter(req, &c);
+	r = faccessat(fs->proc_self_fd, pn, mask, AT_EACCESS);
+	r = r == -1 ? errno : 0;
+	cred_exit(&c);
+	fuse_reply_err(req, r);
+}
+
+/* ------------------------------------------------------------------ */
+/* Extended attributes */
+
+/*
+ * Following /proc/self/fd/N reaches the object the O_PATH fd names, a
+ * symlink itself included (the magic link is not followed further), so
+ * the path xattr calls work for every type.
+ */
+static void xattr_path(struct hotfs_inode *in, char *buf, size_t len)
+{
+	snprintf(buf, len, "/proc/self/fd/%d", in->fd);
+}
+
+static void reply_xattr(fuse_req_t req, size_t size, ssize_t n,
+			const char *value)
+{
+	if (n == -1)
+		fuse_reply_err(req, errno);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, value, (size_t)n);
+}
+
+static void hotfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			   size_t size)
+{
+	struct hotfs_inode *in = hino(req, ino);
+	char path[64], *value = NULL;
+	ssize_t n;
+
+	if (size) {
+		value = malloc(size);
+		if (!value) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
+	xattr_path(in, path, sizeof(path));
+	n = getxattr(path, name, value, size);
+	reply_xattr(req, size, n, value);
+	free(value);
+}
+
+static void hotfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct hotfs_inode *in = hino(req, ino);
+	char path[64], *value = NULL;
+	ssize_t n;
+
+	if (size) {
+		value = malloc(size);
+		if (!value) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
+	xattr_path(in, path, sizeof(path));
+	n = listxattr(path, value, size);
+	reply_xattr(req, size, n, value);
+	free(value);
+}
+
+static void hotfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			   const char *value, size_t size, int flags)
+{
+	struct hotfs_inode *in = hino(req, ino);
+	char path[64];
+	int r;
+
+	xattr_path(in, path, sizeof(path));
+	r = setxattr(path, name, value, size, flags);
+	fuse_reply_err(req, r == -1 ? errno : 0);
+}
+
+static void hotfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct hotfs_inode *in = hino(req, ino);
+	char path[64];
+	int r;
+
+	xattr_path(in, path, sizeof(path));
+	r = removexattr(path, name);
+	fuse_reply_err(req, r == -1 ? errno : 0);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	conn->max_write = 1024 * 1024;
+	conn->max_readahead = 1024 * 1024;
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
+	if (conn->capable & FUSE_CAP_SPLICE_MOVE)
+		conn->want |= FUSE_CAP_SPLICE_MOVE;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+	if (conn->capable & FUSE_CAP_ASYNC_DIO)
+		conn->want |= FUSE_CAP_ASYNC_DIO;
+	/* the kernel strips setuid/setgid on write and chown for us */
+	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+	/* no writeback cache: every write reaches the source at once */
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* locks stay in the kernel, coherent across users of the mount */
+	conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+}
+
+const struct fuse_lowlevel_ops hotfs_ll_ops = {
+	.init = hotfs_init,
+	.lookup = hotfs_lookup,
+	.forget = hotfs_forget,
+	.forget_multi = hotfs_forget_multi,
+	.getattr = hotfs_getattr,
+	.setattr = hotfs_setattr,
+	.readlink = hotfs_readlink,
+	.mknod = hotfs_mknod,
+	.mkdir = hotfs_mkdir,
+	.symlink = hotfs_symlink,
+	.link = hotfs_link,
+	.unlink = hotfs_unlink,
+	.rmdir = hotfs_rmdir,
+	.rename = hotfs_rename,
+	.open = hotfs_open,
+	.create = hotfs_create,
+	.release = hotfs_release,
+	.flush = hotfs_flush,
+	.fsync = hotfs_fsync,
+	.read = hotfs_read,
+	.write_buf = hotfs_write_buf,
+	.fallocate = hotfs_fallocate,
+	.copy_file_range = hotfs_copy_file_range,
+	.lseek = hotfs_lseek,
+	.opendir = hotfs_opendir,
+	.readdir = hotfs_readdir,
+	.readdirplus = hotfs_readdirplus,
+	.releasedir = hotfs_releasedir,
+	.fsyncdir = hotfs_fsyncdir,
+	.statfs = hotfs_statfs,
+	.access = hotfs_access,
+	.getxattr = hotfs_getxattr,
+	.listxattr = hotfs_listxattr,
+	.setxattr = hotfs_setxattr,
+	.removexattr = hotfs_removexattr,
+};

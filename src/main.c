@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * hotfs: a FUSE filesystem that mounts over a slow directory tree and
+ * caches its hot extents on a fast device.
+ *
+ *   hotfs SOURCE MOUNTPOINT -o cachedir=DIR[,option...]
+ *
+ * main() parses and checks the options, opens the source, mounts, then
+ * daemonizes (unless -f) and runs the multithreaded session loop.  Every
+ * error before the mount is one line on stderr and exit status 1.
+ * SIGTERM, SIGINT, SIGHUP and umount end the loop; the exit status is 0.
+ *
+ * Decision: with allow_other, hotfs adds default_permissions, so that the
+ * kernel checks permissions against the source's modes; without it any
+ * user could read through the root daemon whatever the daemon can read.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fuse_lowlevel.h>
+
+#include "config.h"
+#include "hotfs/fs.h"
+#include "hotfs/log.h"
+#include "hotfs/opts.h"
+
+static void usage(const char *prog)
+{
+	printf("usage: %s SOURCE MOUNTPOINT -o cachedir=DIR[,options]\n\n",
+	       prog);
+	printf("general options:\n"
+	       "    -o opt,[opt...]        mount options\n"
+	       "    -h   --help            print help\n"
+	       "    -V   --version         print version\n\n");
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit r;
+
+	/* one O_PATH fd per inode the kernel remembers */
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
+static int add_fsname(struct fuse_args *args, const char *source)
+{
+	char *opts = NULL, *fsname, *abs = realpath(source, NULL);
+	int r;
+
+
+	r = asprintf(&fsname, "fsname=%s", abs ? abs : source);
+	free(abs);
+	if (r < 0)
+		return -1;
+	r = fuse_opt_add_opt(&opts, "subtype=hotfs");
+	if (r == 0)
+		r = fuse_opt_add_opt_escaped(&opts, fsname);
+	free(fsname);
+	if (r == 0) {
+		char *arg;
+
+		if (asprintf(&arg, "-o%s", opts) < 0)
+			r = -1;
+		else {
+			/* first, so that a user's own fsname= wins */
+			r = fuse_opt_insert_arg(args, 1, arg);
+			free(arg);
+		}
+	}
+	free(opts);
+	return r;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts copts = { 0 };
+	struct fuse_loop_config *lcfg = NULL;
+	struct fuse_session *se = NULL;
+	struct hotfs_opts o = { 0 };
+	struct hotfs fs = { .o = &o, .root_fd = -1, .proc_self_fd = -1 };
+	char err[512];
+	int ret = 1, r;
+
+	log_init();
+	if (opt_parse(&args, &o, err, sizeof(err)) < 0) {
+		fprintf(stderr, "hotfs: %s\n", err);
+		goto out0;
+	}
+	if (fuse_parse_cmdline(&args, &copts) != 0)
+		goto out0;
+	if (o.show_help || copts.show_help) {
+		usage(argv[0]);
+		fuse_cmdline_help();
+		fuse_lowlevel_help();
+		opt_help();
+		ret = 0;
+		goto out0;
+	}
+	if (o.show_version || copts.show_version) {
+		printf("hotfs version %s\n", HOTFS_VERSION);
+		fuse_lowlevel_version();
+		ret = 0;
+		goto out0;
+	}
+	if (copts.mountpoint) {
+		fprintf(stderr, "hotfs: unexpected argument '%s'\n",
+			copts.mountpoint);
+		goto out0;
+	}
+	o.foreground = copts.foreground;
+	o.debug = copts.debug;
+	if (o.debug)
+		hotfs_log_level = LOG_DEBUG;
+	if (o.allow_other && !o.default_permissions &&
+	    fuse_opt_add_arg(&args, "-odefault_permissions") != 0)
+		goto out0;
+	if (add_fsname(&args, o.source) != 0)
+		goto out0;
+
+	se = fuse_session_new(&args, &hotfs_ll_ops, sizeof(hotfs_ll_ops),
+			      &fs);
+	if (!se)
+		goto out0;	/* libfuse said why, through our log sink */
+	if (opt_validate(&o, err, sizeof(err)) < 0) {
+		fprintf(stderr, "hotfs: %s\n", err);
+		goto out1;
+	}
+	fs.root_fd = open(o.source, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fs.root_fd == -1) {
+		fprintf(stderr, "hotfs: source '%s': %s\n", o.source,
+			strerror(errno));
+		goto out1;
+	}
+	r = ino_table_new(&fs.it, fs.root_fd);
+	if (r < 0) {
+		fprintf(stderr, "hotfs: inode table: %s\n", strerror(-r));
+		goto out2;
+	}
+	fs.root_fd = -1;	/* owned by the table now */
+	fs.as_root = geteuid() == 0;
+	umask(0);		/* the kernel applied the caller's umask */
+	raise_nofile();
+
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out3;
+	if (fuse_session_mount(se, o.mountpoint) != 0)
+		goto out4;
+	if (fuse_daemonize(o.foreground) != 0)
+		goto out5;
+	if (!o.foreground)
+		log_to_syslog();
+	/* after the fork: /proc/self is the daemon's from here on */
+	fs.proc_self_fd = open("/proc/self/fd", O_PATH | O_CLOEXEC);
+	if (fs.proc_self_fd == -1) {
+		hotfs_log(LOG_ERR, "/proc/self/fd: %s\n", strerror(errno));
+		goto out5;
+	}
+	hotfs_log(LOG_INFO, "mounted %s on %s\n", o.source, o.mountpoint);
+
+	if (copts.singlethread) {
+		r = fuse_session_loop(se);
+	} else {
+		lcfg = fuse_loop_cfg_create();
+		if (!lcfg) {
+			r = -ENOMEM;
+		} else {
+			fuse_loop_cfg_set_clone_fd(lcfg, copts.clone_fd);
+			fuse_loop_cfg_set_idle_threads(lcfg,
+						       copts.max_idle_threads);
+			fuse_loop_cfg_set_max_threads(lcfg,
+				copts.max_threads > 16 ? copts.max_threads : 16);
+			r = fuse_session_loop_mt(se, lcfg);
+			fuse_loop_cfg_destroy(lcfg);
+		}
+	}
+	/* a signal handled by libfuse ends the loop with its number */
+	if (r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP)
+		ret = 0;
+	else
+		hotfs_log(LOG_ERR, "session loop ended: %s\n",
+			  r < 0 ? strerror(-r) : strsignal(r));
+	hotfs_log(LOG_INFO, "unmounting %s\n", o.mountpoint);
+out5:
+	fuse_session_unmount(se);
+out4:
+	fuse_remove_signal_handlers(se);
+out3:
+	ino_table_free(fs.it);
+out2:
+	if (fs.proc_self_fd != -1)
+		close(fs.proc_self_fd);
+	if (fs.root_fd != -1)
+		close(fs.root_fd);
+out1:
+	fuse_session_destroy(se);
+out0:
+	free(copts.mountpoint);
+	fuse_opt_free_args(&args);
+	opt_free(&o);
+	return ret;
+}

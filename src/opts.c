@@ -1,0 +1,513 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Option parsing and validation.
+ *
+ * hotfs's keys are parsed by one fuse_opt table into struct hotfs_opts and
+ * removed from the argument list; the keywords mount(8) and mount.fuse3
+ * pass from an fstab line (rw, defaults, nofail, _netdev, noauto, user,
+ * x-systemd.*, comment=...) are dropped; everything else is left for
+ * fuse_parse_cmdline() and fuse_session_new(), which reject what they do
+ * not know.  Nothing here touches the disk except opt_validate(), which
+ * creates the cachedir once every check has passed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fuse_lowlevel.h>
+#include <fuse_opt.h>
+
+#include "hotfs/opts.h"
+
+#define HOTFS_OPT(t, p, v) { t, offsetof(struct hotfs_opts, p), v }
+
+enum {
+	KEY_DISCARD,
+	KEY_HELP,
+	KEY_VERSION,
+	KEY_ALLOW_OTHER,
+	KEY_DEFAULT_PERMISSIONS,
+};
+
+static const struct fuse_opt opt_table[] = {
+	HOTFS_OPT("cachedir=%s", cachedir, 0),
+	HOTFS_OPT("cachesize=%s", cachesize_str, 0),
+	HOTFS_OPT("extent=%s", extent_str, 0),
+	HOTFS_OPT("threshold=%s", threshold_str, 0),
+	HOTFS_OPT("seqcutoff=%s", seqcutoff_str, 0),
+	HOTFS_OPT("promote_rate=%s", promote_rate_str, 0),
+	HOTFS_OPT("writemode=%s", writemode_str, 0),
+	HOTFS_OPT("attr_timeout=%s", attr_timeout_str, 0),
+	HOTFS_OPT("entry_timeout=%s", entry_timeout_str, 0),
+	HOTFS_OPT("reset", reset, 1),
+	HOTFS_OPT("nocache", nocache, 1),
+	FUSE_OPT_KEY("rw", KEY_DISCARD),
+	FUSE_OPT_KEY("defaults", KEY_DISCARD),
+	FUSE_OPT_KEY("auto", KEY_DISCARD),
+	FUSE_OPT_KEY("noauto", KEY_DISCARD),
+	FUSE_OPT_KEY("nofail", KEY_DISCARD),
+	FUSE_OPT_KEY("_netdev", KEY_DISCARD),
+	FUSE_OPT_KEY("user", KEY_DISCARD),
+	FUSE_OPT_KEY("nouser", KEY_DISCARD),
+	FUSE_OPT_KEY("users", KEY_DISCARD),
+	FUSE_OPT_KEY("owner", KEY_DISCARD),
+	FUSE_OPT_KEY("group", KEY_DISCARD),
+	FUSE_OPT_KEY("comment=", KEY_DISCARD),
+	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
+	FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("-V", KEY_VERSION),
+	FUSE_OPT_KEY("--version", KEY_VERSION),
+	FUSE_OPT_END
+};
+
+struct parse_ctx {
+	struct hotfs_opts *o;
+	char *err;
+	size_t errlen;
+	int failed;
+};
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* fuse_opt stores fields relative to its data pointer, so the
+ * message buffer travels beside it rather than through it. */
+static __thread struct parse_ctx *cur_ctx;
+
+static int opt_proc(void *data, const char *arg, int key,
+		    struct fuse_args *outargs)
+{
+	struct parse_ctx *c = cur_ctx;
+
+	(void)data;
+	(void)outargs;
+	switch (key) {
+	case KEY_DISCARD:
+		return 0;
+	case KEY_HELP:
+		c->o->show_help = 1;
+		return 0;
+	case KEY_VERSION:
+		c->o->show_version = 1;
+		return 0;
+	case KEY_ALLOW_OTHER:
+		c->o->allow_other = 1;
+		return 1;
+	case KEY_DEFAULT_PERMISSIONS:
+		c->o->default_permissions = 1;
+		return 1;
+	case FUSE_OPT_KEY_OPT:
+		/* x-systemd.automount, x-gvfs-show, ...: for mount(8) only */
+		if (strncmp(arg, "x-", 2) == 0)
+			return 0;
+		return 1;
+	case FUSE_OPT_KEY_NONOPT:
+		if (!c->o->source) {
+			c->o->source = strdup(arg);
+			return c->o->source ? 0 : -1;
+		}
+		if (!c->o->mountpoint) {
+			c->o->mountpoint = strdup(arg);
+			return c->o->mountpoint ? 0 : -1;
+		}
+		if (!c->failed)
+			seterr(c->err, c->errlen,
+			       "unexpected argument '%s' (usage: hotfs SOURCE MOUNTPOINT -o cachedir=DIR)",
+			       arg);
+		c->failed = 1;
+		return -1;
+	default:
+		return 1;
+	}
+}
+
+int opt_parse_size(const char *s, uint64_t *bytes, unsigned *pct)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 0;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	if (*end == '%') {
+		if (!pct || end[1] || v < 1 || v > 100)
+			return -EINVAL;
+		*pct = (unsigned)v;
+		*bytes = 0;
+		return 0;
+	}
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	default: break;
+	}
+	if (shift && (*end == 'i' || *end == 'I') && (end[1] == 'b' || end[1] == 'B'))
+		end += 2;
+	else if (*end == 'b' || *end == 'B')
+		end++;
+	if (*end)
+		return -EINVAL;
+	if (shift && v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*bytes = (uint64_t)v << shift;
+	if (pct)
+		*pct = 0;
+	return 0;
+}
+
+static int parse_sizes(struct hotfs_opts *o, char *err, size_t errlen)
+{
+	uint64_t v;
+	int r;
+
+	if (o->cachesize_str) {
+		r = opt_parse_size(o->cachesize_str, &o->cachesize,
+				   &o->cachesize_pct);
+		if (r < 0 || (!o->cachesize && !o->cachesize_pct)) {
+			seterr(err, errlen,
+			       "invalid cachesize '%s': expected a size (e.g. 20G) or a percentage (1%%..100%%)",
+			       o->cachesize_str);
+			return -EINVAL;
+		}
+		if (o->cachesize && o->cachesize < 16ull << 20) {
+			seterr(err, errlen,
+			       "invalid cachesize '%s': at least 16M",
+			       o->cachesize_str);
+			return -EINVAL;
+		}
+	}
+	o->extent = HOTFS_EXTENT_DEFAULT;
+	if (o->extent_str) {
+		r = opt_parse_size(o->extent_str, &v, NULL);
+		if (r < 0 || v < HOTFS_EXTENT_MIN || v > HOTFS_EXTENT_MAX ||
+		    (v & (v - 1))) {
+			seterr(err, errlen,
+			       "invalid extent '%s': a power of two from 64K to 4M",
+			       o->extent_str);
+			return -EINVAL;
+		}
+		o->extent = (uint32_t)v;
+	}
+	if (o->seqcutoff_str &&
+	    opt_parse_size(o->seqcutoff_str, &o->seqcutoff, NULL) < 0) {
+		seterr(err, errlen, "invalid seqcutoff '%s': expected a size (0 = off)",
+		       o->seqcutoff_str);
+		return -EINVAL;
+	}
+	if (o->promote_rate_str &&
+	    opt_parse_size(o->promote_rate_str, &o->promote_rate, NULL) < 0) {
+		seterr(err, errlen,
+		       "invalid promote_rate '%s': expected bytes per second (e.g. 50M, 0 = unlimited)",
+		       o->promote_rate_str);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_long(const char *s, long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtol(s, &end, 10);
+	if (errno || end == s || *end)
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_secs(const char *name, const char *s, double *v,
+		      char *err, size_t errlen)
+{
+	char *end;
+
+	*v = 1.0;
+	if (!s)
+		return 0;
+	errno = 0;
+	*v = strtod(s, &end);
+	if (errno || end == s || *end || !(*v >= 0 && *v <= 1e6)) {
+		seterr(err, errlen, "invalid %s '%s': 0..1000000 seconds",
+		       name, s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int opt_parse(struct fuse_args *args, struct hotfs_opts *o,
+	      char *err, size_t errlen)
+{
+	struct parse_ctx c = { .o = o, .err = err, .errlen = errlen };
+	int r;
+
+	if (err && errlen)
+		err[0] = '\0';
+	cur_ctx = &c;
+	r = fuse_opt_parse(args, o, opt_table, opt_proc);
+	cur_ctx = NULL;
+	if (r == -1) {
+		if (!c.failed)
+			seterr(err, errlen, "invalid options");
+		return -EINVAL;
+	}
+	if (o->show_help || o->show_version)
+		return 0;
+	o->threshold = 2;
+	if (o->threshold_str) {
+		long v;
+
+		if (parse_long(o->threshold_str, &v) < 0 || v < 1 || v > 255) {
+			seterr(err, errlen, "invalid threshold '%s': 1..255",
+			       o->threshold_str);
+			return -EINVAL;
+		}
+		o->threshold = (int)v;
+	}
+	if (parse_secs("attr_timeout", o->attr_timeout_str, &o->attr_timeout,
+		       err, errlen) < 0 ||
+	    parse_secs("entry_timeout", o->entry_timeout_str,
+		       &o->entry_timeout, err, errlen) < 0)
+		return -EINVAL;
+	if (!o->writemode_str || strcmp(o->writemode_str, "writearound") == 0)
+		o->writemode = HOTFS_WRITEAROUND;
+	else if (strcmp(o->writemode_str, "writethrough") == 0)
+		o->writemode = HOTFS_WRITETHROUGH;
+	else {
+		seterr(err, errlen,
+		       "invalid writemode '%s': writearound or writethrough",
+		       o->writemode_str);
+		return -EINVAL;
+	}
+	if (parse_sizes(o, err, errlen) < 0)
+		return -EINVAL;
+	if (!o->source || !o->mountpoint) {
+		seterr(err, errlen,
+		       "missing %s (usage: hotfs SOURCE MOUNTPOINT -o cachedir=DIR)",
+		       o->source ? "mountpoint" : "source and mountpoint");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Is path equal to or below dir?  Both absolute and canonical. */
+static int path_within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (n == 1 && dir[0] == '/')
+		return 1;
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/*
+ * Canonicalise a cachedir that may not exist yet: resolve the longest
+ * existing prefix with realpath() and append the rest.
+ */
+static char *canon_maybe_missing(const char *p)
+{
+	char buf[PATH_MAX], *r, *slash, *out;
+	size_t len = strlen(p);
+
+	if (len >= sizeof(buf))
+		return NULL;
+	memcpy(buf, p, len + 1);
+	while (len > 1 && buf[len - 1] == '/')
+		buf[--len] = '\0';
+	r = realpath(buf, NULL);
+	if (r)
+		return r;
+	if (errno != ENOENT)
+		return NULL;
+	slash = strrchr(buf, '/');
+	if (!slash) {
+		r = realpath(".", NULL);
+		slash = buf - 1;
+	} else if (slash == buf) {
+		r = strdup("/");
+	} else {
+		*slash = '\0';
+		r = canon_maybe_missing(buf);
+	}
+	if (!r)
+		return NULL;
+	/* the prefix does not exist: resolve "." and ".." lexically */
+	if (strcmp(slash + 1, ".") == 0 || slash[1] == '\0')
+		return r;
+	if (strcmp(slash + 1, "..") == 0) {
+		char *last = strrchr(r, '/');
+
+		if (last && last != r)
+			*last = '\0';
+		else
+			strcpy(r, "/");
+		return r;
+	}
+	if (asprintf(&out, "%s%s%s", r, strcmp(r, "/") ? "/" : "",
+		     slash + 1) < 0)
+		out = NULL;
+	free(r);
+	return out;
+}
+
+static int check_dir(const char *what, char **pathp, char *err, size_t errlen)
+{
+	struct stat st;
+	char *r;
+
+	if (stat(*pathp, &st) == -1) {
+		seterr(err, errlen, "%s '%s': %s", what, *pathp, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		seterr(err, errlen, "%s '%s': not a directory", what, *pathp);
+		return -ENOTDIR;
+	}
+	r = realpath(*pathp, NULL);
+	if (!r) {
+		seterr(err, errlen, "%s '%s': %s", what, *pathp, strerror(errno));
+		return -errno;
+	}
+	free(*pathp);
+	*pathp = r;
+	return 0;
+}
+
+static int mkdir_p(char *path, mode_t mode)
+{
+	char *s;
+	int r;
+
+	for (s = path + 1; (s = strchr(s, '/')); s++) {
+		*s = '\0';
+		r = mkdir(path, mode);
+		*s = '/';
+		if (r == -1 && errno != EEXIST)
+			return -errno;
+	}
+	if (mkdir(path, mode) == -1 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int opt_validate(struct hotfs_opts *o, char *err, size_t errlen)
+{
+	struct stat st;
+	char *c;
+	int r;
+
+	r = check_dir("source", &o->source, err, errlen);
+	if (r < 0)
+		return r;
+	r = check_dir("mountpoint", &o->mountpoint, err, errlen);
+	if (r < 0)
+		return r;
+	if (o->nocache && !o->cachedir)
+		return 0;
+	if (!o->cachedir || !*o->cachedir) {
+		seterr(err, errlen,
+		       "missing -o cachedir=DIR (a directory on the fast device)");
+		return -EINVAL;
+	}
+	c = canon_maybe_missing(o->cachedir);
+	if (!c) {
+		seterr(err, errlen, "cachedir '%s': %s", o->cachedir,
+		       strerror(errno));
+		return -EINVAL;
+	}
+	free(o->cachedir);
+	o->cachedir = c;
+	if (path_within(o->cachedir, o->source)) {
+		seterr(err, errlen, "cachedir '%s' is inside the source '%s'",
+		       o->cachedir, o->source);
+		return -EINVAL;
+	}
+	if (path_within(o->cachedir, o->mountpoint)) {
+		seterr(err, errlen, "cachedir '%s' is inside the mountpoint '%s'",
+		       o->cachedir, o->mountpoint);
+		return -EINVAL;
+	}
+	if (path_within(o->source, o->cachedir) ||
+	    path_within(o->mountpoint, o->cachedir)) {
+		seterr(err, errlen,
+		       "cachedir '%s' contains the source or the mountpoint",
+		       o->cachedir);
+		return -EINVAL;
+	}
+	if (stat(o->cachedir, &st) == 0) {
+		if (!S_ISDIR(st.st_mode)) {
+			seterr(err, errlen, "cachedir '%s': not a directory",
+			       o->cachedir);
+			return -ENOTDIR;
+		}
+		return 0;
+	}
+	if (errno != ENOENT) {
+		seterr(err, errlen, "cachedir '%s': %s", o->cachedir,
+		       strerror(errno));
+		return -errno;
+	}
+	r = mkdir_p(o->cachedir, 0700);
+	if (r < 0) {
+		seterr(err, errlen, "cannot create cachedir '%s': %s",
+		       o->cachedir, strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+void opt_free(struct hotfs_opts *o)
+{
+	free(o->source);
+	free(o->mountpoint);
+	free(o->cachedir);
+	free(o->cachesize_str);
+	free(o->extent_str);
+	free(o->seqcutoff_str);
+	free(o->promote_rate_str);
+	free(o->writemode_str);
+	free(o->threshold_str);
+	free(o->attr_timeout_str);
+	free(o->entry_timeout_str);
+	memset(o, 0, sizeof(*o));
+}
+
+void opt_help(void)
+{
+	printf(
+"hotfs options:\n"
+"    -o cachedir=DIR        cache store on the fast device (required)\n"
+"    -o cachesize=SIZE      bytes of cache (K/M/G/T) or N%% of cachedir's fs\n"
+"                           (default 90%% of its free space at creation)\n"
+"    -o extent=SIZE         caching unit, power of two 64K..4M (256K)\n"
+"    -o threshold=N         accesses before an extent is promoted (2)\n"
+"    -o seqcutoff=SIZE      stop counting after SIZE of sequential reading\n"
+"                           through one handle, 0 = off (0)\n"
+"    -o promote_rate=SIZE   promotion bandwidth per second, 0 = unlimited\n"
+"    -o writemode=MODE      writearound or writethrough (writearound)\n"
+"    -o attr_timeout=SECS   kernel attribute cache timeout (1)\n"
+"    -o entry_timeout=SECS  kernel name lookup cache timeout (1)\n"
+"    -o reset               empty a cachedir made for another source\n"
+"    -o nocache             plain passthrough, no cache store\n");
+}

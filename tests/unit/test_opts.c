@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Unit tests for option parsing and validation (src/opts.c).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <fuse_opt.h>
+
+#include "hotfs/opts.h"
+
+struct fixture {
+	char dir[64];
+	char src[128], mnt[128], cache[128];
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	strcpy(f->dir, "/tmp/hotfs-opts-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->src, sizeof(f->src), "%s/src", f->dir);
+	snprintf(f->mnt, sizeof(f->mnt), "%s/mnt", f->dir);
+	snprintf(f->cache, sizeof(f->cache), "%s/cache", f->dir);
+	assert_int_equal(mkdir(f->src, 0755), 0);
+	assert_int_equal(mkdir(f->mnt, 0755), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[200];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	assert_int_equal(system(cmd), 0);
+	free(f);
+	return 0;
+}
+
+/* Parse a NULL-terminated argv; returns opt_parse's result. */
+static int parse(struct hotfs_opts *o, struct fuse_args *args, char *err,
+		 size_t errlen, ...)
+{
+	va_list ap;
+	const char *a;
+
+	memset(o, 0, sizeof(*o));
+	*args = (struct fuse_args)FUSE_ARGS_INIT(0, NULL);
+	fuse_opt_add_arg(args, "hotfs");
+	va_start(ap, errlen);
+	while ((a = va_arg(ap, const char *)))
+		fuse_opt_add_arg(args, a);
+	va_end(ap);
+	return opt_parse(args, o, err, errlen);
+}
+
+static bool args_have(struct fuse_args *args, const char *s)
+{
+	int i;
+
+	for (i = 0; i < args->argc; i++)
+		if (strstr(args->argv[i], s))
+			return true;
+	return false;
+}
+
+static void test_size(void **state)
+{
+	uint64_t b;
+	unsigned pct;
+
+	(void)state;
+	assert_int_equal(opt_parse_size("4096", &b, NULL), 0);
+	assert_int_equal(b, 4096);
+	assert_int_equal(opt_parse_size("64K", &b, NULL), 0);
+	assert_int_equal(b, 65536);
+	assert_int_equal(opt_parse_size("256k", &b, NULL), 0);
+	assert_int_equal(b, 262144);
+	assert_int_equal(opt_parse_size("3M", &b, NULL), 0);
+	assert_int_equal(b, 3u << 20);
+	assert_int_equal(opt_parse_size("20GiB", &b, NULL), 0);
+	assert_int_equal(b, 20ull << 30);
+	assert_int_equal(opt_parse_size("2T", &b, NULL), 0);
+	assert_int_equal(b, 2ull << 40);
+	assert_int_equal(opt_parse_size("50%", &b, &pct), 0);
+	assert_int_equal(pct, 50);
+	assert_int_equal(b, 0);
+	assert_int_equal(opt_parse_size("50%", &b, NULL), -EINVAL);
+	assert_int_equal(opt_parse_size("0%", &b, &pct), -EINVAL);
+	assert_int_equal(opt_parse_size("101%", &b, &pct), -EINVAL);
+	assert_int_equal(opt_parse_size("", &b, NULL), -EINVAL);
+	assert_int_equal(opt_parse_size("abc", &b, NULL), -EINVAL);
+	assert_int_equal(opt_parse_size("-1", &b, NULL), -EINVAL);
+	assert_int_equal(opt_parse_size("12X", &b, NULL), -EINVAL);
+	assert_int_equal(opt_parse_size("1M2", &b, NULL), -EINVAL);
+	assert_int_equal(opt_parse_size("99999999999T", &b, NULL), -ERANGE);
+}
+
+static void test_defaults(void **state)
+{
+	struct fixture *f = *state;
+	struct hotfs_opts o;
+	struct fuse_args a;
+	char err[256];
+	char co[200];
+
+	snprintf(co, sizeof(co), "cachedir=%s", f->cache);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->mnt,
+			       "-o", co, NULL), 0);
+	assert_string_equal(o.source, f->src);
+	assert_string_equal(o.mountpoint, f->mnt);
+	assert_string_equal(o.cachedir, f->cache);
+	assert_int_equal(o.threshold, 2);
+	assert_int_equal(o.extent, 256 * 1024);
+	assert_int_equal(o.seqcutoff, 0);
+	assert_int_equal(o.writemode, HOTFS_WRITEAROUND);
+	assert_true(o.attr_timeout == 1.0);
+	assert_true(o.entry_timeout == 1.0);
+	assert_int_equal(o.cachesize, 0);
+	/* hotfs's own keys do not reach fuse_session_new */
+	assert_false(args_have(&a, "cachedir"));
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+}
+
+static void test_values(void **state)
+{
+	struct fixture *f = *state;
+	struct hotfs_opts o;
+	struct fuse_args a;
+	char err[256];
+	char co[300];
+
+	snprintf(co, sizeof(co),
+		 "cachedir=%s,cachesize=20G,extent=1M,threshold=3,"
+		 "seqcutoff=4M,promote_rate=50M,writemode=writethrough,"
+		 "attr_timeout=2.5,entry_timeout=0,reset,allow_other",
+		 f->cache);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), "-o", co, f->src,
+			       f->mnt, NULL), 0);
+	assert_int_equal(o.cachesize, 20ull << 30);
+	assert_int_equal(o.extent, 1u << 20);
+	assert_int_equal(o.threshold, 3);
+	assert_int_equal(o.seqcutoff, 4u << 20);
+	assert_int_equal(o.promote_rate, 50u << 20);
+	assert_int_equal(o.writemode, HOTFS_WRITETHROUGH);
+	assert_true(o.attr_timeout == 2.5);
+	assert_true(o.entry_timeout == 0.0);
+	assert_int_equal(o.reset, 1);
+	assert_int_equal(o.allow_other, 1);
+	/* allow_other is a FUSE option: it stays for the session */
+	assert_true(args_have(&a, "allow_other"));
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+
+	snprintf(co, sizeof(co), "cachedir=%s,cachesize=25%%", f->cache);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->mnt,
+			       "-o", co, NULL), 0);
+	assert_int_equal(o.cachesize_pct, 25);
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+}
+
+static void test_fstab_keywords_dropped(void **state)
+{
+	struct fixture *f = *state;
+	struct hotfs_opts o;
+	struct fuse_args a;
+	char err[256];
+	char co[300];
+
+	snprintf(co, sizeof(co),
+		 "rw,defaults,nofail,_netdev,noauto,auto,user,users,nouser,"
+		 "x-systemd.automount,x-systemd.requires=foo,comment=x,"
+		 "cachedir=%s", f->cache);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->mnt,
+			       "-o", co, NULL), 0);
+	assert_false(args_have(&a, "nofail"));
+	assert_false(args_have(&a, "_netdev"));
+	assert_false(args_have(&a, "x-systemd"));
+	assert_false(args_have(&a, "defaults"));
+	assert_false(args_have(&a, "comment"));
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+}
+
+static void expect_bad(struct fixture *f, const char *opt, const char *msg)
+{
+	struct hotfs_opts o;
+	struct fuse_args a;
+	char err[256];
+	char co[300];
+
+	snprintf(co, sizeof(co), "cachedir=%s,%s", f->cache, opt);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->mnt,
+			       "-o", co, NULL), -EINVAL);
+	if (!strstr(err, msg))
+		fail_msg("option '%s': error '%s' lacks '%s'", opt, err, msg);
+	assert_null(strchr(err, '\n'));
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+}
+
+static void test_bad_values(void **state)
+{
+	struct fixture *f = *state;
+
+	expect_bad(f, "threshold=0", "threshold");
+	expect_bad(f, "threshold=abc", "threshold");
+	expect_bad(f, "threshold=256", "threshold");
+	expect_bad(f, "threshold=", "threshold");
+	expect_bad(f, "extent=3M", "extent");
+	expect_bad(f, "extent=32K", "extent");
+	expect_bad(f, "extent=8M", "extent");
+	expect_bad(f, "extent=abc", "extent");
+	expect_bad(f, "cachesize=abc", "cachesize");
+	expect_bad(f, "cachesize=0", "cachesize");
+	expect_bad(f, "cachesize=1M", "cachesize");
+	expect_bad(f, "cachesize=150%", "cachesize");
+	expect_bad(f, "writemode=bogus", "writemode");
+	expect_bad(f, "seqcutoff=-5", "seqcutoff");
+	expect_bad(f, "promote_rate=fast", "promote_rate");
+	expect_bad(f, "attr_timeout=-1", "attr_timeout");
+	expect_bad(f, "entry_timeout=x", "entry_timeout");
+}
+
+static void test_missing_args(void **state)
+{
+	struct fixture *f = *state;
+	struct hotfs_opts o;
+	struct fuse_args a;
+	char err[256];
+
+	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, NULL),
+			 -EINVAL);
+	assert_non_null(strstr(err, "missing mountpoint"));
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), NULL), -EINVAL);
+	assert_non_null(strstr(err, "missing source"));
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->mnt,
+			       "extra", NULL), -EINVAL);
+	assert_non_null(strstr(err, "unexpected argument 'extra'"));
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+}
+
+static void test_help_version(void **state)
+{
+	struct hotfs_opts o;
+	struct fuse_args a;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse(&o, &a, err, sizeof(err), "--help", NULL), 0);
+	assert_int_equal(o.show_help, 1);
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), "-V", NULL), 0);
+	assert_int_equal(o.show_version, 1);
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+}
+
+/* Parse then validate with the given cachedir; returns validate's result */
+static int validate_with(struct fixture *f, const char *src, const char *mnt,
+			 const char *cachedir, char *err, size_t errlen,
+			 struct hotfs_opts *o)
+{
+	struct fuse_args a;
+	char co[300];
+	int r;
+
+	snprintf(co, sizeof(co), "cachedir=%s", cachedir);
+	r = parse(o, &a, err, errlen, src ? src : f->src, mnt ? mnt : f->mnt,
+		  "-o", co, NULL);
+	fuse_opt_free_args(&a);
+	if (r)
+		return r;
+	return opt_validate(o, err, errlen);
+}
+
+static void test_validate_creates_cachedir(void **state)
+{
+	struct fixture *f = *state;
+	struct hotfs_opts o;
+	struct stat st;
+	char err[256], deep[200];
+
+	snprintf(deep, sizeof(deep), "%s/a/b/../c//", f->dir);
+	assert_int_equal(validate_with(f, NULL, NULL, deep, err, sizeof(err),
+				       &o), 0);
+	assert_int_equal(stat(o.cachedir, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0700);
+	/* canonical: no "..", no trailing slash */
+	assert_null(strstr(o.cachedir, ".."));
+	assert_int_not_equal(o.cachedir[strlen(o.cachedir) - 1], '/');
+	opt_free(&o);
+}
+
+static void test_validate_rejects(void **state)
+{
+	struct fixture *f = *state;
+	struct hotfs_opts o;
+	char err[256], p[200], file[200];
+	FILE *fp;
+
+	snprintf(p, sizeof(p), "%s/sub/cache", f->src);
+	assert_int_equal(validate_with(f, NULL, NULL, p, err, sizeof(err),
+				       &o), -EINVAL);
+	assert_non_null(strstr(err, "inside the source"));
+	assert_int_equal(access(p, F_OK), -1);	/* nothing created */
+	opt_free(&o);
+
+	snprintf(p, sizeof(p), "%s/cache", f->mnt);
+	assert_int_equal(validate_with(f, NULL, NULL, p, err, sizeof(err),
+				       &o), -EINVAL);
+	assert_non_null(strstr(err, "inside the mountpoint"));
+	opt_free(&o);
+
+	assert_int_equal(validate_with(f, NULL, NULL, f->dir, err, sizeof(err),
+				       &o), -EINVAL);
+	assert_non_null(strstr(err, "contains"));
+	opt_free(&o);
+
+	snprintf(file, sizeof(file), "%s/afile", f->dir);
+	fp = fopen(file, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	assert_int_equal(validate_with(f, NULL, NULL, file, err, sizeof(err),
+				       &o), -ENOTDIR);
+	assert_non_null(strstr(err, "not a directory"));
+	opt_free(&o);
+
+	snprintf(p, sizeof(p), "%s/nosuch", f->dir);
+	assert_int_equal(validate_with(f, p, NULL, f->cache, err, sizeof(err),
+				       &o), -ENOENT);
+	assert_non_null(strstr(err, "source"));
+	opt_free(&o);
+	assert_int_equal(validate_with(f, NULL, p, f->cache, err, sizeof(err),
+				       &o), -ENOENT);
+	assert_non_null(strstr(err, "mountpoint"));
+	opt_free(&o);
+	assert_int_equal(validate_with(f, file, NULL, f->cache, err,
+				       sizeof(err), &o), -ENOTDIR);
+	opt_free(&o);
+}
+
+static void test_validate_symlinked_cachedir_inside_source(void **state)
+{
+	struct fixture *f = *state;
+	struct hotfs_opts o;
+	char err[256], link[200], target[300];
+
+	/* a cachedir reached through a symlink is still inside the source */
+	snprintf(target, sizeof(target), "%s/inner", f->src);
+	assert_int_equal(mkdir(target, 0755), 0);
+	snprintf(link, sizeof(link), "%s/alias", f->dir);
+	assert_int_equal(symlink(target, link), 0);
+	snprintf(target, sizeof(target), "%s/cache", link);
+	assert_int_equal(validate_with(f, NULL, NULL, target, err,
+				       sizeof(err), &o), -EINVAL);
+	assert_non_null(strstr(err, "inside the source"));
+	opt_free(&o);
+}
+
+static void test_missing_cachedir(void **state)
+{
+	struct fixture *f = *state;
+	struct hotfs_opts o;
+	struct fuse_args a;
+	char err[256];
+
+	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->mnt,
+			       NULL), 0);
+	assert_int_equal(opt_validate(&o, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "cachedir"));
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_size),
+		cmocka_unit_test(test_help_version),
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+		T(test_defaults),
+		T(test_values),
+		T(test_fstab_keywords_dropped),
+		T(test_bad_values),
+		T(test_missing_args),
+		T(test_validate_creates_cachedir),
+		T(test_validate_rejects),
+		T(test_validate_symlinked_cachedir_inside_source),
+		T(test_missing_cachedir),
+#undef T
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
