@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# plot.sh OUTDIR: one PNG per workload in OUTDIR/results.csv (written by
+# run.sh), the judged metric against the pass number, one line per target:
+# the warm-up curve of each cache, side by side with the direct disks.
+
+set -euo pipefail
+
+[ $# = 1 ] || { echo "usage: $0 OUTDIR" >&2; exit 2; }
+out=$1
+csv=$out/results.csv
+dat=$out/plot-data
+mkdir -p "$dat"
+
+# pngcairo draws nicer lines; the libgd png terminal is the fallback.
+term=pngcairo
+gnuplot -e "set terminal pngcairo" >/dev/null 2>&1 || term=png
+
+metric_of()
+{
+	case $1 in
+	seq) echo "mb_per_s MB/s" ;;
+	rand) echo "iops IOPS" ;;
+	*) echo "seconds seconds" ;;
+	esac
+}
+
+mapfile -t wls < <(awk -F, 'NR > 1 && !seen[$1]++ { print $1 }' "$csv")
+for wl in "${wls[@]}"; do
+	read -r metric label < <(metric_of "$wl")
+	mapfile -t targets < <(awk -F, -v wl="$wl" \
+		'NR > 1 && $1 == wl && !seen[$2]++ { print $2 }' "$csv")
+	plots=()
+	for t in "${targets[@]}"; do
+		awk -F, -v wl="$wl" -v t="$t" -v m="$metric" '
+			NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+			$1 == wl && $2 == t { print $3, $(c[m]) }' "$csv" \
+			> "$dat/$wl.$t.dat"
+		plots+=("'$dat/$wl.$t.dat' using 1:2 with linespoints lw 2 title '$t'")
+	done
+	plotcmd=$(IFS=,; printf '%s' "${plots[*]}")
+	gnuplot <<EOF
+set terminal $term size 900,540
+set output '$out/$wl.png'
+set title '$wl'
+set xlabel 'pass'
+set ylabel '$label'
+set xtics 1
+set yrange [0:*]
+set key outside right
+set grid
+plot $plotcmd
+EOF
+done

@@ -1,0 +1,427 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# run.sh: hotfs benchmarks against an emulated HDD (DESIGN.md sections 7, 8).
+#
+#   contrib/bench/run.sh [--smoke] [--out DIR] [--work DIR] [--passes N]
+#                        [--targets LIST] [--keep-images] [WORKLOAD...]
+#
+# Workloads (default: seq rand meta cp gitgrep):
+#   seq      1 MiB sequential reads of one large file, page cache dropped
+#   rand     4 KiB random reads (fio, psync, buffered), page cache dropped
+#   meta     find and git status over a ~11.7k-file git repository with warm
+#            kernel caches (one untimed warm-up run, then the timed passes);
+#            the two appear as the workloads meta-find and meta-gitstatus
+#   cp       cp of the large file off the tree onto the SSD, page cache dropped
+#   gitgrep  git grep -q for an absent string over the repository, page cache
+#            dropped
+#
+# Targets, side by side in the same run (--targets narrows them):
+#   hdd, ssd                  the trees read directly
+#   hotfs-nocache@hdd         hotfs -o nocache over the HDD tree (FUSE floor)
+#   hotfs@hdd                 hotfs with defaults, cachedir on the SSD
+#   hotfs-nocache@ssd, hotfs@ssd   the same over the SSD tree (FUSE overhead
+#                             against a fast source; seq, rand and meta only)
+#
+# Needs root, loop devices, the cgroup-v1 blkio controller, fio, git, jq and
+# gnuplot.  Exits 77 when the machine cannot run it.  --smoke uses tiny sizes
+# (well under two minutes); it exits non-zero if any step failed or anything
+# (mount, loop device, throttle, daemon) was left behind.
+#
+# Environment: HOTFS_BIN (default: build/hotfs in the repository),
+# BENCH_HOTFS_OPTS (extra -o options for every hotfs target),
+# BENCH_NOCACHE_OPTS (options that turn caching off; default "nocache").
+
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+# shellcheck source=contrib/bench/lib.sh
+. "$here/lib.sh"
+
+usage()
+{
+	sed -n '4,/^$/s/^# \{0,1\}//p' "$0" >&2
+	exit "${1:-2}"
+}
+
+# ------------------------------------------------------------- options --
+
+BENCH_CMDLINE="contrib/bench/run.sh${*:+ $*}"
+smoke=0
+out=""
+work=""
+passes_override=""
+targets_override=""
+BENCH_KEEP_IMAGES=0
+workloads=()
+while (( $# )); do
+	case $1 in
+	--smoke) smoke=1 ;;
+	--out) out=$2; shift ;;
+	--work) work=$2; shift ;;
+	--passes) passes_override=$2; shift ;;
+	--targets) targets_override=$2; shift ;;
+	--keep-images) BENCH_KEEP_IMAGES=1 ;;
+	-h|--help) usage 0 ;;
+	-*) usage ;;
+	*) workloads+=("$1") ;;
+	esac
+	shift
+done
+(( ${#workloads[@]} )) || workloads=(seq rand meta cp gitgrep)
+
+# Expand aliases and check names.
+wl_list=()
+for w in "${workloads[@]}"; do
+	case $w in
+	meta) wl_list+=(meta-find meta-gitstatus) ;;
+	seq|rand|meta-find|meta-gitstatus|cp|gitgrep) wl_list+=("$w") ;;
+	*) bench_die "unknown workload: $w" ;;
+	esac
+done
+
+BENCH_HDD_IOPS=200
+BENCH_HDD_BPS=104857600
+BENCH_HOTFS_BIN=${HOTFS_BIN:-$repo/build/hotfs}
+BENCH_HOTFS_OPTS=${BENCH_HOTFS_OPTS:-}
+BENCH_NOCACHE_OPTS=${BENCH_NOCACHE_OPTS:-nocache}
+GREP_ABSENT=hotfs-bench-string-that-is-nowhere-in-the-tree
+TREE_SRC=${BENCH_TREE_SRC:-/usr/share/go-1.19}
+
+if (( smoke )); then
+	HDD_SIZE=2G SSD_SIZE=2G BIG_MIB=64 RAND_SECS=2 BENCH_VERIFY_SECS=2
+	TREE_SUB=src/net
+	declare -A PASSES=([seq]=1 [rand]=1 [meta-find]=1 [meta-gitstatus]=1
+			   [cp]=2 [gitgrep]=2)
+else
+	HDD_SIZE=8G SSD_SIZE=16G BIG_MIB=1024 RAND_SECS=20 BENCH_VERIFY_SECS=3
+	TREE_SUB=.
+	declare -A PASSES=([seq]=3 [rand]=3 [meta-find]=5 [meta-gitstatus]=5
+			   [cp]=8 [gitgrep]=8)
+fi
+if [ -n "$passes_override" ]; then
+	for w in "${!PASSES[@]}"; do PASSES[$w]=$passes_override; done
+fi
+export BENCH_VERIFY_SECS
+
+skip() { bench_log "skipped: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root"
+[ -e /dev/loop-control ] || skip "no loop devices"
+[ -d /sys/fs/cgroup/blkio ] || skip "no cgroup-v1 blkio controller"
+[ -e /dev/fuse ] || skip "no /dev/fuse"
+for t in fio git jq gnuplot losetup mkfs.ext4 lsblk; do
+	command -v "$t" >/dev/null || skip "$t is not installed"
+done
+[ -d "$TREE_SRC/$TREE_SUB" ] || skip "no source tree at $TREE_SRC"
+[ -x "$BENCH_HOTFS_BIN" ] ||
+	bench_die "no hotfs binary at $BENCH_HOTFS_BIN (build it, or set HOTFS_BIN)"
+
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+[ -n "$work" ] || work=/var/tmp/hotfs-bench.$$
+[ -n "$out" ] || out=/var/tmp/hotfs-bench-results/$stamp
+mkdir -p "$work" "$out"
+work=$(cd "$work" && pwd)
+out=$(cd "$out" && pwd)
+BENCH_WORK=$work
+CSV=$out/results.csv
+TABLES=$out/tables.md
+
+bench_install_traps
+
+# -------------------------------------------------------------- targets --
+
+ALL_TARGETS=(hdd ssd hotfs-nocache@hdd hotfs@hdd hotfs-nocache@ssd hotfs@ssd)
+
+# The targets a workload runs against (--targets filters them).
+targets_for()
+{
+	local t list
+	case $1 in
+	cp|gitgrep) list=(hdd ssd hotfs-nocache@hdd hotfs@hdd) ;;
+	*) list=("${ALL_TARGETS[@]}") ;;
+	esac
+	for t in "${list[@]}"; do
+		[ -z "$targets_override" ] ||
+			[[ ",$targets_override," == *",$t,"* ]] || continue
+		printf '%s\n' "$t"
+	done
+}
+
+target_base() { case $1 in *@*) printf '%s\n' "${1#*@}" ;; *) printf '%s\n' "$1" ;; esac; }
+
+# Where a target's data tree is seen.
+target_root()
+{
+	case $1 in
+	*@*) printf '%s/mnt/%s\n' "$work" "$1" ;;
+	*) printf '%s/data\n' "${DISK_MNT[$1]}" ;;
+	esac
+}
+
+mount_targets()
+{
+	local t base cache opts
+	for t in "$@"; do
+		[[ $t == hotfs* ]] || continue
+		base=$(target_base "$t")
+		cache=${DISK_MNT[ssd]}/cache/$t
+		rm -rf "$cache"
+		case $t in
+		hotfs-nocache@*) opts=cachedir=$cache,$BENCH_NOCACHE_OPTS ;;
+		*) opts=cachedir=$cache ;;
+		esac
+		[ -z "$BENCH_HOTFS_OPTS" ] || opts+=,$BENCH_HOTFS_OPTS
+		hotfs_mount "${DISK_MNT[$base]}/data" "$(target_root "$t")" \
+			"$opts" "$out/hotfs-$t.log"
+	done
+}
+
+umount_targets()
+{
+	local t
+	for t in "$@"; do
+		[[ $t == hotfs* ]] || continue
+		hotfs_umount "$(target_root "$t")" ||
+			bench_die "unmounting $t failed (see $out/hotfs-$t.log)"
+	done
+}
+
+# ----------------------------------------------------------- workloads --
+#
+# wl_NAME ROOT runs one pass over the tree at ROOT and sets RES to
+# "seconds mb_per_s iops p99_us" ("-" where a column does not apply).  They run
+# in this shell, not in a subshell, so that their checks can keep state.
+
+wl_seq()
+{
+	local j=$out/fio-last.json bps iops p99 bytes
+	fio_json "$j" --name=seq --filename="$1/big" --readonly --rw=read \
+		--bs=1M --ioengine=psync --direct=0 --fadvise_hint=0 \
+		--size="${BIG_MIB}M"
+	read -r bps iops p99 bytes < <(fio_read_summary "$j")
+	RES=$(awk -v b="$bps" -v n="$bytes" -v p="$p99" \
+		'BEGIN { printf "%.3f %.1f - %.0f\n", n / b, b / 1e6, p }')
+}
+
+wl_rand()
+{
+	local j=$out/fio-last.json bps iops p99 bytes
+	fio_json "$j" --name=rand --filename="$1/big" --readonly \
+		--rw=randread --bs=4k --ioengine=psync --direct=0 \
+		--fadvise_hint=0 --size="${BIG_MIB}M" \
+		--runtime="$RAND_SECS" --time_based
+	read -r bps iops p99 bytes < <(fio_read_summary "$j")
+	RES=$(awk -v b="$bps" -v i="$iops" -v p="$p99" -v s="$RAND_SECS" \
+		'BEGIN { printf "%.3f %.2f %.1f %.0f\n", s, b / 1e6, i, p }')
+}
+
+# timed CMD...: run CMD, RES gets its wall time in seconds.
+timed()
+{
+	local t0 t1
+	t0=$EPOCHREALTIME
+	"$@"
+	t1=$EPOCHREALTIME
+	RES=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f - - -\n", b - a }')
+}
+
+find_go() { find "$1/go" -type f -name '*.go' > "$out/find-last.txt"; }
+
+wl_meta-find()
+{
+	timed find_go "$1"
+	check_same "find count" "$(wc -l < "$out/find-last.txt")"
+}
+
+git_status() { git -C "$1/go" status --porcelain > "$out/status-last.txt"; }
+
+wl_meta-gitstatus()
+{
+	timed git_status "$1"
+	[ ! -s "$out/status-last.txt" ] ||
+		bench_log "warning: git status is not clean under $1: $(head -3 "$out/status-last.txt")"
+}
+
+cp_big()
+{
+	cp "$1/big" "${DISK_MNT[ssd]}/scratch/big.copy"
+}
+
+wl_cp()
+{
+	timed cp_big "$1"
+	cmp -s "${DISK_MNT[ssd]}/scratch/big.copy" "${DISK_MNT[ssd]}/data/big" ||
+		bench_die "cp from $1 copied wrong data"
+	rm -f "${DISK_MNT[ssd]}/scratch/big.copy"
+}
+
+git_grep()
+{
+	local rc=0
+	git -C "$1/go" grep -q "$GREP_ABSENT" || rc=$?
+	[ "$rc" = 1 ] || bench_die "git grep under $1 exited with $rc (expected 1: not found)"
+}
+
+wl_gitgrep() { timed git_grep "$1"; }
+
+# Results must not depend on the target: the first target's answer is the
+# reference for the others.
+declare -A CHECK_REF=()
+check_same()
+{
+	if [ -z "${CHECK_REF[$1]:-}" ]; then
+		CHECK_REF[$1]=$2
+	elif [ "${CHECK_REF[$1]}" != "$2" ]; then
+		bench_die "$1 differs between targets: ${CHECK_REF[$1]} vs $2"
+	fi
+}
+
+wl_desc()
+{
+	case $1 in
+	seq) echo "1 MiB sequential reads of a ${BIG_MIB} MiB file, page cache dropped (MB/s; higher is better)" ;;
+	rand) echo "4 KiB random reads of a ${BIG_MIB} MiB file, ${RAND_SECS} s, fio psync buffered, page cache dropped (IOPS; higher is better)" ;;
+	meta-find) echo "find -type f -name '*.go' over $TREE_FILES files, warm caches (seconds; lower is better)" ;;
+	meta-gitstatus) echo "git status over $TREE_FILES files, warm caches (seconds; lower is better)" ;;
+	cp) echo "cp of a ${BIG_MIB} MiB file onto the SSD, page cache dropped (seconds; lower is better)" ;;
+	gitgrep) echo "git grep -q (absent string) over $TREE_FILES files, page cache dropped (seconds; lower is better)" ;;
+	esac
+}
+
+# Which CSV column a workload is judged by.
+wl_metric()
+{
+	case $1 in
+	seq) echo mb_per_s ;;
+	rand) echo iops ;;
+	*) echo seconds ;;
+	esac
+}
+
+# The foundation issue's targets, for hotfs over the HDD against the HDD:
+# "min R" (ratio at least R) or "max R" (at most R); "-" for none yet.
+wl_goal()
+{
+	case $1 in
+	seq|rand) echo "min 0.95" ;;
+	meta-*) echo "max 1.5" ;;
+	*) echo - ;;
+	esac
+}
+
+# Warm workloads run one untimed pass per target first and keep caches.
+wl_warm() { [[ $1 == meta-* ]]; }
+
+# run_pass WL TARGET PASS: one measured pass, appended to the CSV.
+run_pass()
+{
+	local wl=$1 t=$2 pass=$3 root base s0 s1 res
+	root=$(target_root "$t")
+	base=$(target_base "$t")
+	wl_warm "$wl" || bench_drop_caches
+	read -r -a s0 < <(disk_stat "$base")
+	"wl_$wl" "$root"
+	res=$RES
+	read -r -a s1 < <(disk_stat "$base")
+	printf '%s,%s,%s,%s,%s,%s,%s\n' "$wl" "$t" "$pass" "${res// /,}" \
+		"$(( s1[0] - s0[0] ))" "$(( (s1[1] - s0[1]) / 1048576 ))" \
+		"$(( s1[2] - s0[2] ))" >> "$CSV"
+	bench_log "$wl pass $pass $t: $res (disk reads $(( s1[0] - s0[0] ))," \
+		"$(( (s1[1] - s0[1]) / 1048576 )) MiB)"
+}
+
+run_workload()
+{
+	local wl=$1 t p n=${PASSES[$1]} targets
+	mapfile -t targets < <(targets_for "$wl")
+	(( ${#targets[@]} )) || return 0
+	bench_log "== $wl: $(wl_desc "$wl")"
+	CHECK_REF=()
+	mount_targets "${targets[@]}"
+	if wl_warm "$wl"; then
+		for t in "${targets[@]}"; do
+			"wl_$wl" "$(target_root "$t")"
+			for (( p = 1; p <= n; p++ )); do
+				run_pass "$wl" "$t" "$p"
+			done
+		done
+	else
+		# Passes interleave across targets, so that drift in the host
+		# disk hits every target alike.
+		for (( p = 1; p <= n; p++ )); do
+			for t in "${targets[@]}"; do
+				run_pass "$wl" "$t" "$p"
+			done
+		done
+	fi
+	umount_targets "${targets[@]}"
+	{
+		printf '\n### %s\n\n%s\n\n' "$wl" "$(wl_desc "$wl")"
+		"$here/table.sh" "$CSV" "$wl" "$(wl_metric "$wl")" "$(wl_goal "$wl")"
+	} | tee -a "$TABLES"
+}
+
+# ---------------------------------------------------------------- setup --
+
+populate()
+{
+	local d=${DISK_MNT[$1]}
+	mkdir -p "$d/data" "$d/scratch" "$d/cache"
+	if [ "$1" = hdd ]; then
+		head -c "$(( BIG_MIB * 1048576 ))" /dev/urandom > "$d/data/big"
+		mkdir -p "$d/data/go"
+		cp -a "$TREE_SRC/$TREE_SUB/." "$d/data/go/"
+		git -C "$d/data/go" init -q
+		git -C "$d/data/go" add -A
+		git -C "$d/data/go" -c user.name=bench -c user.email=bench@localhost \
+			commit -q -m "tree for the benchmarks"
+	else
+		cp -a "${DISK_MNT[hdd]}/data/." "$d/data/"
+	fi
+	# Refresh the index against this copy's inodes, so that the first
+	# timed git command does not re-hash the tree.
+	git -C "$d/data/go" status --porcelain >/dev/null
+	sync
+}
+
+machine_info()
+{
+	printf 'date: %s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+	printf 'host: nproc %s, RAM %s MiB, kernel %s\n' "$(nproc)" \
+		"$(awk '/MemTotal/ { printf "%d", $2 / 1024 }' /proc/meminfo)" \
+		"$(uname -r)"
+	printf 'hotfs: %s (%s)\n' "$BENCH_HOTFS_BIN" \
+		"$(git -C "$repo" log -1 --format='%h %s' 2>/dev/null || echo unknown)"
+	printf 'command: %s\n' "$BENCH_CMDLINE"
+	printf 'fio: %s, git: %s\n' "$(fio --version)" "$(git --version)"
+}
+
+bench_log "work dir $work, results in $out"
+machine_info | tee "$out/machine.txt" >&2
+
+disk_create hdd "$HDD_SIZE" "$work"
+disk_create ssd "$SSD_SIZE" "$work"
+populate hdd
+populate ssd
+TREE_FILES=$(git -C "${DISK_MNT[hdd]}/data/go" ls-files | wc -l)
+bench_log "populated: ${BIG_MIB} MiB file, $TREE_FILES-file git tree from $TREE_SRC/$TREE_SUB"
+bench_throttle hdd
+bench_drop_caches
+bench_verify_throttle hdd "${DISK_MNT[hdd]}/data/big" "$out"
+for f in "${BENCH_THROTTLE_FILES[@]}"; do
+	printf '%s: %s\n' "$f" "$(tr '\n' ' ' < "${BENCH_THROTTLE_CGROUPS[0]}/blkio.throttle.$f")"
+done >> "$out/machine.txt"
+
+echo 'workload,target,pass,seconds,mb_per_s,iops,p99_us,disk_read_ios,disk_read_mib,disk_write_ios' > "$CSV"
+: > "$TABLES"
+for wl in "${wl_list[@]}"; do
+	run_workload "$wl"
+done
+
+"$here/plot.sh" "$out" || bench_die "plotting failed"
+rm -f "$out/fio-last.json" "$out/find-last.txt" "$out/status-last.txt"
+
+bench_cleanup || exit $?
+trap - EXIT
+bench_log "done: tables in $TABLES, plots and CSV in $out"
