@@ -1,0 +1,25 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Install what building and testing hotfs needs on Debian bookworm.
+# Quiet and idempotent: does nothing when everything is there.
+set -euo pipefail
+
+PKGS=(build-essential meson ninja-build pkg-config
+      libfuse3-dev fuse3 liburing-dev libxxhash-dev libcmocka-dev
+      python3 python3-pytest attr acl util-linux git e2fsprogs)
+# optional extras: clang (fuzzing), fio and gnuplot (benchmarks)
+[ "${HOTFS_DEPS_EXTRA:-0}" = 1 ] && PKGS+=(clang fio gnuplot-nox golang-src)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+		grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+echo "installing: ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+	--no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,34 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Run every test of hotfs: unit tests (cmocka) and integration tests that
+# mount a real hotfs (pytest), first in a normal build, then again in a
+# build with AddressSanitizer and UndefinedBehaviorSanitizer.
+#
+#   tests/run.sh            # everything (needs root for the mounts)
+#   tests/run.sh --quick    # normal build only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+HOTFS_DEPS_EXTRA=${HOTFS_DEPS_EXTRA:-1} contrib/ci/deps.sh
+
+quick=0
+[ "${1:-}" = --quick ] && quick=1
+
+run_suite() {
+	local dir=$1; shift
+	if [ ! -f "$dir/build.ninja" ]; then
+		meson setup "$dir" "$@" >/dev/null
+	fi
+	ninja -C "$dir" >/dev/null
+	meson test -C "$dir" --print-errorlogs --num-processes 2
+}
+
+echo "== normal build =="
+run_suite build-test
+if [ $quick = 0 ]; then
+	echo "== ASan + UBSan build =="
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
+fi
+echo "all test runs passed"
