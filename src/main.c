@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,8 +177,9 @@ int main(int argc, char *argv[])
 			r = -ENOMEM;
 		} else {
 			fuse_loop_cfg_set_clone_fd(lcfg, copts.clone_fd);
-			fuse_loop_cfg_set_idle_threads(lcfg,
-						       copts.max_idle_threads);
+			if (copts.max_idle_threads != UINT_MAX)
+				fuse_loop_cfg_set_idle_threads(lcfg,
+						copts.max_idle_threads);
 			fuse_loop_cfg_set_max_threads(lcfg,
 				copts.max_threads > 16 ? copts.max_threads : 16);
 			r = fuse_session_loop_mt(se, lcfg);
