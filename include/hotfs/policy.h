@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hotfs promotion and admission policy.
+ *
+ * The read path tells the policy about every access (one open file handle
+ * touching one extent; consecutive requests in the same extent through the
+ * same handle are one access, the caller deduplicates them).  The policy
+ * keeps approximate access counts for extents in a structure whose memory
+ * is fixed at pol_new() and independent of the size of the slow tree, and
+ * answers three questions:
+ *   - promote?  has this extent been accessed threshold times (recently)?
+ *   - admit?    the cache is full: is the candidate hotter than the victim
+ *               it would displace (TinyLFU admission)?
+ *   - keep?     the store recycles a region: copy this still-live extent
+ *               forward instead of dropping it (CacheLib reinsertion)?
+ *
+ * Extents are named by a 64-bit hash (pol_hash) of (file key, extent no).
+ * All functions are thread-safe and cheap (called on the read path).
+ */
+#ifndef HOTFS_POLICY_H
+#define HOTFS_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hotfs/store.h"
+
+struct hotfs_policy;
+
+struct pol_params {
+	unsigned threshold;	/* accesses before promotion, >= 1 */
+	size_t counters;	/* sketch counters per row, 0 = default */
+};
+
+int pol_new(const struct pol_params *p, struct hotfs_policy **out);
+void pol_free(struct hotfs_policy *p);
+
+uint64_t pol_hash(const struct hotfs_key *key, uint32_t extno);
+
+/* Count one access; returns the estimated count after it (saturating). */
+unsigned pol_access(struct hotfs_policy *p, uint64_t h);
+/* The estimated count, without counting. */
+unsigned pol_estimate(struct hotfs_policy *p, uint64_t h);
+/* Should an extent with this many accesses be promoted? */
+bool pol_promote(const struct hotfs_policy *p, unsigned count);
+/* Cache full: admit cand if it is hotter than victim. */
+bool pol_admit(struct hotfs_policy *p, uint64_t cand, uint64_t victim);
+/* Region recycling: keep (reinsert) this extent?  hot = looked up since
+ * it was written. */
+bool pol_keep(struct hotfs_policy *p, uint64_t h, bool hot);
+
+/* Bytes of memory the policy uses (fixed after pol_new). */
+size_t pol_memory(const struct hotfs_policy *p);
+
+#endif
