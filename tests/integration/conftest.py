@@ -1,0 +1,224 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Fixtures for the hotfs integration tests.
+
+Every test gets a private directory under /tmp (same filesystem as the
+source, so that a native directory there is a fair reference) holding
+
+    src/     the slow tree hotfs mounts
+    mnt/     the mount point
+    cache/   the cache store
+    native/  a plain directory given the same starting content as src/,
+             on which every operation is repeated for comparison
+
+and every mount is unmounted and every daemon ended in teardown, whether
+the test passed or not.
+"""
+import os
+import subprocess
+import tempfile
+
+import pytest
+
+import util
+
+
+def pytest_configure(config):
+    config.addinivalue_line('markers', 'slow: takes more than a second')
+
+
+@pytest.fixture(autouse=True)
+def _umask():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+class Workspace:
+    def __init__(self, root):
+        self.root = root
+        self.src = os.path.join(root, 'src')
+        self.mnt = os.path.join(root, 'mnt')
+        self.cache = os.path.join(root, 'cache')
+        self.native = os.path.join(root, 'native')
+        self.logs = os.path.join(root, 'logs')
+        for d in (self.src, self.mnt, self.native, self.logs):
+            os.mkdir(d)
+        self.daemons = []   # (proc, mnt, log path)
+        self.mounts = []    # mount points to clean up (daemonized mounts)
+
+    # -- starting daemons -------------------------------------------------
+    def start(self, src=None, mnt=None, opts='', args=(), foreground=True,
+              cachedir=True, wait=True):
+        """Start hotfs -f on src/mnt and wait for the mount.  opts are
+        added to -o (after cachedir=)."""
+        src = src or self.src
+        mnt = mnt or self.mnt
+        o = []
+        if cachedir:
+            o.append('cachedir=' + (self.cache if cachedir is True
+                                    else cachedir))
+        if opts:
+            o.append(opts)
+        cmd = [util.hotfs_bin(), src, mnt]
+        if o:
+            cmd += ['-o', ','.join(o)]
+        if foreground:
+            cmd.append('-f')
+        cmd += list(args)
+        log = os.path.join(self.logs, 'hotfs.%d.log' % len(self.daemons))
+        with open(log, 'wb') as lf:
+            lf.write(('$ %s\n' % ' '.join(cmd)).encode())
+            lf.flush()
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                    stdout=lf, stderr=lf)
+        self.daemons.append((proc, mnt, log))
+        if wait:
+            util.wait_for_mount(proc, mnt)
+        return proc
+
+    def stop(self, proc):
+        """Unmount proc's mount; assert the daemon exited 0."""
+        for p, mnt, _ in self.daemons:
+            if p is proc:
+                util.umount(proc, mnt)
+                return
+        raise AssertionError('unknown daemon')
+
+    def log_text(self, proc):
+        for p, _, log in self.daemons:
+            if p is proc:
+                with open(log, 'rb') as f:
+                    return f.read().decode(errors='replace')
+        return ''
+
+    def cleanup(self):
+        """Unmount everything and end every daemon.  Returns a list of
+        problems (a daemon that did not exit 0)."""
+        problems = []
+        for proc, mnt, log in self.daemons:
+            was_running = proc.poll() is None
+            rc = util.cleanup_mount(proc, mnt)
+            if was_running and rc != 0:
+                problems.append('hotfs on %s exited with %r at unmount'
+                                % (mnt, rc))
+            with open(log, 'rb') as f:
+                text = f.read().decode(errors='replace')
+            if text.count('\n') > 1:
+                print('---- %s ----\n%s' % (log, text[-20000:]))
+        for mnt in self.mounts:
+            util.cleanup_mount(None, mnt)
+        return problems
+
+
+@pytest.fixture
+def ws():
+    """A private workspace; nothing mounted."""
+    root = tempfile.mkdtemp(prefix='hotfs-itest-', dir='/tmp')
+    os.chmod(root, 0o755)    # the unprivileged tests walk into it
+    w = Workspace(root)
+    try:
+        yield w
+    finally:
+        problems = w.cleanup()
+        for _, mnt, _ in w.daemons:
+            assert not util.is_mounted(mnt)
+        util.rmtree(root)
+        assert not problems, problems
+
+
+MODES = {
+    'default': '',
+    'attr0': 'attr_timeout=0,entry_timeout=0',
+}
+
+
+class Fs:
+    """A mounted hotfs over ws.src, and the native reference dir."""
+
+    def __init__(self, ws, opts):
+        self.ws = ws
+        self.src, self.mnt, self.native = ws.src, ws.mnt, ws.native
+        self.opts = opts
+        self.proc = None
+
+    def mount(self):
+        self.proc = self.ws.start(opts=self.opts)
+
+    def m(self, *p):
+        return os.path.join(self.mnt, *p)
+
+    def s(self, *p):
+        return os.path.join(self.src, *p)
+
+    def n(self, *p):
+        return os.path.join(self.native, *p)
+
+    def parity(self, desc, fn):
+        """fn(root) through the mount and on the native dir: same result
+        or same errno."""
+        return util.compare_calls(desc, fn, self.mnt, self.native)
+
+    def check_trees(self, xattrs=True):
+        """The mount shows what the native dir has after the same
+        operations, and every entry's stat through the mount is the
+        source's own (inode, times...)."""
+        a = util.tree_snapshot(self.mnt, xattrs=xattrs)
+        b = util.tree_snapshot(self.native, xattrs=xattrs)
+        if a != b:
+            keys = sorted(set(a) | set(b))
+            diff = {k: (a.get(k), b.get(k)) for k in keys
+                    if a.get(k) != b.get(k)}
+            pytest.fail('mount and native trees differ '
+                        '{path: (mount, native)}: %r' % diff)
+        self.check_source_stats()
+
+    def check_source_stats(self):
+        for dirpath, dirnames, filenames in os.walk(self.mnt):
+            for name in dirnames + filenames + ['.']:
+                p = os.path.join(dirpath, name)
+                rel = os.path.relpath(p, self.mnt)
+                util.assert_same_stat(p, os.path.join(self.src, rel))
+
+
+def populate(root):
+    """The starting content given to both src/ and native/."""
+    def w(name, data, mode=0o644):
+        p = os.path.join(root, name)
+        with open(p, 'wb') as f:
+            f.write(data)
+        os.chmod(p, mode)
+    w('file', b'hello world\n' * 1000)
+    w('empty', b'')
+    w('ro', b'read only\n', 0o444)
+    w('exec', b'#!/bin/sh\nexit 0\n', 0o755)
+    os.mkdir(os.path.join(root, 'dir'))
+    w('dir/a', b'a' * 10)
+    w('dir/b', b'b' * 5000)
+    os.mkdir(os.path.join(root, 'dir', 'sub'))
+    os.mkdir(os.path.join(root, 'emptydir'))
+    os.symlink('file', os.path.join(root, 'link'))
+    os.symlink('dir', os.path.join(root, 'dirlink'))
+    os.symlink('nowhere', os.path.join(root, 'dangling'))
+    os.mkfifo(os.path.join(root, 'fifo'))
+    with open(os.path.join(root, 'sparse'), 'wb') as f:
+        f.write(b'x' * 4096)
+        f.seek(1 << 20)
+        f.write(b'y' * 4096)
+    os.setxattr(os.path.join(root, 'file'), 'user.greeting', b'hi')
+
+
+@pytest.fixture(params=sorted(MODES), ids=sorted(MODES))
+def fs(request, ws):
+    """hotfs mounted over a populated src/ (native/ populated alike),
+    once per mode: default timeouts, and attr/entry timeouts of 0."""
+    populate(ws.src)
+    populate(ws.native)
+    f = Fs(ws, MODES[request.param])
+    f.mode = request.param
+    f.mount()
+    yield f
+    # the daemon must still be alive and exit 0 when unmounted
+    if f.proc.poll() is None and util.is_mounted(ws.mnt):
+        ws.stop(f.proc)
+    else:
+        pytest.fail('hotfs died during the test (exit %r)' % f.proc.poll())

@@ -1,0 +1,44 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Run the integration suite: /usr/bin/python3 run_pytest.py [pytest args]
+
+Exits 77 (meson's "skipped") when this machine cannot mount FUSE as root,
+and turns pytest's "no tests collected" (5) into a failure: a suite that
+silently runs nothing must not pass.
+"""
+import os
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+
+
+def main():
+    if os.geteuid() != 0:
+        print('integration tests need root (mount, chown, setuid)')
+        return 77
+    if not os.path.exists('/dev/fuse') or not os.access('/dev/fuse', os.W_OK):
+        print('integration tests need /dev/fuse')
+        return 77
+    try:
+        import pytest
+    except ImportError:
+        print('python3-pytest is not installed for %s' % sys.executable)
+        return 1
+    os.environ.setdefault('PYTHONDONTWRITEBYTECODE', '1')
+    sys.dont_write_bytecode = True
+    extra = sys.argv[1:]
+    # test files named on the command line replace the whole directory
+    named = [a for a in extra if not a.startswith('-') and
+             os.path.exists(os.path.join(here, a.split('::')[0]))]
+    if named:
+        os.chdir(here)
+    args = ['-v', '-p', 'no:cacheprovider', '-rfE'] + \
+        ([] if named else [here]) + extra
+    rc = int(pytest.main(args))
+    if rc == pytest.ExitCode.NO_TESTS_COLLECTED:
+        print('pytest collected no tests: failing')
+        return 1
+    return rc
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,425 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Helpers for the hotfs integration tests (in the style of sshfs's
+test/util.py): start and stop a daemon, wait for conditions with a
+deadline (never a fixed sleep), compare calls against a native directory
+(mergerfs's compare_calls), and small ctypes wrappers for the syscalls
+Python's os module does not expose.
+"""
+import ctypes
+import ctypes.util
+import errno
+import os
+import pickle
+import shutil
+import signal
+import stat
+import subprocess
+import time
+
+import pytest
+
+HOTFS_BIN = os.environ.get('HOTFS_BIN', '')
+
+#: how long a condition (a mount appearing, a daemon exiting) may take
+TIMEOUT = 10.0
+
+
+def hotfs_bin():
+    if not HOTFS_BIN or not os.access(HOTFS_BIN, os.X_OK):
+        pytest.fail('HOTFS_BIN=%r is not an executable (run through '
+                    '"meson test --suite integration")' % HOTFS_BIN)
+    return HOTFS_BIN
+
+
+def wait_for(cond, what, timeout=TIMEOUT, interval=0.01):
+    """Poll cond() until it is true, fail after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if cond():
+            return
+        if time.monotonic() > deadline:
+            pytest.fail('timed out after %.1fs waiting for %s'
+                        % (timeout, what))
+        time.sleep(interval)
+        interval = min(interval * 2, 0.1)
+
+
+def is_mounted(mnt):
+    """True if mnt is a mount point listed in /proc/self/mounts.
+
+    os.path.ismount() stats the mount point, which hangs or fails on a
+    dead FUSE mount; the mount table does not."""
+    mnt = os.path.realpath(mnt)
+    with open('/proc/self/mounts') as f:
+        for line in f:
+            fields = line.split()
+            target = fields[1].replace('\\040', ' ').replace('\\011', '\t') \
+                .replace('\\012', '\n').replace('\\134', '\\')
+            if target == mnt:
+                return True
+    return False
+
+
+def mount_entry(mnt):
+    """The /proc/self/mounts line (split) for mnt, or None."""
+    mnt = os.path.realpath(mnt)
+    found = None
+    with open('/proc/self/mounts') as f:
+        for line in f:
+            fields = line.split()
+            if fields[1] == mnt:
+                found = fields
+    return found
+
+
+def wait_for_mount(proc, mnt, timeout=TIMEOUT):
+    """Wait until mnt is a mount point; fail if the daemon exits first."""
+    deadline = time.monotonic() + timeout
+    interval = 0.01
+    while True:
+        if is_mounted(mnt) and os.path.ismount(mnt):
+            return
+        rc = proc.poll() if proc is not None else None
+        if rc is not None:
+            pytest.fail('hotfs exited with %d before %s was mounted'
+                        % (rc, mnt))
+        if time.monotonic() > deadline:
+            pytest.fail('timed out waiting for %s to be mounted' % mnt)
+        time.sleep(interval)
+        interval = min(interval * 2, 0.1)
+
+
+def unmount_cmd(mnt):
+    """Detach mnt: fusermount3 -u, falling back to umount -l.  Returns
+    True if it is no longer mounted."""
+    if not is_mounted(mnt):
+        return True
+    r = subprocess.run(['fusermount3', '-u', '-q', mnt],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if r.returncode != 0 and is_mounted(mnt):
+        subprocess.run(['fusermount3', '-u', '-z', '-q', mnt],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if is_mounted(mnt):
+        subprocess.run(['umount', '-l', mnt],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return not is_mounted(mnt)
+
+
+def umount(proc, mnt, timeout=TIMEOUT):
+    """Unmount mnt and assert that the daemon then exits with 0."""
+    r = subprocess.run(['fusermount3', '-u', mnt],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if r.returncode != 0:
+        # busy: detach lazily, the daemon must still exit cleanly
+        r2 = subprocess.run(['umount', '-l', mnt], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+        assert r2.returncode == 0, (
+            'fusermount3 -u: %s; umount -l: %s'
+            % (r.stdout.decode(errors='replace'),
+               r2.stdout.decode(errors='replace')))
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail('hotfs did not exit within %.0fs of unmounting %s'
+                    % (timeout, mnt))
+    assert rc == 0, 'hotfs exited with %d after unmount' % rc
+    assert not is_mounted(mnt)
+
+
+def daemon_pids(mnt):
+    """Pids of hotfs processes whose command line names mnt."""
+    mnt = os.path.realpath(mnt)
+    pids = []
+    for d in os.listdir('/proc'):
+        if not d.isdigit():
+            continue
+        try:
+            with open('/proc/%s/cmdline' % d, 'rb') as f:
+                argv = f.read().split(b'\0')
+        except OSError:
+            continue
+        if not argv or not argv[0]:
+            continue
+        if os.path.basename(argv[0]) != b'hotfs':
+            continue
+        if any(os.path.realpath(a) == mnt.encode() for a in argv[1:] if a):
+            pids.append(int(d))
+    return pids
+
+
+def pid_alive(pid):
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            st = f.read()
+    except OSError:
+        return False
+    # a zombie (state Z) has exited
+    return st[st.rindex(')') + 2] != 'Z'
+
+
+def kill_daemons(mnt):
+    for pid in daemon_pids(mnt):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def cleanup_mount(proc, mnt):
+    """Teardown, whatever state the test left: never leaves a mount or a
+    process behind.  Returns the daemon's exit status (None if it had to
+    be killed)."""
+    unmount_cmd(mnt)
+    rc = None
+    if proc is not None:
+        try:
+            rc = proc.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            rc = None
+    kill_daemons(mnt)
+    if is_mounted(mnt):
+        subprocess.run(['umount', '-l', mnt], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    return rc
+
+
+def rmtree(path):
+    """shutil.rmtree that also copes with read-only dirs left by a test."""
+    def onerror(func, p, exc):
+        try:
+            os.chmod(os.path.dirname(p), 0o700)
+            os.chmod(p, 0o700)
+        except OSError:
+            pass
+        try:
+            if os.path.isdir(p) and not os.path.islink(p):
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                os.unlink(p)
+        except OSError:
+            pass
+    if os.path.lexists(path):
+        shutil.rmtree(path, onerror=onerror)
+
+
+# --------------------------------------------------------------------------
+# Comparing a call through the mount with the same call on a native dir
+
+class Err:
+    """An errno as a comparable result."""
+
+    def __init__(self, e):
+        self.errno = e
+
+    def __eq__(self, other):
+        return isinstance(other, Err) and other.errno == self.errno
+
+    def __hash__(self):
+        return hash(self.errno)
+
+    def __repr__(self):
+        return 'Err(%s)' % errno.errorcode.get(self.errno, self.errno)
+
+
+def call(fn, *args, **kw):
+    """fn(*args) or Err(errno) if it raises OSError."""
+    try:
+        return fn(*args, **kw)
+    except OSError as e:
+        return Err(e.errno)
+
+
+def compare_calls(desc, fn, mnt_root, native_root):
+    """Run fn(root) on the mount and on the native dir; assert the results
+    (return value, or errno) are equal.  Returns the mount's result."""
+    a = call(fn, mnt_root)
+    b = call(fn, native_root)
+    assert a == b, '%s: through the mount %r, natively %r' % (desc, a, b)
+    return a
+
+
+def stat_summary(st, times=False):
+    """The parts of a stat result that must agree between two
+    directories with the same history (inode numbers and, unless asked,
+    times differ)."""
+    r = (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode), st.st_nlink,
+         st.st_uid, st.st_gid, st.st_size if not stat.S_ISDIR(st.st_mode)
+         else None, st.st_rdev)
+    if times:
+        r += (st.st_atime_ns, st.st_mtime_ns)
+    return r
+
+
+def lstat_summary(path, times=False):
+    return stat_summary(os.lstat(path), times)
+
+
+STAT_FIELDS = ('st_mode', 'st_ino', 'st_nlink', 'st_uid', 'st_gid',
+               'st_size', 'st_rdev', 'st_blocks', 'st_atime_ns',
+               'st_mtime_ns', 'st_ctime_ns')
+
+
+def stat_fields(st, fields=STAT_FIELDS):
+    return {f: getattr(st, f) for f in fields}
+
+
+def assert_same_stat(mnt_path, src_path, fields=STAT_FIELDS, follow=False):
+    """stat through the mount equals stat of the source file itself: the
+    same inode number, links, size, mode, owner and times (exact, to the
+    nanosecond)."""
+    if follow:
+        a, b = os.stat(mnt_path), os.stat(src_path)
+    else:
+        a, b = os.lstat(mnt_path), os.lstat(src_path)
+    fa, fb = stat_fields(a, fields), stat_fields(b, fields)
+    diff = {k: (fa[k], fb[k]) for k in fields if fa[k] != fb[k]}
+    assert not diff, '%s vs %s: {field: (mount, source)} %r' % (
+        mnt_path, src_path, diff)
+
+
+def tree_snapshot(root, times=False, xattrs=True):
+    """{relative path: (stat summary, content or link target, xattrs)} for
+    a whole tree, to compare two trees after the same operations."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = os.path.join(dirpath, name)
+            rel = os.path.relpath(p, root)
+            st = os.lstat(p)
+            if stat.S_ISREG(st.st_mode):
+                with open(p, 'rb') as f:
+                    data = f.read()
+            elif stat.S_ISLNK(st.st_mode):
+                data = os.readlink(p)
+            else:
+                data = None
+            xa = None
+            if xattrs and not stat.S_ISLNK(st.st_mode):
+                xa = {k: os.getxattr(p, k, follow_symlinks=False)
+                      for k in sorted(os.listxattr(p, follow_symlinks=False))}
+            out[rel] = (stat_summary(st, times), data, xa)
+    return out
+
+
+# --------------------------------------------------------------------------
+# Running a function as another user (fork + setuid), result by pickle
+
+def run_as(uid, gid, fn, *args, groups=()):
+    """Run fn(*args) in a child with the given credentials; return its
+    result (an OSError becomes Err(errno); any other exception fails)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            os.setgroups(list(groups))
+            os.setgid(gid)
+            os.setuid(uid)
+            try:
+                res = ('ok', call(fn, *args))
+            except BaseException as e:  # report it to the parent
+                res = ('exc', repr(e))
+            data = pickle.dumps(res)
+            with os.fdopen(w, 'wb') as f:
+                f.write(data)
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, 'rb') as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    kind, res = pickle.loads(data)
+    if kind == 'exc':
+        pytest.fail('child (uid %d) raised %s' % (uid, res))
+    return res
+
+
+# --------------------------------------------------------------------------
+# ctypes wrappers
+
+_libc = ctypes.CDLL(ctypes.util.find_library('c') or 'libc.so.6',
+                    use_errno=True)
+
+AT_FDCWD = -100
+AT_SYMLINK_NOFOLLOW = 0x100
+UTIME_NOW = (1 << 30) - 1
+UTIME_OMIT = (1 << 30) - 2
+
+RENAME_NOREPLACE = 1
+RENAME_EXCHANGE = 2
+RENAME_WHITEOUT = 4
+
+FALLOC_FL_KEEP_SIZE = 0x01
+FALLOC_FL_PUNCH_HOLE = 0x02
+FALLOC_FL_COLLAPSE_RANGE = 0x08
+FALLOC_FL_ZERO_RANGE = 0x10
+FALLOC_FL_INSERT_RANGE = 0x20
+
+XATTR_CREATE = 1
+XATTR_REPLACE = 2
+
+
+class _timespec(ctypes.Structure):
+    _fields_ = [('tv_sec', ctypes.c_long), ('tv_nsec', ctypes.c_long)]
+
+
+def _check(res):
+    if res == -1:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return res
+
+
+def utimensat(path, atime, mtime, follow=True, dir_fd=AT_FDCWD):
+    """atime/mtime: (sec, nsec) or UTIME_NOW / UTIME_OMIT."""
+    def ts(t):
+        if t in (UTIME_NOW, UTIME_OMIT):
+            return _timespec(0, t)
+        return _timespec(t[0], t[1])
+    times = (_timespec * 2)(ts(atime), ts(mtime))
+    _libc.utimensat.argtypes = [ctypes.c_int, ctypes.c_char_p,
+                                ctypes.POINTER(_timespec), ctypes.c_int]
+    return _check(_libc.utimensat(dir_fd, os.fsencode(path), times,
+                                  0 if follow else AT_SYMLINK_NOFOLLOW))
+
+
+def renameat2(old, new, flags, olddirfd=AT_FDCWD, newdirfd=AT_FDCWD):
+    _libc.renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int,
+                                ctypes.c_char_p, ctypes.c_uint]
+    return _check(_libc.renameat2(olddirfd, os.fsencode(old), newdirfd,
+                                  os.fsencode(new), flags))
+
+
+def fallocate(fd, mode, offset, length):
+    _libc.fallocate64.argtypes = [ctypes.c_int, ctypes.c_int,
+                                  ctypes.c_int64, ctypes.c_int64]
+    return _check(_libc.fallocate64(fd, mode, offset, length))
+
+
+def getxattr_raw(path, name, size):
+    """getxattr(2) with a caller-chosen buffer size (0 = ask the size), so
+    ERANGE can be provoked.  Returns the length, or bytes if size > 0."""
+    _libc.getxattr.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
+                               ctypes.c_void_p, ctypes.c_size_t]
+    _libc.getxattr.restype = ctypes.c_ssize_t
+    buf = ctypes.create_string_buffer(max(size, 1))
+    n = _check(_libc.getxattr(os.fsencode(path), os.fsencode(name),
+                              buf if size else None, size))
+    return buf.raw[:n] if size else n
+
+
+def listxattr_raw(path, size):
+    _libc.listxattr.argtypes = [ctypes.c_char_p, ctypes.c_void_p,
+                                ctypes.c_size_t]
+    _libc.listxattr.restype = ctypes.c_ssize_t
+    buf = ctypes.create_string_buffer(max(size, 1))
+    n = _check(_libc.listxattr(os.fsencode(path), buf if size else None,
+                               size))
+    return buf.raw[:n] if size else n
+
+
+def mkfifoat(dir_fd, name, mode):
+    return os.mkfifo(name, mode, dir_fd=dir_fd)
