@@ -1,0 +1,160 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""hotfs_fsx (tests/fsx) through a hotfs mount.
+
+The exerciser runs random reads, writes, truncates, fallocates, mmap and
+O_DIRECT I/O on a file in the mount and checks every byte it reads back
+against its own model of the file.  Here it runs with several seeds, with
+files larger than one cache extent, and as four concurrent processes on
+four files.  After each run the file read through the mount must equal
+the file in the source tree, and the daemon must still be alive and exit 0
+when unmounted.
+
+The binary is $HOTFS_FSX, or else tests/fsx/hotfs_fsx in the build
+tree that holds $HOTFS_BIN; a failure
+prints the exerciser's report: the first differing byte, the last
+operations and the command line that replays the run.
+"""
+import hashlib
+import os
+import subprocess
+
+import pytest
+
+import util
+
+HOTFS_FSX = os.environ.get('HOTFS_FSX', '')
+
+#: seconds one exerciser run may take through the mount
+FSX_TIMEOUT = 600
+
+pytestmark = pytest.mark.slow
+
+
+def fsx_bin():
+    path = HOTFS_FSX
+    if not path and util.HOTFS_BIN:
+        # the same build tree as the daemon: build/tests/fsx/hotfs_fsx
+        path = os.path.join(os.path.dirname(util.HOTFS_BIN), 'tests', 'fsx',
+                            'hotfs_fsx')
+    if not path or not os.access(path, os.X_OK):
+        pytest.fail('HOTFS_FSX=%r is not an executable (run through '
+                    '"meson test --suite integration")' % path)
+    return path
+
+
+def digest(path):
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''):
+            h.update(block)
+    return h.hexdigest()
+
+
+def fsx_cmd(path, seed, numops=20000, args=()):
+    return [fsx_bin(), '-S', str(seed), '-N', str(numops), '-f', '1000',
+            '-L', '60'] + list(args) + [path]
+
+
+def check_result(desc, rc, out):
+    if rc != 0:
+        pytest.fail('%s: hotfs_fsx exited %d; its report:\n%s'
+                    % (desc, rc, out[-12000:]))
+    assert 'completed OK' in out, out[-4000:]
+
+
+@pytest.fixture
+def mount(ws):
+    """hotfs over an empty src/; at the end the daemon must be alive and
+    exit 0 when unmounted."""
+    proc = ws.start()
+    yield ws
+    if proc.poll() is not None or not util.is_mounted(ws.mnt):
+        pytest.fail('hotfs died during the test (exit %r)' % proc.poll())
+    ws.stop(proc)
+
+
+def check_source(ws, names):
+    """What the mount shows is what reached the source file."""
+    for name in names:
+        assert digest(os.path.join(ws.mnt, name)) == \
+            digest(os.path.join(ws.src, name)), name
+        assert os.stat(os.path.join(ws.mnt, name)).st_size == \
+            os.stat(os.path.join(ws.src, name)).st_size, name
+
+
+RUNS = {
+    # seed, extra arguments
+    'seed1': (1, []),
+    'seed2': (2, []),
+    # files up to 4 MiB: ops cross several cache extents
+    'seed3-4M': (3, ['-l', '4M', '-o', '512K']),
+}
+
+
+@pytest.mark.parametrize('run', sorted(RUNS), ids=sorted(RUNS))
+def test_fsx(mount, run):
+    ws = mount
+    seed, extra = RUNS[run]
+    name = 'fsx.' + run
+    r = subprocess.run(fsx_cmd(os.path.join(ws.mnt, name), seed,
+                               args=extra),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=FSX_TIMEOUT)
+    check_result(name, r.returncode, r.stdout.decode(errors='replace'))
+    check_source(ws, [name])
+
+
+def test_fsx_concurrent(mount):
+    """Four exercisers at once, one file each."""
+    ws = mount
+    procs = []
+    for i in range(4):
+        name = 'fsx.par%d' % i
+        log = open(os.path.join(ws.logs, name + '.log'), 'w+b')
+        p = subprocess.Popen(fsx_cmd(os.path.join(ws.mnt, name), 100 + i),
+                             stdout=log, stderr=subprocess.STDOUT)
+        procs.append((name, p, log))
+    failures = []
+    try:
+        for name, p, log in procs:
+            try:
+                rc = p.wait(timeout=FSX_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                rc = 'timeout'
+            log.seek(0)
+            out = log.read().decode(errors='replace')
+            if rc != 0 or 'completed OK' not in out:
+                failures.append('%s: exit %s\n%s' % (name, rc, out[-6000:]))
+    finally:
+        for _, p, log in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            log.close()
+    if failures:
+        pytest.fail('\n\n'.join(failures))
+    check_source(ws, ['fsx.par%d' % i for i in range(4)])
+
+
+def test_fsx_file_survives_remount(ws):
+    """After unmount and a fresh mount (same cache store), the file reads
+    back as the exerciser left it."""
+    proc = ws.start()
+    path = os.path.join(ws.mnt, 'fsx.remount')
+    r = subprocess.run(fsx_cmd(path, 7, numops=20000),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=FSX_TIMEOUT)
+    check_result('fsx.remount', r.returncode,
+                 r.stdout.decode(errors='replace'))
+    before = digest(path)
+    # read it twice more so that its extents are hot enough to be cached
+    digest(path)
+    digest(path)
+    ws.stop(proc)
+    assert digest(os.path.join(ws.src, 'fsx.remount')) == before
+    proc = ws.start()
+    assert digest(path) == before
+    assert digest(path) == before
+    ws.stop(proc)
