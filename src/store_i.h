@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Cache store internals: on-disk format, the store object, and the helpers
+ * shared by src/store*.c (and the recovery fuzzer).
+ *
+ * Files under cachedir (all 0600):
+ *	lock		flock(LOCK_EX) for the life of the store
+ *	superblock	4 KiB, replaced atomically (write tmp, fsync, rename)
+ *	data		region i at i * rsize; grows one region at a time
+ *
+ * Why a log of regions and not a slot per extent: most source files are a
+ * few KiB, so a 256 KiB slot would hold a 4 KiB file at 1.6% efficiency.
+ * Records are packed at 512 bytes (a sector: a torn write of one record
+ * never shares a sector with the record before it, and O_DIRECT stays
+ * possible): a 1-16 KiB file wastes 256 bytes on average (~3%), where 4 KiB
+ * alignment would waste ~2 KiB (~24%) and miss the 1.3x space target.
+ * Records of 64 KiB or more start 4 KiB-aligned so that a block-sized read
+ * is one page; the padding is < 6% of such a record.
+ *
+ * Region layout (rsize bytes, default 16 MiB):
+ *	[record][record]...  ->        free        <-  [sum k]...[sum 1][sum 0]
+ * A record is the extent's bytes, then (if longer than one ST_BLOCK) a
+ * table of one 64-bit checksum per ST_BLOCK block, then padding.  Summary
+ * blocks (ST_BLOCK each) are written downwards from the region's end; each
+ * holds a header and up to ST_EPB entries and is checksummed on its own.
+ * The last, partial summary block is rewritten in place at each commit: a
+ * crash in that write loses at most its ST_EPB entries, never others.
+ *
+ * Checksums are xxh3 seeded with (dev, ino, extno, region generation), so
+ * bytes left over from another extent or from the region's previous life
+ * never verify.  The whole-extent checksum is in RAM; the block table lets
+ * a 4 KiB read out of a 256 KiB extent read 4 KiB plus 8 bytes.
+ *
+ * Invariants:
+ *	- a summary entry is written only after fdatasync() of its record
+ *	  (group commit: st_commit, region seal, commit_ms, commit_bytes);
+ *	  extents of the open region that were not committed are lost at a
+ *	  crash, so the daemon should call st_tick() every second;
+ *	- a region's generation (== its sequence number, unique for the
+ *	  store's life thanks to sb.seq_floor) changes before it is rewritten;
+ *	  loc.gen is compared after the caller's read (st_verify);
+ *	- all live index entries of one file carry the same stamp;
+ *	- eviction is FIFO by region sequence, so a tombstone (written by
+ *	  st_invalidate) always outlives the entries it kills.
+ *
+ * Locks (order: st->lock, then st->idx_lock):
+ *	st->lock	mutex: regions, the open region, the data file's
+ *			writes, commits, evictions, tombstones;
+ *	st->idx_lock	rwlock: the index; st_lookup/st_verify take it
+ *			shared (and exclusive only to drop stale entries).
+ *	st->state_lock	leaf mutex: the state's reason, queued tombstones.
+ * Counters are atomics, read without locks.
+ */
+#ifndef HOTFS_STORE_I_H
+#define HOTFS_STORE_I_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hotfs/store.h"
+
+#define ST_SB_MAGIC	0x3142535346544f48ull	/* "HOTFSSB1" */
+#define ST_SUM_MAGIC	0x3153525346544f48ull	/* "HOTFSRS1" */
+#define ST_VERSION	1u
+#define ST_ALIGN_SMALL	512u
+#define ST_ALIGN_LARGE	4096u
+#define ST_LARGE	(64u * 1024)
+#define ST_NIL		UINT32_MAX
+#define ST_TQ_MAX	64
+
+/* Superblock: host byte order (a foreign-endian store fails the magic). */
+struct st_sb {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t size;		/* sizeof(struct st_sb) */
+	uint64_t epoch;		/* random, new at creation and reset */
+	uint64_t capacity;
+	uint32_t extent;
+	uint32_t rsize;
+	uint64_t seq_floor;	/* next open starts region seqs at >= this */
+	uint64_t created;	/* unix seconds */
+	uint32_t ident_len;
+	uint32_t pad;
+	uint8_t ident[ST_IDENT_MAX];
+	uint8_t spare[4096 - 64 - ST_IDENT_MAX - 8];
+	uint64_t csum;		/* xxh3 of everything above */
+};
+
+/* Summary entry, 64 bytes. */
+struct st_sument {
+	uint64_t dev;
+	uint64_t ino;
+	uint32_t extno;		/* tombstone: first extent */
+	uint32_t len;		/* tombstone: count, 0 = to the end */
+	uint32_t off;		/* record offset in the region */
+	uint32_t flags;
+	uint64_t size;		/* source stamp (ino is the key's) */
+	int64_t mtime_ns;
+	int64_t ctime_ns;
+	uint64_t csum;		/* seeded xxh3 of the extent */
+};
+#define ST_SE_TOMB	1u
+
+struct st_sumhdr {
+	uint64_t magic;
+	uint64_t epoch;
+	uint64_t seq;		/* region sequence == generation */
+	uint32_t index;		/* 0 = the block at the region's end */
+	uint32_t count;
+	uint32_t flags;
+	uint32_t data_end;	/* bytes of records when written */
+	uint64_t spare[2];
+	uint64_t csum;		/* xxh3 of the block, this field zeroed */
+};
+#define ST_SH_SEALED	1u
+#define ST_EPB	((ST_BLOCK - sizeof(struct st_sumhdr)) / sizeof(struct st_sument))
+
+_Static_assert(sizeof(struct st_sb) == 4096, "superblock size");
+_Static_assert(sizeof(struct st_sument) == 64, "summary entry size");
+_Static_assert(sizeof(struct st_sumhdr) == 64, "summary header size");
+
+/* What a region scan needs to know; all of it from the superblock. */
+struct st_geom {
+	uint64_t epoch;
+	uint32_t rsize;
+	uint32_t extent;
+};
+
+struct st_scan {
+	uint64_t seq;		/* of block 0 */
+	uint32_t blocks;	/* valid summary blocks */
+	uint32_t entries;	/* valid entries passed to the callback */
+	uint32_t bad_entries;
+	uint32_t data_end;
+	bool sealed;
+	bool torn;		/* the chain ended in a damaged block */
+	bool more;		/* ran out of buffer with the chain unbroken */
+};
+
+typedef int (*st_sument_fn)(void *arg, const struct st_sument *e);
+
+/* store_recover.c: pure parsers (fuzzed), and recovery. */
+int st_geom_ok(uint32_t extent, uint32_t rsize);
+int st_sb_decode(const void *buf, size_t len, struct st_sb *sb);
+void st_block_seal(void *blk);
+int st_block_check(const void *blk, const struct st_geom *g, uint64_t seq,
+		   uint32_t index);
+int st_sument_check(const struct st_sument *e, const struct st_geom *g,
+		    uint32_t data_end);
+int st_scan_region(const void *tail, size_t tail_len,
+		   const struct st_geom *g, st_sument_fn fn, void *arg,
+		   struct st_scan *res);
+
+/* ---- in-memory objects (not used by the fuzzer) ---- */
+
+enum { R_HOLE = 0, R_FREE, R_OPEN, R_SEALED };
+
+struct st_region {
+	_Atomic uint64_t gen;	/* readable generation, 0 = none */
+	uint64_t seq;		/* protected by st->lock */
+	uint32_t state;		/* protected by st->lock */
+	uint32_t data_end;	/* protected by st->lock */
+};
+
+/*
+ * Index entry, 52 bytes.  Lives in st->ent[], linked by 32-bit indices
+ * into the extent hash (next) and the file hash (fnext).
+ */
+struct st_entry {
+	uint64_t ino;
+	uint64_t stamp;		/* st_stamp_hash() of the source stamp */
+	uint64_t csum;
+	uint32_t dev;
+	uint32_t extno;
+	uint32_t next;		/* extent chain, or free list */
+	uint32_t fnext;		/* file chain */
+	uint32_t region;
+	uint32_t off;
+	uint32_t lenfl;		/* len | flags << 24; flags atomic */
+} __attribute__((packed, aligned(4)));
+#define E_LEN(e)	((e)->lenfl & 0xffffffu)
+/* lenfl for atomic access (the struct is packed) */
+#define lenfl_of(e)	((uint32_t *)((char *)(e) + \
+				      offsetof(struct st_entry, lenfl)))
+#define E_VALID		(1u << 24)
+#define E_HOT		(2u << 24)
+
+struct st_counters {
+	_Atomic uint64_t bytes_written, bytes_inserted, inserts;
+	_Atomic uint64_t evictions, evicted_extents, reinserted, culls;
+	_Atomic uint64_t inval[ST_INVAL_NR];
+	_Atomic uint64_t stale_reads, commits;
+	_Atomic uint64_t regions_dropped, extents_recovered;
+};
+
+struct hotfs_store {
+	pthread_mutex_t lock;
+	pthread_rwlock_t idx_lock;
+
+	int dirfd, lockfd, datafd;
+	struct st_geom g;
+	uint64_t capacity;
+	uint32_t nregions;
+	struct st_region *regions;	/* [nregions] */
+	uint64_t next_seq;		/* protected by lock */
+
+	/* the open region; protected by lock */
+	uint32_t open;			/* ST_NIL = none */
+	struct st_sument *sum;		/* its summary, [sum_max] */
+	uint32_t nsum, nsum_disk, sum_max;
+	uint64_t pend_bytes;
+	uint64_t last_commit_ns;
+	bool dirty;			/* written since the last fdatasync */
+	bool reinserting;		/* copying keepers forward */
+
+	/* the index; protected by idx_lock */
+	struct st_entry *ent;		/* mmap, [ent_max] */
+	uint32_t ent_max, ent_hwm, ent_free, nent;
+	uint64_t nbytes;
+	uint32_t *hb, hmask;		/* extent buckets */
+	uint32_t *fb, fmask;		/* file buckets */
+
+	/* parameters */
+	uint64_t commit_ns, commit_bytes;
+	unsigned brun, bcull, bstop;
+	st_keep_fn keep;
+	void *keep_arg;
+
+	pthread_mutex_t state_lock;	/* leaf lock: the next four */
+	_Atomic int state;
+	int state_err;			/* errno behind ST_READONLY */
+	char reason[128];
+	struct st_sument tq[ST_TQ_MAX];	/* tombstones awaiting st->lock */
+	uint32_t ntq;
+
+	uint8_t *tab;			/* scratch for record tails */
+	struct st_counters c;
+};
+
+#define CNT_ADD(st, f, n)	atomic_fetch_add_explicit(&(st)->c.f, (n), \
+							  memory_order_relaxed)
+#define CNT_GET(st, f)		atomic_load_explicit(&(st)->c.f, \
+						     memory_order_relaxed)
+
+static inline uint64_t st_roundup(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) / a * a;
+}
+
+static inline uint32_t st_nblocks(uint32_t len)
+{
+	return (len + ST_BLOCK - 1) / ST_BLOCK;
+}
+
+/* Bytes a record of an extent of len bytes takes, and its alignment. */
+static inline uint32_t st_align_of(uint32_t len)
+{
+	return len >= ST_LARGE ? ST_ALIGN_LARGE : ST_ALIGN_SMALL;
+}
+
+static inline uint32_t st_tab_rel(uint32_t len)
+{
+	return st_roundup(len, 8);
+}
+
+static inline uint32_t st_reclen(uint32_t len)
+{
+	uint32_t n = st_nblocks(len);
+
+	return st_roundup(st_tab_rel(len) + (n > 1 ? n * 8 : 0),
+			  st_align_of(len));
+}
+
+static inline uint64_t st_region_off(const struct hotfs_store *st,
+				     uint32_t r)
+{
+	return (uint64_t)r * st->g.rsize;
+}
+
+/* store.c */
+uint64_t st_now_ns(void);
+uint64_t st_stamp_hash(uint64_t ino, uint64_t size, int64_t mtime_ns,
+		       int64_t ctime_ns);
+uint64_t st_seed(uint64_t dev, uint64_t ino, uint32_t extno, uint64_t gen);
+void st_set_state(struct hotfs_store *st, int state, int err,
+		  const char *what);
+void st_clear_space_state(struct hotfs_store *st);
+ssize_t st_pread_full(int fd, void *buf, size_t len, uint64_t off);
+ssize_t st_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
+
+/* store_index.c: callers hold idx_lock (shared for find). */
+int idx_init(struct hotfs_store *st, uint64_t max_entries);
+void idx_exit(struct hotfs_store *st);
+uint32_t idx_find(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
+		  uint32_t extno);
+uint32_t idx_file_first(const struct hotfs_store *st, uint64_t dev,
+			uint64_t ino);
+uint32_t idx_add(struct hotfs_store *st, const struct st_entry *tmpl);
+void idx_del(struct hotfs_store *st, uint32_t i);
+uint32_t idx_drop_file(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+		       uint32_t first, uint32_t count, bool keep_stamp,
+		       uint64_t stamp);
+uint64_t idx_ram(const struct hotfs_store *st);
+
+/* store_region.c: callers hold st->lock. */
+int __st_commit(struct hotfs_store *st, bool seal);
+int __st_append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+		uint32_t extno, uint64_t size, int64_t mtime_ns,
+		int64_t ctime_ns, const void *buf, uint32_t len);
+int __st_tombstone(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+		   uint32_t first, uint32_t count);
+int __st_evict_region(struct hotfs_store *st, uint32_t r, bool reuse,
+		      bool punch);
+int __st_watermarks(struct hotfs_store *st);
+
+/* store_recover.c */
+int st_load_summary(struct hotfs_store *st, uint32_t r, st_sument_fn fn,
+		    void *arg, struct st_scan *res);
+int st_recover(struct hotfs_store *st);
+
+#endif

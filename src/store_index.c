@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Cache store index: (dev, ino, extno) -> location, in RAM.
+ *
+ * Entries (struct st_entry, 52 bytes) come out of one array reserved with
+ * mmap(MAP_NORESERVE) for the worst case (every record 512 bytes); only the
+ * pages actually used cost RAM, and freed entries are reused first (LIFO
+ * free list) so the touched part stays compact.  No malloc per extent.
+ *
+ * Two chained hash tables share the entries: the extent table (next) finds
+ * one extent, the file table (fnext) finds all extents of a file for
+ * invalidation.  Both grow by doubling, the extent table at a load of 2
+ * and the file table kept at a quarter of its size: the index costs at
+ * most 52 + 4 + 1 = 57 bytes per extent.
+ *
+ * Invariants: an entry is linked in both chains iff E_VALID is set; all
+ * valid entries of one file have the same stamp (callers keep that).
+ * Locks: every function here needs st->idx_lock, exclusive except for
+ * idx_find, idx_file_first and idx_ram (shared is enough).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "store_i.h"
+
+static inline uint64_t fmix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ull;
+	k ^= k >> 33;
+	return k;
+}
+
+static inline uint32_t ext_hash(uint64_t dev, uint64_t ino, uint32_t extno)
+{
+	return fmix64(ino * 0x9e3779b97f4a7c15ull + dev * 0xbf58476d1ce4e5b9ull
+		      + extno * 0x94d049bb133111ebull);
+}
+
+static inline uint32_t file_hash(uint64_t dev, uint64_t ino)
+{
+	return fmix64(ino * 0x9e3779b97f4a7c15ull ^
+		      dev * 0xbf58476d1ce4e5b9ull);
+}
+
+static int alloc_buckets(uint32_t **b, uint32_t n)
+{
+	uint32_t *p = malloc((size_t)n * sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	memset(p, 0xff, (size_t)n * sizeof(*p));	/* ST_NIL */
+	*b = p;
+	return 0;
+}
+
+int idx_init(struct hotfs_store *st, uint64_t max_entries)
+{
+	size_t len;
+	void *p;
+	int err;
+
+	if (max_entries > UINT32_MAX - 1)
+		max_entries = UINT32_MAX - 1;
+	for (;;) {
+		len = st_roundup(max_entries * sizeof(struct st_entry), 4096);
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p != MAP_FAILED)
+			break;
+		/* strict overcommit: settle for 4 KiB per record */
+		if (max_entries < 4096)
+			return -ENOMEM;
+		max_entries /= 8;
+	}
+	st->ent = p;
+	st->ent_max = max_entries;
+	st->ent_hwm = 0;
+	st->ent_free = ST_NIL;
+	st->nent = 0;
+	st->nbytes = 0;
+	err = alloc_buckets(&st->hb, 1024);
+	if (err)
+		goto bad_hb;
+	st->hmask = 1023;
+	err = alloc_buckets(&st->fb, 256);
+	if (err)
+		goto bad_fb;
+	st->fmask = 255;
+	return 0;
+
+bad_fb:
+	free(st->hb);
+bad_hb:
+	munmap(st->ent, len);
+	st->ent = NULL;
+	return err;
+}
+
+void idx_exit(struct hotfs_store *st)
+{
+	if (st->ent)
+		munmap(st->ent, st_roundup((uint64_t)st->ent_max *
+					   sizeof(struct st_entry), 4096));
+	free(st->hb);
+	free(st->fb);
+	st->ent = NULL;
+	st->hb = st->fb = NULL;
+}
+
+uint64_t idx_ram(const struct hotfs_store *st)
+{
+	return (uint64_t)st->ent_hwm * sizeof(struct st_entry) +
+		(uint64_t)(st->hmask + 1) * 4 + (uint64_t)(st->fmask + 1) * 4;
+}
+
+uint32_t idx_find(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
+		  uint32_t extno)
+{
+	uint32_t i = st->hb[ext_hash(dev, ino, extno) & st->hmask];
+
+	while (i != ST_NIL) {
+		const struct st_entry *e = &st->ent[i];
+
+		if (e->ino == ino && e->extno == extno && e->dev == dev)
+			return i;
+		i = e->next;
+	}
+	return ST_NIL;
+}
+
+uint32_t idx_file_first(const struct hotfs_store *st, uint64_t dev,
+			uint64_t ino)
+{
+	uint32_t i = st->fb[file_hash(dev, ino) & st->fmask];
+
+	while (i != ST_NIL) {
+		const struct st_entry *e = &st->ent[i];
+
+		if (e->ino == ino && e->dev == dev)
+			return i;
+		i = e->fnext;
+	}
+	return ST_NIL;
+}
+
+/* Rebuild both tables at new sizes; on ENOMEM keep the old ones. */
+static void rehash(struct hotfs_store *st, uint32_t hn, uint32_t fn)
+{
+	uint32_t *hb, *fb, i;
+
+	if (alloc_buckets(&hb, hn))
+		return;
+	if (alloc_buckets(&fb, fn)) {
+		free(hb);
+		return;
+	}
+	for (i = 0; i < st->ent_hwm; i++) {
+		struct st_entry *e = &st->ent[i];
+		uint32_t h;
+
+		if (!(e->lenfl & E_VALID))
+			continue;
+		h = ext_hash(e->dev, e->ino, e->extno) & (hn - 1);
+		e->next = hb[h];
+		hb[h] = i;
+		h = file_hash(e->dev, e->ino) & (fn - 1);
+		e->fnext = fb[h];
+		fb[h] = i;
+	}
+	free(st->hb);
+	free(st->fb);
+	st->hb = hb;
+	st->fb = fb;
+	st->hmask = hn - 1;
+	st->fmask = fn - 1;
+}
+
+uint32_t idx_add(struct hotfs_store *st, const struct st_entry *tmpl)
+{
+	struct st_entry *e;
+	uint32_t i, h;
+
+	if (st->ent_free != ST_NIL) {
+		i = st->ent_free;
+		st->ent_free = st->ent[i].next;
+	} else if (st->ent_hwm < st->ent_max) {
+		i = st->ent_hwm++;
+	} else {
+		return ST_NIL;
+	}
+	e = &st->ent[i];
+	*e = *tmpl;
+	e->lenfl = E_LEN(tmpl) | E_VALID;
+	h = ext_hash(e->dev, e->ino, e->extno) & st->hmask;
+	e->next = st->hb[h];
+	st->hb[h] = i;
+	h = file_hash(e->dev, e->ino) & st->fmask;
+	e->fnext = st->fb[h];
+	st->fb[h] = i;
+	st->nent++;
+	st->nbytes += E_LEN(e);
+	if (st->nent > 2 * (st->hmask + 1) && st->hmask < (1u << 30))
+		rehash(st, 2 * (st->hmask + 1), (st->hmask + 1) / 2);
+	return i;
+}
+
+static void unlink_ext(struct hotfs_store *st, uint32_t i)
+{
+	struct st_entry *e = &st->ent[i];
+	uint32_t *pp = &st->hb[ext_hash(e->dev, e->ino, e->extno) &
+			       st->hmask];
+
+	while (*pp != ST_NIL && *pp != i)
+		pp = &st->ent[*pp].next;
+	if (*pp == i)
+		*pp = e->next;
+}
+
+static void unlink_file(struct hotfs_store *st, uint32_t i)
+{
+	struct st_entry *e = &st->ent[i];
+	uint32_t *pp = &st->fb[file_hash(e->dev, e->ino) & st->fmask];
+
+	while (*pp != ST_NIL && *pp != i)
+		pp = &st->ent[*pp].fnext;
+	if (*pp == i)
+		*pp = e->fnext;
+}
+
+static void free_entry(struct hotfs_store *st, uint32_t i)
+{
+	struct st_entry *e = &st->ent[i];
+
+	st->nent--;
+	st->nbytes -= E_LEN(e);
+	e->lenfl = 0;
+	e->next = st->ent_free;
+	st->ent_free = i;
+}
+
+void idx_del(struct hotfs_store *st, uint32_t i)
+{
+	unlink_ext(st, i);
+	unlink_file(st, i);
+	free_entry(st, i);
+}
+
+/*
+ * Drop the extents [first, first + count) of a file (count 0: all), or,
+ * with keep_stamp, every extent of the file whose stamp differs.
+ * Returns how many were dropped.
+ */
+uint32_t idx_drop_file(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+		       uint32_t first, uint32_t count, bool keep_stamp,
+		       uint64_t stamp)
+{
+	uint32_t *pp = &st->fb[file_hash(dev, ino) & st->fmask];
+	uint32_t n = 0;
+
+	while (*pp != ST_NIL) {
+		uint32_t i = *pp;
+		struct st_entry *e = &st->ent[i];
+		bool drop;
+
+		if (e->ino != ino || e->dev != dev)
+			drop = false;
+		else if (keep_stamp)
+			drop = e->stamp != stamp;
+		else
+			drop = e->extno >= first &&
+				(count == 0 || e->extno - first < count);
+		if (!drop) {
+			pp = &e->fnext;
+			continue;
+		}
+		*pp = e->fnext;
+		unlink_ext(st, i);
+		free_entry(st, i);
+		n++;
+	}
+	return n;
+}

@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Cache store recovery: parse the superblock and the region summaries,
+ * and rebuild the index from them at open.
+ *
+ * The parsers (st_sb_decode, st_block_check, st_sument_check,
+ * st_scan_region) are pure functions of a buffer, so that
+ * tests/fuzz/fuzz_store_recover.c can feed them anything; whatever they
+ * accept is within the region and the extent size, so a corrupt summary
+ * can cost cache contents but never point outside the data file.
+ *
+ * Recovery reads the first summary block of every region, sorts the valid
+ * regions by sequence (oldest first) and replays their entries in order:
+ * a later entry for the same extent replaces an earlier one, a later stamp
+ * for a file drops the file's other stamps, a tombstone drops what came
+ * before it.  Nothing but the cachedir is read: no source file is stat'ed
+ * (stamps are checked by st_lookup).  A region whose first summary block
+ * is torn is dropped whole; a chain that breaks keeps the blocks before
+ * the break.
+ *
+ * Locks: st_recover runs inside st_open, before the store is shared.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "store_i.h"
+
+/* 0 if an extent size and a region size can make a store. */
+int st_geom_ok(uint32_t extent, uint32_t rsize)
+{
+	if (extent < ST_BLOCK || extent > (4u << 20) ||
+	    (extent & (extent - 1)))
+		return -EINVAL;
+	if (rsize % ST_BLOCK || rsize > (1u << 30) ||
+	    (uint64_t)rsize < 2ull * st_reclen(extent) + 4ull * ST_BLOCK)
+		return -EINVAL;
+	return 0;
+}
+
+int st_sb_decode(const void *buf, size_t len, struct st_sb *sb)
+{
+	if (len < sizeof(*sb))
+		return -ENODATA;
+	memcpy(sb, buf, sizeof(*sb));
+	if (sb->magic != ST_SB_MAGIC)
+		return -ENODATA;
+	if (XXH3_64bits(sb, offsetof(struct st_sb, csum)) != sb->csum)
+		return -EBADMSG;
+	if (sb->version != ST_VERSION)
+		return -EPROTONOSUPPORT;
+	if (sb->size != sizeof(*sb) || !sb->epoch)
+		return -EBADMSG;
+	if (!sb->ident_len || sb->ident_len > ST_IDENT_MAX)
+		return -EBADMSG;
+	if (st_geom_ok(sb->extent, sb->rsize))
+		return -EBADMSG;
+	if (sb->capacity < 2ull * sb->rsize)
+		return -EBADMSG;
+	return 0;
+}
+
+static uint64_t block_csum(const uint8_t *blk)
+{
+	uint64_t h = XXH3_64bits(blk, offsetof(struct st_sumhdr, csum));
+
+	return XXH3_64bits_withSeed(blk + sizeof(struct st_sumhdr),
+				    ST_BLOCK - sizeof(struct st_sumhdr), h);
+}
+
+void st_block_seal(void *blk)
+{
+	struct st_sumhdr *h = blk;
+
+	h->csum = block_csum(blk);
+}
+
+/*
+ * 0 if blk is summary block number index of a region of sequence seq
+ * (0: any); -ENODATA if it is not a summary block at all, -EBADMSG if it
+ * is a damaged one, -ESTALE if it belongs to another life of the region.
+ */
+int st_block_check(const void *blk, const struct st_geom *g, uint64_t seq,
+		   uint32_t index)
+{
+	struct st_sumhdr h;
+
+	memcpy(&h, blk, sizeof(h));
+	if (h.magic != ST_SUM_MAGIC)
+		return -ENODATA;
+	if (block_csum(blk) != h.csum)
+		return -EBADMSG;
+	if (h.epoch != g->epoch || !h.seq || (seq && h.seq != seq))
+		return -ESTALE;
+	if (h.index != index || h.count > ST_EPB || (h.flags & ~ST_SH_SEALED))
+		return -EBADMSG;
+	if (h.data_end % ST_ALIGN_SMALL ||
+	    (uint64_t)h.data_end + (uint64_t)(index + 1) * ST_BLOCK > g->rsize)
+		return -EBADMSG;
+	return 0;
+}
+
+int st_sument_check(const struct st_sument *e, const struct st_geom *g,
+		    uint32_t data_end)
+{
+	if (e->flags & ~ST_SE_TOMB)
+		return -EBADMSG;
+	if (e->dev > UINT32_MAX)
+		return -EBADMSG;
+	if (e->flags & ST_SE_TOMB)
+		return 0;
+	if (!e->len || e->len > g->extent)
+		return -EBADMSG;
+	if (e->off % st_align_of(e->len))
+		return -EBADMSG;
+	if ((uint64_t)e->off + st_reclen(e->len) > data_end)
+		return -EBADMSG;
+	return 0;
+}
+
+/*
+ * Walk the summary chain at the end of a region.  tail holds the last
+ * tail_len bytes of the region (a multiple of ST_BLOCK).  Valid entries go
+ * to fn (if not NULL).  Returns 0 with res filled, or the error of block 0
+ * (the region holds nothing usable).
+ */
+int st_scan_region(const void *tail, size_t tail_len,
+		   const struct st_geom *g, st_sument_fn fn, void *arg,
+		   struct st_scan *res)
+{
+	const uint8_t *end = (const uint8_t *)tail + tail_len;
+	size_t nb = tail_len / ST_BLOCK;
+	size_t i;
+	int err;
+
+	memset(res, 0, sizeof(*res));
+	for (i = 0; i < nb; i++) {
+		const uint8_t *blk = end - (i + 1) * ST_BLOCK;
+		struct st_sumhdr h;
+		uint32_t j;
+
+		err = st_block_check(blk, g, res->seq, i);
+		if (err) {
+			if (i == 0)
+				return err;
+			res->torn = err == -EBADMSG;
+			return 0;
+		}
+		memcpy(&h, blk, sizeof(h));
+		if (h.data_end < res->data_end) {
+			res->torn = true;
+			return 0;
+		}
+		res->seq = h.seq;
+		for (j = 0; j < h.count; j++) {
+			struct st_sument e;
+
+			memcpy(&e, blk + sizeof(h) + j * sizeof(e), sizeof(e));
+			if (st_sument_check(&e, g, h.data_end)) {
+				res->bad_entries++;
+				continue;
+			}
+			res->entries++;
+			if (fn) {
+				err = fn(arg, &e);
+				if (err)
+					return err;
+			}
+		}
+		res->blocks++;
+		res->data_end = h.data_end;
+		if (h.flags & ST_SH_SEALED) {
+			res->sealed = true;
+			return 0;
+		}
+		if (h.count < ST_EPB)
+			return 0;
+	}
+	res->more = (uint64_t)nb * ST_BLOCK < g->rsize;
+	return 0;
+}
+
+/*
+ * Read and scan region r's summary, growing the read until the chain
+ * ends.  fn sees each valid entry once.
+ */
+int st_load_summary(struct hotfs_store *st, uint32_t r, st_sument_fn fn,
+		    void *arg, struct st_scan *res)
+{
+	size_t len = 16 * ST_BLOCK;
+	uint8_t *buf = NULL;
+	int err;
+
+	for (;;) {
+		uint64_t off;
+		ssize_t n;
+		void *p;
+
+		if (len > st->g.rsize)
+			len = st->g.rsize;
+		p = realloc(buf, len);
+		if (!p) {
+			err = -ENOMEM;
+			break;
+		}
+		buf = p;
+		off = st_region_off(st, r) + st->g.rsize - len;
+		n = st_pread_full(st->datafd, buf, len, off);
+		if (n < 0) {
+			err = n;
+			break;
+		}
+		if ((size_t)n < len)
+			memset(buf + n, 0, len - n);
+		err = st_scan_region(buf, len, &st->g, NULL, NULL, res);
+		if (err || !res->more || len == st->g.rsize) {
+			if (!err && fn)
+				err = st_scan_region(buf, len, &st->g, fn, arg,
+						     res);
+			break;
+		}
+		len *= 4;
+	}
+	free(buf);
+	return err;
+}
+
+struct replay {
+	struct hotfs_store *st;
+	uint32_t region;
+};
+
+static int replay_one(void *arg, const struct st_sument *e)
+{
+	struct replay *rp = arg;
+	struct hotfs_store *st = rp->st;
+	struct st_entry t;
+	uint32_t i;
+
+	if (e->flags & ST_SE_TOMB) {
+		idx_drop_file(st, e->dev, e->ino, e->extno, e->len, false, 0);
+		return 0;
+	}
+	memset(&t, 0, sizeof(t));
+	t.ino = e->ino;
+	t.dev = e->dev;
+	t.extno = e->extno;
+	t.stamp = st_stamp_hash(e->ino, e->size, e->mtime_ns, e->ctime_ns);
+	t.csum = e->csum;
+	t.region = rp->region;
+	t.off = e->off;
+	t.lenfl = e->len;
+	i = idx_file_first(st, e->dev, e->ino);
+	if (i != ST_NIL && st->ent[i].stamp != t.stamp)
+		idx_drop_file(st, e->dev, e->ino, 0, 0, true, t.stamp);
+	i = idx_find(st, e->dev, e->ino, e->extno);
+	if (i != ST_NIL)
+		idx_del(st, i);
+	if (idx_add(st, &t) == ST_NIL)
+		return -ENOSPC;
+	return 0;
+}
+
+struct rseq {
+	uint64_t seq;
+	uint32_t r;
+};
+
+static int rseq_cmp(const void *a, const void *b)
+{
+	const struct rseq *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+int st_recover(struct hotfs_store *st)
+{
+	uint8_t *blk;
+	struct rseq *v;
+	struct stat sb;
+	uint32_t r, n = 0, inside;
+	uint64_t maxseq = 0;
+	int err = 0;
+
+	if (fstat(st->datafd, &sb))
+		return -errno;
+	inside = sb.st_size / st->g.rsize;
+	if (inside > st->nregions)
+		inside = st->nregions;
+	if ((uint64_t)sb.st_size % st->g.rsize && inside < st->nregions) {
+		/* a truncated last region */
+		CNT_ADD(st, regions_dropped, 1);
+	}
+	blk = malloc(ST_BLOCK);
+	v = calloc(inside ? inside : 1, sizeof(*v));
+	if (!blk || !v) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (r = 0; r < inside; r++) {
+		uint64_t off = st_region_off(st, r) + st->g.rsize - ST_BLOCK;
+		ssize_t got = st_pread_full(st->datafd, blk, ST_BLOCK, off);
+		int rc;
+
+		if (got < 0) {
+			err = got;
+			goto out;
+		}
+		if (got < ST_BLOCK)
+			continue;
+		rc = st_block_check(blk, &st->g, 0, 0);
+		if (rc == 0) {
+			v[n].seq = ((struct st_sumhdr *)blk)->seq;
+			v[n].r = r;
+			n++;
+		} else if (rc == -EBADMSG) {
+			CNT_ADD(st, regions_dropped, 1);
+		}
+	}
+	qsort(v, n, sizeof(*v), rseq_cmp);
+	for (r = 0; r < n; r++) {
+		struct replay rp = { st, v[r].r };
+		struct st_region *reg = &st->regions[v[r].r];
+		struct st_scan res;
+		int rc;
+
+		rc = st_load_summary(st, v[r].r, replay_one, &rp, &res);
+		if (rc == -ENOSPC || rc == -ENOMEM || rc == -EIO) {
+			err = rc;
+			goto out;
+		}
+		if (rc || res.seq != v[r].seq) {
+			CNT_ADD(st, regions_dropped, 1);
+			continue;
+		}
+		if (res.torn)
+			CNT_ADD(st, regions_dropped, 1);
+		reg->seq = res.seq;
+		reg->state = R_SEALED;
+		reg->data_end = res.data_end;
+		atomic_store(&reg->gen, res.seq);
+		if (res.seq > maxseq)
+			maxseq = res.seq;
+	}
+	CNT_ADD(st, extents_recovered, st->nent);
+	if (maxseq + 1 > st->next_seq)
+		st->next_seq = maxseq + 1;
+out:
+	free(blk);
+	free(v);
+	return err;
+}
