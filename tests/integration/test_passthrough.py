@@ -1097,8 +1097,11 @@ def test_fallocate(fs, mode):
         try:
             res = util.call(util.fallocate, fd, flags, off, length)
             st = os.fstat(fd)
+            # the layout first: ext4 reports unwritten extents that are in
+            # the page cache as data, and reading fills the page cache
+            layout = _layout(fd)
             return (res, st.st_size, st.st_blocks, os.pread(fd, 1 << 20, 0),
-                    _layout(fd))
+                    layout)
         finally:
             os.close(fd)
     a = util.call(fn, fs.mnt)
@@ -1122,13 +1125,15 @@ def test_copy_file_range(fs):
             with open(r + '/cfr_in', 'wb') as f:
                 f.write(data)
             fi = os.open(r + '/' + src, os.O_RDONLY)
-            fo = os.open(r + '/' + dst, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                n = os.copy_file_range(fi, fo, count, off_in, off_out)
-                return n, os.fstat(fo).st_size, os.pread(fo, 1 << 20, 0)
+                fo = os.open(r + '/' + dst, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    n = os.copy_file_range(fi, fo, count, off_in, off_out)
+                    return n, os.fstat(fo).st_size, os.pread(fo, 1 << 20, 0)
+                finally:
+                    os.close(fo)
             finally:
                 os.close(fi)
-                os.close(fo)
         return fn
     got = p('whole', cfr(len(data), 0, 0))
     assert got[0] == len(data) and got[2] == data
@@ -1362,8 +1367,9 @@ def test_path_longer_than_path_max(fs):
             os.symlink('leaf', 'ln', dir_fd=fd)
             os.rename('leaf', 'sub/leaf2', src_dir_fd=fd, dst_dir_fd=fd)
             os.link('sub/leaf2', 'hl', src_dir_fd=fd, dst_dir_fd=fd)
-            os.setxattr(os.open('hl', os.O_RDONLY, dir_fd=fd), 'user.deep',
-                        b'yes')
+            f = os.open('hl', os.O_RDONLY, dir_fd=fd)
+            os.setxattr(f, 'user.deep', b'yes')
+            os.close(f)
             old = os.getcwd()
             os.fchdir(fd)
             try:
@@ -1392,8 +1398,11 @@ def test_path_longer_than_path_max(fs):
     fd = _deep_chain(fs.mnt, depth, name)
     try:
         st_mnt = os.stat('hl', dir_fd=fd)
-        assert os.getxattr(os.open('hl', os.O_RDONLY, dir_fd=fd),
-                           'user.deep') == b'yes'
+        f = os.open('hl', os.O_RDONLY, dir_fd=fd)
+        try:
+            assert os.getxattr(f, 'user.deep') == b'yes'
+        finally:
+            os.close(f)
     finally:
         os.close(fd)
     assert (st_mnt.st_ino, st_mnt.st_nlink, st_mnt.st_mtime_ns) == \

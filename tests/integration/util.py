@@ -109,6 +109,24 @@ def umount(proc, mnt, timeout=TIMEOUT):
     """Unmount mnt and assert that the daemon then exits with 0."""
     r = subprocess.run(['fusermount3', '-u', mnt],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    busy = r.returncode != 0 and b'busy' in r.stdout
+    if busy:
+        # the test itself left something open in the mount: report that
+        # rather than waiting for a daemon that rightly stays
+        own = []
+        for fd in os.listdir('/proc/self/fd'):
+            try:
+                t = os.readlink('/proc/self/fd/' + fd)
+            except OSError:
+                continue
+            if t.startswith(os.path.realpath(mnt) + '/') or \
+                    t == os.path.realpath(mnt):
+                own.append((int(fd), t))
+        for fd, _ in own:
+            os.close(fd)
+        if own:
+            unmount_cmd(mnt)
+            pytest.fail('the test left files open in the mount: %r' % own)
     if r.returncode != 0:
         # busy: detach lazily, the daemon must still exit cleanly
         r2 = subprocess.run(['umount', '-l', mnt], stdout=subprocess.PIPE,
