@@ -53,4 +53,30 @@ bool pol_keep(struct hotfs_policy *p, uint64_t h, bool hot);
 /* Bytes of memory the policy uses (fixed after pol_new). */
 size_t pol_memory(const struct hotfs_policy *p);
 
+/*
+ * Additions for the simulator (tests/sim) and the unit tests; the daemon
+ * needs none of them.
+ */
+#define POL_COUNTERS_DEFAULT	(1u << 20)	/* 4 MiB of state */
+#define POL_COUNTERS_MIN	1024u
+#define POL_COUNTERS_MAX	(1u << 28)
+#define POL_COUNT_MAX		16u	/* pol_access/pol_estimate saturate */
+
+/* Reinsertion rules for pol_keep; the default is POL_KEEP_DEFAULT. */
+enum pol_keep_rule {
+	POL_KEEP_NONE = 0,	/* never: plain FIFO */
+	POL_KEEP_HOT,		/* hot (CLOCK / second chance) */
+	POL_KEEP_FREQ,		/* estimate >= threshold */
+	POL_KEEP_HOT_FREQ,	/* hot and estimate >= threshold */
+	POL_KEEP_NR,
+};
+#define POL_KEEP_DEFAULT	POL_KEEP_HOT
+
+int pol_set_keep(struct hotfs_policy *p, enum pol_keep_rule rule);
+const char *pol_keep_name(enum pol_keep_rule rule);
+/* Accesses between two aging steps. */
+uint64_t pol_period(const struct hotfs_policy *p);
+/* Aging steps done so far. */
+uint64_t pol_agings(const struct hotfs_policy *p);
+
 #endif

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Promotion, admission and reinsertion policy: TinyLFU counting.
+ *
+ * Counting.  Access counts of extents (cached or not) live in two fixed
+ * tables allocated by pol_new, whatever the size of the slow tree:
+ *   - a doorkeeper: two generations of a blocked Bloom filter, 8 bits per
+ *     sketch counter each (3 bits set in one 64-bit word per extent); an
+ *     extent's first access only sets its doorkeeper bits;
+ *   - a count-min sketch: 4 rows of 4-bit counters (saturating at 15),
+ *     the 4 counters of an extent in one 64-byte block (one cache line);
+ *     later accesses increment it conservatively (only the counters equal
+ *     to the minimum).
+ * The estimate is (doorkeeper has it ? 1 : 0) + min of the 4 counters,
+ * so 0..16 (POL_COUNT_MAX).
+ *
+ * Memory bound: with C = counters per row (pol_params.counters, a power of
+ * two, default 2^20), the state is exactly 4 * C bytes (2 * C for the
+ * sketch, C per doorkeeper generation) plus a struct of under 256 bytes:
+ * 4 MiB by default.  Nothing is allocated after pol_new.
+ *
+ * Aging: every C / 2 accesses (the period; 512 Ki accesses by default)
+ * every sketch counter is halved and the older doorkeeper generation is
+ * cleared and becomes the current one.  An access is thus remembered for
+ * at least one period and at most two: the second access of a one-time
+ * scan longer than that finds nothing, and counts of extents no longer
+ * read decay by half per period.
+ *
+ * Errors: with at most C / 2 distinct extents per generation the
+ * doorkeeper is at most 1/16 full; an extent never seen before passes as
+ * seen with probability about 1% at the end of a period of distinct
+ * extents (0.1% at a quarter of it), and only then can a one-time access
+ * reach the default threshold of 2.  A one-time scan of N extents thus
+ * promotes about 0.5% of them when N nears C / 2, and none when N is
+ * small against it.  The sketch overestimates, never underestimates
+ * (within a period).
+ *
+ * Decisions:
+ *   pol_promote	count >= threshold (default 2: one pass of a scan
+ *			never promotes, a second one within a period does);
+ *   pol_admit		estimate(candidate) > estimate(victim) (TinyLFU);
+ *   pol_keep		rule POL_KEEP_DEFAULT, chosen with tests/sim (see
+ *			contrib/bench/RESULTS.md, "Policy simulation").
+ *
+ * Threads: every function may be called from any thread at any time.
+ * The tables are words updated with relaxed atomics (fetch_or for the
+ * doorkeeper, compare-and-swap for counters): counting takes no lock and
+ * never allocates; a lost update under contention costs one count.  The
+ * thread whose access completes a period ages the tables (about C / 4
+ * word updates, ~0.2 ms by default, once per 512 Ki accesses) under
+ * p->age_lock, which nothing else takes; readers keep counting meanwhile.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "hotfs/policy.h"
+
+#define POL_DEPTH		4	/* sketch rows */
+#define POL_CTR_MAX		15u	/* 4-bit counters */
+#define BLOCK_WORDS		8	/* 64-byte sketch block */
+#define BLOCK_CTRS		(BLOCK_WORDS * 16)
+#define DK_BITS_PER_CTR		8	/* per generation */
+#define POL_KEEP_DEFAULT_RULE	POL_KEEP_DEFAULT
+
+typedef _Atomic uint64_t aword;
+
+struct hotfs_policy {
+	unsigned threshold;
+	enum pol_keep_rule keep;
+	size_t counters;		/* per row, power of two */
+	size_t nblocks;			/* sketch blocks */
+	size_t dk_words;		/* words per doorkeeper generation */
+	uint64_t period;		/* accesses per aging step */
+	aword *sketch;			/* nblocks * BLOCK_WORDS */
+	aword *dk[2];			/* dk_words each */
+	_Atomic unsigned cur;		/* doorkeeper generation being set */
+	_Atomic uint64_t ops;		/* accesses counted */
+	_Atomic uint64_t agings;
+	pthread_mutex_t age_lock;	/* serialises aging, nothing else */
+};
+
+/* Where an extent's bits and counters are. */
+struct slots {
+	aword *w[POL_DEPTH];		/* sketch words */
+	unsigned sh[POL_DEPTH];		/* nibble shifts */
+	size_t dkw;			/* doorkeeper word */
+	uint64_t dkm;			/* doorkeeper mask */
+};
+
+static inline uint64_t mix64(uint64_t x)
+{
+	/* splitmix64's finaliser: callers may pass weak hashes */
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+static inline void locate(const struct hotfs_policy *p, uint64_t h,
+			  struct slots *s)
+{
+	uint64_t m1 = mix64(h), m2 = mix64(h ^ 0x9e3779b97f4a7c15ull);
+	aword *blk = p->sketch + (m1 & (p->nblocks - 1)) * BLOCK_WORDS;
+	int i;
+
+	/* row i: one of the 32 counters of words 2i and 2i + 1 */
+	for (i = 0; i < POL_DEPTH; i++) {
+		unsigned c = (unsigned)(m1 >> (32 + 5 * i)) & 31;
+
+		s->w[i] = blk + 2 * i + (c >> 4);
+		s->sh[i] = (c & 15) * 4;
+	}
+	s->dkw = m2 & (p->dk_words - 1);
+	s->dkm = 1ull << ((m2 >> 32) & 63) | 1ull << ((m2 >> 40) & 63) |
+		 1ull << ((m2 >> 48) & 63);
+}
+
+static inline bool dk_has(aword *dk, const struct slots *s)
+{
+	uint64_t w = atomic_load_explicit(&dk[s->dkw], memory_order_relaxed);
+
+	return (w & s->dkm) == s->dkm;
+}
+
+static inline void dk_set(aword *dk, const struct slots *s)
+{
+	atomic_fetch_or_explicit(&dk[s->dkw], s->dkm, memory_order_relaxed);
+}
+
+static inline unsigned ctr(const struct slots *s, int i)
+{
+	uint64_t w = atomic_load_explicit(s->w[i], memory_order_relaxed);
+
+	return (unsigned)(w >> s->sh[i]) & 15;
+}
+
+static inline unsigned sketch_min(const struct slots *s)
+{
+	unsigned m = ctr(s, 0), v;
+	int i;
+
+	for (i = 1; i < POL_DEPTH; i++) {
+		v = ctr(s, i);
+		if (v < m)
+			m = v;
+	}
+	return m;
+}
+
+/* Conservative update: bump the counters at the minimum; the new min. */
+static unsigned sketch_inc(const struct slots *s)
+{
+	unsigned m = sketch_min(s);
+	int i;
+
+	if (m >= POL_CTR_MAX)
+		return m;
+	for (i = 0; i < POL_DEPTH; i++) {
+		uint64_t o = atomic_load_explicit(s->w[i],
+						  memory_order_relaxed);
+
+		do {
+			if (((o >> s->sh[i]) & 15) != m)
+				break;	/* above the min, or raced */
+		} while (!atomic_compare_exchange_weak_explicit(s->w[i], &o,
+				o + (1ull << s->sh[i]), memory_order_relaxed,
+				memory_order_relaxed));
+	}
+	return m + 1;
+}
+
+static void age(struct hotfs_policy *p)
+{
+	unsigned old;
+	size_t i, n = p->nblocks * BLOCK_WORDS;
+
+	pthread_mutex_lock(&p->age_lock);
+	old = 1 - atomic_load_explicit(&p->cur, memory_order_relaxed);
+	for (i = 0; i < p->dk_words; i++)
+		atomic_store_explicit(&p->dk[old][i], 0, memory_order_relaxed);
+	atomic_store_explicit(&p->cur, old, memory_order_release);
+	for (i = 0; i < n; i++) {
+		uint64_t o = atomic_load_explicit(&p->sketch[i],
+						  memory_order_relaxed);
+
+		while (o && !atomic_compare_exchange_weak_explicit(
+				&p->sketch[i], &o,
+				(o >> 1) & 0x7777777777777777ull,
+				memory_order_relaxed, memory_order_relaxed))
+			;
+	}
+	atomic_fetch_add_explicit(&p->agings, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&p->age_lock);
+}
+
+static unsigned estimate(struct hotfs_policy *p, const struct slots *s)
+{
+	unsigned seen = dk_has(p->dk[0], s) || dk_has(p->dk[1], s);
+
+	return seen + sketch_min(s);
+}
+
+int pol_new(const struct pol_params *pp, struct hotfs_policy **out)
+{
+	struct hotfs_policy *p;
+	size_t c = pp && pp->counters ? pp->counters : POL_COUNTERS_DEFAULT;
+	size_t sk_bytes, dk_bytes;
+
+	*out = NULL;
+	if (c < POL_COUNTERS_MIN || c > POL_COUNTERS_MAX || (c & (c - 1)))
+		return -EINVAL;
+	if (pp && pp->threshold > POL_COUNT_MAX)
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->threshold = pp && pp->threshold ? pp->threshold : 2;
+	p->keep = POL_KEEP_DEFAULT_RULE;
+	p->counters = c;
+	p->nblocks = c * POL_DEPTH / BLOCK_CTRS;
+	p->dk_words = c * DK_BITS_PER_CTR / 64;
+	p->period = c / 2;
+	sk_bytes = p->nblocks * BLOCK_WORDS * sizeof(uint64_t);
+	dk_bytes = p->dk_words * sizeof(uint64_t);
+	p->sketch = aligned_alloc(64, sk_bytes);
+	if (!p->sketch)
+		goto bad_alloc_sketch;
+	p->dk[0] = aligned_alloc(64, 2 * dk_bytes);
+	if (!p->dk[0])
+		goto bad_alloc_dk;
+	p->dk[1] = p->dk[0] + p->dk_words;
+	/* nobody else sees the tables yet: plain stores are fine */
+	memset((void *)p->sketch, 0, sk_bytes);
+	memset((void *)p->dk[0], 0, 2 * dk_bytes);
+	pthread_mutex_init(&p->age_lock, NULL);
+	*out = p;
+	return 0;
+
+bad_alloc_dk:
+	free((void *)p->sketch);
+bad_alloc_sketch:
+	free(p);
+	return -ENOMEM;
+}
+
+void pol_free(struct hotfs_policy *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_destroy(&p->age_lock);
+	free((void *)p->dk[0]);
+	free((void *)p->sketch);
+	free(p);
+}
+
+uint64_t pol_hash(const struct hotfs_key *key, uint32_t extno)
+{
+	uint8_t b[20];
+
+	memcpy(b, &key->dev, 8);
+	memcpy(b + 8, &key->ino, 8);
+	memcpy(b + 16, &extno, 4);
+	return XXH3_64bits_withSeed(b, sizeof(b), 0x686f746673ull);
+}
+
+unsigned pol_access(struct hotfs_policy *p, uint64_t h)
+{
+	struct slots s;
+	unsigned cur, n;
+	bool in_cur, seen;
+	uint64_t ops;
+
+	locate(p, h, &s);
+	cur = atomic_load_explicit(&p->cur, memory_order_acquire);
+	in_cur = dk_has(p->dk[cur], &s);
+	seen = in_cur || dk_has(p->dk[1 - cur], &s);
+	if (!in_cur)
+		dk_set(p->dk[cur], &s);	/* first, or refresh into cur */
+	n = 1 + (seen ? sketch_inc(&s) : sketch_min(&s));
+	ops = atomic_fetch_add_explicit(&p->ops, 1, memory_order_relaxed) + 1;
+	if (!(ops & (p->period - 1)))
+		age(p);
+	return n;
+}
+
+unsigned pol_estimate(struct hotfs_policy *p, uint64_t h)
+{
+	struct slots s;
+
+	locate(p, h, &s);
+	return estimate(p, &s);
+}
+
+bool pol_promote(const struct hotfs_policy *p, unsigned count)
+{
+	return count >= p->threshold;
+}
+
+bool pol_admit(struct hotfs_policy *p, uint64_t cand, uint64_t victim)
+{
+	return pol_estimate(p, cand) > pol_estimate(p, victim);
+}
+
+bool pol_keep(struct hotfs_policy *p, uint64_t h, bool hot)
+{
+	switch (p->keep) {
+	case POL_KEEP_NONE:
+		return false;
+	case POL_KEEP_HOT:
+		return hot;
+	case POL_KEEP_FREQ:
+		return pol_estimate(p, h) >= p->threshold;
+	case POL_KEEP_HOT_FREQ:
+		return hot && pol_estimate(p, h) >= p->threshold;
+	default:
+		return hot;
+	}
+}
+
+size_t pol_memory(const struct hotfs_policy *p)
+{
+	return sizeof(*p) + p->nblocks * BLOCK_WORDS * sizeof(uint64_t) +
+	       2 * p->dk_words * sizeof(uint64_t);
+}
+
+int pol_set_keep(struct hotfs_policy *p, enum pol_keep_rule rule)
+{
+	if ((unsigned)rule >= POL_KEEP_NR)
+		return -EINVAL;
+	p->keep = rule;
+	return 0;
+}
+
+const char *pol_keep_name(enum pol_keep_rule rule)
+{
+	static const char *const names[POL_KEEP_NR] = {
+		[POL_KEEP_NONE] = "none",
+		[POL_KEEP_HOT] = "hot",
+		[POL_KEEP_FREQ] = "freq",
+		[POL_KEEP_HOT_FREQ] = "hot+freq",
+	};
+
+	return (unsigned)rule < POL_KEEP_NR ? names[rule] : "?";
+}
+
+uint64_t pol_period(const struct hotfs_policy *p)
+{
+	return p->period;
+}
+
+uint64_t pol_agings(const struct hotfs_policy *p)
+{
+	return atomic_load_explicit(&p->agings, memory_order_relaxed);
+}

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Unit tests for the promotion/admission policy (src/policy.c): counting,
+ * saturation, aging, threshold, admission, reinsertion rules, the memory
+ * bound, false promotions of a one-time scan, and counting from several
+ * threads at once.
+ *
+ * Extent hashes here are small integers: the policy mixes them itself.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "hotfs/policy.h"
+
+#define SMALL	1024u		/* counters: period of 512 accesses */
+
+static struct hotfs_policy *mk(unsigned threshold, size_t counters)
+{
+	struct pol_params pp = { .threshold = threshold,
+				 .counters = counters };
+	struct hotfs_policy *p = NULL;
+
+	assert_int_equal(pol_new(&pp, &p), 0);
+	assert_non_null(p);
+	return p;
+}
+
+static void test_params(void **state)
+{
+	struct pol_params pp = { 0 };
+	struct hotfs_policy *p = (void *)1;
+
+	(void)state;
+	pp.counters = 3000;		/* not a power of two */
+	assert_int_equal(pol_new(&pp, &p), -EINVAL);
+	assert_null(p);
+	pp.counters = 512;		/* too small */
+	assert_int_equal(pol_new(&pp, &p), -EINVAL);
+	pp.counters = 0;
+	pp.threshold = POL_COUNT_MAX + 1;
+	assert_int_equal(pol_new(&pp, &p), -EINVAL);
+	assert_int_equal(pol_new(NULL, &p), 0);	/* all defaults */
+	assert_true(pol_promote(p, 2));
+	assert_false(pol_promote(p, 1));
+	pol_free(p);
+	pol_free(NULL);
+}
+
+static void test_counting(void **state)
+{
+	struct hotfs_policy *p = mk(0, 1u << 16);
+	unsigned i;
+
+	(void)state;
+	assert_int_equal(pol_estimate(p, 42), 0);
+	for (i = 1; i <= 10; i++) {
+		assert_int_equal(pol_access(p, 42), i);
+		assert_int_equal(pol_estimate(p, 42), i);
+	}
+	/* others are unaffected */
+	assert_int_equal(pol_estimate(p, 43), 0);
+	assert_int_equal(pol_access(p, 43), 1);
+	assert_int_equal(pol_estimate(p, 42), 10);
+	pol_free(p);
+}
+
+static void test_hash(void **state)
+{
+	struct hotfs_key a = { 1, 2 }, b = { 1, 3 };
+
+	(void)state;
+	assert_int_equal(pol_hash(&a, 0), pol_hash(&a, 0));
+	assert_int_not_equal(pol_hash(&a, 0), pol_hash(&a, 1));
+	assert_int_not_equal(pol_hash(&a, 0), pol_hash(&b, 0));
+}
+
+static void test_saturation(void **state)
+{
+	struct hotfs_policy *p = mk(0, 1u << 16);
+	unsigned i, c = 0;
+
+	(void)state;
+	for (i = 0; i < 100; i++) {
+		c = pol_access(p, 7);
+		assert_true(c <= POL_COUNT_MAX);
+	}
+	assert_int_equal(c, POL_COUNT_MAX);
+	assert_int_equal(pol_estimate(p, 7), POL_COUNT_MAX);
+	pol_free(p);
+}
+
+/* Distinct one-time accesses, to push the policy through periods. */
+static void filler(struct hotfs_policy *p, uint64_t *next, uint64_t n)
+{
+	while (n--)
+		pol_access(p, (*next)++);
+}
+
+static void test_aging(void **state)
+{
+	struct hotfs_policy *p = mk(0, SMALL);
+	uint64_t f = 1000000, per = pol_period(p);
+	unsigned e;
+
+	(void)state;
+	assert_int_equal(per, SMALL / 2);
+	assert_int_equal(pol_agings(p), 0);
+	filler(p, &f, 10);
+	for (e = 0; e < 10; e++)
+		pol_access(p, 5);
+	assert_int_equal(pol_estimate(p, 5), 10);
+	/* end the first period: sketch 9 -> 4, still in the doorkeeper */
+	filler(p, &f, per - 21);
+	assert_int_equal(pol_agings(p), 0);
+	assert_int_equal(pol_estimate(p, 5), 10);
+	filler(p, &f, 1);
+	assert_int_equal(pol_agings(p), 1);
+	e = pol_estimate(p, 5);
+	assert_true(e >= 5 && e <= 6);
+	/* a second period: its doorkeeper generation is cleared, 4 -> 2 */
+	filler(p, &f, per);
+	assert_int_equal(pol_agings(p), 2);
+	e = pol_estimate(p, 5);
+	assert_true(e >= 2 && e <= 3);
+	filler(p, &f, 2 * per);
+	assert_int_equal(pol_agings(p), 4);
+	assert_true(pol_estimate(p, 5) <= 1);
+	/* an access is remembered for at least one period */
+	pol_access(p, 6);
+	filler(p, &f, per);
+	assert_int_equal(pol_access(p, 6), 2);
+	pol_free(p);
+}
+
+static void test_threshold(void **state)
+{
+	struct hotfs_policy *p = mk(0, 1u << 16), *q = mk(3, 1u << 16);
+	unsigned i, pass2 = 0;
+
+	(void)state;
+	assert_false(pol_promote(p, 0));
+	assert_false(pol_promote(p, 1));
+	assert_true(pol_promote(p, 2));
+	assert_true(pol_promote(p, POL_COUNT_MAX));
+	assert_false(pol_promote(q, 2));
+	assert_true(pol_promote(q, 3));
+	/* a one-time scan promotes nothing; a second pass promotes it all */
+	for (i = 0; i < 1000; i++)
+		assert_false(pol_promote(p, pol_access(p, 5000 + i)));
+	for (i = 0; i < 1000; i++)
+		pass2 += pol_promote(p, pol_access(p, 5000 + i));
+	assert_int_equal(pass2, 1000);
+	/* threshold 3: the third pass */
+	for (i = 0; i < 100; i++)
+		assert_false(pol_promote(q, pol_access(q, i)));
+	for (i = 0; i < 100; i++)
+		assert_false(pol_promote(q, pol_access(q, i)));
+	for (i = 0; i < 100; i++)
+		assert_true(pol_promote(q, pol_access(q, i)));
+	pol_free(p);
+	pol_free(q);
+}
+
+/* False promotions: a long one-time scan against the default sizing. */
+static void test_scan_false_promotions(void **state)
+{
+	struct hotfs_policy *p = mk(0, 1u << 16);
+	uint64_t i, n = pol_period(p) - 1, fp = 0;
+
+	(void)state;
+	/* a working set first, so the sketch is not empty */
+	for (i = 0; i < 2000; i++)
+		pol_access(p, i % 500);
+	for (i = 0; i < n - 2000; i++)
+		fp += pol_promote(p, pol_access(p, 1000000 + i));
+	print_message("one-time scan of %llu: %llu promoted\n",
+		      (unsigned long long)(n - 2000), (unsigned long long)fp);
+	assert_true(fp * 100 <= n);	/* <= 1% */
+	pol_free(p);
+}
+
+static void test_admission(void **state)
+{
+	struct hotfs_policy *p = mk(0, 1u << 16);
+	int i;
+
+	(void)state;
+	for (i = 0; i < 5; i++)
+		pol_access(p, 1);	/* hot */
+	pol_access(p, 2);		/* seen once */
+	assert_true(pol_admit(p, 1, 2));
+	assert_false(pol_admit(p, 2, 1));
+	assert_true(pol_admit(p, 2, 3));	/* 3 never seen */
+	assert_false(pol_admit(p, 3, 2));
+	assert_false(pol_admit(p, 1, 1));	/* ties lose */
+	/* admission does not count */
+	assert_int_equal(pol_estimate(p, 1), 5);
+	assert_int_equal(pol_estimate(p, 2), 1);
+	pol_free(p);
+}
+
+static void test_keep(void **state)
+{
+	struct hotfs_policy *p = mk(0, 1u << 16);
+
+	(void)state;
+	pol_access(p, 1);
+	pol_access(p, 1);		/* 1: count 2 */
+	pol_access(p, 2);		/* 2: count 1 */
+	assert_string_equal(pol_keep_name(POL_KEEP_DEFAULT),
+			    pol_keep_name(POL_KEEP_DEFAULT));
+	assert_int_equal(pol_set_keep(p, POL_KEEP_NR), -EINVAL);
+
+	assert_int_equal(pol_set_keep(p, POL_KEEP_NONE), 0);
+	assert_false(pol_keep(p, 1, true));
+	assert_false(pol_keep(p, 1, false));
+
+	assert_int_equal(pol_set_keep(p, POL_KEEP_HOT), 0);
+	assert_true(pol_keep(p, 2, true));
+	assert_false(pol_keep(p, 1, false));
+
+	assert_int_equal(pol_set_keep(p, POL_KEEP_FREQ), 0);
+	assert_true(pol_keep(p, 1, false));
+	assert_false(pol_keep(p, 2, true));
+
+	assert_int_equal(pol_set_keep(p, POL_KEEP_HOT_FREQ), 0);
+	assert_true(pol_keep(p, 1, true));
+	assert_false(pol_keep(p, 1, false));
+	assert_false(pol_keep(p, 2, true));
+	pol_free(p);
+}
+
+static void test_memory(void **state)
+{
+	struct hotfs_policy *p = mk(0, 0);
+	size_t c;
+
+	(void)state;
+	/* the bound in src/policy.c's header: 4 * counters + < 256 */
+	assert_true(pol_memory(p) >= 4u * POL_COUNTERS_DEFAULT);
+	assert_true(pol_memory(p) < 4u * POL_COUNTERS_DEFAULT + 256);
+	assert_true(pol_memory(p) <= (4u << 20) + 256);
+	assert_int_equal(pol_period(p), POL_COUNTERS_DEFAULT / 2);
+	pol_free(p);
+	for (c = POL_COUNTERS_MIN; c <= (1u << 22); c <<= 3) {
+		p = mk(0, c);
+		assert_true(pol_memory(p) >= 4 * c);
+		assert_true(pol_memory(p) < 4 * c + 256);
+		pol_free(p);
+	}
+}
+
+#define NTHREADS	8
+#define PER_THREAD	5120u
+
+struct hammer {
+	struct hotfs_policy *p;
+	unsigned id;
+};
+
+static void *hammer_fn(void *arg)
+{
+	struct hammer *hm = arg;
+	unsigned i;
+
+	for (i = 0; i < PER_THREAD; i++) {
+		if (i % 512 == 0 && i / 512 < 10)
+			pol_access(hm->p, 100 + hm->id);	/* own: 10 */
+		else if (i == 7)
+			pol_access(hm->p, 99);			/* shared */
+		else
+			pol_access(hm->p, ((uint64_t)hm->id << 32) | i);
+	}
+	return NULL;
+}
+
+static void run_hammer(struct hotfs_policy *p)
+{
+	pthread_t t[NTHREADS];
+	struct hammer hm[NTHREADS];
+	unsigned i;
+
+	for (i = 0; i < NTHREADS; i++) {
+		hm[i].p = p;
+		hm[i].id = i;
+		assert_int_equal(pthread_create(&t[i], NULL, hammer_fn,
+						&hm[i]), 0);
+	}
+	for (i = 0; i < NTHREADS; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+}
+
+static void test_threads(void **state)
+{
+	struct hotfs_policy *p = mk(0, 1u << 20);
+	unsigned i, e;
+
+	(void)state;
+	/* no aging: 40960 accesses in a period of 512 Ki */
+	run_hammer(p);
+	assert_int_equal(pol_agings(p), 0);
+	for (i = 0; i < NTHREADS; i++) {
+		e = pol_estimate(p, 100 + i);
+		assert_true(e >= 10 && e <= 11);
+	}
+	e = pol_estimate(p, 99);
+	assert_true(e >= 2 && e <= NTHREADS + 1);
+	pol_free(p);
+
+	/* every period boundary ages exactly once */
+	p = mk(0, SMALL);
+	run_hammer(p);
+	assert_int_equal(pol_agings(p), NTHREADS * PER_THREAD / (SMALL / 2));
+	for (i = 0; i < NTHREADS; i++)
+		assert_true(pol_estimate(p, 100 + i) <= POL_COUNT_MAX);
+	pol_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_params),
+		cmocka_unit_test(test_counting),
+		cmocka_unit_test(test_hash),
+		cmocka_unit_test(test_saturation),
+		cmocka_unit_test(test_aging),
+		cmocka_unit_test(test_threshold),
+		cmocka_unit_test(test_scan_false_promotions),
+		cmocka_unit_test(test_admission),
+		cmocka_unit_test(test_keep),
+		cmocka_unit_test(test_memory),
+		cmocka_unit_test(test_threads),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
