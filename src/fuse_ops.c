@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "hotfs/ctl.h"
 #include "hotfs/fs.h"
 #include "hotfs/log.h"
 
@@ -53,6 +54,16 @@ static struct hotfs_inode *hino(fuse_req_t req, fuse_ino_t ino)
 static int ifd(fuse_req_t req, fuse_ino_t ino)
 {
 	return hino(req, ino)->fd;
+}
+
+static struct hotfs_fh *hfh(struct fuse_file_info *fi)
+{
+	return (struct hotfs_fh *)(uintptr_t)fi->fh;
+}
+
+static int fhfd(struct fuse_file_info *fi)
+{
+	return hfh(fi)->fd;
 }
 
 /* ------------------------------------------------------------------ */
@@ -141,6 +152,10 @@ static void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fuse_entry_param e;
 	int err;
+	if (vd_is(parent) || vd_is_name(hfs(req), parent, name)) {
+		vd_lookup(req, parent, name);
+		return;
+	}
 
 	err = do_lookup(req, parent, name, &e);
 	if (err == -ENOENT) {
@@ -158,7 +173,7 @@ static void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void forget_one(fuse_req_t req, fuse_ino_t ino, uint64_t n)
 {
-	if (ino == FUSE_ROOT_ID)
+	if (ino == FUSE_ROOT_ID || vd_is(ino))
 		return;
 	ino_forget(hfs(req)->it, hino(req, ino), n);
 }
@@ -187,9 +202,13 @@ static void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
 {
 	struct stat st;
 	int err;
+	if (vd_is(ino)) {
+		vd_getattr(req, ino);
+		return;
+	}
 
 	if (fi)
-		err = fstat((int)fi->fh, &st) == -1 ? -errno : 0;
+		err = fstat(fhfd(fi), &st) == -1 ? -errno : 0;
 	else
 		err = stat_fd(ifd(req, ino), &st);
 	if (err)
@@ -210,11 +229,15 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct hotfs_inode *in = hino(req, ino);
 	char pn[32];
 	int r = 0;
+	if (vd_is(ino)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 
 	procname(pn, sizeof(pn), in->fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
 		if (fi)
-			r = fchmod((int)fi->fh, attr->st_mode);
+			r = fchmod(fhfd(fi), attr->st_mode);
 		else
 			r = fchmodat(fs->proc_self_fd, pn, attr->st_mode, 0);
 		if (r == -1)
@@ -232,8 +255,9 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			goto out_err;
 	}
 	if (valid & FUSE_SET_ATTR_SIZE) {
+		cache_write_begin(in);
 		if (fi)
-			r = ftruncate((int)fi->fh, attr->st_size);
+			r = ftruncate(fhfd(fi), attr->st_size);
 		else {
 			char path[64];
 
@@ -241,11 +265,9 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 				 in->fd);
 			r = truncate(path, attr->st_size);
 		}
+		cache_write_end(fs->cache, in);
 		if (r == -1)
 			goto out_err;
-		pthread_mutex_lock(&in->m);
-		in->write_gen++;
-		pthread_mutex_unlock(&in->m);
 	}
 	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
 		struct timespec tv[2];
@@ -263,7 +285,7 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		else if (valid & FUSE_SET_ATTR_MTIME)
 			tv[1] = attr->st_mtim;
 		if (fi)
-			r = futimens((int)fi->fh, tv);
+			r = futimens(fhfd(fi), tv);
 		else if (S_ISLNK(in->type))
 			r = utimensat(in->fd, "", tv,
 				      AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
@@ -282,6 +304,10 @@ static void hotfs_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	char buf[PATH_MAX + 1];
 	ssize_t n;
+	if (vd_is(ino)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
 
 	n = readlinkat(ifd(req, ino), "", buf, sizeof(buf));
 	if (n == -1) {
@@ -318,6 +344,10 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	int pfd = ifd(req, parent), r;
 	struct cred c;
+	if (vd_is(parent) || vd_is_name(hfs(req), parent, name)) {
+		fuse_reply_err(req, vd_is(parent) ? EACCES : EEXIST);
+		return;
+	}
 
 	cred_enter(req, &c);
 	if (S_ISDIR(mode))
@@ -359,6 +389,12 @@ static void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
 	struct hotfs *fs = hfs(req);
 	char pn[32];
 	int r;
+	if (vd_is(ino) || vd_is(parent) ||
+	    vd_is_name(hfs(req), parent, name)) {
+		fuse_reply_err(req, vd_is(ino) ? EPERM : vd_is(parent) ?
+			       EACCES : EEXIST);
+		return;
+	}
 
 	procname(pn, sizeof(pn), ifd(req, ino));
 	r = linkat(ifd(req, ino), "", ifd(req, parent), name, AT_EMPTY_PATH);
@@ -375,6 +411,10 @@ static void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
 static void hotfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	int r = unlinkat(ifd(req, parent), name, 0);
+	if (vd_is(parent) || vd_is_name(hfs(req), parent, name)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 
 	fuse_reply_err(req, r == -1 ? errno : 0);
 }
@@ -382,6 +422,10 @@ static void hotfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void hotfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	int r = unlinkat(ifd(req, parent), name, AT_REMOVEDIR);
+	if (vd_is(parent) || vd_is_name(hfs(req), parent, name)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 
 	fuse_reply_err(req, r == -1 ? errno : 0);
 }
@@ -391,6 +435,12 @@ static void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			 unsigned int flags)
 {
 	long r;
+	if (vd_is(parent) || vd_is(newparent) ||
+	    vd_is_name(hfs(req), parent, name) ||
+	    vd_is_name(hfs(req), newparent, newname)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 
 	r = syscall(SYS_renameat2, ifd(req, parent), name,
 		    ifd(req, newparent), newname, flags);
@@ -429,28 +479,38 @@ static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 {
 	struct hotfs *fs = hfs(req);
 	struct hotfs_inode *in = hino(req, ino);
+	struct hotfs_fh *fh;
 	char pn[32];
 	int fd;
+	if (vd_is(ino)) {
+		vd_open(req, ino, fi);
+		return;
+	}
 
 	procname(pn, sizeof(pn), in->fd);
+	if (fi->flags & O_TRUNC)
+		cache_write_begin(in);
 	fd = openat(fs->proc_self_fd, pn, backing_flags(fi->flags));
+	if (fi->flags & O_TRUNC)
+		cache_write_end(fs->cache, in);
 	if (fd == -1) {
 		fuse_reply_err(req, errno);
 		return;
 	}
-	if (fi->flags & O_TRUNC) {
-		pthread_mutex_lock(&in->m);
-		in->write_gen++;
-		pthread_mutex_unlock(&in->m);
+	fh = fh_new(fd);
+	if (!fh) {
+		close(fd);
+		fuse_reply_err(req, ENOMEM);
+		return;
 	}
-	fi->fh = (uint64_t)fd;
+	fi->fh = (uintptr_t)fh;
 	set_keep_cache(in, fd, fi);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* the open was interrupted: the kernel will not release */
 		pthread_mutex_lock(&in->m);
 		in->nopen--;
 		pthread_mutex_unlock(&in->m);
-		close(fd);
+		fh_free(fh);
 	}
 }
 
@@ -459,8 +519,13 @@ static void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct fuse_entry_param e;
 	struct hotfs_inode *in;
+	struct hotfs_fh *fh;
 	struct cred c;
 	int fd, err;
+	if (vd_is(parent) || vd_is_name(hfs(req), parent, name)) {
+		fuse_reply_err(req, vd_is(parent) ? EACCES : EEXIST);
+		return;
+	}
 
 	cred_enter(req, &c);
 	fd = openat(ifd(req, parent), name,
@@ -472,22 +537,27 @@ static void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	err = do_lookup(req, parent, name, &e);
-	if (err) {
+	fh = err ? NULL : fh_new(fd);
+	if (!fh) {
 		close(fd);
-		fuse_reply_err(req, -err);
+		fuse_reply_err(req, err ? -err : ENOMEM);
 		return;
 	}
 	in = hino(req, e.ino);
-	fi->fh = (uint64_t)fd;
+	if (fi->flags & O_TRUNC) {
+		/* an existing file opened with O_CREAT|O_TRUNC */
+		cache_write_begin(in);
+		cache_write_end(hfs(req)->cache, in);
+	}
+	fi->fh = (uintptr_t)fh;
 	pthread_mutex_lock(&in->m);
 	in->nopen++;
-	in->write_gen++;
 	pthread_mutex_unlock(&in->m);
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		pthread_mutex_lock(&in->m);
 		in->nopen--;
 		pthread_mutex_unlock(&in->m);
-		close(fd);
+		fh_free(fh);
 	}
 }
 
@@ -496,7 +566,11 @@ static void hotfs_release(fuse_req_t req, fuse_ino_t ino,
 {
 	struct hotfs_inode *in = hino(req, ino);
 	struct stat st;
-	int fd = (int)fi->fh;
+	int fd = fhfd(fi);
+	if (vd_is(ino)) {
+		vd_release(req, ino, fi);
+		return;
+	}
 
 	/* Remember the stamp: an unchanged file reopens with keep_cache. */
 	if (fstat(fd, &st) == 0) {
@@ -509,7 +583,7 @@ static void hotfs_release(fuse_req_t req, fuse_ino_t ino,
 			in->nopen--;
 		pthread_mutex_unlock(&in->m);
 	}
-	close(fd);
+	fh_free(hfh(fi));
 	fuse_reply_err(req, 0);
 }
 
@@ -517,17 +591,25 @@ static void hotfs_flush(fuse_req_t req, fuse_ino_t ino,
 			struct fuse_file_info *fi)
 {
 	int r;
+	if (vd_is(ino)) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 
 	(void)ino;
 	/* like close(2) on the source: NFS reports write errors here */
-	r = close(dup((int)fi->fh));
+	r = close(dup(fhfd(fi)));
 	fuse_reply_err(req, r == -1 ? errno : 0);
 }
 
 static void hotfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 			struct fuse_file_info *fi)
 {
-	int fd = (int)fi->fh, r;
+	int fd = fhfd(fi), r;
+	if (vd_is(ino)) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 
 	(void)ino;
 	r = datasync ? fdatasync(fd) : fsync(fd);
@@ -537,13 +619,43 @@ static void hotfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 static void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
+	struct hotfs *fs = hfs(req);
 	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+	if (vd_is(ino)) {
+		vd_read(req, ino, size, off, fi);
+		return;
+	}
 
-	(void)ino;
+	if (fs->cache) {
+		cache_read(req, fs->cache, hino(req, ino), hfh(fi), size, off);
+		return;
+	}
 	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	buf.buf[0].fd = (int)fi->fh;
+	buf.buf[0].fd = fhfd(fi);
 	buf.buf[0].pos = off;
 	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+}
+
+static void write_virtual(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_bufvec *in_buf, off_t off,
+			  struct fuse_file_info *fi)
+{
+	size_t len = fuse_buf_size(in_buf);
+	struct fuse_bufvec mem = FUSE_BUFVEC_INIT(len);
+	char *b = malloc(len + 1);
+	ssize_t n;
+
+	if (!b) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	mem.buf[0].mem = b;
+	n = fuse_buf_copy(&mem, in_buf, 0);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		vd_write(req, ino, b, (size_t)n, off, fi);
+	free(b);
 }
 
 static void hotfs_write_buf(fuse_req_t req, fuse_ino_t ino,
@@ -553,14 +665,17 @@ static void hotfs_write_buf(fuse_req_t req, fuse_ino_t ino,
 	struct hotfs_inode *in = hino(req, ino);
 	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in_buf));
 	ssize_t n;
+	if (vd_is(ino)) {
+		write_virtual(req, ino, in_buf, off, fi);
+		return;
+	}
 
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	out.buf[0].fd = (int)fi->fh;
+	out.buf[0].fd = fhfd(fi);
 	out.buf[0].pos = off;
-	pthread_mutex_lock(&in->m);
-	in->write_gen++;
-	pthread_mutex_unlock(&in->m);
+	cache_write_begin(in);
 	n = fuse_buf_copy(&out, in_buf, 0);
+	cache_write_end(hfs(req)->cache, in);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
@@ -572,11 +687,14 @@ static void hotfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 {
 	struct hotfs_inode *in = hino(req, ino);
 	int r;
+	if (vd_is(ino)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 
-	pthread_mutex_lock(&in->m);
-	in->write_gen++;
-	pthread_mutex_unlock(&in->m);
-	r = fallocate((int)fi->fh, mode, off, len);
+	cache_write_begin(in);
+	r = fallocate(fhfd(fi), mode, off, len);
+	cache_write_end(hfs(req)->cache, in);
 	fuse_reply_err(req, r == -1 ? errno : 0);
 }
 
@@ -588,13 +706,16 @@ static void hotfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
 {
 	struct hotfs_inode *out = hino(req, ino_out);
 	ssize_t n;
+	if (vd_is(ino_in) || vd_is(ino_out)) {
+		fuse_reply_err(req, EXDEV);
+		return;
+	}
 
 	(void)ino_in;
-	pthread_mutex_lock(&out->m);
-	out->write_gen++;
-	pthread_mutex_unlock(&out->m);
-	n = copy_file_range((int)fi_in->fh, &off_in, (int)fi_out->fh,
+	cache_write_begin(out);
+	n = copy_file_range(fhfd(fi_in), &off_in, fhfd(fi_out),
 			    &off_out, len, (unsigned)flags);
+	cache_write_end(hfs(req)->cache, out);
 	if (n == -1)
 		fuse_reply_err(req, errno);
 	else
@@ -605,9 +726,13 @@ static void hotfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 			struct fuse_file_info *fi)
 {
 	off_t r;
+	if (vd_is(ino)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
 
 	(void)ino;
-	r = lseek((int)fi->fh, off, whence);
+	r = lseek(fhfd(fi), off, whence);
 	if (r == -1)
 		fuse_reply_err(req, errno);
 	else
@@ -628,6 +753,10 @@ static void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
 {
 	struct hotfs_dirp *d;
 	int fd;
+	if (vd_is(ino)) {
+		vd_opendir(req, ino, fi);
+		return;
+	}
 
 	d = calloc(1, sizeof(*d));
 	if (!d) {
@@ -702,6 +831,12 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 		}
 		nextoff = d->entry->d_off;
 		name = d->entry->d_name;
+		if (ino == FUSE_ROOT_ID && strcmp(name, hfs(req)->ctldir) == 0) {
+			/* shadowed by the control directory */
+			d->entry = NULL;
+			d->offset = nextoff;
+			continue;
+		}
 		if (plus) {
 			fuse_ino_t entry_ino = 0;
 
@@ -756,12 +891,22 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 static void hotfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 			  off_t offset, struct fuse_file_info *fi)
 {
+	if (vd_is(ino)) {
+		vd_readdir(req, ino, size, offset, fi, false);
+		return;
+	}
+
 	do_readdir(req, ino, size, offset, fi, false);
 }
 
 static void hotfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 			      off_t offset, struct fuse_file_info *fi)
 {
+	if (vd_is(ino)) {
+		vd_readdir(req, ino, size, offset, fi, true);
+		return;
+	}
+
 	do_readdir(req, ino, size, offset, fi, true);
 }
 
@@ -769,6 +914,10 @@ static void hotfs_releasedir(fuse_req_t req, fuse_ino_t ino,
 			     struct fuse_file_info *fi)
 {
 	struct hotfs_dirp *d = dirp(fi);
+	if (vd_is(ino)) {
+		vd_releasedir(req, ino, fi);
+		return;
+	}
 
 	(void)ino;
 	closedir(d->dp);
@@ -780,6 +929,10 @@ static void hotfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 			   struct fuse_file_info *fi)
 {
 	int fd = dirfd(dirp(fi)->dp), r;
+	if (vd_is(ino)) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 
 	(void)ino;
 	r = datasync ? fdatasync(fd) : fsync(fd);
@@ -789,6 +942,8 @@ static void hotfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 static void hotfs_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct statvfs sv;
+	if (vd_is(ino))
+		ino = FUSE_ROOT_ID;
 
 	if (fstatvfs(ifd(req, ino), &sv) == -1)
 		fuse_reply_err(req, errno);
@@ -802,6 +957,11 @@ static void hotfs_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	struct cred c;
 	char pn[32];
 	int r;
+	if (vd_is(ino)) {
+		fuse_reply_err(req, (mask & W_OK) && ino != VINO_CTL ?
+			       EACCES : 0);
+		return;
+	}
 
 	procname(pn, sizeof(pn), ifd(req, ino));
 	cred_enter(req, &c);
@@ -841,6 +1001,10 @@ static void hotfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	struct hotfs_inode *in = hino(req, ino);
 	char path[64], *value = NULL;
 	ssize_t n;
+	if (vd_is(ino)) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
 
 	if (size) {
 		value = malloc(size);
@@ -860,6 +1024,13 @@ static void hotfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	struct hotfs_inode *in = hino(req, ino);
 	char path[64], *value = NULL;
 	ssize_t n;
+	if (vd_is(ino)) {
+		if (size)
+			fuse_reply_buf(req, NULL, 0);
+		else
+			fuse_reply_xattr(req, 0);
+		return;
+	}
 
 	if (size) {
 		value = malloc(size);
@@ -880,6 +1051,10 @@ static void hotfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	struct hotfs_inode *in = hino(req, ino);
 	char path[64];
 	int r;
+	if (vd_is(ino)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 
 	xattr_path(in, path, sizeof(path));
 	r = setxattr(path, name, value, size, flags);
@@ -891,6 +1066,10 @@ static void hotfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct hotfs_inode *in = hino(req, ino);
 	char path[64];
 	int r;
+	if (vd_is(ino)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 
 	xattr_path(in, path, sizeof(path));
 	r = removexattr(path, name);

@@ -151,6 +151,7 @@ struct hotfs_inode *ino_get(struct hotfs_itable *t, int fd,
 	nin->ino = st->st_ino;
 	nin->type = st->st_mode & S_IFMT;
 	nin->nlookup = 1;
+	nin->cached_extents_hint = UINT64_MAX;	/* unknown: assume all */
 	pthread_mutex_init(&nin->m, NULL);
 	nin->next = t->buckets[h];
 	t->buckets[h] = nin;
@@ -160,18 +161,13 @@ struct hotfs_inode *ino_get(struct hotfs_itable *t, int fd,
 	return nin;
 }
 
-void ino_forget(struct hotfs_itable *t, struct hotfs_inode *in, uint64_t n)
+/* Called with the table lock held; returns true if in must be freed. */
+static bool __unlink_if_unused(struct hotfs_itable *t, struct hotfs_inode *in)
 {
 	struct hotfs_inode **pp;
 
-	pthread_mutex_lock(&t->lock);
-	if (n > in->nlookup)
-		n = in->nlookup;	/* never underflow on a confused kernel */
-	in->nlookup -= n;
-	if (in->nlookup || in == &t->root) {
-		pthread_mutex_unlock(&t->lock);
-		return;
-	}
+	if (in->nlookup || in->holds || in == &t->root)
+		return false;
 	pp = &t->buckets[hash_key(in->dev, in->ino, t->nbuckets)];
 	for (; *pp; pp = &(*pp)->next)
 		if (*pp == in) {
@@ -179,8 +175,40 @@ void ino_forget(struct hotfs_itable *t, struct hotfs_inode *in, uint64_t n)
 			break;
 		}
 	t->count--;
+	return true;
+}
+
+void ino_forget(struct hotfs_itable *t, struct hotfs_inode *in, uint64_t n)
+{
+	bool dead;
+
+	pthread_mutex_lock(&t->lock);
+	if (n > in->nlookup)
+		n = in->nlookup;	/* never underflow on a confused kernel */
+	in->nlookup -= n;
+	dead = __unlink_if_unused(t, in);
 	pthread_mutex_unlock(&t->lock);
-	free_inode(in);
+	if (dead)
+		free_inode(in);
+}
+
+void ino_hold(struct hotfs_itable *t, struct hotfs_inode *in)
+{
+	pthread_mutex_lock(&t->lock);
+	in->holds++;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void ino_unhold(struct hotfs_itable *t, struct hotfs_inode *in)
+{
+	bool dead;
+
+	pthread_mutex_lock(&t->lock);
+	in->holds--;
+	dead = __unlink_if_unused(t, in);
+	pthread_mutex_unlock(&t->lock);
+	if (dead)
+		free_inode(in);
 }
 
 size_t ino_count(struct hotfs_itable *t)

@@ -148,8 +148,19 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "hotfs: inode table: %s\n", strerror(-r));
 		goto out2;
 	}
+	if (!o.nocache) {
+		r = cache_open(&fs.cache, &o, fs.root_fd, err, sizeof(err));
+		if (r < 0) {
+			fprintf(stderr, "hotfs: %s\n", err);
+			goto out3;
+		}
+	}
 	fs.root_fd = -1;	/* owned by the table now */
 	fs.as_root = geteuid() == 0;
+	fs.ctldir = o.ctldir;
+	fs.owner_uid = getuid();
+	fs.owner_gid = getgid();
+	clock_gettime(CLOCK_REALTIME, &fs.mount_time);
 	umask(0);		/* the kernel applied the caller's umask */
 	raise_nofile();
 
@@ -166,6 +177,14 @@ int main(int argc, char *argv[])
 	if (fs.proc_self_fd == -1) {
 		hotfs_log(LOG_ERR, "/proc/self/fd: %s\n", strerror(errno));
 		goto out5;
+	}
+	if (fs.cache) {
+		r = cache_start(fs.cache, fs.it, fs.proc_self_fd);
+		if (r < 0) {
+			hotfs_log(LOG_ERR, "promotion thread: %s\n",
+				  strerror(-r));
+			goto out5;
+		}
 	}
 	hotfs_log(LOG_INFO, "mounted %s on %s\n", o.source, o.mountpoint);
 
@@ -198,6 +217,7 @@ out5:
 out4:
 	fuse_remove_signal_handlers(se);
 out3:
+	cache_close(fs.cache);	/* before the table: it holds inodes */
 	ino_table_free(fs.it);
 out2:
 	if (fs.proc_self_fd != -1)

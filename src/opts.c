@@ -48,6 +48,7 @@ static const struct fuse_opt opt_table[] = {
 	HOTFS_OPT("entry_timeout=%s", entry_timeout_str, 0),
 	HOTFS_OPT("reset", reset, 1),
 	HOTFS_OPT("nocache", nocache, 1),
+	HOTFS_OPT("ctldir=%s", ctldir, 0),
 	FUSE_OPT_KEY("rw", KEY_DISCARD),
 	FUSE_OPT_KEY("defaults", KEY_DISCARD),
 	FUSE_OPT_KEY("auto", KEY_DISCARD),
@@ -302,6 +303,16 @@ int opt_parse(struct fuse_args *args, struct hotfs_opts *o,
 	}
 	if (parse_sizes(o, err, errlen) < 0)
 		return -EINVAL;
+	if (!o->ctldir)
+		o->ctldir = strdup(".hotfs");
+	if (!o->ctldir || !*o->ctldir || strchr(o->ctldir, '/') ||
+	    strcmp(o->ctldir, ".") == 0 || strcmp(o->ctldir, "..") == 0 ||
+	    strlen(o->ctldir) > 255) {
+		seterr(err, errlen,
+		       "invalid ctldir '%s': a single file name",
+		       o->ctldir ? o->ctldir : "");
+		return -EINVAL;
+	}
 	if (!o->source || !o->mountpoint) {
 		seterr(err, errlen,
 		       "missing %s (usage: hotfs SOURCE MOUNTPOINT -o cachedir=DIR)",
@@ -488,6 +499,7 @@ void opt_free(struct hotfs_opts *o)
 	free(o->promote_rate_str);
 	free(o->writemode_str);
 	free(o->threshold_str);
+	free(o->ctldir);
 	free(o->attr_timeout_str);
 	free(o->entry_timeout_str);
 	memset(o, 0, sizeof(*o));
@@ -509,5 +521,6 @@ void opt_help(void)
 "    -o attr_timeout=SECS   kernel attribute cache timeout (1)\n"
 "    -o entry_timeout=SECS  kernel name lookup cache timeout (1)\n"
 "    -o reset               empty a cachedir made for another source\n"
-"    -o nocache             plain passthrough, no cache store\n");
+"    -o nocache             plain passthrough, no cache store\n"
+"    -o ctldir=NAME         name of the control directory (.hotfs)\n");
 }

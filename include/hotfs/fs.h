@@ -7,6 +7,8 @@
 
 #include <fuse_lowlevel.h>
 
+#include "hotfs/cache.h"
+#include "hotfs/ctl.h"
 #include "hotfs/inode.h"
 #include "hotfs/opts.h"
 
@@ -16,6 +18,11 @@ struct hotfs {
 	int root_fd;			/* O_PATH on the source root */
 	int proc_self_fd;		/* O_PATH on /proc/self/fd */
 	bool as_root;			/* daemon runs as root: act as caller */
+	struct hotfs_cache *cache;	/* NULL with -o nocache */
+	const char *ctldir;		/* name of the control directory */
+	uid_t owner_uid;		/* who mounted: may use .hotfs/ctl */
+	gid_t owner_gid;
+	struct timespec mount_time;
 };
 
 extern const struct fuse_lowlevel_ops hotfs_ll_ops;

@@ -25,6 +25,8 @@ struct hotfs_inode {
 	ino_t ino;
 	mode_t type;			/* S_IFMT bits */
 	uint64_t nlookup;		/* protected by the table lock */
+	unsigned holds;			/* protected by the table lock:
+					 * background work in flight */
 	struct hotfs_inode *next;	/* hash chain, protected by table lock */
 
 	pthread_mutex_t m;		/* protects the fields below */
@@ -35,6 +37,10 @@ struct hotfs_inode {
 	int64_t stamp_ctime_ns;
 	off_t stamp_size;
 	uint64_t write_gen;		/* bumped by every write/truncate */
+	/* Extents of this file that may be in the store, as a count from
+	 * extent 0 (0 = none): a write invalidates that many.  Unknown after
+	 * a restart, so it starts at "the whole file". */
+	uint64_t cached_extents_hint;
 	unsigned nopen;			/* open file handles */
 };
 
@@ -54,6 +60,13 @@ struct hotfs_inode *ino_get(struct hotfs_itable *t, int fd,
 
 /* Drop n lookup references; frees the inode at zero (not the root). */
 void ino_forget(struct hotfs_itable *t, struct hotfs_inode *in, uint64_t n);
+
+/*
+ * Keep an inode alive for background work (a queued promotion) even if
+ * the kernel forgets it meanwhile; ino_unhold frees it if it was the last.
+ */
+void ino_hold(struct hotfs_itable *t, struct hotfs_inode *in);
+void ino_unhold(struct hotfs_itable *t, struct hotfs_inode *in);
 
 /* Number of inodes in the table (for stats and tests). */
 size_t ino_count(struct hotfs_itable *t);

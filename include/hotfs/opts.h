@@ -44,6 +44,7 @@ struct hotfs_opts {
 	double entry_timeout;
 	int reset;		/* -o reset: empty a foreign/old cachedir */
 	int nocache;		/* -o nocache: plain passthrough, no store */
+	char *ctldir;		/* name of the virtual control directory */
 	int allow_other;	/* seen, and left for fuse_session_new */
 	int default_permissions;
 

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The cache as the FUSE handlers see it: the store, the policy, the
+ * promotion thread and the counters, and the cached read path.
+ *
+ * Coherence rules (see man/hotfs.8):
+ *  - A cached extent carries its source file's stamp (st_ino, size,
+ *    mtime_ns, ctime_ns); every read compares it with an fstat of the
+ *    open source file, so a file changed behind hotfs's back is read from
+ *    the source, never from stale cache.
+ *  - A write through the mount bumps the inode's write generation before
+ *    it reaches the source and invalidates the file's extents after; a
+ *    promotion inserts only if the generation did not move meanwhile, and
+ *    checks it under the inode lock, so it never caches old data.
+ */
+#ifndef HOTFS_CACHE_H
+#define HOTFS_CACHE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include <fuse_lowlevel.h>
+
+#include "hotfs/inode.h"
+#include "hotfs/opts.h"
+#include "hotfs/policy.h"
+#include "hotfs/stats.h"
+#include "hotfs/store.h"
+
+/* An open file through the mount (fuse_file_info.fh). */
+struct hotfs_fh {
+	int fd;				/* the source file */
+	_Atomic uint32_t last_ext;	/* last extent counted, or NONE */
+	_Atomic int64_t seq_next;	/* where a sequential read goes on */
+	_Atomic uint64_t seq_run;	/* bytes read sequentially so far */
+};
+
+#define FH_NO_EXT UINT32_MAX
+
+struct hotfs_promoter;
+
+struct hotfs_cache {
+	struct hotfs_store *st;
+	struct hotfs_policy *pol;
+	struct hotfs_promoter *pr;
+	struct hotfs_itable *it;
+	struct hotfs_stats stats;
+	uint32_t extent;		/* bytes, power of two */
+	unsigned ext_shift;
+	dev_t root_dev;			/* files on it get key.dev = 0 */
+	uint64_t seqcutoff;
+	enum hotfs_writemode writemode;
+	int proc_self_fd;
+};
+
+/* Open the store (before mounting: errors go to the caller's stderr). */
+int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
+	       int root_fd, char *err, size_t errlen);
+/* Start background work (after daemonizing: threads do not survive fork). */
+int cache_start(struct hotfs_cache *c, struct hotfs_itable *it,
+		int proc_self_fd);
+void cache_close(struct hotfs_cache *c);
+
+void cache_key(const struct hotfs_cache *c, dev_t dev, ino_t ino,
+	       struct hotfs_key *k);
+void cache_stamp(const struct stat *st, struct hotfs_stamp *s);
+
+/* Before a write through the mount reaches the source. */
+void cache_write_begin(struct hotfs_inode *in);
+/* After it: drop the file's cached extents.  c may be NULL. */
+void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in);
+
+struct hotfs_fh *fh_new(int fd);
+void fh_free(struct hotfs_fh *fh);
+
+/* Serve a FUSE read; replies exactly once. */
+void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
+		struct hotfs_fh *fh, size_t size, off_t off);
+
+/* ---- promotion (src/promote.c) ---- */
+
+struct pr_item {
+	struct hotfs_inode *in;		/* held (ino_hold) while queued */
+	struct hotfs_key key;
+	uint32_t extno;
+	struct hotfs_stamp stamp;	/* of the source when queued */
+	uint64_t gen;			/* in->write_gen when queued */
+	uint64_t h;			/* pol_hash(key, extno) */
+	void *buf;			/* the extent's data, or NULL */
+	uint32_t len;			/* bytes in buf */
+};
+
+int pr_new(struct hotfs_promoter **out, struct hotfs_cache *c,
+	   uint64_t rate);
+int pr_start(struct hotfs_promoter *pr);
+/* Queue it; takes over item->buf and the hold on item->in either way.
+ * Returns false if it was dropped (duplicate or queue full). */
+bool pr_enqueue(struct hotfs_promoter *pr, struct pr_item *item);
+unsigned pr_depth(struct hotfs_promoter *pr);
+void pr_free(struct hotfs_promoter *pr);
+
+#endif

@@ -1,0 +1,606 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The cache glue and the cached read path (see include/hotfs/cache.h).
+ *
+ * A FUSE read of [off, off + size) is cut at extent boundaries into
+ * segments.  Each segment is an access for the policy (unless the same
+ * handle's previous read was in the same extent, or the handle is past
+ * seqcutoff), and is looked up in the store.  If no segment is cached the
+ * read is spliced straight from the source (no copy); otherwise every
+ * segment is submitted at once on this thread's io_uring: cached ones from
+ * the store's data file (with their block checksums when the read is not
+ * the whole extent), uncached ones from the source, and the request is
+ * answered with one reply.  Cached data that fails its checksum, or that
+ * the device fails to return, is read from the source instead: the cache
+ * can cost speed, never correctness.
+ *
+ * A missed extent whose count reaches the threshold is queued for
+ * promotion after the reply is sent; if the read covered the whole extent
+ * its bytes go with it, so the slow disk is not read twice.
+ *
+ * Locks: none held across I/O or replies.  in->m guards write_gen.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <liburing.h>
+
+#include "hotfs/cache.h"
+#include "hotfs/log.h"
+#include "hotfs/uring.h"
+
+void cache_key(const struct hotfs_cache *c, dev_t dev, ino_t ino,
+	       struct hotfs_key *k)
+{
+	/* device numbers of loop and network filesystems change across
+	 * reboots; the source root's device is stable as "0" */
+	k->dev = dev == c->root_dev ? 0 : (uint64_t)dev;
+	k->ino = (uint64_t)ino;
+}
+
+void cache_stamp(const struct stat *st, struct hotfs_stamp *s)
+{
+	s->ino = (uint64_t)st->st_ino;
+	s->size = (uint64_t)st->st_size;
+	s->mtime_ns = ts_ns(&st->st_mtim);
+	s->ctime_ns = ts_ns(&st->st_ctim);
+}
+
+static unsigned ilog2u(uint32_t v)
+{
+	unsigned r = 0;
+
+	while (v >>= 1)
+		r++;
+	return r;
+}
+
+int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
+	       int root_fd, char *err, size_t errlen)
+{
+	struct hotfs_store_params sp = { 0 };
+	struct pol_params pp = { 0 };
+	struct hotfs_cache *c;
+	struct statfs sfs;
+	struct stat st;
+	char *ident = NULL;
+	int len, r;
+
+	if (fstat(root_fd, &st) == -1 || fstatfs(root_fd, &sfs) == -1) {
+		snprintf(err, errlen, "source '%s': %s", o->source,
+			 strerror(errno));
+		return -EIO;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	c->extent = o->extent;
+	c->ext_shift = ilog2u(o->extent);
+	c->root_dev = st.st_dev;
+	c->seqcutoff = o->seqcutoff;
+	c->writemode = o->writemode;
+	c->proc_self_fd = -1;
+	clock_gettime(CLOCK_MONOTONIC, &c->stats.started);
+	c->stats.reset = c->stats.started;
+
+	/* the source's identity: its path, its filesystem, its root */
+	len = asprintf(&ident, "%s\n%08x%08x\n%llu", o->source,
+		       (unsigned)sfs.f_fsid.__val[0],
+		       (unsigned)sfs.f_fsid.__val[1],
+		       (unsigned long long)st.st_ino);
+	if (len < 0) {
+		snprintf(err, errlen, "out of memory");
+		r = -ENOMEM;
+		goto bad_free;
+	}
+	sp.ident = ident;
+	sp.ident_len = (size_t)len;
+	sp.extent = o->extent;
+	sp.reset = o->reset;
+	if (o->cachesize) {
+		sp.capacity = o->cachesize;
+	} else if (o->cachesize_pct) {
+		r = st_size_from_fs(o->cachedir, o->cachesize_pct, false,
+				    &sp.capacity);
+		if (r < 0) {
+			snprintf(err, errlen, "cachedir '%s': %s",
+				 o->cachedir, strerror(-r));
+			goto bad_free;
+		}
+	}
+	/* capacity 0: as recorded, or 90% of free space for a new store */
+	r = st_open(o->cachedir, &sp, &c->st, err, errlen);
+	if (r < 0)
+		goto bad_free;
+	pp.threshold = (unsigned)o->threshold;
+	r = pol_new(&pp, &c->pol);
+	if (r < 0) {
+		snprintf(err, errlen, "policy: %s", strerror(-r));
+		goto bad_store;
+	}
+	r = pr_new(&c->pr, c, o->promote_rate);
+	if (r < 0) {
+		snprintf(err, errlen, "promotion: %s", strerror(-r));
+		goto bad_pol;
+	}
+	free(ident);
+	*out = c;
+	return 0;
+bad_pol:
+	pol_free(c->pol);
+bad_store:
+	st_close(c->st);
+bad_free:
+	free(ident);
+	free(c);
+	return r;
+}
+
+int cache_start(struct hotfs_cache *c, struct hotfs_itable *it,
+		int proc_self_fd)
+{
+	c->it = it;
+	c->proc_self_fd = proc_self_fd;
+	return pr_start(c->pr);
+}
+
+void cache_close(struct hotfs_cache *c)
+{
+	if (!c)
+		return;
+	pr_free(c->pr);		/* stops the thread, drops the queue */
+	st_commit(c->st);
+	st_close(c->st);
+	pol_free(c->pol);
+	free(c);
+}
+
+void cache_write_begin(struct hotfs_inode *in)
+{
+	pthread_mutex_lock(&in->m);
+	in->write_gen++;
+	pthread_mutex_unlock(&in->m);
+}
+
+void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in)
+{
+	struct hotfs_key k;
+	struct stat st;
+	uint64_t n, cap;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&in->m);
+	n = in->cached_extents_hint;
+	in->cached_extents_hint = 0;
+	pthread_mutex_unlock(&in->m);
+	if (!n)
+		return;
+	/* Extents past the current end can only be stale by their stamp
+	 * (the size changed), never served; bound the work by the size. */
+	if (fstatat(in->fd, "", &st, AT_EMPTY_PATH) == 0) {
+		cap = ((uint64_t)st.st_size >> c->ext_shift) + 1;
+		if (n > cap)
+			n = cap;
+	} else if (n > UINT32_MAX) {
+		n = UINT32_MAX;
+	}
+	cache_key(c, in->dev, in->ino, &k);
+	st_invalidate(c->st, &k, 0, (uint32_t)n, ST_INVAL_WRITE);
+	stats_add(&c->stats, STAT_INVAL_WRITE, 1);
+}
+
+struct hotfs_fh *fh_new(int fd)
+{
+	struct hotfs_fh *fh = calloc(1, sizeof(*fh));
+
+	if (!fh)
+		return NULL;
+	fh->fd = fd;
+	atomic_init(&fh->last_ext, FH_NO_EXT);
+	atomic_init(&fh->seq_next, -1);
+	atomic_init(&fh->seq_run, 0);
+	return fh;
+}
+
+void fh_free(struct hotfs_fh *fh)
+{
+	if (!fh)
+		return;
+	close(fh->fd);
+	free(fh);
+}
+
+/* ------------------------------------------------------------------ */
+/* The read path */
+
+struct seg {
+	uint64_t start, end;	/* file offsets */
+	uint32_t extno;
+	bool hit;
+	bool promote;
+	bool failed;		/* cached read failed: use the source */
+	struct hotfs_loc loc;
+	struct hotfs_span sp;
+	char *bounce;		/* sp.data_len bytes */
+	char *tab;		/* sp.tab_len bytes */
+	int res_data, res_tab;
+};
+
+static void reply_splice(fuse_req_t req, int fd, size_t size, off_t off)
+{
+	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+
+	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	buf.buf[0].fd = fd;
+	buf.buf[0].pos = off;
+	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+}
+
+/* pread all of [off, off + len) unless EOF; returns bytes or -errno. */
+static ssize_t pread_full(int fd, char *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, buf + done, len - done,
+				  off + (off_t)done);
+
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+/* Does the policy count this read?  Updates the handle's state. */
+static bool counts(struct hotfs_cache *c, struct hotfs_fh *fh, size_t size,
+		   off_t off)
+{
+	int64_t next = atomic_load_explicit(&fh->seq_next,
+					    memory_order_relaxed);
+	uint64_t run;
+
+	if (next == off)
+		run = atomic_fetch_add_explicit(&fh->seq_run, size,
+						memory_order_relaxed) + size;
+	else {
+		run = size;
+		atomic_store_explicit(&fh->seq_run, size,
+				      memory_order_relaxed);
+	}
+	atomic_store_explicit(&fh->seq_next, off + (int64_t)size,
+			      memory_order_relaxed);
+	if (c->seqcutoff && run > c->seqcutoff) {
+		stats_add(&c->stats, STAT_NP_SEQCUTOFF, 1);
+		return false;
+	}
+	return true;
+}
+
+static void queue_promotions(struct hotfs_cache *c, struct hotfs_inode *in,
+			     const struct hotfs_key *k,
+			     const struct hotfs_stamp *stamp, uint64_t gen,
+			     struct seg *s, unsigned n, const char *data,
+			     uint64_t data_off, uint64_t data_len)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		struct pr_item it = { 0 };
+		uint64_t ext_start, ext_end;
+
+		if (!s[i].promote)
+			continue;
+		ext_start = (uint64_t)s[i].extno << c->ext_shift;
+		ext_end = ext_start + c->extent;
+		if (ext_end > stamp->size)
+			ext_end = stamp->size;
+		it.in = in;
+		it.key = *k;
+		it.extno = s[i].extno;
+		it.stamp = *stamp;
+		it.gen = gen;
+		it.h = pol_hash(k, s[i].extno);
+		/* the reader's buffer holds the whole extent: reuse it */
+		if (data && ext_start >= data_off &&
+		    ext_end <= data_off + data_len && ext_end > ext_start) {
+			it.buf = malloc(ext_end - ext_start);
+			if (it.buf) {
+				memcpy(it.buf, data + (ext_start - data_off),
+				       ext_end - ext_start);
+				it.len = (uint32_t)(ext_end - ext_start);
+			}
+		}
+		ino_hold(c->it, in);
+		pr_enqueue(c->pr, &it);
+	}
+}
+
+/*
+ * Read every segment at once on this thread's ring.  Sets res_data and
+ * res_tab (-ECANCELED for what was not run); never fails as a whole.
+ */
+static void read_uring(struct hotfs_fh *fh, struct seg *s, unsigned n,
+		       char *buf, uint64_t off, int data_fd)
+{
+	struct io_uring_cqe *cqe;
+	struct io_uring *ring;
+	unsigned i, nsub = 0, done = 0, submitted = 0;
+	bool fixed = false;
+	int r;
+
+	for (i = 0; i < n; i++)
+		s[i].res_data = s[i].res_tab = -ECANCELED;
+	ring = ur_ring(data_fd, &fixed);
+	if (!ring)
+		return;
+	for (i = 0; i < n; i++) {
+		struct io_uring_sqe *sqe;
+		int fd = s[i].hit ? (fixed ? 0 : s[i].loc.fd) : fh->fd;
+		bool fx = s[i].hit && fixed;
+
+		if (nsub + 2 > UR_DEPTH)
+			break;
+		sqe = io_uring_get_sqe(ring);
+		if (s[i].hit)
+			io_uring_prep_read(sqe, fd, s[i].bounce,
+					   s[i].sp.data_len, s[i].sp.data_off);
+		else
+			io_uring_prep_read(sqe, fd, buf + (s[i].start - off),
+					   (unsigned)(s[i].end - s[i].start),
+					   s[i].start);
+		if (fx)
+			sqe->flags |= IOSQE_FIXED_FILE;
+		io_uring_sqe_set_data64(sqe, (uint64_t)i << 1);
+		nsub++;
+		if (s[i].hit && s[i].sp.tab_len) {
+			sqe = io_uring_get_sqe(ring);
+			io_uring_prep_read(sqe, fd, s[i].tab, s[i].sp.tab_len,
+					   s[i].sp.tab_off);
+			if (fx)
+				sqe->flags |= IOSQE_FIXED_FILE;
+			io_uring_sqe_set_data64(sqe, ((uint64_t)i << 1) | 1);
+			nsub++;
+		}
+	}
+	while (submitted < nsub) {
+		r = io_uring_submit(ring);
+		if (r > 0) {
+			submitted += (unsigned)r;
+			continue;
+		}
+		if (r == -EINTR || r == -EAGAIN || r == -EBUSY)
+			continue;
+		break;
+	}
+	while (done < submitted) {
+		uint64_t d;
+
+		r = io_uring_wait_cqe(ring, &cqe);
+		if (r == -EINTR)
+			continue;
+		if (r < 0)
+			break;
+		d = io_uring_cqe_get_data64(cqe);
+		if (d & 1)
+			s[d >> 1].res_tab = cqe->res;
+		else
+			s[d >> 1].res_data = cqe->res;
+		io_uring_cqe_seen(ring, cqe);
+		done++;
+	}
+	if (submitted < nsub || done < submitted) {
+		/* a broken ring: forget it, the segments go the slow way */
+		hotfs_log(LOG_WARNING, "io_uring failed, resetting the ring\n");
+		ur_discard();
+	}
+}
+
+/* Serve a cached segment from its bounce buffer, if it verifies. */
+static bool finish_hit(struct hotfs_cache *c, struct seg *g, char *dst)
+{
+	uint64_t ext_base = (uint64_t)g->extno << c->ext_shift;
+	int r;
+
+	if (g->res_data < 0 || (g->sp.tab_len && g->res_tab < 0)) {
+		int e = g->res_data < 0 ? g->res_data : g->res_tab;
+
+		if (e != -ECANCELED) {
+			stats_add(&c->stats, STAT_CACHE_IO_ERR, 1);
+			st_report_io_error(c->st, &g->loc, e);
+		}
+		return false;
+	}
+	if ((uint32_t)g->res_data != g->sp.data_len ||
+	    (g->sp.tab_len && (uint32_t)g->res_tab != g->sp.tab_len)) {
+		/* a truncated data file: treat as corrupt */
+		r = -EIO;
+	} else {
+		r = st_verify(c->st, &g->loc, g->sp.ext_off, g->bounce,
+			      g->sp.data_len, g->sp.tab_len ? g->tab : NULL);
+	}
+	if (r < 0) {
+		if (r != -ESTALE)
+			stats_add(&c->stats, STAT_CSUM_FAIL, 1);
+		return false;
+	}
+	memcpy(dst, g->bounce + (g->start - ext_base - g->sp.ext_off),
+	       g->end - g->start);
+	return true;
+}
+
+void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
+		struct hotfs_fh *fh, size_t size, off_t off)
+{
+	struct hotfs_stamp stamp;
+	struct hotfs_key k;
+	struct stat st;
+	struct seg *s = NULL;
+	char *buf = NULL;
+	uint64_t end, total, gen, pos;
+	uint32_t e0, e1, last;
+	unsigned n, i, hits = 0, promos = 0;
+	bool count, reuse = false;
+	int data_fd = -1;
+
+	stats_add(&c->stats, STAT_READ_REQS, 1);
+	if (size == 0 || fstat(fh->fd, &st) == -1 ||
+	    (uint64_t)off >= (uint64_t)st.st_size)
+		goto passthrough;
+	end = (uint64_t)off + size;
+	if (end > (uint64_t)st.st_size)
+		end = (uint64_t)st.st_size;
+	cache_stamp(&st, &stamp);
+	cache_key(c, in->dev, in->ino, &k);
+	pthread_mutex_lock(&in->m);
+	gen = in->write_gen;
+	pthread_mutex_unlock(&in->m);
+
+	e0 = (uint32_t)((uint64_t)off >> c->ext_shift);
+	e1 = (uint32_t)((end - 1) >> c->ext_shift);
+	n = e1 - e0 + 1;
+	s = calloc(n, sizeof(*s));
+	if (!s)
+		goto passthrough;
+	count = counts(c, fh, size, off);
+	last = atomic_exchange_explicit(&fh->last_ext, e1,
+					memory_order_relaxed);
+	for (i = 0; i < n; i++) {
+		struct seg *g = &s[i];
+		uint64_t h;
+		unsigned cnt = 0;
+
+		g->extno = e0 + i;
+		g->start = i ? (uint64_t)g->extno << c->ext_shift :
+			   (uint64_t)off;
+		g->end = ((uint64_t)g->extno + 1) << c->ext_shift;
+		if (g->end > end)
+			g->end = end;
+		h = pol_hash(&k, g->extno);
+		if (count && g->extno != last) {
+			cnt = pol_access(c->pol, h);
+			stats_add(&c->stats, STAT_ACCESSES, 1);
+		}
+		if (st_lookup(c->st, &k, g->extno, &stamp, &g->loc) == 0) {
+			g->hit = true;
+			hits++;
+			continue;
+		}
+		if (!cnt)
+			continue;
+		if (pol_promote(c->pol, cnt)) {
+			g->promote = true;
+			promos++;
+			/* whole extent in this read: keep its bytes */
+			if (g->start == (uint64_t)g->extno << c->ext_shift &&
+			    (g->end == g->start + c->extent ||
+			     g->end == stamp.size))
+				reuse = true;
+		} else {
+			stats_add(&c->stats, STAT_NP_THRESHOLD, 1);
+		}
+	}
+	total = end - (uint64_t)off;
+
+	if (!hits && !reuse) {
+		stats_add(&c->stats, STAT_MISS_REQS, 1);
+		stats_add(&c->stats, STAT_MISS_BYTES, total);
+		stats_add(&c->stats, STAT_READ_BYTES, total);
+		reply_splice(req, fh->fd, size, off);
+		if (promos)
+			queue_promotions(c, in, &k, &stamp, gen, s, n, NULL,
+					 0, 0);
+		free(s);
+		return;
+	}
+
+	buf = malloc(total);
+	if (!buf)
+		goto passthrough_free;
+	for (i = 0; i < n; i++) {
+		struct seg *g = &s[i];
+		uint64_t ext_base = (uint64_t)g->extno << c->ext_shift;
+
+		if (!g->hit)
+			continue;
+		if (st_loc_span(&g->loc, (uint32_t)(g->start - ext_base),
+				(uint32_t)(g->end - g->start), &g->sp) < 0 ||
+		    !(g->bounce = malloc(g->sp.data_len + g->sp.tab_len))) {
+			g->hit = false;
+			hits--;
+			continue;
+		}
+		g->tab = g->bounce + g->sp.data_len;
+		data_fd = g->loc.fd;
+	}
+	read_uring(fh, s, n, buf, (uint64_t)off, data_fd);
+
+	/* cached segments: verify; uncached or failed: from the source */
+	pos = total;
+	for (i = 0; i < n; i++) {
+		struct seg *g = &s[i];
+		char *dst = buf + (g->start - (uint64_t)off);
+		size_t want = g->end - g->start;
+		ssize_t got;
+
+		if (g->hit && finish_hit(c, g, dst)) {
+			stats_add(&c->stats, STAT_HIT_BYTES, want);
+			continue;
+		}
+		if (g->hit)
+			hits--;
+		if (!g->hit && g->res_data >= 0 && (size_t)g->res_data == want)
+			got = g->res_data;
+		else if (!g->hit && g->res_data >= 0)	/* short: finish */
+			got = g->res_data + pread_full(fh->fd,
+					dst + g->res_data,
+					want - (size_t)g->res_data,
+					(off_t)g->start + g->res_data);
+		else
+			got = pread_full(fh->fd, dst, want, (off_t)g->start);
+		if (got < 0) {
+			if (i == 0) {
+				fuse_reply_err(req, (int)-got);
+				goto out;
+			}
+			pos = g->start - (uint64_t)off;
+			break;
+		}
+		stats_add(&c->stats, STAT_MISS_BYTES, (uint64_t)got);
+		if ((size_t)got < want) {	/* EOF moved: stop here */
+			pos = g->start - (uint64_t)off + (uint64_t)got;
+			break;
+		}
+	}
+	stats_add(&c->stats, hits == n ? STAT_HIT_REQS :
+			     hits ? STAT_PARTIAL_REQS : STAT_MISS_REQS, 1);
+	stats_add(&c->stats, STAT_READ_BYTES, pos);
+	fuse_reply_buf(req, buf, pos);
+	if (promos)
+		queue_promotions(c, in, &k, &stamp, gen, s, n, buf,
+				 (uint64_t)off, pos);
+out:
+	for (i = 0; i < n; i++)
+		free(s[i].bounce);
+	free(s);
+	free(buf);
+	return;
+passthrough_free:
+	free(s);
+passthrough:
+	stats_add(&c->stats, STAT_MISS_REQS, 1);
+	reply_splice(req, fh->fd, size, off);
+}

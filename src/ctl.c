@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The virtual control directory (see include/hotfs/ctl.h).
+ *
+ * stats and stats.json are rendered once per open, so a reader sees one
+ * consistent snapshot however it reads (they are opened direct_io: their
+ * size in stat is 0).  ctl takes one command per write(2) and keeps the
+ * answer for the following read(2)s of the same open file:
+ *   reset-stats          zero the read-path and promotion counters
+ * ctl is mode 0600 and owned by the mounting user; open checks that too,
+ * so that without default_permissions other users are still refused.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hotfs/ctl.h"
+#include "hotfs/fs.h"
+
+struct vfh {
+	char *buf;
+	size_t len;
+};
+
+static struct hotfs *vfs(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+bool vd_is_name(struct hotfs *fs, fuse_ino_t parent, const char *name)
+{
+	return parent == FUSE_ROOT_ID && strcmp(name, fs->ctldir) == 0;
+}
+
+static const char *const vnames[] = {
+	[VINO_STATS] = "stats",
+	[VINO_STATS_JSON] = "stats.json",
+	[VINO_CTL] = "ctl",
+};
+
+static void vstat(struct hotfs *fs, fuse_ino_t ino, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	/* st_ino far from any real one; small node ids stay internal */
+	st->st_ino = 0xFFFFFF00u + ino;
+	st->st_uid = fs->owner_uid;
+	st->st_gid = fs->owner_gid;
+	st->st_blksize = 4096;
+	st->st_atim = st->st_mtim = st->st_ctim = fs->mount_time;
+	if (ino == VINO_DIR) {
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
+	} else {
+		st->st_mode = S_IFREG | (ino == VINO_CTL ? 0600 : 0444);
+		st->st_nlink = 1;
+	}
+}
+
+static void ventry(struct hotfs *fs, fuse_ino_t ino,
+		   struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = ino;
+	e->attr_timeout = 1.0;
+	e->entry_timeout = 1.0;
+	vstat(fs, ino, &e->attr);
+}
+
+void vd_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fuse_entry_param e;
+	fuse_ino_t i;
+
+	if (parent == FUSE_ROOT_ID) {
+		ventry(vfs(req), VINO_DIR, &e);
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	for (i = VINO_STATS; i < VINO__END; i++)
+		if (strcmp(name, vnames[i]) == 0) {
+			ventry(vfs(req), i, &e);
+			fuse_reply_entry(req, &e);
+			return;
+		}
+	fuse_reply_err(req, ENOENT);
+}
+
+void vd_getattr(fuse_req_t req, fuse_ino_t ino)
+{
+	struct stat st;
+
+	vstat(vfs(req), ino, &st);
+	fuse_reply_attr(req, &st, 1.0);
+}
+
+static bool may_control(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	return ctx->uid == 0 || ctx->uid == vfs(req)->owner_uid;
+}
+
+void vd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct vfh *h;
+	int acc = fi->flags & O_ACCMODE, r;
+
+	if (ino == VINO_DIR) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (ino == VINO_CTL ? !may_control(req) : acc != O_RDONLY) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (ino != VINO_CTL) {
+		r = stats_render(vfs(req), ino == VINO_STATS_JSON, &h->buf,
+				 &h->len);
+		if (r < 0) {
+			free(h);
+			fuse_reply_err(req, -r);
+			return;
+		}
+	}
+	fi->fh = (uintptr_t)h;
+	fi->direct_io = 1;
+	fi->nonseekable = 0;
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		free(h->buf);
+		free(h);
+	}
+}
+
+void vd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	     struct fuse_file_info *fi)
+{
+	struct vfh *h = (struct vfh *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	if (off < 0 || (size_t)off >= h->len) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	if (size > h->len - (size_t)off)
+		size = h->len - (size_t)off;
+	fuse_reply_buf(req, h->buf + off, size);
+}
+
+static int answer(struct vfh *h, const char *fmt, const char *arg)
+{
+	free(h->buf);
+	h->buf = NULL;
+	h->len = 0;
+	if (asprintf(&h->buf, fmt, arg) < 0)
+		return -ENOMEM;
+	h->len = strlen(h->buf);
+	return 0;
+}
+
+void vd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+	      off_t off, struct fuse_file_info *fi)
+{
+	struct vfh *h = (struct vfh *)(uintptr_t)fi->fh;
+	char cmd[4096];
+	size_t n = size;
+
+	(void)off;
+	if (ino != VINO_CTL) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	if (n >= sizeof(cmd)) {
+		fuse_reply_err(req, E2BIG);
+		return;
+	}
+	memcpy(cmd, buf, n);
+	cmd[n] = '\0';
+	while (n && (cmd[n - 1] == '\n' || cmd[n - 1] == ' '))
+		cmd[--n] = '\0';
+	if (strcmp(cmd, "reset-stats") == 0) {
+		stats_reset(vfs(req));
+		answer(h, "ok%s\n", "");
+	} else {
+		answer(h, "error: unknown command '%s'\n", cmd);
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	fuse_reply_write(req, size);
+}
+
+void vd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct vfh *h = (struct vfh *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	free(h->buf);
+	free(h);
+	fuse_reply_err(req, 0);
+}
+
+void vd_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (ino != VINO_DIR) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	fi->fh = 0;
+	fuse_reply_open(req, fi);
+}
+
+void vd_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi, bool plus)
+{
+	struct hotfs *fs = vfs(req);
+	char *buf = calloc(1, size), *p = buf;
+	size_t rem = size;
+	fuse_ino_t i;
+
+	(void)ino;
+	(void)fi;
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	/* offsets: 1 ".", 2 "..", then 3.. the files */
+	for (i = (fuse_ino_t)off + 1; i < 3 + (VINO__END - VINO_STATS); i++) {
+		struct fuse_entry_param e;
+		const char *name;
+		fuse_ino_t vi;
+		size_t sz;
+
+		if (i == 1) {
+			name = ".";
+			vi = VINO_DIR;
+		} else if (i == 2) {
+			name = "..";
+			vi = VINO_DIR;
+		} else {
+			vi = VINO_STATS + (i - 3);
+			name = vnames[vi];
+		}
+		ventry(fs, vi, &e);
+		if (plus) {
+			if (i <= 2)	/* no lookup count for . and .. */
+				e.ino = 0;
+			sz = fuse_add_direntry_plus(req, p, rem, name, &e,
+						    (off_t)i);
+		} else {
+			sz = fuse_add_direntry(req, p, rem, name, &e.attr,
+					       (off_t)i);
+		}
+		if (sz > rem)
+			break;
+		p += sz;
+		rem -= sz;
+	}
+	fuse_reply_buf(req, buf, size - rem);
+	free(buf);
+}
+
+void vd_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}

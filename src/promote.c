@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Promotion: copy extents the policy found hot into the cache store, in a
+ * background thread, so that the read that made an extent hot is never
+ * delayed.
+ *
+ * The queue is bounded (PR_QUEUE items) and deduplicated by extent hash:
+ * an extent already queued is not queued twice, and when the queue is
+ * full new candidates are dropped (counted as "queue full"; they will be
+ * counted again and retried on a later access).  Items carry the reader's
+ * copy of the extent when its read covered the whole extent; otherwise
+ * the thread reads the source itself.  promote_rate= bytes/s caps the
+ * bytes promoted per second with a token bucket (like dm-cache's
+ * migration_threshold), so warming never starves foreground I/O.
+ *
+ * An extent is inserted only if, under the inode lock, the inode's write
+ * generation is the one seen when it was queued and the source's stamp is
+ * the one it was read under: a write or a change racing the promotion
+ * makes it a no-op rather than caching old data.
+ *
+ * The same thread drives the store's group commit (st_tick) every
+ * PR_TICK_MS.  Lock: pr->lock protects the queue and the set.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hotfs/cache.h"
+#include "hotfs/log.h"
+
+#define PR_QUEUE	4096u		/* power of two */
+#define PR_SET		(PR_QUEUE * 2)
+#define PR_TICK_MS	100
+
+struct hotfs_promoter {
+	struct hotfs_cache *c;
+	uint64_t rate;			/* bytes/s, 0 = unlimited */
+	pthread_t thread;
+	bool started;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stop;			/* protected by lock */
+	struct pr_item q[PR_QUEUE];	/* protected by lock */
+	unsigned head, tail;		/* protected by lock */
+	uint64_t set[PR_SET];		/* queued hashes, 0 = empty */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Open addressing with linear probing; h is never 0 here. */
+static bool set_add(struct hotfs_promoter *pr, uint64_t h)
+{
+	unsigned i = (unsigned)h & (PR_SET - 1), n;
+
+	for (n = 0; n < PR_SET; n++, i = (i + 1) & (PR_SET - 1)) {
+		if (pr->set[i] == h)
+			return false;
+		if (!pr->set[i]) {
+			pr->set[i] = h;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void set_del(struct hotfs_promoter *pr, uint64_t h)
+{
+	unsigned i = (unsigned)h & (PR_SET - 1), j, n;
+
+	for (n = 0; n < PR_SET; n++, i = (i + 1) & (PR_SET - 1)) {
+		if (!pr->set[i])
+			return;
+		if (pr->set[i] == h)
+			break;
+	}
+	if (n == PR_SET)
+		return;
+	/* backward-shift deletion keeps probe chains intact */
+	pr->set[i] = 0;
+	for (j = (i + 1) & (PR_SET - 1); pr->set[j];
+	     j = (j + 1) & (PR_SET - 1)) {
+		uint64_t v = pr->set[j];
+		unsigned home = (unsigned)v & (PR_SET - 1);
+
+		if (((j - home) & (PR_SET - 1)) >= ((j - i) & (PR_SET - 1))) {
+			pr->set[i] = v;
+			pr->set[j] = 0;
+			i = j;
+		}
+	}
+}
+
+static void item_drop(struct hotfs_promoter *pr, struct pr_item *it)
+{
+	free(it->buf);
+	it->buf = NULL;
+	ino_unhold(pr->c->it, it->in);
+}
+
+bool pr_enqueue(struct hotfs_promoter *pr, struct pr_item *item)
+{
+	uint64_t h = item->h ? item->h : 1;
+	bool ok = false;
+
+	item->h = h;
+	pthread_mutex_lock(&pr->lock);
+	if (!pr->stop && pr->tail - pr->head < PR_QUEUE) {
+		if (set_add(pr, h)) {
+			pr->q[pr->tail++ & (PR_QUEUE - 1)] = *item;
+			ok = true;
+			pthread_cond_signal(&pr->cond);
+		}
+	} else {
+		stats_add(&pr->c->stats, STAT_NP_QUEUE_FULL, 1);
+	}
+	pthread_mutex_unlock(&pr->lock);
+	if (ok)
+		stats_add(&pr->c->stats, STAT_PROMO_QUEUED, 1);
+	else
+		item_drop(pr, item);
+	return ok;
+}
+
+unsigned pr_depth(struct hotfs_promoter *pr)
+{
+	unsigned d;
+
+	pthread_mutex_lock(&pr->lock);
+	d = pr->tail - pr->head;
+	pthread_mutex_unlock(&pr->lock);
+	return d;
+}
+
+/* Read the extent from the source; returns its length or -errno. */
+static ssize_t read_source(struct hotfs_promoter *pr, struct pr_item *it,
+			   struct hotfs_stamp *now)
+{
+	struct hotfs_cache *c = pr->c;
+	uint64_t off = (uint64_t)it->extno << c->ext_shift;
+	uint64_t len = c->extent;
+	char pn[32];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if (off >= it->stamp.size)
+		return -ERANGE;
+	if (off + len > it->stamp.size)
+		len = it->stamp.size - off;
+	snprintf(pn, sizeof(pn), "%d", it->in->fd);
+	fd = openat(c->proc_self_fd, pn, O_RDONLY | O_CLOEXEC | O_NOATIME);
+	if (fd == -1 && errno == EPERM)
+		fd = openat(c->proc_self_fd, pn, O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return -errno;
+	it->buf = malloc(len);
+	if (!it->buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	n = pread(fd, it->buf, len, (off_t)off);
+	if (n >= 0 && fstat(fd, &st) == 0)
+		cache_stamp(&st, now);
+	else if (n >= 0)
+		n = -EIO;
+	else
+		n = -errno;
+	close(fd);
+	return n;
+}
+
+static bool stamp_eq(const struct hotfs_stamp *a, const struct hotfs_stamp *b)
+{
+	return a->ino == b->ino && a->size == b->size &&
+	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
+}
+
+static void promote_one(struct hotfs_promoter *pr, struct pr_item *it)
+{
+	struct hotfs_cache *c = pr->c;
+	struct hotfs_stamp now = it->stamp;
+	ssize_t n;
+	int r;
+
+	if (it->buf) {
+		n = it->len;
+		stats_add(&c->stats, STAT_PROMO_REUSED, 1);
+	} else {
+		n = read_source(pr, it, &now);
+		stats_add(&c->stats, STAT_PROMO_SRC_READS, 1);
+		if (n <= 0 || !stamp_eq(&now, &it->stamp)) {
+			stats_add(&c->stats, STAT_NP_RACE, 1);
+			return;
+		}
+	}
+	pthread_mutex_lock(&it->in->m);
+	if (it->in->write_gen != it->gen) {
+		pthread_mutex_unlock(&it->in->m);
+		stats_add(&c->stats, STAT_NP_RACE, 1);
+		return;
+	}
+	r = st_insert(c->st, &it->key, it->extno, &it->stamp, it->buf,
+		      (size_t)n);
+	if (r >= 0 && it->in->cached_extents_hint <= it->extno)
+		it->in->cached_extents_hint = (uint64_t)it->extno + 1;
+	pthread_mutex_unlock(&it->in->m);
+	if (r < 0) {
+		stats_add(&c->stats, STAT_NP_STORE, 1);
+		return;
+	}
+	stats_add(&c->stats, STAT_PROMOTIONS, 1);
+	stats_add(&c->stats, STAT_PROMO_BYTES, (uint64_t)n);
+}
+
+static void *pr_main(void *arg)
+{
+	struct hotfs_promoter *pr = arg;
+	uint64_t tokens = 0, last = now_ns(), last_tick = last;
+
+	pthread_mutex_lock(&pr->lock);
+	for (;;) {
+		struct pr_item it;
+		uint64_t t, need;
+
+		while (!pr->stop && pr->head == pr->tail) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += PR_TICK_MS * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&pr->cond, &pr->lock, &ts);
+			t = now_ns();
+			if (t - last_tick >= PR_TICK_MS * 1000000ull) {
+				last_tick = t;
+				pthread_mutex_unlock(&pr->lock);
+				st_tick(pr->c->st);
+				pthread_mutex_lock(&pr->lock);
+			}
+		}
+		if (pr->stop)
+			break;
+		it = pr->q[pr->head++ & (PR_QUEUE - 1)];
+		pthread_mutex_unlock(&pr->lock);
+
+		if (pr->rate) {
+			need = it.buf ? it.len : pr->c->extent;
+			for (;;) {
+				t = now_ns();
+				tokens += (t - last) * pr->rate / 1000000000ull;
+				last = t;
+				if (tokens > pr->rate)	/* burst: 1 second */
+					tokens = pr->rate;
+				if (tokens >= need || need > pr->rate)
+					break;
+				stats_add(&pr->c->stats, STAT_NP_RATE, 1);
+				usleep((useconds_t)((need - tokens) * 1000000ull /
+						    pr->rate) + 1);
+			}
+			tokens = tokens > need ? tokens - need : 0;
+		}
+		promote_one(pr, &it);
+		t = now_ns();
+		if (t - last_tick >= PR_TICK_MS * 1000000ull) {
+			last_tick = t;
+			st_tick(pr->c->st);
+		}
+		pthread_mutex_lock(&pr->lock);
+		set_del(pr, it.h);
+		pthread_mutex_unlock(&pr->lock);
+		item_drop(pr, &it);
+		pthread_mutex_lock(&pr->lock);
+	}
+	pthread_mutex_unlock(&pr->lock);
+	return NULL;
+}
+
+int pr_new(struct hotfs_promoter **out, struct hotfs_cache *c, uint64_t rate)
+{
+	struct hotfs_promoter *pr = calloc(1, sizeof(*pr));
+
+	if (!pr)
+		return -ENOMEM;
+	pr->c = c;
+	pr->rate = rate;
+	pthread_mutex_init(&pr->lock, NULL);
+	pthread_cond_init(&pr->cond, NULL);
+	*out = pr;
+	return 0;
+}
+
+int pr_start(struct hotfs_promoter *pr)
+{
+	int r = pthread_create(&pr->thread, NULL, pr_main, pr);
+
+	if (r)
+		return -r;
+	pr->started = true;
+	return 0;
+}
+
+void pr_free(struct hotfs_promoter *pr)
+{
+	if (!pr)
+		return;
+	pthread_mutex_lock(&pr->lock);
+	pr->stop = true;
+	pthread_cond_broadcast(&pr->cond);
+	pthread_mutex_unlock(&pr->lock);
+	if (pr->started)
+		pthread_join(pr->thread, NULL);
+	while (pr->head != pr->tail)
+		item_drop(pr, &pr->q[pr->head++ & (PR_QUEUE - 1)]);
+	pthread_cond_destroy(&pr->cond);
+	pthread_mutex_destroy(&pr->lock);
+	free(pr);
+}

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Rendering of .hotfs/stats and .hotfs/stats.json.
+ *
+ * The vocabulary follows dmsetup status and bcache's sysfs: hits, misses
+ * and partial hits in requests and bytes, promotions, evictions,
+ * invalidations by reason, extents not promoted by reason, bytes written
+ * to the SSD, usage out of capacity, queue depth and the store's state.
+ * The text form is "key: value" lines with aligned values; the JSON form
+ * is one flat object with the same keys (numbers as numbers).
+ *
+ * Reads of the counters are relaxed atomic loads: a snapshot may mix
+ * moments a few microseconds apart, never torn values.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "hotfs/cache.h"
+#include "hotfs/ctl.h"
+#include "hotfs/fs.h"
+
+enum kind { K_U64, K_F64, K_STR };
+
+struct kv {
+	const char *key;
+	enum kind kind;
+	uint64_t u;
+	double f;
+	const char *s;
+};
+
+#define MAX_KV 96
+
+struct kvlist {
+	struct kv v[MAX_KV];
+	unsigned n;
+};
+
+static void add_u(struct kvlist *l, const char *k, uint64_t u)
+{
+	if (l->n < MAX_KV)
+		l->v[l->n++] = (struct kv){ .key = k, .kind = K_U64, .u = u };
+}
+
+static void add_f(struct kvlist *l, const char *k, double f)
+{
+	if (l->n < MAX_KV)
+		l->v[l->n++] = (struct kv){ .key = k, .kind = K_F64, .f = f };
+}
+
+static void add_s(struct kvlist *l, const char *k, const char *s)
+{
+	if (l->n < MAX_KV)
+		l->v[l->n++] = (struct kv){ .key = k, .kind = K_STR, .s = s };
+}
+
+static double secs_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) +
+	       (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+static double ratio(uint64_t a, uint64_t b)
+{
+	return b ? (double)a / (double)b : 0.0;
+}
+
+static void collect(struct hotfs *fs, struct kvlist *l,
+		    struct hotfs_store_stats *ss)
+{
+	struct hotfs_cache *c = fs->cache;
+	struct hotfs_stats *s;
+	uint64_t hit_r, part_r, miss_r, hit_b, miss_b, reqs;
+
+	add_s(l, "version", HOTFS_VERSION);
+	add_s(l, "source", fs->o->source);
+	add_s(l, "cachedir", fs->o->cachedir ? fs->o->cachedir : "");
+	if (!c) {
+		add_s(l, "store_state", "off");
+		add_s(l, "store_reason", "mounted with -o nocache");
+		add_u(l, "inodes", ino_count(fs->it));
+		return;
+	}
+	s = &c->stats;
+	st_get_stats(c->st, ss);
+	add_f(l, "uptime_seconds", secs_since(&s->started));
+	add_f(l, "counters_age_seconds", secs_since(&s->reset));
+	add_s(l, "store_state", st_state_name(ss->state));
+	add_s(l, "store_reason", ss->reason);
+
+	reqs = stats_get(s, STAT_READ_REQS);
+	hit_r = stats_get(s, STAT_HIT_REQS);
+	part_r = stats_get(s, STAT_PARTIAL_REQS);
+	miss_r = stats_get(s, STAT_MISS_REQS);
+	hit_b = stats_get(s, STAT_HIT_BYTES);
+	miss_b = stats_get(s, STAT_MISS_BYTES);
+	add_u(l, "read_requests", reqs);
+	add_u(l, "read_bytes", stats_get(s, STAT_READ_BYTES));
+	add_u(l, "read_hits", hit_r);
+	add_u(l, "read_partial_hits", part_r);
+	add_u(l, "read_misses", miss_r);
+	add_u(l, "read_hit_bytes", hit_b);
+	add_u(l, "read_miss_bytes", miss_b);
+	add_f(l, "hit_ratio", ratio(hit_r, hit_r + part_r + miss_r));
+	add_f(l, "byte_hit_ratio", ratio(hit_b, hit_b + miss_b));
+
+	add_u(l, "extent_accesses", stats_get(s, STAT_ACCESSES));
+	add_u(l, "promotions", stats_get(s, STAT_PROMOTIONS));
+	add_u(l, "promoted_bytes", stats_get(s, STAT_PROMO_BYTES));
+	add_u(l, "promotions_from_reader", stats_get(s, STAT_PROMO_REUSED));
+	add_u(l, "promotions_reading_source",
+	      stats_get(s, STAT_PROMO_SRC_READS));
+	add_u(l, "promotion_queued", stats_get(s, STAT_PROMO_QUEUED));
+	add_u(l, "promotion_queue_depth", pr_depth(c->pr));
+	add_u(l, "not_promoted_below_threshold",
+	      stats_get(s, STAT_NP_THRESHOLD));
+	add_u(l, "not_promoted_seqcutoff", stats_get(s, STAT_NP_SEQCUTOFF));
+	add_u(l, "not_promoted_queue_full", stats_get(s, STAT_NP_QUEUE_FULL));
+	add_u(l, "not_promoted_admission", stats_get(s, STAT_NP_ADMISSION));
+	add_u(l, "not_promoted_race", stats_get(s, STAT_NP_RACE));
+	add_u(l, "not_promoted_store", stats_get(s, STAT_NP_STORE));
+	add_u(l, "promotion_rate_waits", stats_get(s, STAT_NP_RATE));
+
+	add_u(l, "evictions", ss->evicted_extents);
+	add_u(l, "evicted_regions", ss->evictions);
+	add_u(l, "reinserted_extents", ss->reinserted);
+	add_u(l, "culled_regions", ss->culls);
+	add_u(l, "invalidations_write", ss->invalidations[ST_INVAL_WRITE]);
+	add_u(l, "invalidations_source_changed",
+	      ss->invalidations[ST_INVAL_SOURCE]);
+	add_u(l, "invalidations_checksum", ss->invalidations[ST_INVAL_CSUM]);
+	add_u(l, "checksum_failures", stats_get(s, STAT_CSUM_FAIL));
+	add_u(l, "cache_io_errors", stats_get(s, STAT_CACHE_IO_ERR));
+
+	add_u(l, "cached_extents", ss->extents);
+	add_u(l, "cached_bytes", ss->bytes);
+	add_u(l, "capacity_bytes", ss->capacity);
+	add_f(l, "usage_ratio", ratio(ss->regions_used, ss->regions));
+	add_u(l, "regions_used", ss->regions_used);
+	add_u(l, "regions", ss->regions);
+	add_u(l, "ssd_bytes_written", ss->bytes_written);
+	add_f(l, "write_amplification",
+	      ratio(ss->bytes_written, ss->bytes_inserted));
+	add_u(l, "store_commits", ss->commits);
+	add_u(l, "recovered_extents", ss->extents_recovered);
+	add_u(l, "recovery_dropped_regions", ss->regions_dropped);
+	add_u(l, "index_bytes", ss->index_bytes);
+	add_u(l, "policy_bytes", pol_memory(c->pol));
+	add_u(l, "inodes", ino_count(fs->it));
+}
+
+/* JSON string escaping for the few free-text values. */
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+int stats_render(struct hotfs *fs, bool json, char **out, size_t *len)
+{
+	struct hotfs_store_stats ss;
+	struct kvlist l = { .n = 0 };
+	size_t w = 0;
+	unsigned i;
+	FILE *f;
+
+	memset(&ss, 0, sizeof(ss));
+	collect(fs, &l, &ss);
+	f = open_memstream(out, len);
+	if (!f)
+		return -ENOMEM;
+	for (i = 0; i < l.n; i++)
+		if (strlen(l.v[i].key) > w)
+			w = strlen(l.v[i].key);
+	if (json)
+		fputs("{", f);
+	for (i = 0; i < l.n; i++) {
+		const struct kv *v = &l.v[i];
+
+		if (json) {
+			fprintf(f, "%s\n  \"%s\": ", i ? "," : "", v->key);
+			if (v->kind == K_U64)
+				fprintf(f, "%llu", (unsigned long long)v->u);
+			else if (v->kind == K_F64)
+				fprintf(f, "%.4f", v->f);
+			else
+				json_str(f, v->s);
+			continue;
+		}
+		fprintf(f, "%s:%*s", v->key, (int)(w + 1 - strlen(v->key)), "");
+		if (v->kind == K_U64)
+			fprintf(f, "%llu\n", (unsigned long long)v->u);
+		else if (v->kind == K_F64)
+			fprintf(f, "%.4f\n", v->f);
+		else
+			fprintf(f, "%s\n", v->s);
+	}
+	if (json)
+		fputs("\n}\n", f);
+	if (fclose(f) != 0)
+		return -ENOMEM;
+	return 0;
+}
+
+void stats_reset(struct hotfs *fs)
+{
+	struct hotfs_cache *c = fs->cache;
+	unsigned i;
+
+	if (!c)
+		return;
+	for (i = 0; i < STAT__NR; i++)
+		atomic_store_explicit(&c->stats.c[i], 0, memory_order_relaxed);
+	clock_gettime(CLOCK_MONOTONIC, &c->stats.reset);
+}
