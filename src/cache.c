@@ -60,6 +60,11 @@ static unsigned ilog2u(uint32_t v)
 	return r;
 }
 
+static bool keep_extent(void *arg, const struct hotfs_extent_info *x)
+{
+	return pol_keep(arg, pol_hash(&x->key, x->extno), x->hot);
+}
+
 int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	       int root_fd, char *err, size_t errlen)
 {
@@ -115,28 +120,31 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 			goto bad_free;
 		}
 	}
-	/* capacity 0: as recorded, or 90% of free space for a new store */
-	r = st_open(o->cachedir, &sp, &c->st, err, errlen);
-	if (r < 0)
-		goto bad_free;
 	pp.threshold = (unsigned)o->threshold;
 	r = pol_new(&pp, &c->pol);
 	if (r < 0) {
 		snprintf(err, errlen, "policy: %s", strerror(-r));
-		goto bad_store;
+		goto bad_free;
 	}
+	/* region recycling asks the policy which extents to copy forward */
+	sp.keep = keep_extent;
+	sp.keep_arg = c->pol;
+	/* capacity 0: as recorded, or 90% of free space for a new store */
+	r = st_open(o->cachedir, &sp, &c->st, err, errlen);
+	if (r < 0)
+		goto bad_pol;
 	r = pr_new(&c->pr, c, o->promote_rate);
 	if (r < 0) {
 		snprintf(err, errlen, "promotion: %s", strerror(-r));
-		goto bad_pol;
+		goto bad_store;
 	}
 	free(ident);
 	*out = c;
 	return 0;
-bad_pol:
-	pol_free(c->pol);
 bad_store:
 	st_close(c->st);
+bad_pol:
+	pol_free(c->pol);
 bad_free:
 	free(ident);
 	free(c);
