@@ -185,11 +185,12 @@ static int read_sb(struct hotfs_store *st, struct st_sb *sb)
 	return err;
 }
 
-static int write_sb(struct hotfs_store *st, const struct st_sb *sb)
+static int write_sb(struct hotfs_store *st, struct st_sb *sb)
 {
 	ssize_t n;
 	int fd, err = 0;
 
+	sb->csum = XXH3_64bits(sb, offsetof(struct st_sb, csum));
 	fd = openat(st->dirfd, "superblock.tmp", O_WRONLY | O_CREAT |
 		    O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)

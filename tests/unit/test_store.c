@@ -1,0 +1,1213 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Unit tests for the cache store (src/store*.c), without FUSE.
+ *
+ * Every test gets a private mkdtemp directory with a cachedir in it.  The
+ * content of an extent is a pure function of (ino, extno, version, len),
+ * so any byte the store returns can be checked: the rule the corruption
+ * tests enforce is "a miss or the right bytes, never wrong bytes".
+ * The full-filesystem test mounts a small tmpfs (root only) and skips if
+ * it cannot; teardown always unmounts it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "hotfs/log.h"
+#include "hotfs/store.h"
+#include "src/store_i.h"
+
+#define EXT	(64u * 1024)
+#define RSIZE	(256u * 1024)
+#define CAP	(4u << 20)
+#define DEV	7u
+
+struct fx {
+	char dir[64];
+	char cache[256];
+	char small[128];	/* tmpfs mount point, if mounted */
+	bool mounted;
+	struct hotfs_store *st;
+	struct hotfs_store_params p;
+	char err[256];
+};
+
+static const char ident[] = "/srv/slow dev=2049 ino=2";
+
+static uint64_t rng_state = 88172645463325252ull;
+
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static void fill(void *buf, uint32_t len, uint64_t ino, uint32_t extno,
+		 uint32_t ver)
+{
+	uint64_t x = ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)extno << 20 ^
+		ver ^ (uint64_t)len << 40;
+	uint8_t *p = buf;
+	uint32_t i;
+
+	for (i = 0; i < len; i++) {
+		if (i % 8 == 0) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+		}
+		p[i] = x >> (8 * (i % 8));
+	}
+}
+
+static struct hotfs_key key_of(uint64_t ino)
+{
+	struct hotfs_key k = { DEV, ino };
+
+	return k;
+}
+
+static struct hotfs_stamp stamp_of(uint64_t ino, uint32_t ver)
+{
+	struct hotfs_stamp s = { ino, 1000 + ver, 1700000000000000000ll + ver,
+				 1700000000000000001ll + ver };
+
+	return s;
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	strcpy(f->dir, "/tmp/hotfs-store-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->cache, sizeof(f->cache), "%s/cache", f->dir);
+	assert_int_equal(mkdir(f->cache, 0700), 0);
+	f->p.ident = ident;
+	f->p.ident_len = sizeof(ident) - 1;
+	f->p.capacity = CAP;
+	f->p.extent = EXT;
+	f->p.region = RSIZE;
+	f->p.commit_ms = 3600 * 1000;	/* tests commit explicitly */
+	f->p.commit_bytes = 1ull << 40;
+	*state = f;
+	return 0;
+}
+
+static int rm_one(const char *path, const struct stat *sb, int type,
+		  struct FTW *ftw)
+{
+	(void)sb;
+	(void)type;
+	(void)ftw;
+	return remove(path);
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	if (f->st)
+		st_close(f->st);
+	if (f->mounted)
+		umount2(f->small, MNT_DETACH);
+	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+static void open_store(struct fx *f)
+{
+	int err = st_open(f->cache, &f->p, &f->st, f->err, sizeof(f->err));
+
+	if (err)
+		print_error("st_open: %s (%s)\n", strerror(-err), f->err);
+	assert_int_equal(err, 0);
+}
+
+static void reopen(struct fx *f)
+{
+	assert_int_equal(st_close(f->st), 0);
+	f->st = NULL;
+	open_store(f);
+}
+
+static int insert(struct fx *f, uint64_t ino, uint32_t extno, uint32_t ver,
+		  uint32_t len)
+{
+	struct hotfs_key k = key_of(ino);
+	struct hotfs_stamp s = stamp_of(ino, ver);
+	uint8_t *buf = malloc(len);
+	int err;
+
+	fill(buf, len, ino, extno, ver);
+	err = st_insert(f->st, &k, extno, &s, buf, len);
+	free(buf);
+	return err;
+}
+
+/*
+ * Read [off, off + len) of an extent and compare.  Returns 1 if it was
+ * there and right, 0 if it missed (or was caught corrupt); fails the test
+ * on a wrong byte.
+ */
+static int check_range(struct hotfs_store *st, uint64_t ino, uint32_t extno,
+		       uint32_t ver, uint32_t elen, uint32_t off, uint32_t len)
+{
+	struct hotfs_key k = key_of(ino);
+	struct hotfs_stamp s = stamp_of(ino, ver);
+	uint8_t *want = malloc(elen), *got = malloc(len + 1);
+	ssize_t n;
+	uint32_t exp;
+
+	fill(want, elen, ino, extno, ver);
+	n = st_read(st, &k, extno, &s, off, got, len);
+	if (n < 0) {
+		free(want);
+		free(got);
+		assert_true(n == -ENOENT || n == -EBADMSG || n == -ESTALE);
+		return 0;
+	}
+	exp = off >= elen ? 0 : (elen - off < len ? elen - off : len);
+	assert_int_equal(n, exp);
+	assert_memory_equal(got, want + off, n);
+	free(want);
+	free(got);
+	return 1;
+}
+
+static int check(struct hotfs_store *st, uint64_t ino, uint32_t extno,
+		 uint32_t ver, uint32_t len)
+{
+	return check_range(st, ino, extno, ver, len, 0, len);
+}
+
+static void get_stats(struct fx *f, struct hotfs_store_stats *s)
+{
+	st_get_stats(f->st, s);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void test_insert_lookup(void **state)
+{
+	static const uint32_t lens[] = { 1, 511, 512, 513, 4095, 4096, 4097,
+		10000, 32768, 65535, EXT };
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	uint64_t total = 0;
+	unsigned i;
+	uint32_t off;
+
+	open_store(f);
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		assert_int_equal(insert(f, 100 + i, 3, 0, lens[i]), 0);
+		total += lens[i];
+	}
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		assert_int_equal(check(f->st, 100 + i, 3, 0, lens[i]), 1);
+		/* block-aligned and odd ranges */
+		for (off = 0; off < lens[i]; off += 4096)
+			assert_int_equal(check_range(f->st, 100 + i, 3, 0,
+						     lens[i], off, 4096), 1);
+		for (off = 0; off < 20; off++) {
+			uint32_t o = rnd() % lens[i], l = 1 + rnd() % 9000;
+
+			assert_int_equal(check_range(f->st, 100 + i, 3, 0,
+						     lens[i], o, l), 1);
+		}
+	}
+	/* misses: other extent, other file, other device */
+	assert_int_equal(check(f->st, 100, 4, 0, 1), 0);
+	assert_int_equal(check(f->st, 99, 3, 0, 1), 0);
+	get_stats(f, &s);
+	assert_int_equal(s.extents, sizeof(lens) / sizeof(lens[0]));
+	assert_int_equal(s.bytes, total);
+	assert_int_equal(s.state, ST_OK);
+	assert_true(s.bytes_written >= total);
+	assert_true(s.index_bytes > 0);
+
+	/* replacing an extent keeps one entry */
+	assert_int_equal(insert(f, 100, 3, 0, 700), 0);
+	assert_int_equal(check(f->st, 100, 3, 0, 700), 1);
+	get_stats(f, &s);
+	assert_int_equal(s.extents, sizeof(lens) / sizeof(lens[0]));
+
+	/* bad arguments */
+	assert_int_equal(insert(f, 1, 0, 0, EXT + 1), -EINVAL);
+	{
+		struct hotfs_key k = { 1ull << 40, 5 };
+		struct hotfs_stamp t = stamp_of(5, 0);
+		char b = 0;
+
+		assert_int_equal(st_insert(f->st, &k, 0, &t, &b, 1),
+				 -EOVERFLOW);
+		t.ino = 6;
+		k.dev = 1;
+		assert_int_equal(st_insert(f->st, &k, 0, &t, &b, 1), -EINVAL);
+	}
+}
+
+static void test_span_and_block_verify(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_key k = key_of(42);
+	struct hotfs_stamp s = stamp_of(42, 0);
+	struct hotfs_store_stats st;
+	struct hotfs_loc loc;
+	struct hotfs_span sp;
+	uint8_t *want = malloc(EXT), *buf = malloc(EXT);
+	uint64_t tab[2];
+	uint8_t junk = 0x5a;
+
+	open_store(f);
+	assert_int_equal(insert(f, 42, 0, 0, EXT), 0);
+	assert_int_equal(st_lookup(f->st, &k, 0, &s, &loc), 0);
+	assert_int_equal(loc.len, EXT);
+	assert_true(loc.tab_off > loc.off);
+	fill(want, EXT, 42, 0, 0);
+
+	/* a 4 KiB read in the middle needs 4 KiB and 8 bytes of checksum */
+	assert_int_equal(st_loc_span(&loc, 32768 + 100, 200, &sp), 0);
+	assert_int_equal(sp.ext_off, 32768);
+	assert_int_equal(sp.data_len, 4096);
+	assert_int_equal(sp.data_off, loc.off + 32768);
+	assert_int_equal(sp.tab_len, 8);
+	assert_int_equal(pread(loc.fd, buf, sp.data_len, sp.data_off), 4096);
+	assert_int_equal(pread(loc.fd, tab, sp.tab_len, sp.tab_off), 8);
+	assert_memory_equal(buf, want + 32768, 4096);
+	assert_int_equal(st_verify(f->st, &loc, sp.ext_off, buf, sp.data_len,
+				   tab), 0);
+	/* straddling two blocks */
+	assert_int_equal(st_loc_span(&loc, 4000, 200, &sp), 0);
+	assert_int_equal(sp.ext_off, 0);
+	assert_int_equal(sp.data_len, 8192);
+	assert_int_equal(sp.tab_len, 16);
+	/* the whole extent needs no table */
+	assert_int_equal(st_loc_span(&loc, 0, EXT, &sp), 0);
+	assert_int_equal(sp.tab_len, 0);
+	assert_int_equal(sp.data_len, EXT);
+	assert_int_equal(st_loc_span(&loc, EXT, 1, &sp), -EINVAL);
+	/* unaligned verify is refused, not guessed */
+	assert_int_equal(st_verify(f->st, &loc, 100, buf, 4096, NULL),
+			 -EINVAL);
+
+	/* corrupt block 3 on disk: block 8 still verifies, block 3 not */
+	assert_int_equal(pwrite(loc.fd, &junk, 1, loc.off + 3 * 4096 + 7), 1);
+	assert_int_equal(check_range(f->st, 42, 0, 0, EXT, 8 * 4096, 4096), 1);
+	assert_int_equal(check_range(f->st, 42, 0, 0, EXT, 3 * 4096, 10), 0);
+	get_stats(f, &st);
+	assert_int_equal(st.invalidations[ST_INVAL_CSUM], 1);
+	/* dropped: now a plain miss */
+	assert_int_equal(st_lookup(f->st, &k, 0, &s, &loc), -ENOENT);
+	free(want);
+	free(buf);
+}
+
+static void test_stamp_changed(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	struct hotfs_key k = key_of(9);
+	struct hotfs_stamp t = stamp_of(9, 1);
+	struct hotfs_loc loc;
+	uint32_t e;
+
+	open_store(f);
+	for (e = 0; e < 4; e++)
+		assert_int_equal(insert(f, 9, e, 0, 5000), 0);
+	assert_int_equal(insert(f, 10, 0, 0, 5000), 0);
+	/* one lookup with a new stamp: a miss, and the file is dropped */
+	assert_int_equal(st_lookup(f->st, &k, 2, &t, &loc), -ENOENT);
+	get_stats(f, &s);
+	assert_int_equal(s.invalidations[ST_INVAL_SOURCE], 4);
+	assert_int_equal(s.extents, 1);
+	for (e = 0; e < 4; e++)
+		assert_int_equal(check(f->st, 9, e, 0, 5000), 0);
+	assert_int_equal(check(f->st, 10, 0, 0, 5000), 1);
+
+	/* inserting under a new stamp drops the old one's extents */
+	for (e = 0; e < 3; e++)
+		assert_int_equal(insert(f, 9, e, 1, 3000), 0);
+	assert_int_equal(insert(f, 9, 0, 2, 3000), 0);
+	get_stats(f, &s);
+	assert_int_equal(s.invalidations[ST_INVAL_SOURCE], 7);
+	assert_int_equal(check(f->st, 9, 0, 2, 3000), 1);
+	assert_int_equal(check(f->st, 9, 1, 1, 3000), 0);
+
+	/* and the newest stamp wins after a restart too */
+	for (e = 1; e < 3; e++)
+		assert_int_equal(insert(f, 9, e, 2, 3000), 0);
+	reopen(f);
+	for (e = 0; e < 3; e++)
+		assert_int_equal(check(f->st, 9, e, 2, 3000), 1);
+	get_stats(f, &s);
+	assert_int_equal(s.extents, 4);
+}
+
+static void test_invalidate(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	struct hotfs_key k = key_of(20);
+	uint32_t e;
+
+	open_store(f);
+	for (e = 0; e < 10; e++)
+		assert_int_equal(insert(f, 20, e, 0, 2000 + e), 0);
+	assert_int_equal(insert(f, 21, 0, 0, 2000), 0);
+	assert_int_equal(st_commit(f->st), 0);
+	assert_int_equal(st_invalidate(f->st, &k, 2, 3, ST_INVAL_WRITE), 3);
+	for (e = 0; e < 10; e++)
+		assert_int_equal(check(f->st, 20, e, 0, 2000 + e),
+				 e < 2 || e >= 5);
+	assert_int_equal(st_invalidate(f->st, &k, 2, 3, ST_INVAL_WRITE), 0);
+	assert_int_equal(st_invalidate(f->st, &k, 8, 0, ST_INVAL_SOURCE), 2);
+	get_stats(f, &s);
+	assert_int_equal(s.invalidations[ST_INVAL_WRITE], 3);
+	assert_int_equal(s.invalidations[ST_INVAL_SOURCE], 2);
+	assert_int_equal(s.extents, 6);
+	assert_int_equal(st_invalidate(f->st, &k, 0, 0, 99), -EINVAL);
+
+	/* tombstones are persistent: the dropped extents stay dropped */
+	reopen(f);
+	for (e = 0; e < 10; e++)
+		assert_int_equal(check(f->st, 20, e, 0, 2000 + e),
+				 e < 2 || (e >= 5 && e < 8));
+	assert_int_equal(check(f->st, 21, 0, 0, 2000), 1);
+	/* re-inserted after the tombstone: alive after a restart */
+	assert_int_equal(insert(f, 20, 3, 0, 2003), 0);
+	assert_int_equal(st_invalidate(f->st, &k, 0, 0, ST_INVAL_WRITE), 6);
+	assert_int_equal(insert(f, 20, 4, 0, 2004), 0);
+	reopen(f);
+	for (e = 0; e < 10; e++)
+		assert_int_equal(check(f->st, 20, e, 0, 2000 + e), e == 4);
+}
+
+static void test_restart(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	uint32_t i, n = 300;
+
+	open_store(f);
+	for (i = 0; i < n; i++)
+		assert_int_equal(insert(f, 1000 + i, i % 3, 0,
+					1 + (i * 7919) % 20000), 0);
+	reopen(f);
+	for (i = 0; i < n; i++)
+		assert_int_equal(check(f->st, 1000 + i, i % 3, 0,
+				       1 + (i * 7919) % 20000), 1);
+	get_stats(f, &s);
+	assert_int_equal(s.extents_recovered, n);
+	assert_int_equal(s.extents, n);
+	assert_int_equal(s.regions_dropped, 0);
+	/* a restart again, after more inserts in a fresh region */
+	for (i = 0; i < 10; i++)
+		assert_int_equal(insert(f, 5000 + i, 0, 0, 4096), 0);
+	reopen(f);
+	get_stats(f, &s);
+	assert_int_equal(s.extents, n + 10);
+}
+
+/* A child inserts and dies without closing: committed extents survive. */
+static void test_crash(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	uint32_t i, found = 0;
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		open_store(f);
+		for (i = 0; i < 200; i++)
+			if (insert(f, 1 + i, 0, 0, 3000 + i))
+				_exit(2);
+		if (st_commit(f->st))
+			_exit(3);
+		for (i = 200; i < 260; i++)
+			if (insert(f, 1 + i, 0, 0, 3000 + i))
+				_exit(4);
+		_exit(0);	/* like kill -9: no commit, no close */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	open_store(f);
+	for (i = 0; i < 260; i++) {
+		int ok = check(f->st, 1 + i, 0, 0, 3000 + i);
+
+		if (i < 200)
+			assert_int_equal(ok, 1);
+		found += ok;
+	}
+	/* region seals committed some of the rest: never less */
+	assert_true(found >= 200);
+	get_stats(f, &s);
+	assert_int_equal(s.extents_recovered, found);
+}
+
+static void test_evict_fifo(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	uint32_t i, n = 400, len = 20000, present = 0;
+
+	open_store(f);
+	/* 8 MB into a 4 MB store: the oldest go first */
+	for (i = 0; i < n; i++)
+		assert_int_equal(insert(f, 1 + i, 0, 0, len), 0);
+	get_stats(f, &s);
+	assert_true(s.evictions > 0);
+	assert_true(s.evicted_extents > 0);
+	assert_int_equal(s.regions, CAP / RSIZE);
+	assert_true(s.regions_used <= s.regions);
+	assert_true(s.bytes <= CAP);
+	assert_int_equal(check(f->st, 1, 0, 0, len), 0);
+	assert_int_equal(check(f->st, n, 0, 0, len), 1);
+	for (i = 0; i < n; i++) {
+		int ok = check(f->st, 1 + i, 0, 0, len);
+
+		/* FIFO: once present, everything after is present */
+		if (present)
+			assert_int_equal(ok, 1);
+		present += ok;
+	}
+	assert_int_equal(present, s.extents);
+	assert_true(present > n / 3);
+
+	/* explicit eviction of the two oldest regions */
+	assert_int_equal(st_evict(f->st, 2), 2);
+	get_stats(f, &s);
+	assert_true(s.extents < present);
+	/* evicted regions stay evicted after a restart */
+	present = s.extents;
+	reopen(f);
+	get_stats(f, &s);
+	assert_int_equal(s.extents, present);
+}
+
+static void test_evict_reinsert_hot(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	uint32_t i, len = 9000;
+
+	open_store(f);
+	for (i = 0; i < 20; i++)
+		assert_int_equal(insert(f, 1 + i, 0, 0, len), 0);
+	/* make 1..5 hot */
+	for (i = 0; i < 5; i++)
+		assert_int_equal(check(f->st, 1 + i, 0, 0, len), 1);
+	/* push them through the whole FIFO several times, touching them */
+	for (i = 0; i < 1500; i++) {
+		assert_int_equal(insert(f, 100 + i, 0, 0, len), 0);
+		if (i % 100 == 0) {
+			uint32_t j;
+
+			for (j = 0; j < 5; j++)
+				check(f->st, 1 + j, 0, 0, len);
+		}
+	}
+	for (i = 0; i < 5; i++)
+		assert_int_equal(check(f->st, 1 + i, 0, 0, len), 1);
+	for (i = 5; i < 20; i++)
+		assert_int_equal(check(f->st, 1 + i, 0, 0, len), 0);
+	get_stats(f, &s);
+	assert_true(s.reinserted >= 5);
+	/* and the copies are durable */
+	reopen(f);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(check(f->st, 1 + i, 0, 0, len), 1);
+}
+
+static bool keep_odd(void *arg, const struct hotfs_extent_info *x)
+{
+	unsigned *calls = arg;
+
+	(*calls)++;
+	return x->key.ino % 2;
+}
+
+static int count_iter(void *arg, const struct hotfs_extent_info *x)
+{
+	uint64_t *sum = arg;
+
+	sum[0]++;
+	sum[1] += x->len;
+	return 0;
+}
+
+static void test_keep_callback_iterate(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	unsigned calls = 0;
+	uint64_t sum[2] = { 0, 0 };
+	uint32_t i;
+
+	f->p.keep = keep_odd;
+	f->p.keep_arg = &calls;
+	open_store(f);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(insert(f, 1 + i, 0, 0, 1000), 0);
+	for (i = 0; i < 1000; i++)
+		assert_int_equal(insert(f, 1000 + 2 * i, 0, 0, 9000), 0);
+	assert_true(calls > 0);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(check(f->st, 1 + i, 0, 0, 1000), (1 + i) % 2);
+	get_stats(f, &s);
+	assert_int_equal(st_iterate(f->st, count_iter, sum), 0);
+	assert_int_equal(sum[0], s.extents);
+	assert_int_equal(sum[1], s.bytes);
+}
+
+/* Read an extent from its location after its region was recycled. */
+static void test_stale_location(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_key k = key_of(1);
+	struct hotfs_stamp s = stamp_of(1, 0);
+	struct hotfs_store_stats st;
+	struct hotfs_loc loc;
+	uint8_t *buf = malloc(30000);
+	uint32_t i;
+
+	open_store(f);
+	assert_int_equal(insert(f, 1, 0, 0, 30000), 0);
+	assert_int_equal(st_lookup(f->st, &k, 0, &s, &loc), 0);
+	for (i = 0; i < 400; i++)
+		assert_int_equal(insert(f, 2 + i, 0, 0, 30000), 0);
+	get_stats(f, &st);
+	assert_true(st.evictions > 0);
+	assert_int_equal(pread(loc.fd, buf, loc.len, loc.off), loc.len);
+	assert_int_equal(st_verify(f->st, &loc, 0, buf, loc.len, NULL),
+			 -ESTALE);
+	get_stats(f, &st);
+	assert_int_equal(st.stale_reads, 1);
+	assert_int_equal(st.invalidations[ST_INVAL_CSUM], 0);
+	free(buf);
+}
+
+/* ---- damage: torn writes, bit flips, truncation ---------------------- */
+
+struct expect {
+	uint64_t ino;
+	uint32_t extno, ver, len;
+};
+
+static void copy_file(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY), out;
+	char buf[65536];
+	ssize_t n;
+
+	assert_true(in >= 0);
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, n), n);
+	close(in);
+	close(out);
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	struct stat sb;
+	uint8_t *p;
+	int fd = open(path, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &sb), 0);
+	p = malloc(sb.st_size + 1);
+	assert_int_equal(pread(fd, p, sb.st_size, 0), sb.st_size);
+	close(fd);
+	*len = sb.st_size;
+	return p;
+}
+
+static void spew(const char *path, const uint8_t *p, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, p, len, 0), (ssize_t)len);
+	close(fd);
+}
+
+static void path_in(const struct fx *f, const char *name, char *out,
+		    size_t len)
+{
+	snprintf(out, len, "%s/%s", f->cache, name);
+}
+
+/* Open what is in the cachedir now; check every expected extent. */
+static unsigned verify_all(struct fx *f, const struct expect *e, unsigned n,
+			   unsigned must)
+{
+	unsigned i, found = 0;
+	int err;
+
+	err = st_open(f->cache, &f->p, &f->st, f->err, sizeof(f->err));
+	assert_int_equal(err, 0);
+	for (i = 0; i < n; i++) {
+		int ok = check(f->st, e[i].ino, e[i].extno, e[i].ver,
+			       e[i].len);
+
+		if (i < must)
+			assert_int_equal(ok, 1);
+		if (ok && e[i].len > 8192)
+			ok = check_range(f->st, e[i].ino, e[i].extno,
+					 e[i].ver, e[i].len, 4096, 4096);
+		found += ok;
+	}
+	st_close(f->st);
+	f->st = NULL;
+	return found;
+}
+
+static void test_torn_last_write(void **state)
+{
+	struct fx *f = *state;
+	struct expect e[ST_EPB + 40];
+	char data[512];
+	uint8_t *pre, *post, *img;
+	size_t plen, qlen, i, ntear = 0;
+	size_t *chg, nchg = 0, t;
+	unsigned n = 0, k, full = 0, partial = 0;
+
+	path_in(f, "data", data, sizeof(data));
+	open_store(f);
+	/* batch A fills exactly one summary block: it is never rewritten */
+	for (k = 0; k < ST_EPB; k++, n++) {
+		e[n] = (struct expect){ 1 + k, 0, 0, 1 + rnd() % 3000 };
+		assert_int_equal(insert(f, e[n].ino, 0, 0, e[n].len), 0);
+	}
+	assert_int_equal(st_commit(f->st), 0);
+	pre = slurp(data, &plen);
+	/* batch B: the last write, to be torn */
+	for (k = 0; k < 40; k++, n++) {
+		e[n] = (struct expect){ 500 + k, 1, 0,
+					1 + rnd() % (k % 4 ? 5000 : EXT) };
+		assert_int_equal(insert(f, e[n].ino, 1, 0, e[n].len), 0);
+	}
+	assert_int_equal(st_close(f->st), 0);
+	f->st = NULL;
+	post = slurp(data, &qlen);
+	assert_true(qlen >= plen);
+	pre = realloc(pre, qlen);
+	memset(pre + plen, 0, qlen - plen);
+
+	/* the bytes the last write changed, in file order */
+	chg = malloc(qlen * sizeof(*chg));
+	for (i = 0; i < qlen; i++)
+		if (pre[i] != post[i])
+			chg[nchg++] = i;
+	assert_true(nchg > 4096);
+	img = malloc(qlen);
+	/* tear after every 4 KiB of it, and at random bytes */
+	for (t = 0; t < nchg + 4096 + 60 * 4096; t += 4096) {
+		size_t cut = t <= nchg ? t : t < nchg + 4096 ? nchg :
+			rnd() % nchg;
+		bool garbage = ntear % 3 == 2;
+		unsigned got;
+
+		memcpy(img, pre, qlen);
+		for (i = 0; i < cut; i++)
+			img[chg[i]] = post[chg[i]];
+		if (garbage)
+			for (i = cut; i < nchg && i < cut + 700; i++)
+				img[chg[i]] = rnd();
+		spew(data, img, qlen);
+		got = verify_all(f, e, n, ST_EPB);
+		full += got == n;
+		partial += got > ST_EPB && got < n;
+		ntear++;
+	}
+	/* and the intact write recovers everything */
+	spew(data, post, qlen);
+	assert_int_equal(verify_all(f, e, n, n), n);
+	assert_true(ntear > 60);
+	assert_true(full >= 1);
+	print_message("torn at %zu points: %u complete, %u partial\n", ntear,
+		      full, partial);
+	free(pre);
+	free(post);
+	free(img);
+	free(chg);
+}
+
+static void test_bit_flips(void **state)
+{
+	struct fx *f = *state;
+	struct expect e[120];
+	char data[512], sbp[512], keep_data[512];
+	uint8_t *orig, *img;
+	size_t len;
+	unsigned n = 0, k, round, caught = 0;
+	struct hotfs_store_stats s;
+
+	path_in(f, "data", data, sizeof(data));
+	path_in(f, "superblock", sbp, sizeof(sbp));
+	open_store(f);
+	for (k = 0; k < 120; k++, n++) {
+		e[n] = (struct expect){ 1 + k, k % 2, 0,
+					1 + rnd() % (k % 5 ? 12000 : EXT) };
+		assert_int_equal(insert(f, e[n].ino, e[n].extno, 0, e[n].len),
+				 0);
+	}
+	assert_int_equal(st_close(f->st), 0);
+	f->st = NULL;
+	snprintf(keep_data, sizeof(keep_data), "%s/data.orig", f->dir);
+	copy_file(data, keep_data);
+	orig = slurp(data, &len);
+	img = malloc(len);
+	for (round = 0; round < 150; round++) {
+		memcpy(img, orig, len);
+		if (round % 3 == 0) {
+			/* zero a range */
+			size_t o = rnd() % len, l = 1 + rnd() % 8192;
+
+			memset(img + o, 0, o + l > len ? len - o : l);
+		} else {
+			unsigned flips = 1 + rnd() % 8;
+
+			while (flips--) {
+				/* half of them in the summary areas */
+				size_t o = rnd() % len;
+
+				if (rnd() % 2)
+					o = (o / RSIZE + 1) * RSIZE - 1 -
+						rnd() % 8192;
+				if (o >= len)
+					o = len - 1;
+				img[o] ^= 1u << (rnd() % 8);
+			}
+		}
+		spew(data, img, len);
+		if (verify_all(f, e, n, 0) < n)
+			caught++;
+	}
+	assert_true(caught > 0);
+
+	/* a damaged superblock refuses to open, reset recovers */
+	copy_file(keep_data, data);
+	{
+		size_t sl;
+		uint8_t *sb = slurp(sbp, &sl);
+
+		sb[100] ^= 4;
+		spew(sbp, sb, sl);
+		free(sb);
+	}
+	assert_int_equal(st_open(f->cache, &f->p, &f->st, f->err,
+				 sizeof(f->err)), -EUCLEAN);
+	assert_non_null(strstr(f->err, "damaged"));
+	f->p.reset = true;
+	open_store(f);
+	get_stats(f, &s);
+	assert_int_equal(s.extents, 0);
+	free(orig);
+	free(img);
+}
+
+static void test_live_corruption(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	struct hotfs_loc loc;
+	struct hotfs_key k = key_of(5);
+	struct hotfs_stamp t = stamp_of(5, 0);
+	uint8_t z[512];
+
+	open_store(f);
+	assert_int_equal(insert(f, 5, 0, 0, 3000), 0);
+	assert_int_equal(st_lookup(f->st, &k, 0, &t, &loc), 0);
+	memset(z, 0, sizeof(z));
+	assert_int_equal(pwrite(loc.fd, z, sizeof(z), loc.off + 1024), 512);
+	assert_int_equal(check(f->st, 5, 0, 0, 3000), 0);
+	get_stats(f, &s);
+	assert_int_equal(s.invalidations[ST_INVAL_CSUM], 1);
+	assert_int_equal(s.extents, 0);
+	assert_int_equal(st_lookup(f->st, &k, 0, &t, &loc), -ENOENT);
+}
+
+static void test_truncated_data(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	char data[512];
+	uint32_t i, n = 200, len = 9000, found = 0;
+	struct stat sb;
+
+	path_in(f, "data", data, sizeof(data));
+	open_store(f);
+	for (i = 0; i < n; i++)
+		assert_int_equal(insert(f, 1 + i, 0, 0, len), 0);
+	assert_int_equal(st_close(f->st), 0);
+	f->st = NULL;
+	assert_int_equal(stat(data, &sb), 0);
+	assert_int_equal(truncate(data, sb.st_size - RSIZE - 12345), 0);
+	open_store(f);
+	for (i = 0; i < n; i++)
+		found += check(f->st, 1 + i, 0, 0, len);
+	get_stats(f, &s);
+	assert_true(found > 0 && found < n);
+	assert_int_equal(s.extents, found);
+	assert_true(s.regions_dropped >= 1);
+	/* and it keeps working */
+	assert_int_equal(insert(f, 9999, 0, 0, len), 0);
+	reopen(f);
+	assert_int_equal(check(f->st, 9999, 0, 0, len), 1);
+}
+
+/* ---- the cachedir ----------------------------------------------------- */
+
+static void test_two_opens(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store *b = NULL;
+	int err;
+
+	open_store(f);
+	err = st_open(f->cache, &f->p, &b, f->err, sizeof(f->err));
+	assert_true(err == -EBUSY);
+	assert_null(b);
+	assert_non_null(strstr(f->err, "in use"));
+	/* from another process, too */
+	if (fork() == 0)
+		_exit(st_open(f->cache, &f->p, &b, NULL, 0) == -EBUSY ? 0 : 1);
+	{
+		int status;
+
+		assert_true(wait(&status) > 0);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	/* the first store still works; after close the cachedir is free */
+	assert_int_equal(insert(f, 1, 0, 0, 100), 0);
+	reopen(f);
+	assert_int_equal(check(f->st, 1, 0, 0, 100), 1);
+}
+
+static void test_identity_and_reset(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	static const char other[] = "/srv/other dev=2050 ino=2";
+	struct stat sb;
+	char path[512];
+	static const char *const names[] = { "lock", "superblock", "data" };
+	unsigned i;
+
+	open_store(f);
+	assert_int_equal(insert(f, 1, 0, 0, 100), 0);
+	assert_int_equal(st_close(f->st), 0);
+	f->st = NULL;
+	for (i = 0; i < 3; i++) {
+		path_in(f, names[i], path, sizeof(path));
+		assert_int_equal(stat(path, &sb), 0);
+		assert_int_equal(sb.st_mode & 07777, 0600);
+	}
+
+	f->p.ident = other;
+	f->p.ident_len = sizeof(other) - 1;
+	assert_int_equal(st_open(f->cache, &f->p, &f->st, f->err,
+				 sizeof(f->err)), -EEXIST);
+	assert_null(f->st);
+	assert_non_null(strstr(f->err, "another source"));
+	/* the refused open left the store alone */
+	f->p.ident = ident;
+	f->p.ident_len = sizeof(ident) - 1;
+	open_store(f);
+	assert_int_equal(check(f->st, 1, 0, 0, 100), 1);
+	assert_int_equal(st_close(f->st), 0);
+	f->st = NULL;
+
+	/* reset: empty, and bound to the new source */
+	f->p.ident = other;
+	f->p.ident_len = sizeof(other) - 1;
+	f->p.reset = true;
+	open_store(f);
+	get_stats(f, &s);
+	assert_int_equal(s.extents, 0);
+	assert_int_equal(check(f->st, 1, 0, 0, 100), 0);
+	assert_int_equal(insert(f, 2, 0, 0, 100), 0);
+	f->p.reset = false;
+	reopen(f);
+	assert_int_equal(check(f->st, 2, 0, 0, 100), 1);
+	assert_int_equal(check(f->st, 1, 0, 0, 100), 0);
+
+	/* a different extent size empties the store */
+	f->p.extent = EXT / 2;
+	reopen(f);
+	get_stats(f, &s);
+	assert_int_equal(s.extents, 0);
+}
+
+static void test_foreign_files(void **state)
+{
+	struct fx *f = *state;
+	char path[512];
+	int fd;
+
+	/* a 'data' file with no superblock is not ours */
+	path_in(f, "data", path, sizeof(path));
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	assert_int_equal(write(fd, "precious", 8), 8);
+	close(fd);
+	assert_int_equal(st_open(f->cache, &f->p, &f->st, f->err,
+				 sizeof(f->err)), -EEXIST);
+	/* nor is a superblock that is not a hotfs one */
+	unlink(path);
+	path_in(f, "superblock", path, sizeof(path));
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	assert_int_equal(write(fd, path, sizeof(path)), sizeof(path));
+	close(fd);
+	assert_int_equal(st_open(f->cache, &f->p, &f->st, f->err,
+				 sizeof(f->err)), -EEXIST);
+	/* parameters */
+	f->p.extent = 3000;
+	f->p.reset = true;
+	assert_int_equal(st_open(f->cache, &f->p, &f->st, f->err,
+				 sizeof(f->err)), -EINVAL);
+	f->p.extent = EXT;
+	f->p.capacity = RSIZE;
+	assert_int_equal(st_open(f->cache, &f->p, &f->st, f->err,
+				 sizeof(f->err)), -EINVAL);
+	f->p.capacity = CAP;
+	open_store(f);
+}
+
+static void test_size_helper(void **state)
+{
+	struct fx *f = *state;
+	struct statvfs vfs;
+	uint64_t b;
+
+	assert_int_equal(statvfs(f->cache, &vfs), 0);
+	assert_int_equal(st_size_from_fs(f->cache, 50, false, &b), 0);
+	assert_true(b <= (uint64_t)vfs.f_blocks * vfs.f_frsize / 2);
+	assert_true(b + vfs.f_frsize * 2 >=
+		    (uint64_t)vfs.f_blocks * vfs.f_frsize / 2);
+	assert_int_equal(st_size_from_fs(f->cache, 90, true, &b), 0);
+	assert_int_equal(st_size_from_fs(f->cache, 0, true, &b), -EINVAL);
+	assert_int_equal(st_size_from_fs("/nonexistent/x", 5, true, &b),
+			 -ENOENT);
+	assert_string_equal(st_state_name(ST_READONLY), "read-only");
+}
+
+/* ---- a full cachedir filesystem -------------------------------------- */
+
+static uint64_t fs_free(const char *dir)
+{
+	struct statvfs vfs;
+
+	assert_int_equal(statvfs(dir, &vfs), 0);
+	return (uint64_t)vfs.f_bavail * vfs.f_frsize;
+}
+
+static void test_full_fs(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	char filler[512];
+	uint8_t *junk;
+	uint32_t i, len = 9000, last_ok = 0;
+	int fd, err;
+
+	snprintf(f->small, sizeof(f->small), "%s/small", f->dir);
+	assert_int_equal(mkdir(f->small, 0700), 0);
+	if (mount("tmpfs", f->small, "tmpfs", 0, "size=3m,mode=0700")) {
+		print_message("cannot mount tmpfs (%s): skipped\n",
+			      strerror(errno));
+		skip();
+	}
+	f->mounted = true;
+	snprintf(f->cache, sizeof(f->cache), "%s/cache", f->small);
+	assert_int_equal(mkdir(f->cache, 0700), 0);
+	/* a cache bigger than its filesystem */
+	f->p.capacity = 16u << 20;
+	open_store(f);
+	for (i = 0; i < 1000; i++) {
+		err = insert(f, 1 + i, 0, 0, len);
+		assert_int_equal(err, 0);
+	}
+	get_stats(f, &s);
+	assert_int_equal(s.state, ST_OK);
+	assert_true(s.evictions > 0);
+	assert_true(s.regions_used * RSIZE < 3u << 20);
+	assert_int_equal(check(f->st, 1000, 0, 0, len), 1);
+	assert_int_equal(st_tick(f->st), 0);
+
+	/* something else fills the filesystem: the store culls */
+	snprintf(filler, sizeof(filler), "%s/filler", f->small);
+	fd = open(filler, O_WRONLY | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	junk = calloc(1, 65536);
+	while (write(fd, junk, 65536) > 0)
+		;
+	assert_int_equal(errno, ENOSPC);
+	assert_int_equal(st_tick(f->st), 0);
+	get_stats(f, &s);
+	assert_true(s.culls > 0);
+	assert_true(fs_free(f->small) > 0);
+	/* inserts now may fail, but never a reader, never wrong bytes */
+	for (i = 0; i < 300; i++) {
+		err = insert(f, 5000 + i, 0, 0, len);
+		assert_true(err == 0 || err == -ENOSPC || err == -EROFS);
+		if (!err)
+			last_ok = 5000 + i;
+	}
+	for (i = 0; i < 1000; i++)
+		check(f->st, 1 + i, 0, 0, len);
+	if (last_ok)
+		assert_int_equal(check(f->st, last_ok, 0, 0, len), 1);
+	get_stats(f, &s);
+	if (s.state != ST_OK)
+		assert_true(s.reason[0] != '\0');
+	/* space comes back: caching goes on */
+	close(fd);
+	unlink(filler);
+	assert_int_equal(st_tick(f->st), 0);
+	get_stats(f, &s);
+	assert_int_equal(s.state, ST_OK);
+	for (i = 0; i < 50; i++)
+		assert_int_equal(insert(f, 9000 + i, 0, 0, len), 0);
+	assert_int_equal(check(f->st, 9049, 0, 0, len), 1);
+	assert_int_equal(st_close(f->st), 0);
+	f->st = NULL;
+
+	/* a full filesystem at open: a clear error, not a crash */
+	fd = open(filler, O_WRONLY | O_CREAT, 0600);
+	while (write(fd, junk, 65536) > 0)
+		;
+	while (write(fd, junk, 512) > 0)
+		;
+	close(fd);
+	f->p.reset = true;
+	err = st_open(f->cache, &f->p, &f->st, f->err, sizeof(f->err));
+	if (!err) {
+		/* tmpfs had room for the superblock: nothing to insert into */
+		assert_true(insert(f, 1, 0, 0, len) != 0 ||
+			    check(f->st, 1, 0, 0, len) == 1);
+	} else {
+		assert_int_equal(err, -ENOSPC);
+		assert_true(f->err[0] != '\0');
+	}
+	free(junk);
+}
+
+/* ---- threads ---------------------------------------------------------- */
+
+struct race {
+	struct fx *f;
+	volatile int stop;
+	unsigned reads, hits;
+};
+
+static void *reader(void *arg)
+{
+	struct race *r = arg;
+	uint8_t *buf = malloc(EXT), *want = malloc(EXT);
+
+	while (!r->stop) {
+		uint64_t ino = 1 + rand() % 600;
+		struct hotfs_key k = key_of(ino);
+		struct hotfs_stamp s = stamp_of(ino, 0);
+		uint32_t len = 1000 + ino * 37 % 30000;
+		ssize_t n = st_read(r->f->st, &k, 0, &s, 0, buf, EXT);
+
+		__atomic_fetch_add(&r->reads, 1, __ATOMIC_RELAXED);
+		if (n < 0)
+			continue;
+		fill(want, len, ino, 0, 0);
+		if (n != len || memcmp(buf, want, len))
+			abort();	/* a wrong byte: fail loudly */
+		__atomic_fetch_add(&r->hits, 1, __ATOMIC_RELAXED);
+	}
+	free(buf);
+	free(want);
+	return NULL;
+}
+
+static void test_threads(void **state)
+{
+	struct fx *f = *state;
+	struct race r = { f, 0, 0, 0 };
+	pthread_t th[4];
+	uint32_t i, round;
+
+	open_store(f);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, reader, &r), 0);
+	for (round = 0; round < 4; round++) {
+		for (i = 0; i < 600; i++) {
+			uint64_t ino = 1 + i;
+
+			assert_int_equal(insert(f, ino, 0, 0,
+						1000 + ino * 37 % 30000), 0);
+			if (i % 50 == 0) {
+				struct hotfs_key k = key_of(ino / 2 + 1);
+
+				st_invalidate(f->st, &k, 0, 0, ST_INVAL_WRITE);
+			}
+		}
+		assert_int_equal(st_commit(f->st), 0);
+		assert_true(st_evict(f->st, 1) >= 0);
+	}
+	r.stop = 1;
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	assert_true(r.reads > 0);
+	print_message("%u reads, %u hits\n", r.reads, r.hits);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_insert_lookup),
+		T(test_span_and_block_verify),
+		T(test_stamp_changed),
+		T(test_invalidate),
+		T(test_restart),
+		T(test_crash),
+		T(test_evict_fifo),
+		T(test_evict_reinsert_hot),
+		T(test_keep_callback_iterate),
+		T(test_stale_location),
+		T(test_torn_last_write),
+		T(test_bit_flips),
+		T(test_live_corruption),
+		T(test_truncated_data),
+		T(test_two_opens),
+		T(test_identity_and_reset),
+		T(test_foreign_files),
+		T(test_size_helper),
+		T(test_full_fs),
+		T(test_threads),
+	};
+#undef T
+	hotfs_log_level = LOG_CRIT;	/* expected errors stay quiet */
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
