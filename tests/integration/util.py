@@ -181,6 +181,10 @@ def kill_daemons(mnt):
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        try:
+            os.waitpid(pid, 0)      # ours if we were its subreaper
+        except ChildProcessError:
+            pass
 
 
 def cleanup_mount(proc, mnt):

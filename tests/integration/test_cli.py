@@ -1,0 +1,196 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The command line: bad options and arguments are refused with exactly
+one line on stderr, a non-zero exit and nothing mounted (whether or not
+-f is given: the daemonizing parent must report the error too); --help
+and --version succeed; the generic fstab keywords are accepted and
+ignored; nocache and ro work.
+"""
+import errno
+import os
+import subprocess
+
+import pytest
+
+import util
+from util import Err
+
+RUN_TIMEOUT = 15
+
+
+def run(args, **kw):
+    try:
+        return subprocess.run([util.hotfs_bin()] + args,
+                              stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              timeout=RUN_TIMEOUT, **kw)
+    except subprocess.TimeoutExpired:
+        pytest.fail('hotfs %r did not exit within %ds (it should have '
+                    'refused the arguments)' % (args, RUN_TIMEOUT))
+
+
+def bad_cases(ws):
+    src, mnt = ws.src, ws.mnt
+    newcache = os.path.join(ws.root, 'newcache')
+    cfile = os.path.join(ws.root, 'cachefile')
+    with open(cfile, 'w') as f:
+        f.write('not a dir')
+    missing = os.path.join(ws.root, 'missing')
+
+    def o(opts):
+        return [src, mnt, '-o', 'cachedir=%s,%s' % (newcache, opts)]
+    return {
+        # name: (args, a word the message must contain)
+        'unknown option': (o('bogus_option'), 'bogus_option'),
+        'unknown option alone': (
+            [src, mnt, '-o', 'cachedir=' + newcache, '-o', 'frobnicate'],
+            'frobnicate'),
+        'threshold=0': (o('threshold=0'), 'threshold'),
+        'threshold=abc': (o('threshold=abc'), 'threshold'),
+        'threshold=-1': (o('threshold=-1'), 'threshold'),
+        'extent=3M': (o('extent=3M'), 'extent'),
+        'extent=32K': (o('extent=32K'), 'extent'),
+        'extent=8M': (o('extent=8M'), 'extent'),
+        'cachesize=abc': (o('cachesize=abc'), 'cachesize'),
+        'cachesize=0': (o('cachesize=0'), 'cachesize'),
+        'cachesize=101%': (o('cachesize=101%'), 'cachesize'),
+        'writemode=bogus': (o('writemode=bogus'), 'writemode'),
+        'attr_timeout=abc': (o('attr_timeout=abc'), 'attr_timeout'),
+        'seqcutoff=x': (o('seqcutoff=x'), 'seqcutoff'),
+        'missing cachedir': ([src, mnt], 'cachedir'),
+        'empty cachedir': ([src, mnt, '-o', 'cachedir='], 'cachedir'),
+        'cachedir is a file': ([src, mnt, '-o', 'cachedir=' + cfile],
+                               'cachedir'),
+        'cachedir inside source': (
+            [src, mnt, '-o', 'cachedir=' + os.path.join(src, 'c')],
+            'cachedir'),
+        'cachedir is the source': ([src, mnt, '-o', 'cachedir=' + src],
+                                   'cachedir'),
+        'cachedir inside mountpoint': (
+            [src, mnt, '-o', 'cachedir=' + os.path.join(mnt, 'c')],
+            'cachedir'),
+        'cachedir contains the source': (
+            [src, mnt, '-o', 'cachedir=' + ws.root], 'cachedir'),
+        'missing source': ([missing, mnt, '-o', 'cachedir=' + newcache],
+                           'missing'),
+        'source is a file': ([cfile, mnt, '-o', 'cachedir=' + newcache],
+                             'cachefile'),
+        'missing mountpoint': ([src, missing, '-o', 'cachedir=' + newcache],
+                               'missing'),
+        'too many args': ([src, mnt, missing, '-o', 'cachedir=' + newcache],
+                          'missing'),
+        'one arg': ([src, '-o', 'cachedir=' + newcache], 'mountpoint'),
+        'no args': ([], 'usage'),
+    }
+
+
+CASES = sorted([
+    'unknown option', 'unknown option alone', 'threshold=0', 'threshold=abc',
+    'threshold=-1', 'extent=3M', 'extent=32K', 'extent=8M', 'cachesize=abc',
+    'cachesize=0', 'cachesize=101%', 'writemode=bogus', 'attr_timeout=abc',
+    'seqcutoff=x', 'missing cachedir', 'empty cachedir', 'cachedir is a file',
+    'cachedir inside source', 'cachedir is the source',
+    'cachedir inside mountpoint', 'cachedir contains the source',
+    'missing source', 'source is a file', 'missing mountpoint',
+    'too many args', 'one arg', 'no args'])
+
+
+@pytest.mark.parametrize('fg', [True, False], ids=['foreground', 'daemon'])
+@pytest.mark.parametrize('case', CASES)
+def test_bad_arguments(ws, case, fg):
+    cases = bad_cases(ws)
+    assert set(cases) == set(CASES)
+    args, word = cases[case]
+    if fg:
+        args = args + ['-f']
+    ws.mounts.append(ws.mnt)        # cleaned up if it mounted after all
+    r = run(args)
+    err = r.stderr.decode(errors='replace')
+    mounted = util.is_mounted(ws.mnt)
+    util.cleanup_mount(None, ws.mnt)
+    assert not mounted, 'hotfs %r mounted' % args
+    assert r.returncode != 0, 'hotfs %r exited 0' % args
+    lines = err.splitlines()
+    assert len(lines) == 1 and err.endswith('\n') and lines[0].strip(), \
+        'stderr of hotfs %r is not one line: %r' % (args, err)
+    assert word in lines[0], 'the message %r does not name %r' % (
+        lines[0], word)
+    assert lines[0].count('hotfs:') <= 1, 'garbled message %r' % lines[0]
+    assert not util.daemon_pids(ws.mnt)
+    assert not os.path.exists(os.path.join(ws.root, 'newcache')), \
+        'hotfs created the cachedir although it refused to start'
+    assert not os.path.exists(os.path.join(ws.src, 'c'))
+    assert os.listdir(ws.src) == []
+
+
+@pytest.mark.parametrize('flag', ['--help', '-h'])
+def test_help(ws, flag):
+    r = run([flag])
+    assert r.returncode == 0
+    out = (r.stdout + r.stderr).decode()
+    for word in ('cachedir', 'cachesize', 'extent', 'threshold',
+                 'writemode', 'nocache', 'allow_other'):
+        assert word in out, word
+    assert not util.is_mounted(ws.mnt)
+
+
+@pytest.mark.parametrize('flag', ['--version', '-V'])
+def test_version(ws, flag):
+    r = run([flag])
+    assert r.returncode == 0
+    out = (r.stdout + r.stderr).decode()
+    assert 'hotfs' in out
+    version = os.environ.get('HOTFS_VERSION')
+    if version:
+        assert version in out
+
+
+def test_cachedir_created_0700(ws):
+    cache = os.path.join(ws.root, 'a', 'b', 'cache')
+    proc = ws.start(cachedir=cache)
+    st = os.stat(cache)
+    assert st.st_mode & 0o777 == 0o700
+    ws.stop(proc)
+
+
+def test_generic_fstab_keywords_ignored(ws):
+    opts = ('rw,defaults,auto,nofail,_netdev,noauto,user,users,nouser,'
+            'x-systemd.automount,x-systemd.device-timeout=10,'
+            'comment=systemd.x,x-gvfs-show')
+    proc = ws.start(opts=opts)
+    with open(os.path.join(ws.mnt, 'f'), 'w') as f:
+        f.write('works')
+    with open(os.path.join(ws.src, 'f')) as f:
+        assert f.read() == 'works'
+    ws.stop(proc)
+
+
+def test_fuse_options(ws):
+    with open(os.path.join(ws.src, 'f'), 'w') as f:
+        f.write('data')
+    proc = ws.start(opts='ro,attr_timeout=2.5,entry_timeout=0.5,'
+                    'default_permissions')
+    entry = util.mount_entry(ws.mnt)
+    assert entry[2] == 'fuse.hotfs', entry
+    assert 'ro' in entry[3].split(','), entry
+    assert 'default_permissions' in entry[3].split(','), entry
+    m = os.path.join(ws.mnt, 'f')
+    with open(m) as f:
+        assert f.read() == 'data'
+    assert util.call(open, m, 'w') == Err(errno.EROFS)
+    assert util.call(os.mkdir, m + 'd') == Err(errno.EROFS)
+    assert util.call(os.chmod, m, 0o600) == Err(errno.EROFS)
+    assert util.call(os.unlink, m) == Err(errno.EROFS)
+    assert util.call(os.setxattr, m, 'user.x', b'1') == Err(errno.EROFS)
+    assert os.listdir(ws.src) == ['f']
+    ws.stop(proc)
+
+
+def test_nocache(ws):
+    cache = os.path.join(ws.root, 'nocache-dir')
+    proc = ws.start(opts='nocache', cachedir=False)
+    with open(os.path.join(ws.mnt, 'f'), 'w') as f:
+        f.write('plain')
+    with open(os.path.join(ws.src, 'f')) as f:
+        assert f.read() == 'plain'
+    assert not os.path.exists(cache)
+    ws.stop(proc)

@@ -1,0 +1,181 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Several processes reading and writing through one mount at once: each
+its own file, disjoint stripes of a shared file, records appended to a
+shared log, a shared read-only file, and names created, renamed and
+removed in a shared directory.  Every byte read is checked, and at the end
+the mount and the source agree.
+"""
+import os
+import random
+import traceback
+
+import pytest
+
+import util
+from conftest import MODES
+
+NPROC = 8
+OWN_SIZE = 2 << 20
+STRIPE = 256 * 1024 + 333          # not a multiple of any page or extent
+RECORD = 64
+NRECORDS = 200
+COMMON_SIZE = 4 << 20
+CHURN = 60
+
+
+def pattern(seed, n):
+    return random.Random(seed).randbytes(n)
+
+
+def worker(i, mnt):
+    rng = random.Random(i)
+
+    # 1. its own file: random-sized writes, random reads, a truncate
+    own = os.path.join(mnt, 'own%d' % i)
+    data = bytearray(pattern(1000 + i, OWN_SIZE))
+    fd = os.open(own, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    off = 0
+    while off < OWN_SIZE:
+        n = min(rng.randrange(1, 300000), OWN_SIZE - off)
+        assert os.pwrite(fd, data[off:off + n], off) == n
+        off += n
+        if rng.random() < 0.1:
+            os.fsync(fd)
+    for _ in range(50):
+        o = rng.randrange(0, OWN_SIZE)
+        n = rng.randrange(1, 200000)
+        got = os.pread(fd, n, o)
+        assert got == bytes(data[o:o + n]), ('own', i, o, n)
+    os.ftruncate(fd, OWN_SIZE // 2 + 7)
+    del data[OWN_SIZE // 2 + 7:]
+    new = pattern(2000 + i, 100000)
+    os.pwrite(fd, new, 1000)
+    data[1000:1000 + len(new)] = new
+    os.close(fd)
+    with open(own, 'rb') as f:
+        assert f.read() == bytes(data), ('own reread', i)
+
+    # 2. its stripe of the shared file, in random order
+    shared = os.path.join(mnt, 'shared')
+    fd = os.open(shared, os.O_RDWR)
+    stripe = pattern(3000 + i, STRIPE)
+    chunks = []
+    o = 0
+    while o < STRIPE:
+        n = min(rng.randrange(1, 70000), STRIPE - o)
+        chunks.append((o, n))
+        o += n
+    rng.shuffle(chunks)
+    base = i * STRIPE
+    done = []
+    for o, n in chunks:
+        assert os.pwrite(fd, stripe[o:o + n], base + o) == n
+        done.append((o, n))
+        co, cn = rng.choice(done)
+        assert os.pread(fd, cn, base + co) == stripe[co:co + cn], \
+            ('stripe', i, co, cn)
+    os.close(fd)
+
+    # 3. records appended to a shared log
+    fd = os.open(os.path.join(mnt, 'log'), os.O_WRONLY | os.O_APPEND)
+    for k in range(NRECORDS):
+        rec = ('%d:%d:' % (i, k)).encode().ljust(RECORD - 1, b'.') + b'\n'
+        assert os.write(fd, rec) == RECORD
+    os.close(fd)
+
+    # 4. the common file, read from random places
+    common = pattern(7, COMMON_SIZE)
+    with open(os.path.join(mnt, 'common'), 'rb') as f:
+        for _ in range(40):
+            o = rng.randrange(0, COMMON_SIZE)
+            f.seek(o)
+            n = rng.randrange(1, 300000)
+            assert f.read(n) == common[o:o + n], ('common', i, o)
+        f.seek(0)
+        assert f.read() == common
+
+    # 5. names in a shared directory
+    d = os.path.join(mnt, 'churn')
+    for k in range(CHURN):
+        a = os.path.join(d, 'w%d-%d' % (i, k))
+        with open(a, 'w') as f:
+            f.write('%d %d' % (i, k))
+        b = a + '.renamed'
+        os.rename(a, b)
+        assert os.stat(b).st_size == len('%d %d' % (i, k))
+        names = os.listdir(d)
+        assert os.path.basename(b) in names
+        if k % 2:
+            os.unlink(b)
+        else:
+            os.mkdir(a + '.dir')
+            os.rmdir(a + '.dir')
+
+
+def run_workers(mnt, n):
+    pids = []
+    for i in range(n):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.close(r)
+                try:
+                    worker(i, mnt)
+                    code = 0
+                except BaseException:
+                    os.write(w, traceback.format_exc().encode())
+            finally:
+                os._exit(code)
+        os.close(w)
+        pids.append((i, pid, r))
+    failures = []
+    for i, pid, r in pids:
+        with os.fdopen(r, 'rb') as f:
+            report = f.read().decode(errors='replace')
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            failures.append('worker %d (status %d):\n%s' % (i, status, report))
+    return failures
+
+
+@pytest.mark.parametrize('mode', sorted(MODES))
+def test_concurrent_readers_and_writers(ws, mode):
+    with open(os.path.join(ws.src, 'common'), 'wb') as f:
+        f.write(pattern(7, COMMON_SIZE))
+    proc = ws.start(opts=MODES[mode])
+    mnt = ws.mnt
+    with open(os.path.join(mnt, 'shared'), 'wb') as f:
+        f.truncate(NPROC * STRIPE)
+    open(os.path.join(mnt, 'log'), 'wb').close()
+    os.mkdir(os.path.join(mnt, 'churn'))
+
+    failures = run_workers(mnt, NPROC)
+    assert not failures, '\n'.join(failures)
+
+    expect = b''.join(pattern(3000 + i, STRIPE) for i in range(NPROC))
+    for root in (mnt, ws.src):
+        with open(os.path.join(root, 'shared'), 'rb') as f:
+            assert f.read() == expect, root
+        with open(os.path.join(root, 'log'), 'rb') as f:
+            log = f.read()
+        assert len(log) == NPROC * NRECORDS * RECORD
+        recs = [log[k:k + RECORD] for k in range(0, len(log), RECORD)]
+        seen = {}
+        for rec in recs:
+            assert rec.endswith(b'\n') and rec.count(b'\n') == 1, rec
+            i, k, _ = rec.split(b':', 2)
+            seen.setdefault(int(i), []).append(int(k))
+        # every process's records, whole, in its own order
+        assert seen == {i: list(range(NRECORDS)) for i in range(NPROC)}
+        names = sorted(os.listdir(os.path.join(root, 'churn')))
+        assert names == sorted('w%d-%d.renamed' % (i, k)
+                               for i in range(NPROC)
+                               for k in range(0, CHURN, 2)), root
+    for i in range(NPROC):
+        util.assert_same_stat(os.path.join(mnt, 'own%d' % i),
+                              os.path.join(ws.src, 'own%d' % i))
+    util.assert_same_stat(os.path.join(mnt, 'shared'),
+                          os.path.join(ws.src, 'shared'))
+    ws.stop(proc)

@@ -1,0 +1,283 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Mounting and ending hotfs: through mount(8) and an fstab line (which
+runs mount.fuse3, which runs "hotfs" from PATH), with mount -t fuse.hotfs,
+daemonized (no -f), and ended by umount, SIGTERM and SIGINT.
+
+A daemonized hotfs is not our child; this process makes itself a child
+subreaper (prctl PR_SET_CHILD_SUBREAPER) so that the orphaned daemon is
+re-parented to it and its exit status can still be checked.
+"""
+import contextlib
+import ctypes
+import errno
+import fcntl
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+import util
+
+PR_SET_CHILD_SUBREAPER = 36
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+@pytest.fixture
+def subreaper():
+    assert _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    try:
+        yield
+    finally:
+        _libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+def wait_exit_status(pid, timeout=util.TIMEOUT):
+    """Exit status of pid, which must have become our child (subreaper)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            wpid, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pytest.fail('hotfs (pid %d) is not a child of the test: '
+                        'cannot see its exit status' % pid)
+        if wpid == pid:
+            return status
+        if time.monotonic() > deadline:
+            pytest.fail('hotfs (pid %d) did not exit within %.0fs'
+                        % (pid, timeout))
+        time.sleep(0.02)
+
+
+def the_daemon(mnt):
+    pids = util.daemon_pids(mnt)
+    assert len(pids) == 1, 'hotfs processes for %s: %r' % (mnt, pids)
+    return pids[0]
+
+
+def check_works(ws):
+    with open(os.path.join(ws.mnt, 'via-mount'), 'w') as f:
+        f.write('hello')
+    with open(os.path.join(ws.src, 'via-mount')) as f:
+        assert f.read() == 'hello'
+    with open(os.path.join(ws.src, 'from-src'), 'w') as f:
+        f.write('there')
+    with open(os.path.join(ws.mnt, 'from-src')) as f:
+        assert f.read() == 'there'
+
+
+SBIN_LINK = '/usr/local/sbin/hotfs'
+SBIN_LOCK = '/run/lock/hotfs-itest-sbin.lock'
+
+
+@contextlib.contextmanager
+def hotfs_on_default_path(ws):
+    """Make "hotfs" in the default PATH the build's binary while mount(8)
+    runs.
+
+    mount(8) drops PATH from the environment of its helpers, so
+    mount.fuse3's "/bin/sh -c hotfs ..." searches the shell's default
+    path, whatever PATH the test sets.  A symlink in /usr/local/sbin (the
+    first directory of that path) is made for the length of the mount
+    command only, under a lock so that concurrent runs of the suite take
+    turns, and removed at once."""
+    binary = os.path.realpath(util.hotfs_bin())
+    with open(SBIN_LOCK, 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        made = False
+        try:
+            if os.path.lexists(SBIN_LINK):
+                if os.path.realpath(SBIN_LINK) != binary:
+                    pytest.fail('%s exists and is not this build\'s hotfs: '
+                                'remove it to run this test' % SBIN_LINK)
+            else:
+                os.makedirs(os.path.dirname(SBIN_LINK), exist_ok=True)
+                os.symlink(binary, SBIN_LINK)
+                made = True
+            env = dict(os.environ)
+            # what a user's PATH would say, and does not reach hotfs anyway
+            env['PATH'] = os.path.dirname(binary) + ':' + \
+                env.get('PATH', '/usr/bin:/bin')
+            yield env
+        finally:
+            if made:
+                os.unlink(SBIN_LINK)
+
+
+def mount_cmd(ws, args, fstype="fuse.hotfs"):
+    ws.mounts.append(ws.mnt)
+    with hotfs_on_default_path(ws) as env:
+        r = subprocess.run(args, env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=30)
+    assert r.returncode == 0, '%r: %s' % (args, r.stdout.decode())
+    util.wait_for_mount(None, ws.mnt)
+    entry = util.mount_entry(ws.mnt)
+    assert entry[2] == fstype, entry
+    # the daemon that answers is this build's
+    pid = the_daemon(ws.mnt)
+    assert os.readlink('/proc/%d/exe' % pid) == \
+        os.path.realpath(util.hotfs_bin())
+    return pid
+
+
+def umount_and_check(ws, pid, cmd):
+    r = subprocess.run(cmd + [ws.mnt], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT)
+    assert r.returncode == 0, r.stdout.decode()
+    status = wait_exit_status(pid)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, \
+        'hotfs ended with wait status %#x' % status
+    assert not util.is_mounted(ws.mnt)
+
+
+def test_fstab(ws, subreaper):
+    cache = os.path.join(ws.root, 'fstab-cache')
+    fstab = os.path.join(ws.root, 'fstab')
+    with open(fstab, 'w') as f:
+        f.write('# test fstab\n%s %s fuse.hotfs cachedir=%s,nofail,_netdev,'
+                'noauto 0 0\n' % (ws.src, ws.mnt, cache))
+    pid = mount_cmd(ws, ['mount', '-T', fstab, ws.mnt])
+    check_works(ws)
+    assert os.path.isdir(cache)
+    umount_and_check(ws, pid, ['umount'])
+
+
+def test_fstab_allow_other(ws, subreaper):
+    """The fstab example of the design: allow_other lets other users in."""
+    fstab = os.path.join(ws.root, 'fstab')
+    with open(fstab, 'w') as f:
+        f.write('%s %s fuse.hotfs cachedir=%s,allow_other,nofail 0 0\n'
+                % (ws.src, ws.mnt, ws.cache))
+    with open(os.path.join(ws.src, 'f'), 'w') as f:
+        f.write('for everyone')
+    os.chmod(os.path.join(ws.src, 'f'), 0o644)
+    pid = mount_cmd(ws, ['mount', '-T', fstab, ws.mnt])
+
+    def read(p):
+        with open(p) as f:
+            return f.read()
+    assert util.run_as(65534, 65534, read,
+                       os.path.join(ws.mnt, 'f')) == 'for everyone'
+    umount_and_check(ws, pid, ['fusermount3', '-u'])
+
+
+def test_mount_t(ws, subreaper):
+    pid = mount_cmd(ws, ['mount', '-t', 'fuse.hotfs', ws.src, ws.mnt, '-o',
+                         'cachedir=' + ws.cache])
+    check_works(ws)
+    umount_and_check(ws, pid, ['umount'])
+
+
+def test_mount_t_fuse_prog(ws, subreaper):
+    """The older form: -t fuse with PROGRAM#SOURCE (no PATH involved)."""
+    pid = mount_cmd(ws, ['mount', '-t', 'fuse',
+                         util.hotfs_bin() + '#' + ws.src, ws.mnt, '-o',
+                         'cachedir=' + ws.cache + ',noatime'])
+    check_works(ws)
+    umount_and_check(ws, pid, ['fusermount3', '-u'])
+
+
+def test_daemonized(ws, subreaper):
+    """Without -f hotfs returns once the mount is there (and does not keep
+    our stdout/stderr open), and umount ends it with exit 0."""
+    args = [util.hotfs_bin(), ws.src, ws.mnt, '-o', 'cachedir=' + ws.cache]
+    ws.mounts.append(ws.mnt)
+    try:
+        r = subprocess.run(args, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=util.TIMEOUT)
+    except subprocess.TimeoutExpired:
+        pytest.fail('hotfs without -f did not return (or kept its '
+                    'stdout/stderr open)')
+    assert r.returncode == 0, r.stderr.decode()
+    # mounted when it returns: no waiting
+    assert util.is_mounted(ws.mnt)
+    pid = the_daemon(ws.mnt)
+    # a daemon leaves its session and its working directory
+    assert os.getsid(pid) == pid
+    assert os.readlink('/proc/%d/cwd' % pid) == '/'
+    check_works(ws)
+    umount_and_check(ws, pid, ['umount'])
+
+
+def test_daemonized_sigterm(ws, subreaper):
+    args = [util.hotfs_bin(), ws.src, ws.mnt, '-o', 'cachedir=' + ws.cache]
+    ws.mounts.append(ws.mnt)
+    r = subprocess.run(args, stdin=subprocess.DEVNULL, timeout=util.TIMEOUT,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert r.returncode == 0
+    pid = the_daemon(ws.mnt)
+    check_works(ws)
+    os.kill(pid, signal.SIGTERM)
+    status = wait_exit_status(pid)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, \
+        'hotfs ended with wait status %#x' % status
+    util.wait_for(lambda: not util.is_mounted(ws.mnt), 'the mount to go')
+
+
+@pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGINT],
+                         ids=['SIGTERM', 'SIGINT'])
+def test_signal_ends_cleanly(ws, sig):
+    proc = ws.start()
+    check_works(ws)
+    proc.send_signal(sig)
+    try:
+        rc = proc.wait(timeout=util.TIMEOUT)
+    except subprocess.TimeoutExpired:
+        pytest.fail('hotfs ignored %s' % signal.Signals(sig).name)
+    assert rc == 0
+    util.wait_for(lambda: not util.is_mounted(ws.mnt), 'the mount to go')
+    assert not os.path.ismount(ws.mnt)
+    # the source is untouched by the shutdown
+    assert sorted(os.listdir(ws.src)) == ['from-src', 'via-mount']
+
+
+def test_sigterm_while_busy(ws):
+    """SIGTERM while a file is open and a process works in the mount: the
+    daemon still exits 0 and the mount goes; the open file then fails
+    cleanly instead of hanging."""
+    proc = ws.start()
+    check_works(ws)
+    fd = os.open(os.path.join(ws.mnt, 'via-mount'), os.O_RDWR)
+    child = subprocess.Popen(['sleep', '600'], cwd=ws.mnt)
+    try:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            rc = proc.wait(timeout=util.TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pytest.fail('hotfs did not exit on SIGTERM with a busy mount')
+        assert rc == 0
+        util.wait_for(lambda: not util.is_mounted(ws.mnt), 'the mount to go')
+        r = util.call(os.pread, fd, 5, 0)
+        assert isinstance(r, util.Err) and r.errno in (errno.ENOTCONN,
+                                                       errno.EIO), r
+    finally:
+        util.call(os.close, fd)     # ENOTCONN: the mount is gone
+        child.kill()
+        child.wait()
+
+
+def test_unmount_by_umount(ws):
+    proc = ws.start()
+    check_works(ws)
+    r = subprocess.run(['umount', ws.mnt], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT)
+    assert r.returncode == 0, r.stdout
+    assert proc.wait(timeout=util.TIMEOUT) == 0
+    assert not util.is_mounted(ws.mnt)
+
+
+def test_remount_same_cachedir(ws):
+    """Unmount and mount again over the same cache store: data intact."""
+    proc = ws.start()
+    check_works(ws)
+    for i in range(3):
+        with open(os.path.join(ws.mnt, 'via-mount'), 'rb') as f:
+            f.read()
+    ws.stop(proc)
+    proc = ws.start()
+    with open(os.path.join(ws.mnt, 'via-mount')) as f:
+        assert f.read() == 'hello'
+    ws.stop(proc)
