@@ -71,6 +71,9 @@ enum pol_keep_rule {
 	POL_KEEP_NR,
 };
 #define POL_KEEP_DEFAULT	POL_KEEP_HOT
+/* Whether the daemon should ask pol_admit before inserting into a full
+ * cache (the simulator models it this way). */
+#define POL_ADMIT_DEFAULT	true
 
 int pol_set_keep(struct hotfs_policy *p, enum pol_keep_rule rule);
 const char *pol_keep_name(enum pol_keep_rule rule);

@@ -1,0 +1,1063 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * hotfs_sim: trace-driven simulator for the promotion/admission policy.
+ *
+ * Replays traces of (file, extent, length) accesses through several cache
+ * models of the same byte capacity and prints their miss ratios:
+ *   lru, fifo	per-extent, insert on every miss;
+ *   min	Belady's offline optimum (evict the extent used furthest in
+ *		the future, never insert one that is not used again; with
+ *		extents of different lengths it is a bound, not exact);
+ *   hotfs	a model of the store (src/store_region.c): regions filled in
+ *		log order, the oldest recycled whole, up to a quarter of a
+ *		region of its live extents copied forward when pol_keep()
+ *		says so (hot = hit since written); an extent is inserted
+ *		only when pol_promote() says so and, with admission, when
+ *		the cache is full only if pol_admit() prefers it to the
+ *		first live extent of the oldest region.  Decisions come from
+ *		src/policy.c itself, linked in, with the daemon's defaults.
+ * An access is one open-handle touch of one extent (what the daemon
+ * passes to pol_access); the page cache absorbs the rest, so traces hold
+ * accesses, not read(2) calls.
+ *
+ * Traces: built-in generators (zipf, scan + hot set, loop; seeded, so
+ * every run is the same) or a file of "file extent length" lines (.gz
+ * read through gzip -dc), replayed for several passes (-p).
+ *
+ * --ci runs small versions of the synthetic traces and checks the
+ * properties the policy promises; it exits 1 if one fails.
+ *
+ * Single-threaded; nothing here is shared.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hotfs/policy.h"
+
+#define NIL		UINT32_MAX
+#define EXT		(256u << 10)	/* synthetic extent length */
+#define MAX_PASSES	32
+#define NTAGS		3		/* 0 other, 1 before scan, 2 after */
+
+struct trace {
+	char name[64];
+	uint32_t *acc;		/* object ids */
+	uint8_t *tag;		/* per access, or NULL */
+	size_t n, cap;
+	uint32_t nobj, objcap;
+	uint32_t *file, *ext, *len;
+	uint64_t footprint;	/* bytes of distinct objects */
+	uint32_t *next;		/* next use of acc[i]'s object, for min */
+	size_t pass_len;	/* accesses per pass, 0 = one pass */
+};
+
+struct result {
+	uint64_t acc, miss, bytes, bytes_miss;
+	uint64_t ins, ins_bytes, reins, reins_bytes;
+	uint64_t tag_n[NTAGS], tag_hit[NTAGS];
+	uint64_t pass_n[MAX_PASSES], pass_miss[MAX_PASSES];
+};
+
+enum model_kind { M_LRU, M_FIFO, M_MIN, M_HOTFS };
+
+struct model {
+	const char *name;
+	enum model_kind kind;
+	enum pol_keep_rule keep;
+	bool admit;
+};
+
+static const struct model models[] = {
+	{ "lru", M_LRU, 0, false },
+	{ "fifo", M_FIFO, 0, false },
+	{ "min", M_MIN, 0, false },
+	{ "none", M_HOTFS, POL_KEEP_NONE, false },
+	{ "hot", M_HOTFS, POL_KEEP_HOT, false },
+	{ "freq", M_HOTFS, POL_KEEP_FREQ, false },
+	{ "hot+freq", M_HOTFS, POL_KEEP_HOT_FREQ, false },
+	{ "none/A", M_HOTFS, POL_KEEP_NONE, true },
+	{ "hot/A", M_HOTFS, POL_KEEP_HOT, true },
+	{ "freq/A", M_HOTFS, POL_KEEP_FREQ, true },
+	{ "hot+freq/A", M_HOTFS, POL_KEEP_HOT_FREQ, true },
+};
+#define NMODELS		(sizeof(models) / sizeof(models[0]))
+
+static size_t opt_counters;	/* 0 = the daemon's default */
+static unsigned opt_threshold;	/* 0 = the daemon's default */
+static uint64_t opt_region;	/* 0 = min(16 MiB, capacity / 64) */
+
+static void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n);
+	if (!p) {
+		fprintf(stderr, "hotfs_sim: out of memory\n");
+		exit(2);
+	}
+	return p;
+}
+
+/* xorshift64*: deterministic and good enough for traces. */
+static uint64_t rng_state = 0x853c49e6748fea9bull;
+
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545f4914f6cdd1dull;
+}
+
+static double rnd01(void)
+{
+	return (rnd() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/*--------------------------------------------------------------------*/
+/* traces */
+
+static void tr_init(struct trace *t, const char *name)
+{
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "%s", name);
+}
+
+static void tr_free(struct trace *t)
+{
+	free(t->acc);
+	free(t->tag);
+	free(t->file);
+	free(t->ext);
+	free(t->len);
+	free(t->next);
+}
+
+static uint32_t tr_obj(struct trace *t, uint32_t file, uint32_t ext,
+		       uint32_t len)
+{
+	if (t->nobj == t->objcap) {
+		t->objcap = t->objcap ? 2 * t->objcap : 4096;
+		t->file = xrealloc(t->file, t->objcap * sizeof(uint32_t));
+		t->ext = xrealloc(t->ext, t->objcap * sizeof(uint32_t));
+		t->len = xrealloc(t->len, t->objcap * sizeof(uint32_t));
+	}
+	t->file[t->nobj] = file;
+	t->ext[t->nobj] = ext;
+	t->len[t->nobj] = len;
+	t->footprint += len;
+	return t->nobj++;
+}
+
+static void tr_add(struct trace *t, uint32_t obj, uint8_t tag)
+{
+	if (t->n == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 65536;
+		t->acc = xrealloc(t->acc, t->cap * sizeof(uint32_t));
+		t->tag = xrealloc(t->tag, t->cap);
+	}
+	t->acc[t->n] = obj;
+	t->tag[t->n++] = tag;
+}
+
+/* Objects 0..n-1 of EXT bytes, each its own file. */
+static void tr_objs(struct trace *t, uint32_t n)
+{
+	uint32_t i, base = t->nobj;
+
+	for (i = 0; i < n; i++)
+		tr_obj(t, base + i, 0, EXT);
+}
+
+/* Zipf(alpha) over n objects, hottest at random ids. */
+static void gen_zipf(struct trace *t, double alpha, uint32_t n, size_t reqs)
+{
+	double *cdf = xrealloc(NULL, n * sizeof(double)), s = 0;
+	uint32_t *perm = xrealloc(NULL, n * sizeof(uint32_t)), i, j;
+	size_t r;
+
+	tr_objs(t, n);
+	for (i = 0; i < n; i++) {
+		s += 1.0 / pow(i + 1, alpha);
+		cdf[i] = s;
+		perm[i] = i;
+	}
+	for (i = n - 1; i > 0; i--) {
+		uint32_t k = rnd() % (i + 1), x = perm[i];
+
+		perm[i] = perm[k];
+		perm[k] = x;
+	}
+	for (r = 0; r < reqs; r++) {
+		double u = rnd01() * s;
+		uint32_t lo = 0, hi = n - 1;
+
+		while (lo < hi) {
+			j = (lo + hi) / 2;
+			if (cdf[j] < u)
+				lo = j + 1;
+			else
+				hi = j;
+		}
+		tr_add(t, perm[lo], 0);
+	}
+	free(cdf);
+	free(perm);
+}
+
+/*
+ * A hot set of `hot` objects read uniformly, `cycles` times interrupted by
+ * a one-time scan of `scan` new objects.  Hot accesses in the last fifth
+ * of a hot phase are tagged 1 (before the scan), in the first fifth after
+ * it 2.
+ */
+static void gen_scan(struct trace *t, uint32_t hot, size_t phase,
+		     uint32_t scan, unsigned cycles)
+{
+	size_t k;
+	unsigned c;
+	uint32_t s0;
+
+	tr_objs(t, hot);
+	for (c = 0; c <= cycles; c++) {
+		for (k = 0; k < phase; k++) {
+			uint8_t tag = 0;
+
+			if (c > 1 && k < phase / 5)
+				tag = 2;
+			else if (c >= 1 && c < cycles && k >= phase - phase / 5)
+				tag = 1;
+			tr_add(t, rnd() % hot, tag);
+		}
+		if (c == cycles)
+			break;
+		s0 = t->nobj;
+		tr_objs(t, scan);
+		for (k = 0; k < scan; k++)
+			tr_add(t, s0 + k, 0);
+	}
+}
+
+/* A loop over n objects, repeated. */
+static void gen_loop(struct trace *t, uint32_t n, unsigned loops)
+{
+	unsigned l;
+	uint32_t k;
+
+	tr_objs(t, n);
+	for (l = 0; l < loops; l++)
+		for (k = 0; k < n; k++)
+			tr_add(t, k, 0);
+	t->pass_len = n;
+}
+
+/* Objects are keyed by (file, extent): a small open-addressing map. */
+struct omap {
+	uint64_t *k;
+	uint32_t *v;
+	size_t cap, n;
+};
+
+static uint32_t omap_get(struct omap *m, struct trace *t, uint32_t file,
+			 uint32_t ext, uint32_t len)
+{
+	uint64_t key = (uint64_t)file << 32 | ext, i;
+
+	if (2 * (m->n + 1) > m->cap) {
+		struct omap o = *m;
+
+		m->cap = o.cap ? 2 * o.cap : 1 << 16;
+		m->k = xrealloc(NULL, m->cap * sizeof(uint64_t));
+		m->v = xrealloc(NULL, m->cap * sizeof(uint32_t));
+		memset(m->v, 0xff, m->cap * sizeof(uint32_t));
+		m->n = 0;
+		for (i = 0; i < o.cap; i++) {
+			uint64_t j = (o.k[i] * 0x9e3779b97f4a7c15ull) &
+				     (m->cap - 1);
+
+			if (o.v[i] == NIL)
+				continue;
+			while (m->v[j] != NIL)
+				j = (j + 1) & (m->cap - 1);
+			m->k[j] = o.k[i];
+			m->v[j] = o.v[i];
+			m->n++;
+		}
+		free(o.k);
+		free(o.v);
+	}
+	i = (key * 0x9e3779b97f4a7c15ull) & (m->cap - 1);
+	while (m->v[i] != NIL && m->k[i] != key)
+		i = (i + 1) & (m->cap - 1);
+	if (m->v[i] == NIL) {
+		m->k[i] = key;
+		m->v[i] = tr_obj(t, file, ext, len);
+		m->n++;
+	}
+	return m->v[i];
+}
+
+/* "file extent length" lines, '#' comments; replayed `passes` times. */
+static int load_trace(struct trace *t, const char *path, unsigned passes)
+{
+	struct omap m = { 0 };
+	char line[256], cmd[4200];
+	size_t n = strlen(path), one, i;
+	unsigned p, file, ext, len;
+	bool gz = n > 3 && !strcmp(path + n - 3, ".gz");
+	FILE *f;
+
+	if (gz) {
+		if (strchr(path, '\''))
+			return -EINVAL;
+		snprintf(cmd, sizeof(cmd), "gzip -dc '%s'", path);
+		f = popen(cmd, "r");
+	} else {
+		f = fopen(path, "r");
+	}
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if (sscanf(line, "%u %u %u", &file, &ext, &len) != 3 || !len)
+			continue;
+		tr_add(t, omap_get(&m, t, file, ext, len), 0);
+	}
+	if (gz ? pclose(f) != 0 : fclose(f) != 0)
+		return -EIO;
+	free(m.k);
+	free(m.v);
+	if (!t->n)
+		return -EINVAL;
+	one = t->n;
+	t->pass_len = one;
+	for (p = 1; p < passes; p++)
+		for (i = 0; i < one; i++)
+			tr_add(t, t->acc[i], 0);
+	return 0;
+}
+
+/*--------------------------------------------------------------------*/
+/* models */
+
+static void account(struct result *r, const struct trace *t, size_t i,
+		    bool hit)
+{
+	uint32_t o = t->acc[i];
+	size_t pass = t->pass_len ? i / t->pass_len : 0;
+
+	r->acc++;
+	r->bytes += t->len[o];
+	if (pass >= MAX_PASSES)
+		pass = MAX_PASSES - 1;
+	r->pass_n[pass]++;
+	if (!hit) {
+		r->miss++;
+		r->bytes_miss += t->len[o];
+		r->pass_miss[pass]++;
+	}
+	if (t->tag) {
+		r->tag_n[t->tag[i]]++;
+		r->tag_hit[t->tag[i]] += hit;
+	}
+}
+
+/* LRU or FIFO over a doubly linked list of object ids; head = newest. */
+static void run_list(const struct trace *t, uint64_t cap, bool lru,
+		     struct result *r)
+{
+	uint32_t *prev = xrealloc(NULL, (t->nobj + 1) * sizeof(uint32_t));
+	uint32_t *next = xrealloc(NULL, (t->nobj + 1) * sizeof(uint32_t));
+	uint8_t *in = calloc(t->nobj, 1);
+	uint32_t head = t->nobj;	/* sentinel */
+	uint64_t used = 0;
+	size_t i;
+
+	prev[head] = next[head] = head;
+	for (i = 0; i < t->n; i++) {
+		uint32_t o = t->acc[i], v;
+
+		if (in[o]) {
+			account(r, t, i, true);
+			if (!lru)
+				continue;
+			next[prev[o]] = next[o];
+			prev[next[o]] = prev[o];
+		} else {
+			account(r, t, i, false);
+			if (t->len[o] > cap)
+				continue;
+			used += t->len[o];
+			in[o] = 1;
+			r->ins++;
+			r->ins_bytes += t->len[o];
+			while (used > cap) {
+				v = prev[head];
+				next[prev[v]] = head;
+				prev[head] = prev[v];
+				in[v] = 0;
+				used -= t->len[v];
+			}
+		}
+		next[o] = next[head];
+		prev[o] = head;
+		prev[next[head]] = o;
+		next[head] = o;
+	}
+	free(prev);
+	free(next);
+	free(in);
+}
+
+struct hent {
+	uint32_t when, obj;
+};
+
+static void heap_push(struct hent *h, size_t *n, struct hent e)
+{
+	size_t i = (*n)++;
+
+	while (i) {
+		size_t p = (i - 1) / 2;
+
+		if (h[p].when >= e.when)
+			break;
+		h[i] = h[p];
+		i = p;
+	}
+	h[i] = e;
+}
+
+static struct hent heap_pop(struct hent *h, size_t *n)
+{
+	struct hent top = h[0], e = h[--(*n)];
+	size_t i = 0, c;
+
+	while ((c = 2 * i + 1) < *n) {
+		if (c + 1 < *n && h[c + 1].when > h[c].when)
+			c++;
+		if (h[c].when <= e.when)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = e;
+	return top;
+}
+
+static void run_min(struct trace *t, uint64_t cap, struct result *r)
+{
+	uint32_t *when = xrealloc(NULL, t->nobj * sizeof(uint32_t));
+	struct hent *h = xrealloc(NULL, (t->n + 1) * sizeof(struct hent));
+	uint8_t *in = calloc(t->nobj, 1);
+	uint64_t used = 0;
+	size_t i, hn = 0;
+
+	if (!t->next) {
+		t->next = xrealloc(NULL, t->n * sizeof(uint32_t));
+		memset(when, 0xff, t->nobj * sizeof(uint32_t));
+		for (i = t->n; i-- > 0;) {
+			t->next[i] = when[t->acc[i]];
+			when[t->acc[i]] = (uint32_t)i;
+		}
+	}
+	for (i = 0; i < t->n; i++) {
+		uint32_t o = t->acc[i];
+
+		account(r, t, i, in[o]);
+		if (!in[o]) {
+			if (t->next[i] == NIL || t->len[o] > cap)
+				continue;	/* never again: bypass */
+			in[o] = 1;
+			used += t->len[o];
+		}
+		when[o] = t->next[i];
+		heap_push(h, &hn, (struct hent){ t->next[i], o });
+		while (used > cap) {
+			struct hent e = heap_pop(h, &hn);
+
+			if (!in[e.obj] || when[e.obj] != e.when)
+				continue;	/* stale */
+			in[e.obj] = 0;
+			used -= t->len[e.obj];
+		}
+	}
+	free(when);
+	free(h);
+	free(in);
+}
+
+/* The store model: see the header comment. */
+struct hsim {
+	const struct trace *t;
+	struct hotfs_policy *pol;
+	struct result *r;
+	uint64_t rsize;
+	uint32_t nreg, open, nfree;
+	uint32_t *fifo, fhead, fn;	/* sealed regions, oldest first */
+	uint32_t **vec, *vn, *vcap;	/* extents appended per region */
+	uint64_t *fill;
+	uint32_t *oreg;			/* object -> region, NIL */
+	uint8_t *hot;
+	uint64_t *h;			/* object -> pol_hash */
+};
+
+static void hs_append(struct hsim *s, uint32_t r, uint32_t o)
+{
+	if (s->vn[r] == s->vcap[r]) {
+		s->vcap[r] = s->vcap[r] ? 2 * s->vcap[r] : 64;
+		s->vec[r] = xrealloc(s->vec[r], s->vcap[r] * sizeof(uint32_t));
+	}
+	s->vec[r][s->vn[r]++] = o;
+	s->fill[r] += s->t->len[o];
+	s->oreg[o] = r;
+	s->hot[o] = 0;
+}
+
+/* Seal the open region and open another, recycling the oldest. */
+static void hs_new_region(struct hsim *s)
+{
+	uint32_t r, j, n, *old;
+	uint64_t kept = 0, budget = s->rsize / 4;
+	bool stop = false;
+
+	if (s->open != NIL)
+		s->fifo[(s->fhead + s->fn++) % s->nreg] = s->open;
+	if (s->nfree) {
+		s->open = s->nreg - s->nfree--;
+		return;
+	}
+	r = s->fifo[s->fhead];
+	s->fhead = (s->fhead + 1) % s->nreg;
+	s->fn--;
+	old = s->vec[r];
+	n = s->vn[r];
+	s->vec[r] = NULL;
+	s->vn[r] = s->vcap[r] = 0;
+	s->fill[r] = 0;
+	for (j = 0; j < n; j++) {
+		uint32_t o = old[j];
+		uint64_t len = s->t->len[o];
+
+		if (s->oreg[o] != r)
+			continue;
+		s->oreg[o] = NIL;
+		if (stop || kept + len + 64 > budget) {
+			stop = true;	/* the store stops at its budget */
+			continue;
+		}
+		if (!pol_keep(s->pol, s->h[o], s->hot[o]))
+			continue;
+		kept += len + 64;
+		hs_append(s, r, o);
+		s->r->reins++;
+		s->r->reins_bytes += len;
+	}
+	free(old);
+	s->open = r;
+}
+
+static uint32_t hs_victim(struct hsim *s)
+{
+	uint32_t r, j;
+
+	if (!s->fn)
+		return NIL;
+	r = s->fifo[s->fhead];
+	for (j = 0; j < s->vn[r]; j++)
+		if (s->oreg[s->vec[r][j]] == r)
+			return s->vec[r][j];
+	return NIL;
+}
+
+static int run_hotfs(const struct trace *t, uint64_t cap,
+		     const struct model *m, struct result *r)
+{
+	struct pol_params pp = { .threshold = opt_threshold,
+				 .counters = opt_counters };
+	struct hsim s = { .t = t, .r = r, .open = NIL };
+	struct hotfs_key k = { .dev = 1 };
+	uint32_t i, maxlen = 0;
+	size_t a;
+	int err;
+
+	for (i = 0; i < t->nobj; i++)
+		if (t->len[i] > maxlen)
+			maxlen = t->len[i];
+	s.rsize = opt_region ? opt_region : cap / 64;
+	if (!opt_region && s.rsize > ST_REGION_DEFAULT)
+		s.rsize = ST_REGION_DEFAULT;
+	if (s.rsize < 2ull * maxlen)
+		s.rsize = 2ull * maxlen;
+	s.nreg = cap / s.rsize;
+	if (s.nreg < 2)
+		return -EINVAL;
+	err = pol_new(&pp, &s.pol);
+	if (err)
+		return err;
+	pol_set_keep(s.pol, m->keep);
+	s.nfree = s.nreg;
+	s.fifo = xrealloc(NULL, s.nreg * sizeof(uint32_t));
+	s.vec = calloc(s.nreg, sizeof(*s.vec));
+	s.vn = calloc(s.nreg, sizeof(uint32_t));
+	s.vcap = calloc(s.nreg, sizeof(uint32_t));
+	s.fill = calloc(s.nreg, sizeof(uint64_t));
+	s.oreg = xrealloc(NULL, t->nobj * sizeof(uint32_t));
+	memset(s.oreg, 0xff, t->nobj * sizeof(uint32_t));
+	s.hot = calloc(t->nobj, 1);
+	s.h = xrealloc(NULL, t->nobj * sizeof(uint64_t));
+	for (i = 0; i < t->nobj; i++) {
+		k.ino = t->file[i];
+		s.h[i] = pol_hash(&k, t->ext[i]);
+	}
+	for (a = 0; a < t->n; a++) {
+		uint32_t o = t->acc[a], v;
+		unsigned cnt = pol_access(s.pol, s.h[o]);
+		bool full;
+
+		if (s.oreg[o] != NIL) {
+			account(r, t, a, true);
+			s.hot[o] = 1;
+			continue;
+		}
+		account(r, t, a, false);
+		if (!pol_promote(s.pol, cnt))
+			continue;
+		full = !s.nfree && (s.open == NIL ||
+				    s.fill[s.open] + t->len[o] > s.rsize);
+		if (full && m->admit) {
+			v = hs_victim(&s);
+			if (v != NIL && !pol_admit(s.pol, s.h[o], s.h[v]))
+				continue;
+		}
+		if (s.open == NIL || s.fill[s.open] + t->len[o] > s.rsize)
+			hs_new_region(&s);
+		hs_append(&s, s.open, o);
+		r->ins++;
+		r->ins_bytes += t->len[o];
+	}
+	for (i = 0; i < s.nreg; i++)
+		free(s.vec[i]);
+	free(s.vec);
+	free(s.vn);
+	free(s.vcap);
+	free(s.fill);
+	free(s.fifo);
+	free(s.oreg);
+	free(s.hot);
+	free(s.h);
+	pol_free(s.pol);
+	return 0;
+}
+
+static int run_model(struct trace *t, uint64_t cap, const struct model *m,
+		     struct result *r)
+{
+	memset(r, 0, sizeof(*r));
+	switch (m->kind) {
+	case M_LRU:
+		run_list(t, cap, true, r);
+		return 0;
+	case M_FIFO:
+		run_list(t, cap, false, r);
+		return 0;
+	case M_MIN:
+		run_min(t, cap, r);
+		return 0;
+	case M_HOTFS:
+		return run_hotfs(t, cap, m, r);
+	}
+	return -EINVAL;
+}
+
+/*--------------------------------------------------------------------*/
+/* reports */
+
+static double ratio(uint64_t a, uint64_t b)
+{
+	return b ? (double)a / b : 0;
+}
+
+static void print_head(const struct trace *t, const char *what)
+{
+	printf("\n### %s: %s\n\n", t->name, what);
+	printf("%u extents, %zu accesses, footprint %.2f GiB\n\n", t->nobj,
+	       t->n, t->footprint / 1073741824.0);
+}
+
+/*
+ * One table per trace: a row per cache size (a fraction of the
+ * footprint), a column per model: miss ratio %, then SSD writes.
+ */
+static int report(struct trace *t, const double *sizes, unsigned nsizes,
+		  unsigned mmask, bool bytes, bool hotset)
+{
+	struct result *res = calloc(nsizes * NMODELS, sizeof(*res));
+	unsigned s, m;
+	int err;
+
+	print_head(t, bytes ? "byte miss ratio %, then SSD writes GiB" :
+			      "miss ratio %, then SSD writes GiB");
+	for (s = 0; s < nsizes; s++)
+		for (m = 0; m < NMODELS; m++) {
+			if (!(mmask & 1u << m))
+				continue;
+			err = run_model(t, (uint64_t)(sizes[s] * t->footprint),
+					&models[m], &res[s * NMODELS + m]);
+			if (err)
+				return err;
+		}
+	printf("| cache |");
+	for (m = 0; m < NMODELS; m++)
+		if (mmask & 1u << m)
+			printf(" %s |", models[m].name);
+	printf("\n|---|");
+	for (m = 0; m < NMODELS; m++)
+		if (mmask & 1u << m)
+			printf("---|");
+	printf("\n");
+	for (s = 0; s < nsizes; s++) {
+		printf("| %g%% |", sizes[s] * 100);
+		for (m = 0; m < NMODELS; m++) {
+			struct result *r = &res[s * NMODELS + m];
+
+			if (!(mmask & 1u << m))
+				continue;
+			printf(" %.1f |", 100 * (bytes ?
+			       ratio(r->bytes_miss, r->bytes) :
+			       ratio(r->miss, r->acc)));
+		}
+		printf("\n");
+	}
+	for (s = 0; s < nsizes; s++) {
+		printf("| %g%% writes |", sizes[s] * 100);
+		for (m = 0; m < NMODELS; m++) {
+			struct result *r = &res[s * NMODELS + m];
+
+			if (!(mmask & 1u << m))
+				continue;
+			if (models[m].kind == M_MIN)
+				printf(" - |");
+			else
+				printf(" %.1f |", (r->ins_bytes +
+				       r->reins_bytes) / 1073741824.0);
+		}
+		printf("\n");
+	}
+	if (hotset) {
+		for (s = 0; s < nsizes; s++) {
+			printf("| %g%% hot set hit%% before/after scan |",
+			       sizes[s] * 100);
+			for (m = 0; m < NMODELS; m++) {
+				struct result *r = &res[s * NMODELS + m];
+
+				if (!(mmask & 1u << m))
+					continue;
+				printf(" %.0f/%.0f |",
+				       100 * ratio(r->tag_hit[1], r->tag_n[1]),
+				       100 * ratio(r->tag_hit[2], r->tag_n[2]));
+			}
+			printf("\n");
+		}
+	}
+	if (t->pass_len && t->n / t->pass_len > 1) {
+		for (s = 0; s < nsizes; s++) {
+			printf("| %g%% miss%% by pass |", sizes[s] * 100);
+			for (m = 0; m < NMODELS; m++) {
+				struct result *r = &res[s * NMODELS + m];
+				size_t p, np = t->n / t->pass_len;
+
+				if (!(mmask & 1u << m))
+					continue;
+				printf(" ");
+				for (p = 0; p < np && p < MAX_PASSES; p++)
+					printf("%s%.0f", p ? " " : "",
+					       100 * ratio(r->pass_miss[p],
+							   r->pass_n[p]));
+				printf(" |");
+			}
+			printf("\n");
+		}
+	}
+	free(res);
+	return 0;
+}
+
+/*--------------------------------------------------------------------*/
+/* --ci: small traces, asserted properties */
+
+static int failures;
+
+#define CHECK(cond, ...) do {						\
+	if (cond) {							\
+		printf("ok:   " __VA_ARGS__);				\
+	} else {							\
+		printf("FAIL: " __VA_ARGS__);				\
+		failures++;						\
+	}								\
+} while (0)
+
+static const struct model *model_by_name(const char *name)
+{
+	unsigned m;
+
+	for (m = 0; m < NMODELS; m++)
+		if (!strcmp(models[m].name, name))
+			return &models[m];
+	return NULL;
+}
+
+static const struct model *chosen(void)
+{
+	static struct model m = { "hotfs", M_HOTFS, POL_KEEP_DEFAULT,
+				  POL_ADMIT_DEFAULT };
+
+	return &m;
+}
+
+static int run_ci(void)
+{
+	struct trace t;
+	struct result r, l;
+	uint64_t cap;
+	double before, after;
+	int err;
+
+	printf("hotfs (keep=%s, admission %s) vs lru\n",
+	       pol_keep_name(POL_KEEP_DEFAULT),
+	       POL_ADMIT_DEFAULT ? "on" : "off");
+
+	/* a one-time scan inserts nothing */
+	tr_init(&t, "one-time scan");
+	tr_objs(&t, 50000);
+	for (uint32_t i = 0; i < 50000; i++)
+		tr_add(&t, i, 0);
+	err = run_model(&t, t.footprint / 10, chosen(), &r);
+	if (err)
+		return err;
+	CHECK(r.ins == 0, "one-time scan of 50000 extents: %llu inserts\n",
+	      (unsigned long long)r.ins);
+	tr_free(&t);
+
+	/* scan + hot set: the hot set survives the scans */
+	tr_init(&t, "scan+hotset");
+	gen_scan(&t, 4000, 40000, 20000, 6);
+	cap = (uint64_t)5000 * EXT;
+	err = run_model(&t, cap, chosen(), &r);
+	if (err)
+		return err;
+	before = ratio(r.tag_hit[1], r.tag_n[1]);
+	after = ratio(r.tag_hit[2], r.tag_n[2]);
+	CHECK(before > 0.8 && after >= 0.9 * before,
+	      "scan+hotset: hot set hit ratio %.3f before scans, %.3f after\n",
+	      before, after);
+	run_model(&t, cap, model_by_name("lru"), &l);
+	printf("      (lru: %.3f before, %.3f after)\n",
+	       ratio(l.tag_hit[1], l.tag_n[1]),
+	       ratio(l.tag_hit[2], l.tag_n[2]));
+	tr_free(&t);
+
+	/* zipf: within 10% of LRU's miss ratio, or better */
+	for (double a = 0.7; a < 1.2; a += 0.2) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "zipf %.1f", a);
+		tr_init(&t, name);
+		gen_zipf(&t, a, 20000, 400000);
+		cap = t.footprint / 10;
+		err = run_model(&t, cap, chosen(), &r);
+		if (!err)
+			err = run_model(&t, cap, model_by_name("lru"), &l);
+		if (err)
+			return err;
+		CHECK(ratio(r.miss, r.acc) <= 1.1 * ratio(l.miss, l.acc),
+		      "%s, cache 10%%: miss ratio hotfs %.3f, lru %.3f\n",
+		      name, ratio(r.miss, r.acc), ratio(l.miss, l.acc));
+		tr_free(&t);
+	}
+
+	/* a loop larger than the cache: better than LRU's nothing */
+	tr_init(&t, "loop");
+	gen_loop(&t, 10000, 10);
+	cap = t.footprint / 2;
+	err = run_model(&t, cap, chosen(), &r);
+	if (err)
+		return err;
+	CHECK(ratio(r.miss, r.acc) < 0.95,
+	      "loop of 2x the cache: miss ratio hotfs %.3f\n",
+	      ratio(r.miss, r.acc));
+	tr_free(&t);
+	return failures ? 1 : 0;
+}
+
+/*--------------------------------------------------------------------*/
+
+static void usage(void)
+{
+	fprintf(stderr,
+"usage: hotfs_sim [options]\n"
+"  --ci              small traces, check the policy's properties\n"
+"  -t TRACE          zipf, scan, loop, all (default) or a file of\n"
+"                    \"file extent length\" lines (.gz ok)\n"
+"  -p PASSES         replays of a trace file (default 8)\n"
+"  -s F,F,...        cache sizes, fractions of the footprint\n"
+"  -m M,M,...        models: lru fifo min none hot freq hot+freq and\n"
+"                    the same with /A (admission); default all\n"
+"  -w COUNTERS       sketch counters per row (default: the daemon's)\n"
+"  -T THRESHOLD      promotion threshold (default: the daemon's)\n"
+"  -R BYTES          region size (default min(16 MiB, cache/64))\n"
+"  -b                byte miss ratio instead of request miss ratio\n"
+"  -q                quick: smaller synthetic traces\n");
+	exit(2);
+}
+
+static unsigned parse_sizes(const char *arg, double *sizes, unsigned max)
+{
+	unsigned n = 0;
+	char *end;
+
+	while (*arg && n < max) {
+		sizes[n] = strtod(arg, &end);
+		if (end == arg || sizes[n] <= 0)
+			usage();
+		n++;
+		arg = *end == ',' ? end + 1 : end;
+	}
+	return n;
+}
+
+static unsigned parse_models(char *arg)
+{
+	unsigned mask = 0, m;
+	char *tok, *save = NULL;
+
+	for (tok = strtok_r(arg, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		for (m = 0; m < NMODELS; m++)
+			if (!strcmp(tok, models[m].name))
+				break;
+		if (m == NMODELS)
+			usage();
+		mask |= 1u << m;
+	}
+	return mask;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "ci", no_argument, NULL, 'C' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const double zs[] = { 0.01, 0.05, 0.1, 0.25 };
+	static const double ls[] = { 0.25, 0.5, 0.75, 0.9 };
+	static const double fs[] = { 0.25, 0.5, 0.75, 1.0, 1.25 };
+	const char *which = "all";
+	double sizes[16];
+	unsigned nsizes = 0, mmask = (1u << NMODELS) - 1, passes = 8;
+	bool bytes = false, quick = false, all;
+	struct trace t;
+	int c, err = 0;
+	double a;
+
+	while ((c = getopt_long(argc, argv, "t:p:s:m:w:T:R:bqh", lo,
+				NULL)) != -1) {
+		switch (c) {
+		case 'C':
+			return run_ci();
+		case 't':
+			which = optarg;
+			break;
+		case 'p':
+			passes = atoi(optarg);
+			break;
+		case 's':
+			nsizes = parse_sizes(optarg, sizes, 16);
+			break;
+		case 'm':
+			mmask = parse_models(optarg);
+			break;
+		case 'w':
+			opt_counters = strtoull(optarg, NULL, 0);
+			break;
+		case 'T':
+			opt_threshold = atoi(optarg);
+			break;
+		case 'R':
+			opt_region = strtoull(optarg, NULL, 0);
+			break;
+		case 'b':
+			bytes = true;
+			break;
+		case 'q':
+			quick = true;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (passes < 1 || passes > MAX_PASSES)
+		usage();
+	all = !strcmp(which, "all");
+	if (all || !strcmp(which, "zipf")) {
+		for (a = 0.7; a < 1.2 && !err; a += 0.2) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "zipf %.1f", a);
+			tr_init(&t, name);
+			gen_zipf(&t, a, quick ? 20000 : 100000,
+				 quick ? 400000 : 2000000);
+			err = report(&t, nsizes ? sizes : zs,
+				     nsizes ? nsizes : 4, mmask, bytes, false);
+			tr_free(&t);
+		}
+	}
+	if (!err && (all || !strcmp(which, "scan"))) {
+		/* cache sizes relative to the hot set, not the footprint */
+		static const double hs[] = { 0.8, 1.0, 1.25, 2.0 };
+		double rel[16];
+		unsigned i, n = nsizes ? nsizes : 4;
+
+		tr_init(&t, "scan+hotset");
+		gen_scan(&t, quick ? 4000 : 20000, quick ? 40000 : 200000,
+			 quick ? 20000 : 100000, 6);
+		for (i = 0; i < n; i++)
+			rel[i] = (nsizes ? sizes[i] : hs[i]) *
+				 (quick ? 4000.0 : 20000.0) * EXT / t.footprint;
+		printf("\n(scan+hotset: cache sizes are %% of the footprint; "
+		       "the hot set is %.1f%% of it)\n",
+		       100.0 * (quick ? 4000 : 20000) * EXT / t.footprint);
+		err = report(&t, rel, n, mmask, bytes, true);
+		tr_free(&t);
+	}
+	if (!err && (all || !strcmp(which, "loop"))) {
+		tr_init(&t, "loop");
+		gen_loop(&t, quick ? 10000 : 50000, 10);
+		err = report(&t, nsizes ? sizes : ls, nsizes ? nsizes : 4,
+			     mmask, bytes, false);
+		tr_free(&t);
+	}
+	if (!err && !all && strcmp(which, "zipf") && strcmp(which, "scan") &&
+	    strcmp(which, "loop")) {
+		tr_init(&t, which);
+		err = load_trace(&t, which, passes);
+		if (err) {
+			fprintf(stderr, "hotfs_sim: %s: %s\n", which,
+				strerror(-err));
+			return 2;
+		}
+		err = report(&t, nsizes ? sizes : fs, nsizes ? nsizes : 5,
+			     mmask, bytes, false);
+		tr_free(&t);
+	}
+	if (err) {
+		fprintf(stderr, "hotfs_sim: %s\n", strerror(-err));
+		return 2;
+	}
+	return 0;
+}
