@@ -10,7 +10,8 @@
  *	- flock(LOCK_EX | LOCK_NB) on cachedir/lock, held until st_close:
  *	  a second store on the same cachedir gets -EBUSY;
  *	- no superblock: a new store (a "data" file without a superblock is
- *	  not ours and is refused);
+ *	  not ours and is refused), of params.capacity bytes or, if 0, 90%
+ *	  of the free space of the cachedir's filesystem;
  *	- a superblock for another source identity: -EEXIST, unless reset;
  *	- a different extent or region size: the store is emptied (extents
  *	  are numbered in units of the extent size), with a notice;
@@ -381,6 +382,13 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 	}
 	rsize = fresh ? (p->region ? p->region : ST_REGION_DEFAULT) : sb.rsize;
 	cap = p->capacity ? p->capacity : (fresh ? 0 : sb.capacity);
+	if (!cap) {
+		struct statvfs vfs;
+
+		/* the default: 90% of the free space at creation */
+		if (!fstatvfs(st->dirfd, &vfs))
+			cap = (uint64_t)vfs.f_bavail * vfs.f_frsize / 10 * 9;
+	}
 	if (st_geom_ok(p->extent, rsize)) {
 		errf(err, errlen, "store: bad extent (%u) or region (%u) size",
 		     p->extent, rsize);

@@ -120,7 +120,8 @@ typedef int (*st_iter_fn)(void *arg, const struct hotfs_extent_info *x);
 struct hotfs_store_params {
 	const void *ident;	/* identity of the source (opaque bytes) */
 	size_t ident_len;	/* 1..ST_IDENT_MAX */
-	uint64_t capacity;	/* bytes; 0 = as recorded in the cachedir */
+	uint64_t capacity;	/* bytes; 0 = as recorded in the cachedir,
+				 * or 90% of its fs's free space if new */
 	uint32_t extent;	/* power of two, 4K..4M */
 	uint32_t region;	/* 0 = ST_REGION_DEFAULT, or as recorded */
 	bool reset;		/* empty whatever the cachedir holds */

@@ -1016,6 +1016,34 @@ static void test_size_helper(void **state)
 	assert_string_equal(st_state_name(ST_READONLY), "read-only");
 }
 
+/* capacity 0: 90% of the free space for a new store, then as recorded */
+static void test_default_capacity(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	uint64_t want, cap;
+
+	assert_int_equal(st_size_from_fs(f->cache, 90, true, &want), 0);
+	f->p.capacity = 0;
+	open_store(f);
+	get_stats(f, &s);
+	cap = s.capacity;
+	assert_true(cap <= want + want / 100 && cap + want / 100 >= want);
+	assert_int_equal(insert(f, 1, 0, 0, 100), 0);
+	reopen(f);
+	get_stats(f, &s);
+	assert_int_equal(s.capacity, cap);
+	assert_int_equal(check(f->st, 1, 0, 0, 100), 1);
+	/* a new capacity is taken, and recorded */
+	f->p.capacity = CAP;
+	reopen(f);
+	f->p.capacity = 0;
+	reopen(f);
+	get_stats(f, &s);
+	assert_int_equal(s.capacity, CAP);
+	assert_int_equal(check(f->st, 1, 0, 0, 100), 1);
+}
+
 /* ---- a full cachedir filesystem -------------------------------------- */
 
 static uint64_t fs_free(const char *dir)
@@ -1204,6 +1232,7 @@ int main(void)
 		T(test_identity_and_reset),
 		T(test_foreign_files),
 		T(test_size_helper),
+		T(test_default_capacity),
 		T(test_full_fs),
 		T(test_threads),
 	};
