@@ -81,6 +81,7 @@ struct hotfs_policy {
 	_Atomic unsigned cur;		/* doorkeeper generation being set */
 	_Atomic uint64_t ops;		/* accesses counted */
 	_Atomic uint64_t agings;
+	_Atomic uint64_t victim;	/* last extent pol_keep let go */
 	pthread_mutex_t age_lock;	/* serialises aging, nothing else */
 };
 
@@ -308,7 +309,7 @@ bool pol_admit(struct hotfs_policy *p, uint64_t cand, uint64_t victim)
 	return pol_estimate(p, cand) > pol_estimate(p, victim);
 }
 
-bool pol_keep(struct hotfs_policy *p, uint64_t h, bool hot)
+static bool keep_rule(struct hotfs_policy *p, uint64_t h, bool hot)
 {
 	switch (p->keep) {
 	case POL_KEEP_NONE:
@@ -322,6 +323,20 @@ bool pol_keep(struct hotfs_policy *p, uint64_t h, bool hot)
 	default:
 		return hot;
 	}
+}
+
+bool pol_keep(struct hotfs_policy *p, uint64_t h, bool hot)
+{
+	bool keep = keep_rule(p, h, hot);
+
+	if (!keep)
+		atomic_store_explicit(&p->victim, h, memory_order_relaxed);
+	return keep;
+}
+
+uint64_t pol_victim(const struct hotfs_policy *p)
+{
+	return atomic_load_explicit(&p->victim, memory_order_relaxed);
 }
 
 size_t pol_memory(const struct hotfs_policy *p)

@@ -50,6 +50,13 @@ bool pol_admit(struct hotfs_policy *p, uint64_t cand, uint64_t victim);
  * it was written. */
 bool pol_keep(struct hotfs_policy *p, uint64_t h, bool hot);
 
+/*
+ * The victim to pass to pol_admit when the store cannot name one: the
+ * last extent pol_keep declined, i.e. what the cache's FIFO tail is
+ * currently letting go (0 before any).
+ */
+uint64_t pol_victim(const struct hotfs_policy *p);
+
 /* Bytes of memory the policy uses (fixed after pol_new). */
 size_t pol_memory(const struct hotfs_policy *p);
 

@@ -71,20 +71,24 @@ struct model {
 	enum model_kind kind;
 	enum pol_keep_rule keep;
 	bool admit;
+	bool pvictim;		/* victim from pol_victim, not the store */
 };
 
 static const struct model models[] = {
-	{ "lru", M_LRU, 0, false },
-	{ "fifo", M_FIFO, 0, false },
-	{ "min", M_MIN, 0, false },
-	{ "none", M_HOTFS, POL_KEEP_NONE, false },
-	{ "hot", M_HOTFS, POL_KEEP_HOT, false },
-	{ "freq", M_HOTFS, POL_KEEP_FREQ, false },
-	{ "hot+freq", M_HOTFS, POL_KEEP_HOT_FREQ, false },
-	{ "none/A", M_HOTFS, POL_KEEP_NONE, true },
-	{ "hot/A", M_HOTFS, POL_KEEP_HOT, true },
-	{ "freq/A", M_HOTFS, POL_KEEP_FREQ, true },
-	{ "hot+freq/A", M_HOTFS, POL_KEEP_HOT_FREQ, true },
+	{ "lru", M_LRU, 0, false, false },
+	{ "fifo", M_FIFO, 0, false, false },
+	{ "min", M_MIN, 0, false, false },
+	{ "none", M_HOTFS, POL_KEEP_NONE, false, false },
+	{ "hot", M_HOTFS, POL_KEEP_HOT, false, false },
+	{ "freq", M_HOTFS, POL_KEEP_FREQ, false, false },
+	{ "hot+freq", M_HOTFS, POL_KEEP_HOT_FREQ, false, false },
+	{ "none/A", M_HOTFS, POL_KEEP_NONE, true, false },
+	{ "hot/A", M_HOTFS, POL_KEEP_HOT, true, false },
+	{ "freq/A", M_HOTFS, POL_KEEP_FREQ, true, false },
+	{ "hot+freq/A", M_HOTFS, POL_KEEP_HOT_FREQ, true, false },
+	{ "none/Ap", M_HOTFS, POL_KEEP_NONE, true, true },
+	{ "hot/Ap", M_HOTFS, POL_KEEP_HOT, true, true },
+	{ "freq/Ap", M_HOTFS, POL_KEEP_FREQ, true, true },
 };
 #define NMODELS		(sizeof(models) / sizeof(models[0]))
 
@@ -173,8 +177,24 @@ static void tr_objs(struct trace *t, uint32_t n)
 		tr_obj(t, base + i, 0, EXT);
 }
 
-/* Zipf(alpha) over n objects, hottest at random ids. */
-static void gen_zipf(struct trace *t, double alpha, uint32_t n, size_t reqs)
+static void shuffle(uint32_t *perm, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = n - 1; i > 0; i--) {
+		uint32_t k = rnd() % (i + 1), x = perm[i];
+
+		perm[i] = perm[k];
+		perm[k] = x;
+	}
+}
+
+/*
+ * Zipf(alpha) over n objects, hottest at random ids; with shifts > 0 the
+ * popularity order is shuffled anew that many times, evenly spaced.
+ */
+static void gen_zipf(struct trace *t, double alpha, uint32_t n, size_t reqs,
+		     unsigned shifts)
 {
 	double *cdf = xrealloc(NULL, n * sizeof(double)), s = 0;
 	uint32_t *perm = xrealloc(NULL, n * sizeof(uint32_t)), i, j;
@@ -186,15 +206,13 @@ static void gen_zipf(struct trace *t, double alpha, uint32_t n, size_t reqs)
 		cdf[i] = s;
 		perm[i] = i;
 	}
-	for (i = n - 1; i > 0; i--) {
-		uint32_t k = rnd() % (i + 1), x = perm[i];
-
-		perm[i] = perm[k];
-		perm[k] = x;
-	}
+	shuffle(perm, n);
 	for (r = 0; r < reqs; r++) {
 		double u = rnd01() * s;
 		uint32_t lo = 0, hi = n - 1;
+
+		if (shifts && r && r % (reqs / (shifts + 1)) == 0)
+			shuffle(perm, n);
 
 		while (lo < hi) {
 			j = (lo + hi) / 2;
@@ -630,7 +648,10 @@ static int run_hotfs(const struct trace *t, uint64_t cap,
 			continue;
 		full = !s.nfree && (s.open == NIL ||
 				    s.fill[s.open] + t->len[o] > s.rsize);
-		if (full && m->admit) {
+		if (full && m->admit && m->pvictim) {
+			if (!pol_admit(s.pol, s.h[o], pol_victim(s.pol)))
+				continue;
+		} else if (full && m->admit) {
 			v = hs_victim(&s);
 			if (v != NIL && !pol_admit(s.pol, s.h[o], s.h[v]))
 				continue;
@@ -701,8 +722,9 @@ static int report(struct trace *t, const double *sizes, unsigned nsizes,
 	unsigned s, m;
 	int err;
 
-	print_head(t, bytes ? "byte miss ratio %, then SSD writes GiB" :
-			      "miss ratio %, then SSD writes GiB");
+	print_head(t, bytes ?
+		   "byte miss ratio %, then SSD writes / footprint" :
+		   "miss ratio %, then SSD writes / footprint");
 	for (s = 0; s < nsizes; s++)
 		for (m = 0; m < NMODELS; m++) {
 			if (!(mmask & 1u << m))
@@ -744,8 +766,8 @@ static int report(struct trace *t, const double *sizes, unsigned nsizes,
 			if (models[m].kind == M_MIN)
 				printf(" - |");
 			else
-				printf(" %.1f |", (r->ins_bytes +
-				       r->reins_bytes) / 1073741824.0);
+				printf(" %.2f |", ratio(r->ins_bytes +
+				       r->reins_bytes, t->footprint));
 		}
 		printf("\n");
 	}
@@ -815,7 +837,7 @@ static const struct model *model_by_name(const char *name)
 static const struct model *chosen(void)
 {
 	static struct model m = { "hotfs", M_HOTFS, POL_KEEP_DEFAULT,
-				  POL_ADMIT_DEFAULT };
+				  POL_ADMIT_DEFAULT, true };
 
 	return &m;
 }
@@ -868,7 +890,7 @@ static int run_ci(void)
 
 		snprintf(name, sizeof(name), "zipf %.1f", a);
 		tr_init(&t, name);
-		gen_zipf(&t, a, 20000, 400000);
+		gen_zipf(&t, a, 20000, 400000, 0);
 		cap = t.footprint / 10;
 		err = run_model(&t, cap, chosen(), &r);
 		if (!err)
@@ -902,12 +924,13 @@ static void usage(void)
 	fprintf(stderr,
 "usage: hotfs_sim [options]\n"
 "  --ci              small traces, check the policy's properties\n"
-"  -t TRACE          zipf, scan, loop, all (default) or a file of\n"
-"                    \"file extent length\" lines (.gz ok)\n"
+"  -t TRACE          zipf, shift, scan, loop, all (default) or a file\n"
+"                    of \"file extent length\" lines (.gz ok)\n"
 "  -p PASSES         replays of a trace file (default 8)\n"
 "  -s F,F,...        cache sizes, fractions of the footprint\n"
-"  -m M,M,...        models: lru fifo min none hot freq hot+freq and\n"
-"                    the same with /A (admission); default all\n"
+"  -m M,M,...        models: lru fifo min none hot freq hot+freq, and\n"
+"                    with admission: X/A (victim: oldest extent in the\n"
+"                    store), X/Ap (victim: pol_victim); default all\n"
 "  -w COUNTERS       sketch counters per row (default: the daemon's)\n"
 "  -T THRESHOLD      promotion threshold (default: the daemon's)\n"
 "  -R BYTES          region size (default min(16 MiB, cache/64))\n"
@@ -1011,11 +1034,20 @@ int main(int argc, char **argv)
 			snprintf(name, sizeof(name), "zipf %.1f", a);
 			tr_init(&t, name);
 			gen_zipf(&t, a, quick ? 20000 : 100000,
-				 quick ? 400000 : 2000000);
+				 quick ? 400000 : 2000000, 0);
 			err = report(&t, nsizes ? sizes : zs,
 				     nsizes ? nsizes : 4, mmask, bytes, false);
 			tr_free(&t);
 		}
+	}
+	if (!err && (all || !strcmp(which, "shift"))) {
+		tr_init(&t, "zipf 0.9, popularity reshuffled 3 times");
+		gen_zipf(&t, 0.9, quick ? 20000 : 100000,
+			 quick ? 400000 : 2000000, 3);
+		t.pass_len = t.n / 4;
+		err = report(&t, nsizes ? sizes : zs, nsizes ? nsizes : 4,
+			     mmask, bytes, false);
+		tr_free(&t);
 	}
 	if (!err && (all || !strcmp(which, "scan"))) {
 		/* cache sizes relative to the hot set, not the footprint */
@@ -1043,7 +1075,7 @@ int main(int argc, char **argv)
 		tr_free(&t);
 	}
 	if (!err && !all && strcmp(which, "zipf") && strcmp(which, "scan") &&
-	    strcmp(which, "loop")) {
+	    strcmp(which, "loop") && strcmp(which, "shift")) {
 		tr_init(&t, which);
 		err = load_trace(&t, which, passes);
 		if (err) {
