@@ -186,37 +186,39 @@ int st_scan_region(const void *tail, size_t tail_len,
 }
 
 /*
- * Read and scan region r's summary, growing the read until the chain
- * ends.  fn sees each valid entry once.
+ * Read and scan region r's summary, growing the read (towards the region's
+ * start, reading only what is new) until the chain ends.  fn sees each
+ * valid entry once.
  */
 int st_load_summary(struct hotfs_store *st, uint32_t r, st_sument_fn fn,
 		    void *arg, struct st_scan *res)
 {
-	size_t len = 16 * ST_BLOCK;
+	uint64_t rend = st_region_off(st, r) + st->g.rsize;
+	size_t len = 0, want = 16 * ST_BLOCK;
 	uint8_t *buf = NULL;
 	int err;
 
 	for (;;) {
-		uint64_t off;
 		ssize_t n;
 		void *p;
 
-		if (len > st->g.rsize)
-			len = st->g.rsize;
-		p = realloc(buf, len);
+		if (want > st->g.rsize)
+			want = st->g.rsize;
+		p = realloc(buf, want);
 		if (!p) {
 			err = -ENOMEM;
 			break;
 		}
 		buf = p;
-		off = st_region_off(st, r) + st->g.rsize - len;
-		n = st_pread_full(st->datafd, buf, len, off);
+		memmove(buf + want - len, buf, len);
+		n = st_pread_full(st->datafd, buf, want - len, rend - want);
 		if (n < 0) {
 			err = n;
 			break;
 		}
-		if ((size_t)n < len)
-			memset(buf + n, 0, len - n);
+		if ((size_t)n < want - len)
+			memset(buf + n, 0, want - len - n);
+		len = want;
 		err = st_scan_region(buf, len, &st->g, NULL, NULL, res);
 		if (err || !res->more || len == st->g.rsize) {
 			if (!err && fn)
@@ -224,7 +226,7 @@ int st_load_summary(struct hotfs_store *st, uint32_t r, st_sument_fn fn,
 						     res);
 			break;
 		}
-		len *= 4;
+		want = len * 4;
 	}
 	free(buf);
 	return err;
