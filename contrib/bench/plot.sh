@@ -47,6 +47,7 @@ set title '$wl'
 set xlabel 'pass'
 set ylabel '$label'
 set xtics 1
+set offsets 0.5, 0.5, 0, 0
 set yrange [0:*]
 set key outside right
 set grid
