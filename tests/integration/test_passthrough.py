@@ -1604,3 +1604,179 @@ def test_symlink_not_followed(fs, ws):
     finally:
         os.close(fdm)
         os.close(fdn)
+
+
+# --------------------------------------------------------------------------
+# classic passthrough pitfalls
+
+
+def test_odd_names(fs):
+    p = fs.parity
+    names = [b'with space', b'tab\there', b'new\nline', b'back\\slash',
+             b'\xff\xfe not utf-8', b'-leading-dash', b'.hidden', b'..dots',
+             b'\xe2\x98\x83 snowman', b'colon:semi;', b"quote'\"", b'*?[',
+             b'%s%n%x']
+    for n in names:
+        p('create %r' % n, lambda r: (os.close(os.open(
+            os.fsencode(r) + b'/' + n, os.O_CREAT | os.O_WRONLY, 0o644)),
+            util.lstat_summary(os.fsencode(r) + b'/' + n)))
+    p('listing', lambda r: sorted(os.listdir(os.fsencode(r))))
+    p('rename odd', lambda r: os.rename(os.fsencode(r) + b'/new\nline',
+                                        os.fsencode(r) + b'/tab\there'))
+    p('mkdir odd', lambda r: os.mkdir(os.fsencode(r) + b'/\xff dir'))
+    p('listing after', lambda r: sorted(os.listdir(os.fsencode(r))))
+    fs.check_trees()
+
+
+def test_inode_number_reuse(fs):
+    """ext4 hands a freed inode number to the next new file at once: the
+    daemon must not answer for the new file with the old one's state."""
+    seen = set()
+    for i in range(300):
+        name = fs.m('reuse%d' % (i % 3))
+        data = ('generation %d ' % i).encode() * (i % 7 + 1)
+        with open(name, 'wb') as f:
+            f.write(data)
+        st = os.stat(name)
+        src = os.stat(fs.s('reuse%d' % (i % 3)))
+        assert (st.st_ino, st.st_size, st.st_nlink) == \
+            (src.st_ino, len(data), 1), i
+        with open(name, 'rb') as f:
+            assert f.read() == data, i
+        seen.add(st.st_ino)
+        if i % 2:
+            os.unlink(name)
+        else:
+            os.rename(name, fs.m('moved'))
+            os.unlink(fs.m('moved'))
+    # numbers really were reused, or the test proved nothing
+    assert len(seen) < 300
+
+
+def test_rm_rf_in_one_pass(fs):
+    """Removing entries while reading the directory (what rm -rf does)
+    must not skip any: one pass empties it, as natively."""
+    def fill_and_remove(r):
+        d = r + '/big'
+        os.mkdir(d)
+        for i in range(3000):
+            open('%s/file-with-a-long-name-%05d' % (d, i), 'w').close()
+        removed = 0
+        with os.scandir(d) as it:
+            for e in it:
+                os.unlink(e.path)
+                removed += 1
+        return removed, os.listdir(d)
+    got = fs.parity('remove while reading', fill_and_remove)
+    assert got == (3000, [])
+
+
+def test_handles_follow_renames(fs):
+    """An open file or directory keeps referring to the same object after
+    it (or its parent) is renamed through the mount or in the source."""
+    def fn(r):
+        fd = os.open(r + '/dir/a', os.O_RDWR)
+        dfd = os.open(r + '/dir', os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.rename(r + '/dir/a', r + '/dir/sub/a2')
+            os.rename(r + '/dir', r + '/dir2')
+            os.pwrite(fd, b'AFTER', 0)
+            with open(os.open('made', os.O_CREAT | os.O_WRONLY, 0o644,
+                              dir_fd=dfd), 'w') as f:
+                f.write('via dfd')
+            return (open(r + '/dir2/sub/a2', 'rb').read(),
+                    sorted(os.listdir(r + '/dir2')),
+                    util.call(os.stat, r + '/dir/a'),
+                    os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+            os.close(dfd)
+    fs.parity('handles after rename', fn)
+
+    # the same when the source is renamed behind hotfs's back
+    fd = os.open(fs.m('exec'), os.O_RDWR)
+    try:
+        os.rename(fs.s('exec'), fs.s('exec.moved'))
+        os.pwrite(fd, b'#!', 0)
+        assert os.pread(fd, 2, 0) == b'#!'
+        os.unlink(fs.s('exec.moved'))
+        # an open file outlives its last name, in the source too
+        os.pwrite(fd, b'still', 0)
+        assert os.pread(fd, 5, 0) == b'still'
+        assert os.fstat(fd).st_nlink == 0
+    finally:
+        os.close(fd)
+    os.unlink(fs.n('exec'))
+    fs.check_trees()
+
+
+def test_large_offsets(fs):
+    p = fs.parity
+    big = [(1 << 32) - 1, 1 << 32, (5 << 30) + 12345, (1 << 40) + 7]
+
+    def fn(r):
+        fd = os.open(r + '/huge', os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            out = []
+            for off in big:
+                out.append(os.pwrite(fd, b'@%d@' % off, off))
+            for off in big:
+                out.append(os.pread(fd, 30, off - 5))
+            out.append(os.fstat(fd).st_size)
+            out.append(os.lseek(fd, 0, os.SEEK_END))
+            out.append(os.lseek(fd, 1 << 32, os.SEEK_HOLE))
+            out.append(os.lseek(fd, (1 << 32) + 100, os.SEEK_DATA))
+            os.ftruncate(fd, (1 << 33) + 1)
+            out.append(os.fstat(fd).st_size)
+            return out
+        finally:
+            os.close(fd)
+    p('offsets past 4 GiB', fn)
+    def past_max(r):
+        fd = os.open(r + '/huge', os.O_WRONLY)
+        try:
+            return os.pwrite(fd, b'x', 1 << 62)
+        finally:
+            os.close(fd)
+    p('past the maximum file size', past_max)
+    p('truncate past the maximum', lambda r: os.truncate(r + '/huge',
+                                                         1 << 62))
+    util.assert_same_stat(fs.m('huge'), fs.s('huge'))
+
+
+def test_exec_from_mount(fs):
+    import shutil
+    import subprocess
+    for root in (fs.mnt, fs.native):
+        shutil.copy('/bin/true', root + '/true')
+        os.chmod(root + '/true', 0o755)
+        with open(root + '/script', 'w') as f:
+            f.write('#!/bin/sh\necho "$0 ran"\n')
+        os.chmod(root + '/script', 0o755)
+    assert subprocess.run([fs.m('true')]).returncode == 0
+    r = subprocess.run([fs.m('script')], stdout=subprocess.PIPE)
+    assert r.returncode == 0 and r.stdout == fs.m('script').encode() + \
+        b' ran\n'
+    assert util.call(subprocess.run, [fs.m('file')]) == Err(errno.EACCES)
+
+    # a running program's file cannot be opened for writing (ETXTBSY)
+    def busy(r):
+        shutil.copy('/bin/sleep', r + '/sleep')
+        os.chmod(r + '/sleep', 0o755)
+        proc = subprocess.Popen([r + '/sleep', '600'])
+        try:
+            # exec is done once /proc shows the new program
+            util.wait_for(lambda: os.path.realpath(
+                '/proc/%d/exe' % proc.pid) == r + '/sleep', 'exec')
+            res = util.call(os.open, r + '/sleep', os.O_WRONLY)
+            if not isinstance(res, Err):
+                os.close(res)
+                res = 'opened'
+        finally:
+            proc.kill()
+            proc.wait()
+        fd = os.open(r + '/sleep', os.O_WRONLY)
+        os.close(fd)
+        return res
+    assert fs.parity('write to a running program', busy) == \
+        Err(errno.ETXTBSY)
