@@ -298,6 +298,8 @@ uint32_t idx_find(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		  uint32_t extno);
 uint32_t idx_file_first(const struct hotfs_store *st, uint64_t dev,
 			uint64_t ino);
+void idx_prefetch(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
+		  uint32_t extno, int stage);
 uint32_t idx_add(struct hotfs_store *st, const struct st_entry *tmpl);
 void idx_del(struct hotfs_store *st, uint32_t i);
 uint32_t idx_drop_file(struct hotfs_store *st, uint64_t dev, uint64_t ino,

@@ -232,21 +232,25 @@ int st_load_summary(struct hotfs_store *st, uint32_t r, st_sument_fn fn,
 	return err;
 }
 
+#define REPLAY_BATCH	32
+
+/* Entries are applied in batches, to overlap the index's cache misses. */
 struct replay {
 	struct hotfs_store *st;
 	uint32_t region;
+	uint32_t n;
+	struct st_sument b[REPLAY_BATCH];
 };
 
-static int replay_one(void *arg, const struct st_sument *e)
+static void replay_apply(struct hotfs_store *st, uint32_t region,
+			 const struct st_sument *e)
 {
-	struct replay *rp = arg;
-	struct hotfs_store *st = rp->st;
 	struct st_entry t;
 	uint32_t i;
 
 	if (e->flags & ST_SE_TOMB) {
 		idx_drop_file(st, e->dev, e->ino, e->extno, e->len, false, 0);
-		return 0;
+		return;
 	}
 	memset(&t, 0, sizeof(t));
 	t.ino = e->ino;
@@ -254,7 +258,7 @@ static int replay_one(void *arg, const struct st_sument *e)
 	t.extno = e->extno;
 	t.stamp = st_stamp_hash(e->ino, e->size, e->mtime_ns, e->ctime_ns);
 	t.csum = e->csum;
-	t.region = rp->region;
+	t.region = region;
 	t.off = e->off;
 	t.lenfl = e->len;
 	i = idx_file_first(st, e->dev, e->ino);
@@ -265,6 +269,29 @@ static int replay_one(void *arg, const struct st_sument *e)
 		idx_del(st, i);
 	/* more entries than records could hold: a damaged summary */
 	idx_add(st, &t);
+}
+
+static void replay_flush(struct replay *rp)
+{
+	uint32_t i;
+	int stage;
+
+	for (stage = 0; stage < 2; stage++)
+		for (i = 0; i < rp->n; i++)
+			idx_prefetch(rp->st, rp->b[i].dev, rp->b[i].ino,
+				     rp->b[i].extno, stage);
+	for (i = 0; i < rp->n; i++)
+		replay_apply(rp->st, rp->region, &rp->b[i]);
+	rp->n = 0;
+}
+
+static int replay_one(void *arg, const struct st_sument *e)
+{
+	struct replay *rp = arg;
+
+	rp->b[rp->n++] = *e;
+	if (rp->n == REPLAY_BATCH)
+		replay_flush(rp);
 	return 0;
 }
 
@@ -282,6 +309,7 @@ static int rseq_cmp(const void *a, const void *b)
 
 int st_recover(struct hotfs_store *st)
 {
+	struct replay *rp = NULL;
 	uint8_t *blk;
 	struct rseq *v;
 	struct stat sb;
@@ -300,7 +328,8 @@ int st_recover(struct hotfs_store *st)
 	}
 	blk = malloc(ST_BLOCK);
 	v = calloc(inside ? inside : 1, sizeof(*v));
-	if (!blk || !v) {
+	rp = malloc(sizeof(*rp));
+	if (!blk || !v || !rp) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -310,7 +339,8 @@ int st_recover(struct hotfs_store *st)
 		int rc;
 
 		if (got < 0) {
-			err = got;
+			/* a failing cache device must not stop the mount */
+			st_set_state(st, ST_OFF, got, "recovery read");
 			goto out;
 		}
 		if (got < ST_BLOCK)
@@ -326,14 +356,21 @@ int st_recover(struct hotfs_store *st)
 	}
 	qsort(v, n, sizeof(*v), rseq_cmp);
 	for (r = 0; r < n; r++) {
-		struct replay rp = { st, v[r].r };
 		struct st_region *reg = &st->regions[v[r].r];
 		struct st_scan res;
 		int rc;
 
-		rc = st_load_summary(st, v[r].r, replay_one, &rp, &res);
-		if (rc == -ENOMEM || rc == -EIO) {
+		rp->st = st;
+		rp->region = v[r].r;
+		rp->n = 0;
+		rc = st_load_summary(st, v[r].r, replay_one, rp, &res);
+		replay_flush(rp);
+		if (rc == -ENOMEM) {
 			err = rc;
+			goto out;
+		}
+		if (rc == -EIO) {
+			st_set_state(st, ST_OFF, rc, "recovery read");
 			goto out;
 		}
 		if (rc || res.seq != v[r].seq) {
@@ -353,6 +390,7 @@ int st_recover(struct hotfs_store *st)
 	if (maxseq + 1 > st->next_seq)
 		st->next_seq = maxseq + 1;
 out:
+	free(rp);
 	free(blk);
 	free(v);
 	return err;
