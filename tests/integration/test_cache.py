@@ -1,0 +1,215 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The cache must never change what is read: data served from the cache
+store equals the source after writes through the mount (in both write
+modes), after changes made to the source behind hotfs's back (while
+mounted and while unmounted), and after the cache store's data is
+damaged.  Extents are made hot by reading them several times with the
+kernel's page cache dropped in between (POSIX_FADV_DONTNEED), so that
+every pass reaches the daemon; .hotfs/stats shows that the cache was used,
+so these tests cannot pass by never caching anything.
+"""
+import os
+import random
+
+import pytest
+
+import util
+
+SIZE = 3 * 1024 * 1024 + 12345     # several extents and a partial one
+
+
+def data(seed, n=SIZE):
+    return random.Random(seed).randbytes(n)
+
+
+def stats(mnt):
+    out = {}
+    with open(os.path.join(mnt, '.hotfs', 'stats')) as f:
+        for line in f:
+            k, _, v = line.partition(':')
+            out[k.strip()] = v.strip()
+    for k in ('read_hits', 'promotions', 'cached_extents',
+              'promotion_queue_depth'):
+        assert k in out, 'no %s in .hotfs/stats' % k
+    return out
+
+
+def num(mnt, key):
+    return float(stats(mnt)[key])
+
+
+def read_cold(path):
+    """Read the whole file from the daemon, not from the page cache."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        chunks = []
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        return b''.join(chunks)
+    finally:
+        os.close(fd)
+
+
+def make_hot(mnt, name, expect):
+    """Read name until some of it is cached; return the hit count then."""
+    p = os.path.join(mnt, name)
+    for _ in range(4):
+        assert read_cold(p) == expect
+    util.wait_for(lambda: num(mnt, 'cached_extents') > 0 and
+                  num(mnt, 'promotion_queue_depth') == 0,
+                  'extents of %s to be promoted' % name)
+    hits = num(mnt, 'read_hits')
+    assert read_cold(p) == expect
+    assert num(mnt, 'read_hits') > hits, 'a hot file was not read from ' \
+        'the cache: %r' % stats(mnt)
+    return num(mnt, 'read_hits')
+
+
+@pytest.mark.parametrize('writemode', ['writearound', 'writethrough'])
+def test_writes_through_the_mount(ws, writemode):
+    content = bytearray(data(1))
+    with open(os.path.join(ws.src, 'f'), 'wb') as f:
+        f.write(content)
+    proc = ws.start(opts='writemode=' + writemode)
+    m = os.path.join(ws.mnt, 'f')
+    make_hot(ws.mnt, 'f', bytes(content))
+    rng = random.Random(2)
+    fd = os.open(m, os.O_RDWR)
+    try:
+        for i in range(40):
+            off = rng.randrange(0, SIZE + 100000)
+            patch = rng.randbytes(rng.randrange(1, 300000))
+            os.pwrite(fd, patch, off)
+            if off > len(content):
+                content.extend(b'\0' * (off - len(content)))
+            content[off:off + len(patch)] = patch
+            if i % 10 == 9:
+                os.ftruncate(fd, len(content) - 5000)
+                del content[len(content) - 5000:]
+            assert read_cold(m) == bytes(content), i
+    finally:
+        os.close(fd)
+    with open(os.path.join(ws.src, 'f'), 'rb') as f:
+        assert f.read() == bytes(content)
+    ws.stop(proc)
+
+
+def test_source_changed_while_mounted(ws):
+    src = os.path.join(ws.src, 'f')
+    old = data(1)
+    with open(src, 'wb') as f:
+        f.write(old)
+    proc = ws.start(opts='attr_timeout=0,entry_timeout=0')
+    m = os.path.join(ws.mnt, 'f')
+    make_hot(ws.mnt, 'f', old)
+
+    # same size, new bytes everywhere, in place (same inode)
+    new = data(2)
+    with open(src, 'r+b') as f:
+        f.write(new)
+    assert read_cold(m) == new
+
+    # same size and even the same mtime: ctime still moves
+    st = os.stat(src)
+    newer = data(3)
+    with open(src, 'r+b') as f:
+        f.write(newer)
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert read_cold(m) == newer
+
+    # shrunk then grown back with other bytes
+    make_hot(ws.mnt, 'f', newer)
+    os.truncate(src, 1000)
+    with open(src, 'r+b') as f:
+        f.seek(1000)
+        f.write(data(4, SIZE - 1000))
+    assert read_cold(m) == newer[:1000] + data(4, SIZE - 1000)
+
+    # replaced by another file under the same name
+    make_hot(ws.mnt, 'f', newer[:1000] + data(4, SIZE - 1000))
+    with open(src + '.tmp', 'wb') as f:
+        f.write(data(5))
+    os.rename(src + '.tmp', src)
+    assert read_cold(m) == data(5)
+    ws.stop(proc)
+
+
+def test_source_changed_while_unmounted(ws):
+    names = ['a', 'b', 'c', 'd']
+    for i, n in enumerate(names):
+        with open(os.path.join(ws.src, n), 'wb') as f:
+            f.write(data(10 + i))
+    proc = ws.start()
+    for i, n in enumerate(names):
+        make_hot(ws.mnt, n, data(10 + i))
+    ws.stop(proc)
+    # while unmounted: rewrite in place, truncate, replace, delete and
+    # recreate (the inode number may come back)
+    with open(os.path.join(ws.src, 'a'), 'r+b') as f:
+        f.write(data(20))
+    os.truncate(os.path.join(ws.src, 'b'), 5)
+    with open(os.path.join(ws.src, 'c.tmp'), 'wb') as f:
+        f.write(data(21))
+    os.rename(os.path.join(ws.src, 'c.tmp'), os.path.join(ws.src, 'c'))
+    os.unlink(os.path.join(ws.src, 'd'))
+    with open(os.path.join(ws.src, 'd'), 'wb') as f:
+        f.write(data(22))
+    proc = ws.start()
+    expect = {'a': data(20), 'b': data(11)[:5], 'c': data(21),
+              'd': data(22)}
+    for _ in range(3):
+        for n in names:
+            assert read_cold(os.path.join(ws.mnt, n)) == expect[n], n
+    ws.stop(proc)
+
+
+def test_damaged_cache_store(ws):
+    """Garbage written over the cache store's files costs speed, never
+    correctness: reads still return the source's bytes."""
+    content = data(7)
+    with open(os.path.join(ws.src, 'f'), 'wb') as f:
+        f.write(content)
+    proc = ws.start()
+    make_hot(ws.mnt, 'f', content)
+    damaged = 0
+    rng = random.Random(3)
+    for dirpath, _, files in os.walk(ws.cache):
+        for n in files:
+            p = os.path.join(dirpath, n)
+            if os.path.getsize(p) < 65536:
+                continue        # a superblock or a lock: not cached data
+            fd = os.open(p, os.O_RDWR)
+            try:
+                # garbage over every block that holds data
+                size = os.fstat(fd).st_size
+                off = 0
+                while off < size:
+                    d = util.call(os.lseek, fd, off, os.SEEK_DATA)
+                    if isinstance(d, util.Err):
+                        break
+                    h = os.lseek(fd, d, os.SEEK_HOLE)
+                    for b in range(d, h, 4096):
+                        os.pwrite(fd, rng.randbytes(min(4096, h - b)), b)
+                        damaged += 1
+                    off = h
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    assert damaged, 'no cache store data file found in %s' % \
+        os.listdir(ws.cache)
+    for _ in range(3):
+        assert read_cold(os.path.join(ws.mnt, 'f')) == content
+    # the damage was seen (so the reads above did go to the store)
+    st = stats(ws.mnt)
+    assert float(st.get('checksum_failures', 0)) > 0, st
+    ws.stop(proc)
+    # and after a restart over the damaged store
+    proc = ws.start()
+    for _ in range(3):
+        assert read_cold(os.path.join(ws.mnt, 'f')) == content
+    ws.stop(proc)
