@@ -126,9 +126,13 @@ def ws():
         assert not problems, problems
 
 
+# Every parity test runs once per mode (as sshfs's test_sshfs.py is
+# parametrised): default options (cache store on, timeouts of 1 s), the
+# kernel caching nothing, and plain passthrough without a cache store.
 MODES = {
     'default': '',
     'attr0': 'attr_timeout=0,entry_timeout=0',
+    'nocache': 'nocache',
 }
 
 

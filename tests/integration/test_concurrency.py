@@ -5,6 +5,7 @@ shared log, a shared read-only file, and names created, renamed and
 removed in a shared directory.  Every byte read is checked, and at the end
 the mount and the source agree.
 """
+import errno
 import os
 import random
 import traceback
@@ -178,4 +179,94 @@ def test_concurrent_readers_and_writers(ws, mode):
                               os.path.join(ws.src, 'own%d' % i))
     util.assert_same_stat(os.path.join(mnt, 'shared'),
                           os.path.join(ws.src, 'shared'))
+    ws.stop(proc)
+
+
+TOLERATED = {errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY}
+NAMES = 6
+OPS = 400
+
+
+def contender(i, mnt):
+    """Random namespace operations on a few shared names; files are only
+    ever replaced whole (write a private temporary, rename over), so a
+    reader must always see one writer's whole record."""
+    rng = random.Random(100 + i)
+    d = os.path.join(mnt, 'arena')
+    for k in range(OPS):
+        name = os.path.join(d, 'n%d' % rng.randrange(NAMES))
+        op = rng.random()
+        try:
+            if op < 0.3:
+                rec = ('%d.%d|' % (i, k)).encode()
+                tmp = os.path.join(d, 'tmp.%d.%d' % (i, k))
+                with open(tmp, 'wb') as f:
+                    f.write(rec * (rng.randrange(1, 4000) // len(rec) + 1))
+                os.rename(tmp, name)
+            elif op < 0.55:
+                with open(name, 'rb') as f:
+                    body = f.read()
+                rec = body[:body.index(b'|') + 1]
+                assert body == rec * (len(body) // len(rec)), \
+                    ('torn file', name, body[:80])
+            elif op < 0.65:
+                os.unlink(name)
+            elif op < 0.75:
+                os.link(name, os.path.join(d, 'n%d' % rng.randrange(NAMES)))
+            elif op < 0.85:
+                # (nlink may already be 0: a rename can replace the name
+                # between the lookup and the getattr, natively too)
+                st = os.stat(name)
+                assert st.st_size > 0, st
+            elif op < 0.9:
+                os.mkdir(name + '.d')
+                os.rmdir(name + '.d')
+            else:
+                os.listdir(d)
+        except OSError as e:
+            if e.errno not in TOLERATED:
+                raise
+
+
+def run_contenders(mnt, n):
+    pids = []
+    for i in range(n):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.close(r)
+                try:
+                    contender(i, mnt)
+                    code = 0
+                except BaseException:
+                    os.write(w, traceback.format_exc().encode())
+            finally:
+                os._exit(code)
+        os.close(w)
+        pids.append((i, pid, r))
+    failures = []
+    for i, pid, r in pids:
+        with os.fdopen(r, 'rb') as f:
+            report = f.read().decode(errors='replace')
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            failures.append('worker %d (status %d):\n%s' % (i, status, report))
+    return failures
+
+
+@pytest.mark.parametrize('mode', sorted(MODES))
+def test_contended_names(ws, mode):
+    proc = ws.start(opts=MODES[mode])
+    os.mkdir(os.path.join(ws.mnt, 'arena'))
+    failures = run_contenders(ws.mnt, NPROC)
+    assert proc.poll() is None, 'hotfs died: %s' % ws.log_text(proc)[-3000:]
+    assert not failures, '\n'.join(failures)
+    a = util.tree_snapshot(os.path.join(ws.mnt, 'arena'))
+    b = util.tree_snapshot(os.path.join(ws.src, 'arena'))
+    assert a == b
+    for n in os.listdir(os.path.join(ws.mnt, 'arena')):
+        util.assert_same_stat(os.path.join(ws.mnt, 'arena', n),
+                              os.path.join(ws.src, 'arena', n))
     ws.stop(proc)
