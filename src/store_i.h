@@ -116,7 +116,8 @@ struct st_sumhdr {
 	uint64_t csum;		/* xxh3 of the block, this field zeroed */
 };
 #define ST_SH_SEALED	1u
-#define ST_EPB	((ST_BLOCK - sizeof(struct st_sumhdr)) / sizeof(struct st_sument))
+#define ST_EPB	((ST_BLOCK - sizeof(struct st_sumhdr)) / \
+		 sizeof(struct st_sument))
 
 _Static_assert(sizeof(struct st_sb) == 4096, "superblock size");
 _Static_assert(sizeof(struct st_sument) == 64, "summary entry size");

@@ -133,7 +133,8 @@ static struct hotfs_store *open_or_die(const char *dir,
 	int r = st_open(dir, p, &st, err, sizeof(err));
 
 	if (r) {
-		fprintf(stderr, "st_open %s: %s (%s)\n", dir, strerror(-r), err);
+		fprintf(stderr, "st_open %s: %s (%s)\n", dir, strerror(-r),
+			err);
 		exit(1);
 	}
 	return st;
