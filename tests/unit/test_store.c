@@ -831,6 +831,36 @@ static void test_bit_flips(void **state)
 	free(img);
 }
 
+/* An I/O error reported by the read path turns the store off. */
+static void test_io_error_off(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	struct hotfs_key k = key_of(5);
+	struct hotfs_stamp t = stamp_of(5, 0);
+	struct hotfs_loc loc;
+
+	open_store(f);
+	assert_int_equal(insert(f, 5, 0, 0, 3000), 0);
+	assert_int_equal(st_lookup(f->st, &k, 0, &t, &loc), 0);
+	st_report_io_error(f->st, &loc, -EINTR);
+	get_stats(f, &s);
+	assert_int_equal(s.state, ST_OK);
+	st_report_io_error(f->st, &loc, -EIO);
+	get_stats(f, &s);
+	assert_int_equal(s.state, ST_OFF);
+	assert_non_null(strstr(s.reason, "Input/output error"));
+	assert_int_equal(st_lookup(f->st, &k, 0, &t, &loc), -ENOENT);
+	assert_int_equal(insert(f, 6, 0, 0, 3000), -EROFS);
+	/* off stays off: tick does not revive a failing device */
+	assert_int_equal(st_tick(f->st), 0);
+	get_stats(f, &s);
+	assert_int_equal(s.state, ST_OFF);
+	/* the next start finds the committed data again */
+	reopen(f);
+	assert_int_equal(check(f->st, 5, 0, 0, 3000), 1);
+}
+
 static void test_live_corruption(void **state)
 {
 	struct fx *f = *state;
@@ -1122,6 +1152,53 @@ static void test_full_fs(void **state)
 	for (i = 0; i < 50; i++)
 		assert_int_equal(insert(f, 9000 + i, 0, 0, len), 0);
 	assert_int_equal(check(f->st, 9049, 0, 0, len), 1);
+
+	/*
+	 * Space taken from under the open region (thin provisioning, a
+	 * punched file): ENOSPC on a write turns the store read-only, once;
+	 * readers still get hits or misses, never errors or wrong bytes.
+	 */
+	{
+		struct hotfs_key k = key_of(9049);
+		struct hotfs_stamp t = stamp_of(9049, 0);
+		struct hotfs_loc loc;
+		char data[512];
+		int dfd;
+
+		assert_int_equal(st_lookup(f->st, &k, 0, &t, &loc), 0);
+		path_in(f, "data", data, sizeof(data));
+		dfd = open(data, O_RDWR);
+		assert_true(dfd >= 0);
+		assert_int_equal(fallocate(dfd, FALLOC_FL_PUNCH_HOLE |
+					   FALLOC_FL_KEEP_SIZE,
+					   (uint64_t)loc.region * RSIZE, RSIZE),
+				 0);
+		close(dfd);
+		fd = open(filler, O_WRONLY | O_CREAT, 0600);
+		while (write(fd, junk, 65536) > 0)
+			;
+		while (write(fd, junk, 512) > 0)
+			;
+		err = 0;
+		for (i = 0; i < 40 && !err; i++)
+			err = insert(f, 9100 + i, 0, 0, len);
+		assert_int_equal(err, -ENOSPC);
+		get_stats(f, &s);
+		assert_int_equal(s.state, ST_READONLY);
+		assert_non_null(strstr(s.reason, "No space"));
+		assert_int_equal(insert(f, 9200, 0, 0, len), -EROFS);
+		for (i = 0; i < 50; i++)
+			check(f->st, 9000 + i, 0, 0, len);
+		/* the punched extent reads as zeros: caught, not served */
+		assert_int_equal(check(f->st, 9049, 0, 0, len), 0);
+		close(fd);
+		unlink(filler);
+		assert_int_equal(st_tick(f->st), 0);
+		get_stats(f, &s);
+		assert_int_equal(s.state, ST_OK);
+		assert_int_equal(insert(f, 9300, 0, 0, len), 0);
+		assert_int_equal(check(f->st, 9300, 0, 0, len), 1);
+	}
 	assert_int_equal(st_close(f->st), 0);
 	f->st = NULL;
 
@@ -1227,6 +1304,7 @@ int main(void)
 		T(test_torn_last_write),
 		T(test_bit_flips),
 		T(test_live_corruption),
+		T(test_io_error_off),
 		T(test_truncated_data),
 		T(test_two_opens),
 		T(test_identity_and_reset),
