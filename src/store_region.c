@@ -487,8 +487,14 @@ static uint32_t pick_keepers(struct hotfs_store *st, uint32_t r,
 	return m;
 }
 
+/*
+ * Drop region r's entries from the index (under idx_lock, exclusive).
+ * alive[j] tells whether summary entry j was still live: a keeper that a
+ * reader dropped meanwhile (stale stamp, bad checksum) is not copied.
+ */
 static uint32_t drop_region_entries(struct hotfs_store *st, uint32_t r,
-				    const struct victim *vc, bool scan)
+				    const struct victim *vc, bool scan,
+				    uint8_t *alive)
 {
 	uint32_t j, n = 0;
 
@@ -510,6 +516,8 @@ static uint32_t drop_region_entries(struct hotfs_store *st, uint32_t r,
 		if (i != ST_NIL && st->ent[i].region == r &&
 		    st->ent[i].off == e->off) {
 			idx_del(st, i);
+			if (alive)
+				alive[j] = 1;
 			n++;
 		}
 	}
@@ -527,7 +535,7 @@ int __st_evict_region(struct hotfs_store *st, uint32_t r, bool reuse,
 	struct st_region *reg = &st->regions[r];
 	struct victim vc = { NULL, 0, 0 };
 	struct keeper *k = NULL;
-	uint8_t *kbuf = NULL, zero[ST_BLOCK];
+	uint8_t *kbuf = NULL, *alive = NULL, zero[ST_BLOCK];
 	uint32_t nk = 0, j;
 	struct st_scan res;
 	bool scan;
@@ -542,12 +550,14 @@ int __st_evict_region(struct hotfs_store *st, uint32_t r, bool reuse,
 		res.seq != reg->seq || res.torn || res.bad_entries;
 	if (reuse && !scan && vc.n) {
 		k = malloc(vc.n * sizeof(*k));
-		if (k)
+		alive = calloc(vc.n, 1);
+		if (k && alive)
 			nk = pick_keepers(st, r, &vc, k, &kbuf);
 	}
 
 	pthread_rwlock_wrlock(&st->idx_lock);
-	CNT_ADD(st, evicted_extents, drop_region_entries(st, r, &vc, scan));
+	CNT_ADD(st, evicted_extents,
+		drop_region_entries(st, r, &vc, scan, alive));
 	atomic_store(&reg->gen, 0);
 	pthread_rwlock_unlock(&st->idx_lock);
 	CNT_ADD(st, evictions, 1);
@@ -575,13 +585,14 @@ int __st_evict_region(struct hotfs_store *st, uint32_t r, bool reuse,
 	for (j = 0; j < nk; j++) {
 		const struct st_sument *e = &vc.v[k[j].si];
 
-		if (!__st_append(st, e->dev, e->ino, e->extno, e->size,
+		if (alive[k[j].si] && !__st_append(st, e->dev, e->ino, e->extno, e->size,
 				 e->mtime_ns, e->ctime_ns, kbuf + k[j].boff,
 				 e->len))
 			CNT_ADD(st, reinserted, 1);
 	}
 	st->reinserting = false;
 out:
+	free(alive);
 	free(kbuf);
 	free(k);
 	free(vc.v);
