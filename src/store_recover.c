@@ -16,11 +16,13 @@
  * before it.  Nothing but the cachedir is read: no source file is stat'ed
  * (stamps are checked by st_lookup).  A region whose first summary block
  * is torn is dropped whole; a chain that breaks keeps the blocks before
- * the break.
+ * the break.  The newest region, unless sealed, is reopened for appending
+ * (resume_newest).
  *
  * Locks: st_recover runs inside st_open, before the store is shared.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,6 +297,66 @@ static int replay_one(void *arg, const struct st_sument *e)
 	return 0;
 }
 
+struct sumload {
+	struct hotfs_store *st;
+	bool overflow;
+};
+
+static int load_open(void *arg, const struct st_sument *e)
+{
+	struct sumload *sl = arg;
+	struct hotfs_store *st = sl->st;
+
+	if (st->nsum == st->sum_max) {
+		sl->overflow = true;
+		return 0;
+	}
+	st->sum[st->nsum++] = *e;
+	return 0;
+}
+
+/*
+ * Make the newest region, if it was not sealed, the open region again, so
+ * that each restart does not strand a partly used region.  Its summary
+ * goes back into st->sum (the last block will be rewritten in place, so it
+ * must be exactly what is on disk), and everything between its records
+ * and its summary chain is zeroed first: records that were written but
+ * never committed, and summary blocks of a commit a crash cut short, must
+ * not come back to life when the chain grows over them.
+ */
+static void resume_newest(struct hotfs_store *st, uint32_t r)
+{
+	struct st_region *reg = &st->regions[r];
+	struct sumload sl = { st, false };
+	uint64_t start, end, off = st_region_off(st, r);
+	struct st_scan res;
+
+	st->nsum = 0;
+	if (st_load_summary(st, r, load_open, &sl, &res) || res.sealed ||
+	    res.bad_entries || sl.overflow || res.seq != reg->seq ||
+	    st->nsum != res.entries)
+		goto no;
+	start = st_roundup(res.data_end, ST_BLOCK);
+	end = st->g.rsize - (uint64_t)res.blocks * ST_BLOCK;
+	if (start < end &&
+	    fallocate(st->datafd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+		      off + start, end - start) &&
+	    (fallocate(st->datafd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		       off + start, end - start) ||
+	     fallocate(st->datafd, FALLOC_FL_KEEP_SIZE, off + start,
+		       end - start)))
+		goto no;
+	if (fdatasync(st->datafd))
+		goto no;
+	reg->state = R_OPEN;
+	reg->data_end = res.data_end;
+	st->open = r;
+	st->nsum_disk = st->nsum;
+	return;
+no:
+	st->nsum = 0;
+}
+
 struct rseq {
 	uint64_t seq;
 	uint32_t r;
@@ -386,6 +448,8 @@ int st_recover(struct hotfs_store *st)
 		if (res.seq > maxseq)
 			maxseq = res.seq;
 	}
+	if (n && st->regions[v[n - 1].r].state == R_SEALED)
+		resume_newest(st, v[n - 1].r);
 	CNT_ADD(st, extents_recovered, st->nent);
 	if (maxseq + 1 > st->next_seq)
 		st->next_seq = maxseq + 1;

@@ -427,6 +427,70 @@ static void test_restart(void **state)
 	assert_int_equal(s.extents, n + 10);
 }
 
+/* Restarts go on appending to the region they left open. */
+static void test_resume_region(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	struct hotfs_key k = key_of(3);
+	uint32_t round, i;
+	int status;
+	pid_t pid;
+
+	open_store(f);
+	for (round = 0; round < 40; round++) {
+		for (i = 0; i < 5; i++)
+			assert_int_equal(insert(f, 1 + round * 5 + i, 0, 0,
+						1500 + round * 5 + i), 0);
+		if (round == 20)
+			assert_int_equal(st_invalidate(f->st, &k, 0, 0,
+						       ST_INVAL_WRITE), 1);
+		reopen(f);
+	}
+	get_stats(f, &s);
+	/* 200 extents of ~2 KB: one region, not one per restart */
+	assert_int_equal(s.regions_used, 2);
+	assert_int_equal(s.evictions, 0);
+	assert_int_equal(s.extents, 199);
+	for (i = 0; i < 200; i++)
+		assert_int_equal(check(f->st, 1 + i, 0, 0, 1500 + i), i != 2);
+
+	/* a crash after resuming: what was committed is still there */
+	st_close(f->st);
+	f->st = NULL;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		open_store(f);
+		for (i = 0; i < 30; i++)
+			if (insert(f, 500 + i, 0, 0, 700))
+				_exit(2);
+		if (st_commit(f->st))
+			_exit(3);
+		for (i = 30; i < 60; i++)
+			if (insert(f, 500 + i, 0, 0, 700))
+				_exit(4);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	open_store(f);
+	for (i = 0; i < 60; i++) {
+		int ok = check(f->st, 500 + i, 0, 0, 700);
+
+		if (i < 30)
+			assert_int_equal(ok, 1);
+	}
+	for (i = 0; i < 200; i++)
+		assert_int_equal(check(f->st, 1 + i, 0, 0, 1500 + i), i != 2);
+	/* and appending again after that crash works */
+	for (i = 0; i < 30; i++)
+		assert_int_equal(insert(f, 800 + i, 0, 0, 700), 0);
+	reopen(f);
+	for (i = 0; i < 30; i++)
+		assert_int_equal(check(f->st, 800 + i, 0, 0, 700), 1);
+}
+
 /* A child inserts and dies without closing: committed extents survive. */
 static void test_crash(void **state)
 {
@@ -1297,6 +1361,7 @@ int main(void)
 		T(test_invalidate),
 		T(test_restart),
 		T(test_crash),
+		T(test_resume_region),
 		T(test_evict_fifo),
 		T(test_evict_reinsert_hot),
 		T(test_keep_callback_iterate),
