@@ -213,3 +213,33 @@ def test_damaged_cache_store(ws):
     for _ in range(3):
         assert read_cold(os.path.join(ws.mnt, 'f')) == content
     ws.stop(proc)
+
+
+def test_reading_never_changes_the_source(ws):
+    """Reads, promotions and the cache store never write to the source:
+    sizes, contents, mtimes and ctimes of the slow tree stay as they
+    were (atime aside)."""
+    for i in range(6):
+        with open(os.path.join(ws.src, 'f%d' % i), 'wb') as f:
+            f.write(data(30 + i, 300000 * (i + 1)))
+    os.mkdir(os.path.join(ws.src, 'd'))
+    before = {n: os.stat(os.path.join(ws.src, n))
+              for n in os.listdir(ws.src)}
+    before_dir = os.stat(ws.src)
+    proc = ws.start()
+    for i in range(6):
+        make_hot(ws.mnt, 'f%d' % i, data(30 + i, 300000 * (i + 1)))
+    os.listdir(os.path.join(ws.mnt, 'd'))
+    ws.stop(proc)
+    after = {n: os.stat(os.path.join(ws.src, n)) for n in os.listdir(ws.src)}
+    assert sorted(after) == sorted(before), 'names changed in the source'
+    for n in before:
+        b, a = before[n], after[n]
+        assert (a.st_ino, a.st_size, a.st_mtime_ns, a.st_ctime_ns,
+                a.st_mode, a.st_nlink) == \
+            (b.st_ino, b.st_size, b.st_mtime_ns, b.st_ctime_ns, b.st_mode,
+             b.st_nlink), n
+        assert os.listxattr(os.path.join(ws.src, n)) == [], n
+    st = os.stat(ws.src)
+    assert (st.st_mtime_ns, st.st_ctime_ns) == \
+        (before_dir.st_mtime_ns, before_dir.st_ctime_ns)

@@ -194,3 +194,51 @@ def test_nocache(ws):
         assert f.read() == 'plain'
     assert not os.path.exists(cache)
     ws.stop(proc)
+
+
+def test_cachedir_in_use_refused(ws):
+    """Two daemons never share a cache store."""
+    proc = ws.start()
+    mnt2 = os.path.join(ws.root, 'mnt2')
+    os.mkdir(mnt2)
+    ws.mounts.append(mnt2)
+    for fg in ([], ['-f']):
+        r = run([ws.src, mnt2, '-o', 'cachedir=' + ws.cache] + fg)
+        lines = r.stderr.decode().splitlines()
+        assert r.returncode != 0
+        assert len(lines) == 1 and 'cachedir' in lines[0], lines
+        assert not util.is_mounted(mnt2)
+    # the first mount is unharmed
+    with open(os.path.join(ws.mnt, 'f'), 'w') as f:
+        f.write('still here')
+    ws.stop(proc)
+
+
+def test_foreign_cachedir(ws):
+    """A store made for another source is refused with one clear line, or
+    emptied for this source with -o reset; reads are right either way."""
+    other = os.path.join(ws.root, 'othersrc')
+    os.mkdir(other)
+    with open(os.path.join(other, 'f'), 'w') as f:
+        f.write('other source')
+    with open(os.path.join(ws.src, 'f'), 'w') as f:
+        f.write('this source')
+    proc = ws.start(src=other)
+    for _ in range(3):
+        with open(os.path.join(ws.mnt, 'f')) as f:
+            assert f.read() == 'other source'
+    ws.stop(proc)
+    ws.mounts.append(ws.mnt)
+    r = run([ws.src, ws.mnt, '-o', 'cachedir=' + ws.cache, '-f'])
+    lines = r.stderr.decode().splitlines()
+    assert r.returncode != 0 and not util.is_mounted(ws.mnt)
+    assert len(lines) == 1 and 'reset' in lines[0], lines
+    proc = ws.start(opts='reset')
+    with open(os.path.join(ws.mnt, 'f')) as f:
+        assert f.read() == 'this source'
+    ws.stop(proc)
+    # reset is needed once: the store now belongs to this source
+    proc = ws.start()
+    with open(os.path.join(ws.mnt, 'f')) as f:
+        assert f.read() == 'this source'
+    ws.stop(proc)

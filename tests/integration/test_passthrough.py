@@ -1780,3 +1780,71 @@ def test_exec_from_mount(fs):
         return res
     assert fs.parity('write to a running program', busy) == \
         Err(errno.ETXTBSY)
+
+
+_libc.telldir.restype = ctypes.c_long
+_libc.telldir.argtypes = [ctypes.c_void_p]
+_libc.seekdir.argtypes = [ctypes.c_void_p, ctypes.c_long]
+_libc.rewinddir.argtypes = [ctypes.c_void_p]
+
+
+def test_telldir_seekdir(fs):
+    """Directory offsets handed out by readdir stay valid: seekdir back to
+    a telldir position goes on with the same entries."""
+    def fn(r):
+        os.mkdir(r + '/offs')
+        for i in range(700):
+            open('%s/offs/entry-%04d-%s' % (r, i, 'y' * (i % 90)),
+                 'w').close()
+        d = _libc.opendir(os.fsencode(r + '/offs'))
+        assert d
+
+        def take(n):
+            out = []
+            for _ in range(n):
+                ent = _libc.readdir64(d)
+                if not ent:
+                    break
+                out.append(ent.contents.d_name)
+            return out
+        try:
+            first = take(250)
+            pos = _libc.telldir(d)
+            a = take(300)
+            _libc.seekdir(d, pos)
+            b = take(300)
+            rest = take(10000)
+            _libc.rewinddir(d)
+            again = take(10000)
+            return (a == b, len(a), sorted(first + b + rest) ==
+                    sorted(again), len(again))
+        finally:
+            _libc.closedir(d)
+    got = fs.parity('telldir/seekdir', fn)
+    assert got == (True, 300, True, 702)
+
+
+def test_ofd_locks(fs):
+    import struct
+
+    def fn(r):
+        a = os.open(r + '/file', os.O_RDWR)
+        b = os.open(r + '/file', os.O_RDWR)
+        try:
+            lk = struct.pack('hhxxxxqqixxxx', fcntl.F_WRLCK, os.SEEK_SET,
+                             0, 100, 0)
+            fcntl.fcntl(a, fcntl.F_OFD_SETLK, lk)
+            # another open file description of the same process conflicts
+            r1 = util.call(fcntl.fcntl, b, fcntl.F_OFD_SETLK, lk)
+            got = fcntl.fcntl(b, fcntl.F_OFD_GETLK, lk)
+            t, _, start, ln, pid = struct.unpack('hhxxxxqqixxxx', got)
+            os.close(a)
+            a = -1
+            r2 = fcntl.fcntl(b, fcntl.F_OFD_SETLK, lk) is not None
+            return r1, (t, start, ln, pid), r2
+        finally:
+            if a >= 0:
+                os.close(a)
+            os.close(b)
+    got = fs.parity('OFD locks', fn)
+    assert isinstance(got[0], Err) and got[0].errno == errno.EAGAIN
