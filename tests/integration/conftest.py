@@ -14,6 +14,7 @@ and every mount is unmounted and every daemon ended in teardown, whether
 the test passed or not.
 """
 import os
+import stat
 import subprocess
 import tempfile
 
@@ -127,12 +128,17 @@ def ws():
 
 
 # Every parity test runs once per mode (as sshfs's test_sshfs.py is
-# parametrised): default options (cache store on, timeouts of 1 s), the
-# kernel caching nothing, and plain passthrough without a cache store.
+# parametrised): default options (cache store on, cold, timeouts of 1 s),
+# the kernel caching nothing, plain passthrough without a cache store, and
+# a warm cache store.
 MODES = {
     'default': '',
     'attr0': 'attr_timeout=0,entry_timeout=0',
     'nocache': 'nocache',
+    # every extent promoted at its first access, and the populated tree
+    # read into the cache store before the test: reads after each
+    # operation are served from the store unless it invalidated them
+    'warm': 'threshold=1',
 }
 
 
@@ -166,7 +172,7 @@ class Fs:
         """The mount shows what the native dir has after the same
         operations, and every entry's stat through the mount is the
         source's own (inode, times...)."""
-        a = util.tree_snapshot(self.mnt, xattrs=xattrs)
+        a = util.tree_snapshot(self.mnt, xattrs=xattrs, cold=True)
         b = util.tree_snapshot(self.native, xattrs=xattrs)
         if a != b:
             keys = sorted(set(a) | set(b))
@@ -211,6 +217,26 @@ def populate(root):
     os.setxattr(os.path.join(root, 'file'), 'user.greeting', b'hi')
 
 
+def prewarm(mnt):
+    """Read every regular file of the tree through the mount until the
+    cache store holds it."""
+    files = []
+    for dirpath, _, filenames in os.walk(mnt):
+        for n in filenames:
+            p = os.path.join(dirpath, n)
+            if stat.S_ISREG(os.lstat(p).st_mode) and os.path.getsize(p):
+                files.append(p)
+    for p in files:
+        util.read_cold(p)
+        util.read_cold(p)
+
+    def settled():
+        st = util.hotfs_stats(mnt)
+        return int(st['promotion_queue_depth']) == 0 and \
+            int(st['cached_extents']) > 0
+    util.wait_for(settled, 'the warm-up reads to be promoted')
+
+
 @pytest.fixture(params=sorted(MODES), ids=sorted(MODES))
 def fs(request, ws):
     """hotfs mounted over a populated src/ (native/ populated alike),
@@ -220,6 +246,8 @@ def fs(request, ws):
     f = Fs(ws, MODES[request.param])
     f.mode = request.param
     f.mount()
+    if f.mode == 'warm':
+        prewarm(ws.mnt)
     yield f
     # the daemon must still be alive and exit 0 when unmounted
     if f.proc.poll() is None and util.is_mounted(ws.mnt):

@@ -23,11 +23,7 @@ def data(seed, n=SIZE):
 
 
 def stats(mnt):
-    out = {}
-    with open(os.path.join(mnt, '.hotfs', 'stats')) as f:
-        for line in f:
-            k, _, v = line.partition(':')
-            out[k.strip()] = v.strip()
+    out = util.hotfs_stats(mnt)
     for k in ('read_hits', 'promotions', 'cached_extents',
               'promotion_queue_depth'):
         assert k in out, 'no %s in .hotfs/stats' % k
@@ -38,21 +34,7 @@ def num(mnt, key):
     return float(stats(mnt)[key])
 
 
-def read_cold(path):
-    """Read the whole file from the daemon, not from the page cache."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        chunks = []
-        while True:
-            b = os.read(fd, 1 << 20)
-            if not b:
-                break
-            chunks.append(b)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        return b''.join(chunks)
-    finally:
-        os.close(fd)
+read_cold = util.read_cold
 
 
 def make_hot(mnt, name, expect):

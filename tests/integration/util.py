@@ -301,7 +301,36 @@ def assert_same_stat(mnt_path, src_path, fields=STAT_FIELDS, follow=False):
         mnt_path, src_path, diff)
 
 
-def tree_snapshot(root, times=False, xattrs=True):
+def read_cold(path):
+    """The whole file, read from the filesystem and not from the kernel's
+    page cache (dropped before and after with POSIX_FADV_DONTNEED), so
+    that through a mount every byte comes from the daemon."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        chunks = []
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        return b''.join(chunks)
+    finally:
+        os.close(fd)
+
+
+def hotfs_stats(mnt):
+    """.hotfs/stats of a mount as {key: str}."""
+    out = {}
+    with open(os.path.join(mnt, '.hotfs', 'stats')) as f:
+        for line in f:
+            k, _, v = line.partition(':')
+            out[k.strip()] = v.strip()
+    return out
+
+
+def tree_snapshot(root, times=False, xattrs=True, cold=False):
     """{relative path: (stat summary, content or link target, xattrs)} for
     a whole tree, to compare two trees after the same operations."""
     out = {}
@@ -310,7 +339,9 @@ def tree_snapshot(root, times=False, xattrs=True):
             p = os.path.join(dirpath, name)
             rel = os.path.relpath(p, root)
             st = os.lstat(p)
-            if stat.S_ISREG(st.st_mode):
+            if stat.S_ISREG(st.st_mode) and cold:
+                data = read_cold(p)
+            elif stat.S_ISREG(st.st_mode):
                 with open(p, 'rb') as f:
                     data = f.read()
             elif stat.S_ISLNK(st.st_mode):
