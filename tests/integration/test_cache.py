@@ -225,3 +225,74 @@ def test_reading_never_changes_the_source(ws):
     st = os.stat(ws.src)
     assert (st.st_mtime_ns, st.st_ctime_ns) == \
         (before_dir.st_mtime_ns, before_dir.st_ctime_ns)
+
+
+def _readers(mnt, names, n):
+    """n processes reading names cold in a loop until killed."""
+    pids = []
+    for i in range(n):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                rng = random.Random(i)
+                while True:
+                    try:
+                        util.read_cold(os.path.join(mnt, rng.choice(names)))
+                    except OSError:
+                        pass
+            finally:
+                os._exit(0)
+        pids.append(pid)
+    return pids
+
+
+def _stop_readers(pids):
+    import signal
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    for pid in pids:
+        os.waitpid(pid, 0)
+
+
+@pytest.mark.parametrize('how', ['SIGTERM', 'SIGKILL'])
+def test_restart_while_busy(ws, how):
+    """The daemon is ended while readers keep it promoting (cleanly by
+    SIGTERM, or killed as in a crash); a new daemon over the same cache
+    store reads every file right."""
+    import signal
+    names = ['f%d' % i for i in range(8)]
+    for i, n in enumerate(names):
+        with open(os.path.join(ws.src, n), 'wb') as f:
+            f.write(data(50 + i, 700000))
+    proc = ws.start(opts='threshold=1')
+    make_hot(ws.mnt, 'f0', data(50, 700000))
+    with open(os.path.join(ws.mnt, 'f1'), 'r+b') as f:
+        f.write(b'written through the mount')
+    expect = {n: data(50 + i, 700000) for i, n in enumerate(names)}
+    expect['f1'] = b'written through the mount' + \
+        expect['f1'][len(b'written through the mount'):]
+    pids = _readers(ws.mnt, names, 4)
+    try:
+        util.wait_for(lambda: num(ws.mnt, 'promotions') >= 4,
+                      'promotions while readers run')
+        if how == 'SIGTERM':
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=util.TIMEOUT) == 0
+        else:
+            proc.kill()
+            proc.wait()
+    finally:
+        _stop_readers(pids)
+    util.unmount_cmd(ws.mnt)
+    assert not util.is_mounted(ws.mnt)
+    # the source was changed while no daemon ran
+    with open(os.path.join(ws.src, 'f2'), 'r+b') as f:
+        f.write(b'changed while down')
+    expect['f2'] = b'changed while down' + expect['f2'][18:]
+    proc = ws.start(opts='threshold=1')
+    for _ in range(2):
+        for n in names:
+            assert read_cold(os.path.join(ws.mnt, n)) == expect[n], n
+    st = stats(ws.mnt)
+    assert st.get('store_state') == 'ok', st
+    ws.stop(proc)
