@@ -60,6 +60,18 @@ static unsigned ilog2u(uint32_t v)
 	return r;
 }
 
+static bool store_exists(const char *dir)
+{
+	char *p;
+	bool r;
+
+	if (asprintf(&p, "%s/superblock", dir) < 0)
+		return false;
+	r = access(p, F_OK) == 0;
+	free(p);
+	return r;
+}
+
 static bool keep_extent(void *arg, const struct hotfs_extent_info *x)
 {
 	return pol_keep(arg, pol_hash(&x->key, x->extno), x->hot);
@@ -129,7 +141,17 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	/* region recycling asks the policy which extents to copy forward */
 	sp.keep = keep_extent;
 	sp.keep_arg = c->pol;
-	/* capacity 0: as recorded, or 90% of free space for a new store */
+	/* not given: as recorded, or 90% of the free space for a new store */
+	if (!sp.capacity && (o->reset ||
+	    faccessat(AT_FDCWD, o->cachedir, F_OK, 0) != 0 ||
+	    !store_exists(o->cachedir))) {
+		r = st_size_from_fs(o->cachedir, 90, true, &sp.capacity);
+		if (r < 0) {
+			snprintf(err, errlen, "cachedir '%s': %s",
+				 o->cachedir, strerror(-r));
+			goto bad_pol;
+		}
+	}
 	r = st_open(o->cachedir, &sp, &c->st, err, errlen);
 	if (r < 0)
 		goto bad_pol;
@@ -180,8 +202,7 @@ void cache_write_begin(struct hotfs_inode *in)
 void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in)
 {
 	struct hotfs_key k;
-	struct stat st;
-	uint64_t n, cap;
+	uint64_t n;
 
 	if (!c)
 		return;
@@ -191,17 +212,8 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in)
 	pthread_mutex_unlock(&in->m);
 	if (!n)
 		return;
-	/* Extents past the current end can only be stale by their stamp
-	 * (the size changed), never served; bound the work by the size. */
-	if (fstatat(in->fd, "", &st, AT_EMPTY_PATH) == 0) {
-		cap = ((uint64_t)st.st_size >> c->ext_shift) + 1;
-		if (n > cap)
-			n = cap;
-	} else if (n > UINT32_MAX) {
-		n = UINT32_MAX;
-	}
 	cache_key(c, in->dev, in->ino, &k);
-	st_invalidate(c->st, &k, 0, (uint32_t)n, ST_INVAL_WRITE);
+	st_invalidate(c->st, &k, 0, 0, ST_INVAL_WRITE);	/* the whole file */
 	stats_add(&c->stats, STAT_INVAL_WRITE, 1);
 }
 
@@ -212,7 +224,9 @@ struct hotfs_fh *fh_new(int fd)
 	if (!fh)
 		return NULL;
 	fh->fd = fd;
-	atomic_init(&fh->last_ext, FH_NO_EXT);
+	pthread_mutex_init(&fh->m, NULL);
+	for (unsigned i = 0; i < FH_RECENT; i++)
+		fh->recent[i] = FH_NO_EXT;
 	atomic_init(&fh->seq_next, -1);
 	atomic_init(&fh->seq_run, 0);
 	return fh;
@@ -220,9 +234,16 @@ struct hotfs_fh *fh_new(int fd)
 
 void fh_free(struct hotfs_fh *fh)
 {
+	unsigned i;
+
 	if (!fh)
 		return;
 	close(fh->fd);
+	for (i = 0; i < FH_STITCHES; i++) {
+		free(fh->stitch[i].buf);
+		free(fh->stitch[i].map);
+	}
+	pthread_mutex_destroy(&fh->m);
 	free(fh);
 }
 
@@ -273,6 +294,22 @@ static ssize_t pread_full(int fd, char *buf, size_t len, off_t off)
 	return (ssize_t)done;
 }
 
+/* Has this handle touched extno lately?  Remembers it if not. */
+static bool fh_seen(struct hotfs_fh *fh, uint32_t extno)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&fh->m);
+	for (i = 0; i < FH_RECENT; i++)
+		if (fh->recent[i] == extno) {
+			pthread_mutex_unlock(&fh->m);
+			return true;
+		}
+	fh->recent[fh->recent_next++ % FH_RECENT] = extno;
+	pthread_mutex_unlock(&fh->m);
+	return false;
+}
+
 /* Does the policy count this read?  Updates the handle's state. */
 static bool counts(struct hotfs_cache *c, struct hotfs_fh *fh, size_t size,
 		   off_t off)
@@ -298,43 +335,205 @@ static bool counts(struct hotfs_cache *c, struct hotfs_fh *fh, size_t size,
 	return true;
 }
 
+static void enqueue(struct hotfs_cache *c, struct hotfs_inode *in,
+		    const struct hotfs_key *k, uint32_t extno,
+		    const struct hotfs_stamp *stamp, uint64_t gen, char *buf,
+		    uint32_t len)
+{
+	struct pr_item it = { 0 };
+
+	it.in = in;
+	it.key = *k;
+	it.extno = extno;
+	it.stamp = *stamp;
+	it.gen = gen;
+	it.h = pol_hash(k, extno);
+	it.buf = buf;
+	it.len = len;
+	ino_hold(c->it, in);
+	pr_enqueue(c->pr, &it);
+}
+
+static void stitch_clear(struct fh_stitch *sx)
+{
+	free(sx->buf);
+	free(sx->map);
+	sx->buf = NULL;
+	sx->map = NULL;
+}
+
+/* Give up an unfinished extent: promote it by reading the source. */
+static void __stitch_flush(struct hotfs_cache *c, struct hotfs_inode *in,
+			   struct fh_stitch *sx)
+{
+	struct hotfs_key k;
+
+	if (!sx->buf)
+		return;
+	stitch_clear(sx);
+	cache_key(c, in->dev, in->ino, &k);
+	enqueue(c, in, &k, sx->extno, &sx->stamp, sx->gen, NULL, 0);
+}
+
+void cache_release(struct hotfs_cache *c, struct hotfs_inode *in,
+		   struct hotfs_fh *fh)
+{
+	unsigned i;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&fh->m);
+	for (i = 0; i < FH_STITCHES; i++)
+		__stitch_flush(c, in, &fh->stitch[i]);
+	pthread_mutex_unlock(&fh->m);
+}
+
+static uint32_t ext_len(const struct hotfs_cache *c, uint32_t extno,
+			uint64_t size)
+{
+	uint64_t start = (uint64_t)extno << c->ext_shift;
+
+	if (start >= size)
+		return 0;
+	return size - start < c->extent ? (uint32_t)(size - start) :
+	       c->extent;
+}
+
+static bool same_stamp(const struct hotfs_stamp *a,
+		       const struct hotfs_stamp *b)
+{
+	return a->ino == b->ino && a->size == b->size &&
+	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
+}
+
+/* The slot assembling extno (made if new), or NULL. */
+static struct fh_stitch *__stitch_get(struct hotfs_cache *c,
+				      struct hotfs_inode *in,
+				      struct hotfs_fh *fh, uint32_t extno,
+				      uint32_t len,
+				      const struct hotfs_stamp *stamp,
+				      uint64_t gen)
+{
+	struct fh_stitch *sx, *victim = NULL;
+	unsigned i;
+
+	for (i = 0; i < FH_STITCHES; i++) {
+		sx = &fh->stitch[i];
+		if (sx->buf && sx->extno == extno) {
+			if (sx->gen == gen && same_stamp(&sx->stamp, stamp))
+				return sx;
+			stitch_clear(sx);	/* the file changed: restart */
+			victim = sx;
+			break;
+		}
+		if (!victim || !sx->buf ||
+		    (victim->buf && sx->age < victim->age))
+			victim = sx;
+	}
+	__stitch_flush(c, in, victim);
+	sx = victim;
+	sx->nblk = (len + FH_BLK - 1) / FH_BLK;
+	sx->buf = malloc(len);
+	sx->map = calloc((sx->nblk + 63) / 64, sizeof(uint64_t));
+	if (!sx->buf || !sx->map) {
+		stitch_clear(sx);
+		return NULL;
+	}
+	sx->extno = extno;
+	sx->len = len;
+	sx->have = 0;
+	sx->stamp = *stamp;
+	sx->gen = gen;
+	sx->age = ++fh->stitch_age;
+	return sx;
+}
+
+/* Add [from, to) (extent offsets) of data; true when the extent is whole. */
+static bool stitch_add(struct fh_stitch *sx, uint32_t from, uint32_t to,
+		       const char *data)
+{
+	uint32_t b;
+
+	/* only whole blocks (the last one may be short: the file's end) */
+	from = (from + FH_BLK - 1) / FH_BLK * FH_BLK;
+	if (to != sx->len)
+		to = to / FH_BLK * FH_BLK;
+	for (b = from / FH_BLK; b * FH_BLK < to; b++) {
+		uint32_t o = b * FH_BLK;
+		uint32_t n = to - o < FH_BLK ? to - o : FH_BLK;
+
+		if (sx->map[b / 64] & (1ull << (b % 64)))
+			continue;
+		memcpy(sx->buf + o, data + (o - from) + 0, n);
+		sx->map[b / 64] |= 1ull << (b % 64);
+		sx->have++;
+	}
+	return sx->have == sx->nblk;
+}
+
+/*
+ * After a read: queue the extents that reached the threshold.  With the
+ * read's bytes at hand (data != NULL, for [data_off, data_off+data_len)),
+ * an extent the read covered is queued with its bytes, and one it covered
+ * in part is assembled over the handle's following reads.
+ */
 static void queue_promotions(struct hotfs_cache *c, struct hotfs_inode *in,
-			     const struct hotfs_key *k,
+			     struct hotfs_fh *fh, const struct hotfs_key *k,
 			     const struct hotfs_stamp *stamp, uint64_t gen,
 			     struct seg *s, unsigned n, const char *data,
 			     uint64_t data_off, uint64_t data_len)
 {
 	unsigned i;
 
+	pthread_mutex_lock(&fh->m);
 	for (i = 0; i < n; i++) {
-		struct pr_item it = { 0 };
-		uint64_t ext_start, ext_end;
+		struct seg *g = &s[i];
+		uint64_t ext_start = (uint64_t)g->extno << c->ext_shift;
+		uint32_t len = ext_len(c, g->extno, stamp->size);
+		uint64_t end = data ? data_off + data_len : 0;
+		struct fh_stitch *sx;
+		uint32_t from, to;
 
-		if (!s[i].promote)
+		if (end > g->end)
+			end = g->end;
+		if (!g->promote || g->hit || !len)
 			continue;
-		ext_start = (uint64_t)s[i].extno << c->ext_shift;
-		ext_end = ext_start + c->extent;
-		if (ext_end > stamp->size)
-			ext_end = stamp->size;
-		it.in = in;
-		it.key = *k;
-		it.extno = s[i].extno;
-		it.stamp = *stamp;
-		it.gen = gen;
-		it.h = pol_hash(k, s[i].extno);
-		/* the reader's buffer holds the whole extent: reuse it */
-		if (data && ext_start >= data_off &&
-		    ext_end <= data_off + data_len && ext_end > ext_start) {
-			it.buf = malloc(ext_end - ext_start);
-			if (it.buf) {
-				memcpy(it.buf, data + (ext_start - data_off),
-				       ext_end - ext_start);
-				it.len = (uint32_t)(ext_end - ext_start);
+		if (!data || end <= g->start) {
+			enqueue(c, in, k, g->extno, stamp, gen, NULL, 0);
+			continue;
+		}
+		if (g->start == ext_start && end >= ext_start + len) {
+			char *b = malloc(len);
+
+			if (b)
+				memcpy(b, data + (ext_start - data_off), len);
+			enqueue(c, in, k, g->extno, stamp, gen, b,
+				b ? len : 0);
+			continue;
+		}
+		sx = __stitch_get(c, in, fh, g->extno, len, stamp, gen);
+		if (!sx) {
+			enqueue(c, in, k, g->extno, stamp, gen, NULL, 0);
+			continue;
+		}
+		from = (uint32_t)(g->start - ext_start);
+		to = (uint32_t)(end - ext_start);
+		/* data + (g->start - data_off) holds extent offset "from";
+		 * stitch_add copies whole blocks from the aligned start */
+		{
+			uint32_t afrom = (from + FH_BLK - 1) / FH_BLK * FH_BLK;
+
+			if (afrom < to && stitch_add(sx, afrom, to,
+					data + (ext_start + afrom - data_off))) {
+				enqueue(c, in, k, sx->extno, &sx->stamp,
+					sx->gen, sx->buf, sx->len);
+				free(sx->map);
+				sx->buf = NULL;
+				sx->map = NULL;
 			}
 		}
-		ino_hold(c->it, in);
-		pr_enqueue(c->pr, &it);
 	}
+	pthread_mutex_unlock(&fh->m);
 }
 
 /*
@@ -459,7 +658,7 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 	struct seg *s = NULL;
 	char *buf = NULL;
 	uint64_t end, total, gen, pos;
-	uint32_t e0, e1, last;
+	uint32_t e0, e1;
 	unsigned n, i, hits = 0, promos = 0;
 	bool count, reuse = false;
 	int data_fd = -1;
@@ -484,8 +683,6 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 	if (!s)
 		goto passthrough;
 	count = counts(c, fh, size, off);
-	last = atomic_exchange_explicit(&fh->last_ext, e1,
-					memory_order_relaxed);
 	for (i = 0; i < n; i++) {
 		struct seg *g = &s[i];
 		uint64_t h;
@@ -498,7 +695,7 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 		if (g->end > end)
 			g->end = end;
 		h = pol_hash(&k, g->extno);
-		if (count && g->extno != last) {
+		if (count && !fh_seen(fh, g->extno)) {
 			cnt = pol_access(c->pol, h);
 			stats_add(&c->stats, STAT_ACCESSES, 1);
 		}
@@ -507,21 +704,18 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 			hits++;
 			continue;
 		}
-		if (!cnt)
-			continue;
-		if (pol_promote(c->pol, cnt)) {
+		if (cnt && !pol_promote(c->pol, cnt))
+			stats_add(&c->stats, STAT_NP_THRESHOLD, 1);
+		if (!cnt && count)
+			cnt = pol_estimate(c->pol, h);	/* same extent again */
+		if (cnt && pol_promote(c->pol, cnt)) {
 			g->promote = true;
 			promos++;
-			/* whole extent in this read: keep its bytes */
-			if (g->start == (uint64_t)g->extno << c->ext_shift &&
-			    (g->end == g->start + c->extent ||
-			     g->end == stamp.size))
-				reuse = true;
-		} else {
-			stats_add(&c->stats, STAT_NP_THRESHOLD, 1);
+			reuse = true;	/* keep the bytes: no second read */
 		}
 	}
 	total = end - (uint64_t)off;
+	/* this read may carry on an extent the handle is assembling */
 
 	if (!hits && !reuse) {
 		stats_add(&c->stats, STAT_MISS_REQS, 1);
@@ -529,8 +723,8 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 		stats_add(&c->stats, STAT_READ_BYTES, total);
 		reply_splice(req, fh->fd, size, off);
 		if (promos)
-			queue_promotions(c, in, &k, &stamp, gen, s, n, NULL,
-					 0, 0);
+			queue_promotions(c, in, fh, &k, &stamp, gen, s, n,
+					 NULL, 0, 0);
 		free(s);
 		return;
 	}
@@ -597,9 +791,8 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 			     hits ? STAT_PARTIAL_REQS : STAT_MISS_REQS, 1);
 	stats_add(&c->stats, STAT_READ_BYTES, pos);
 	fuse_reply_buf(req, buf, pos);
-	if (promos)
-		queue_promotions(c, in, &k, &stamp, gen, s, n, buf,
-				 (uint64_t)off, pos);
+	queue_promotions(c, in, fh, &k, &stamp, gen, s, n, buf,
+			 (uint64_t)off, pos);
 out:
 	for (i = 0; i < n; i++)
 		free(s[i].bounce);

@@ -11,6 +11,7 @@
  * so that without default_permissions other users are still refused.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,9 @@
 #include "hotfs/ctl.h"
 #include "hotfs/fs.h"
 
+/* An open virtual file; requests on one open file may run at once. */
 struct vfh {
+	pthread_mutex_t m;	/* protects buf, len */
 	char *buf;
 	size_t len;
 };
@@ -120,6 +123,7 @@ void vd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	pthread_mutex_init(&h->m, NULL);
 	if (ino != VINO_CTL) {
 		r = stats_render(vfs(req), ino == VINO_STATS_JSON, &h->buf,
 				 &h->len);
@@ -142,15 +146,25 @@ void vd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	     struct fuse_file_info *fi)
 {
 	struct vfh *h = (struct vfh *)(uintptr_t)fi->fh;
+	char *copy = NULL;
 
 	(void)ino;
-	if (off < 0 || (size_t)off >= h->len) {
-		fuse_reply_buf(req, NULL, 0);
-		return;
+	pthread_mutex_lock(&h->m);
+	if (off >= 0 && (size_t)off < h->len) {
+		if (size > h->len - (size_t)off)
+			size = h->len - (size_t)off;
+		copy = malloc(size);
+		if (copy)
+			memcpy(copy, h->buf + off, size);
+	} else {
+		size = 0;
 	}
-	if (size > h->len - (size_t)off)
-		size = h->len - (size_t)off;
-	fuse_reply_buf(req, h->buf + off, size);
+	pthread_mutex_unlock(&h->m);
+	if (size && !copy)
+		fuse_reply_err(req, ENOMEM);
+	else
+		fuse_reply_buf(req, copy, size);
+	free(copy);
 }
 
 static int answer(struct vfh *h, const char *fmt, const char *arg)
@@ -184,14 +198,17 @@ void vd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	cmd[n] = '\0';
 	while (n && (cmd[n - 1] == '\n' || cmd[n - 1] == ' '))
 		cmd[--n] = '\0';
+	pthread_mutex_lock(&h->m);
 	if (strcmp(cmd, "reset-stats") == 0) {
 		stats_reset(vfs(req));
 		answer(h, "ok%s\n", "");
 	} else {
 		answer(h, "error: unknown command '%s'\n", cmd);
+		pthread_mutex_unlock(&h->m);
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
+	pthread_mutex_unlock(&h->m);
 	fuse_reply_write(req, size);
 }
 
@@ -200,6 +217,7 @@ void vd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct vfh *h = (struct vfh *)(uintptr_t)fi->fh;
 
 	(void)ino;
+	pthread_mutex_destroy(&h->m);
 	free(h->buf);
 	free(h);
 	fuse_reply_err(req, 0);

@@ -342,13 +342,14 @@ static void reply_new_entry(fuse_req_t req, fuse_ino_t parent,
 static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, dev_t rdev, const char *link)
 {
-	int pfd = ifd(req, parent), r;
 	struct cred c;
+	int pfd, r;
+
 	if (vd_is(parent) || vd_is_name(hfs(req), parent, name)) {
 		fuse_reply_err(req, vd_is(parent) ? EACCES : EEXIST);
 		return;
 	}
-
+	pfd = ifd(req, parent);
 	cred_enter(req, &c);
 	if (S_ISDIR(mode))
 		r = mkdirat(pfd, name, mode);
@@ -410,23 +411,25 @@ static void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
 
 static void hotfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	int r = unlinkat(ifd(req, parent), name, 0);
+	int r;
+
 	if (vd_is(parent) || vd_is_name(hfs(req), parent, name)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-
+	r = unlinkat(ifd(req, parent), name, 0);
 	fuse_reply_err(req, r == -1 ? errno : 0);
 }
 
 static void hotfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	int r = unlinkat(ifd(req, parent), name, AT_REMOVEDIR);
+	int r;
+
 	if (vd_is(parent) || vd_is_name(hfs(req), parent, name)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-
+	r = unlinkat(ifd(req, parent), name, AT_REMOVEDIR);
 	fuse_reply_err(req, r == -1 ? errno : 0);
 }
 
@@ -566,11 +569,12 @@ static void hotfs_release(fuse_req_t req, fuse_ino_t ino,
 {
 	struct hotfs_inode *in = hino(req, ino);
 	struct stat st;
-	int fd = fhfd(fi);
+	int fd;
 	if (vd_is(ino)) {
 		vd_release(req, ino, fi);
 		return;
 	}
+	fd = fhfd(fi);
 
 	/* Remember the stamp: an unchanged file reopens with keep_cache. */
 	if (fstat(fd, &st) == 0) {
@@ -583,6 +587,7 @@ static void hotfs_release(fuse_req_t req, fuse_ino_t ino,
 			in->nopen--;
 		pthread_mutex_unlock(&in->m);
 	}
+	cache_release(hfs(req)->cache, in, hfh(fi));
 	fh_free(hfh(fi));
 	fuse_reply_err(req, 0);
 }
@@ -605,11 +610,12 @@ static void hotfs_flush(fuse_req_t req, fuse_ino_t ino,
 static void hotfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 			struct fuse_file_info *fi)
 {
-	int fd = fhfd(fi), r;
+	int fd, r;
 	if (vd_is(ino)) {
 		fuse_reply_err(req, 0);
 		return;
 	}
+	fd = fhfd(fi);
 
 	(void)ino;
 	r = datasync ? fdatasync(fd) : fsync(fd);
@@ -928,11 +934,12 @@ static void hotfs_releasedir(fuse_req_t req, fuse_ino_t ino,
 static void hotfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 			   struct fuse_file_info *fi)
 {
-	int fd = dirfd(dirp(fi)->dp), r;
+	int fd, r;
 	if (vd_is(ino)) {
 		fuse_reply_err(req, 0);
 		return;
 	}
+	fd = dirfd(dirp(fi)->dp);
 
 	(void)ino;
 	r = datasync ? fdatasync(fd) : fsync(fd);

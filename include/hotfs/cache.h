@@ -28,10 +28,39 @@
 #include "hotfs/stats.h"
 #include "hotfs/store.h"
 
+/*
+ * Extents being assembled from the reads of one handle (the kernel reads
+ * 128 KiB at a time, several in flight, in any order; extents are larger)
+ * so that promoting them needs no second read of the slow disk.  Pieces
+ * are whole 4 KiB blocks; a bitmap says which are in.
+ */
+#define FH_STITCHES	4
+/* An access is one handle touching an extent: the extents a handle
+ * touched lately are not counted again (the kernel's readahead sends
+ * several requests at once, in any order). */
+#define FH_RECENT	8
+#define FH_BLK		4096u
+
+struct fh_stitch {
+	char *buf;			/* NULL = slot free */
+	uint64_t *map;			/* blocks present */
+	uint32_t extno;
+	uint32_t len;			/* the extent's length */
+	uint32_t nblk, have;		/* blocks in the extent, present */
+	uint64_t age;			/* for replacing the oldest */
+	struct hotfs_stamp stamp;
+	uint64_t gen;
+};
+
 /* An open file through the mount (fuse_file_info.fh). */
 struct hotfs_fh {
 	int fd;				/* the source file */
-	_Atomic uint32_t last_ext;	/* last extent counted, or NONE */
+	pthread_mutex_t m;		/* protects stitch, stitch_age */
+	struct fh_stitch stitch[FH_STITCHES];
+	uint64_t stitch_age;
+	uint32_t recent[FH_RECENT];	/* extents counted lately, protected
+					 * by m; FH_NO_EXT = empty */
+	unsigned recent_next;		/* protected by m */
 	_Atomic int64_t seq_next;	/* where a sequential read goes on */
 	_Atomic uint64_t seq_run;	/* bytes read sequentially so far */
 };
@@ -72,6 +101,9 @@ void cache_write_begin(struct hotfs_inode *in);
 void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in);
 
 struct hotfs_fh *fh_new(int fd);
+/* On release: queue what the handle was assembling.  c may be NULL. */
+void cache_release(struct hotfs_cache *c, struct hotfs_inode *in,
+		   struct hotfs_fh *fh);
 void fh_free(struct hotfs_fh *fh);
 
 /* Serve a FUSE read; replies exactly once. */

@@ -1,0 +1,321 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The cache through a real mount: promotion after the threshold, hits,
+scan resistance, coherence with writes and with changes behind hotfs's
+back, checksums, restarts, and the .hotfs control directory.
+
+Page cache: every pass drops the kernel's cached pages of the file with
+posix_fadvise(DONTNEED) on the mount, so each pass reaches the daemon
+(the same effect as drop_caches, limited to the test's files).  Waits are
+on counters in .hotfs/stats.json, never fixed sleeps.
+"""
+import hashlib
+import json
+import os
+import subprocess
+
+import pytest
+
+import util
+
+EXT = 256 * 1024
+
+
+def stats(mnt):
+    with open(os.path.join(mnt, '.hotfs', 'stats.json')) as f:
+        return json.load(f)
+
+
+def wait_stat(mnt, key, at_least, what=None):
+    util.wait_for(lambda: stats(mnt)[key] >= at_least,
+                  what or '%s >= %d' % (key, at_least))
+
+
+def read_pass(path, bs=1 << 20):
+    """Read the whole file cold (kernel pages dropped first)."""
+    h = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        while True:
+            b = os.read(fd, bs)
+            if not b:
+                break
+            h.update(b)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    return h.hexdigest()
+
+
+def sha(path):
+    with open(path, 'rb') as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def write_random(path, size, seed=1):
+    import random
+    r = random.Random(seed)
+    with open(path, 'wb') as f:
+        f.write(r.randbytes(size))
+
+
+@pytest.fixture
+def cached(ws):
+    """A mount with a 64 MiB cache over a few files."""
+    write_random(os.path.join(ws.src, 'big'), 3 * EXT + 1234, seed=1)
+    os.mkdir(os.path.join(ws.src, 'small'))
+    for i in range(10):
+        write_random(os.path.join(ws.src, 'small', 'f%d' % i),
+                     100 + 1500 * i, seed=10 + i)
+    ws.proc = ws.start(opts='cachesize=64M')
+    return ws
+
+
+def test_threshold_then_hits(cached):
+    ws = cached
+    m = os.path.join(ws.mnt, 'big')
+    want = sha(os.path.join(ws.src, 'big'))
+    assert read_pass(m) == want
+    s = stats(ws.mnt)
+    assert s['promotions'] == 0, 'one read must not promote'
+    assert s['not_promoted_below_threshold'] >= 4
+    assert s['read_hits'] == 0
+    assert read_pass(m) == want          # second access: promote
+    wait_stat(ws.mnt, 'promotions', 4)
+    before = stats(ws.mnt)
+    assert read_pass(m) == want
+    after = stats(ws.mnt)
+    # the kernel may read the last page twice: at least the file's size
+    assert after['read_hit_bytes'] - before['read_hit_bytes'] >= 3 * EXT + 1234
+    assert after['read_miss_bytes'] == before['read_miss_bytes']
+    assert after['cached_extents'] == 4
+    # the reader's buffers were reused: the source was read once per pass
+    assert after['promotions_from_reader'] == 4
+    assert after['promotions_reading_source'] == 0
+
+
+def test_small_files_packed(cached):
+    ws = cached
+    d = os.path.join(ws.mnt, 'small')
+    for _ in range(2):
+        for n in sorted(os.listdir(d)):
+            read_pass(os.path.join(d, n))
+    wait_stat(ws.mnt, 'promotions', 10)
+    for n in sorted(os.listdir(d)):
+        assert read_pass(os.path.join(d, n)) == \
+            sha(os.path.join(ws.src, 'small', n))
+    s = stats(ws.mnt)
+    total = sum(os.path.getsize(os.path.join(ws.src, 'small', n))
+                for n in os.listdir(os.path.join(ws.src, 'small')))
+    assert s['cached_bytes'] == total
+    assert s['read_hits'] >= 10
+
+
+def test_scan_does_not_promote(cached):
+    ws = cached
+    write_random(os.path.join(ws.src, 'scan'), 40 * EXT, seed=7)
+    read_pass(os.path.join(ws.mnt, 'scan'))
+    s = stats(ws.mnt)
+    assert s['promotions'] == 0
+    assert s['promotion_queued'] == 0
+    assert s['not_promoted_below_threshold'] >= 40
+
+
+def test_sequential_requests_in_one_extent_are_one_access(cached):
+    ws = cached
+    fd = os.open(os.path.join(ws.mnt, 'big'), os.O_RDONLY | os.O_DIRECT
+                 if False else os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        # 16 small reads inside extent 0 through one handle: one access
+        for i in range(16):
+            os.pread(fd, 4096, i * 8192)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    s = stats(ws.mnt)
+    assert s['promotions'] == 0 and s['promotion_queued'] == 0
+    assert s['extent_accesses'] == 1
+
+
+def test_write_through_mount_invalidates(cached):
+    ws = cached
+    m = os.path.join(ws.mnt, 'big')
+    read_pass(m)
+    read_pass(m)
+    wait_stat(ws.mnt, 'promotions', 4)
+    with open(m, 'r+b') as f:
+        f.seek(EXT + 10)
+        f.write(b'NEW DATA')
+    s = stats(ws.mnt)
+    assert s['invalidations_write'] >= 1
+    assert s['cached_extents'] == 0
+    assert read_pass(m) == sha(os.path.join(ws.src, 'big'))
+    with open(m, 'rb') as f:
+        f.seek(EXT + 10)
+        assert f.read(8) == b'NEW DATA'
+
+
+def test_change_behind_hotfs_back(ws):
+    """A file rewritten, truncated, replaced or touched directly in the
+    source is never served from its old extents."""
+    write_random(os.path.join(ws.src, 'big'), 3 * EXT + 1234, seed=1)
+    # entry_timeout=0: a rename in the source is seen at the next lookup
+    ws.start(opts='cachesize=64M,entry_timeout=0,attr_timeout=0')
+    m = os.path.join(ws.mnt, 'big')
+    src = os.path.join(ws.src, 'big')
+
+    def warm():
+        read_pass(m)
+        read_pass(m)
+        util.wait_for(lambda: stats(ws.mnt)['cached_extents'] >= 1,
+                      'an extent of big cached')
+    warm()
+    # same size, new content
+    with open(src, 'r+b') as f:
+        f.seek(5)
+        f.write(b'behind the back')
+    assert read_pass(m) == sha(src)
+    assert stats(ws.mnt)['invalidations_source_changed'] >= 1
+    # truncated
+    warm()
+    os.truncate(src, EXT + 7)
+    assert read_pass(m) == sha(src)
+    # replaced by rename
+    warm()
+    write_random(src + '.new', 3 * EXT, seed=99)
+    os.rename(src + '.new', src)
+    assert read_pass(m) == sha(src)
+    # same content rewritten: mtime moves, old extents are not used
+    warm()
+    os.utime(src, ns=(0, 10**18))
+    before = stats(ws.mnt)['read_miss_bytes']
+    assert read_pass(m) == sha(src)
+    assert stats(ws.mnt)['read_miss_bytes'] > before
+
+
+def test_checksum_failure_reads_source(cached):
+    ws = cached
+    m = os.path.join(ws.mnt, 'big')
+    want = sha(os.path.join(ws.src, 'big'))
+    read_pass(m)
+    read_pass(m)
+    wait_stat(ws.mnt, 'promotions', 4)
+    # corrupt the cached data in place (the store's data file)
+    data = os.path.join(ws.cache, 'data')
+    with open(data, 'r+b') as f:
+        buf = bytearray(f.read(8 * EXT))
+        for off in range(0, len(buf), 4096):
+            buf[off] ^= 0xff
+        f.seek(0)
+        f.write(buf)
+    assert read_pass(m) == want
+    s = stats(ws.mnt)
+    assert s['checksum_failures'] >= 1
+    assert read_pass(m) == want
+
+
+def test_restart_stays_warm(cached):
+    ws = cached
+    m = os.path.join(ws.mnt, 'big')
+    want = sha(os.path.join(ws.src, 'big'))
+    read_pass(m)
+    read_pass(m)
+    wait_stat(ws.mnt, 'promotions', 4)
+    ws.stop(ws.proc)
+    # a second mount point: the harness cleans up each mount once
+    mnt2 = os.path.join(ws.root, 'mnt2')
+    os.mkdir(mnt2)
+    ws.start(mnt=mnt2, opts='cachesize=64M')
+    assert stats(mnt2)['recovered_extents'] >= 4
+    assert read_pass(os.path.join(mnt2, 'big')) == want
+    s = stats(mnt2)
+    assert s['read_hit_bytes'] >= 3 * EXT + 1234
+    assert s['read_miss_bytes'] == 0
+
+
+def test_nocache_mount_has_no_store(ws):
+    write_random(os.path.join(ws.src, 'f'), EXT, seed=3)
+    ws.start(opts='nocache', cachedir=False)
+    for _ in range(3):
+        assert read_pass(os.path.join(ws.mnt, 'f')) == \
+            sha(os.path.join(ws.src, 'f'))
+    s = stats(ws.mnt)
+    assert s['store_state'] == 'off'
+    assert not os.path.exists(ws.cache)
+
+
+def test_ctldir_hidden_and_protected(cached):
+    ws = cached
+    root = ws.mnt
+    assert '.hotfs' not in os.listdir(root)
+    assert sorted(os.listdir(os.path.join(root, '.hotfs'))) == \
+        ['ctl', 'stats', 'stats.json']
+    with open(os.path.join(root, '.hotfs', 'stats')) as f:
+        text = f.read()
+    assert 'read_hits:' in text and 'store_state:' in text
+    for fn, err in [
+            (lambda: os.mkdir(os.path.join(root, '.hotfs')), 'EEXIST'),
+            (lambda: os.rmdir(os.path.join(root, '.hotfs')), 'EPERM'),
+            (lambda: os.rename(os.path.join(root, '.hotfs'),
+                               os.path.join(root, 'x')), 'EPERM'),
+            (lambda: os.rename(os.path.join(root, 'big'),
+                               os.path.join(root, '.hotfs')), 'EISDIR'),
+            (lambda: os.rename(os.path.join(root, 'small'),
+                               os.path.join(root, '.hotfs')), 'EPERM'),
+            (lambda: os.unlink(os.path.join(root, '.hotfs', 'stats')),
+             'EPERM'),
+            (lambda: open(os.path.join(root, '.hotfs', 'new'), 'w'),
+             'EACCES'),
+            (lambda: open(os.path.join(root, '.hotfs', 'stats'), 'w'),
+             'EACCES')]:
+        with pytest.raises(OSError) as e:
+            fn()
+        assert e.value.errno == getattr(__import__('errno'), err), fn
+    # a source entry named .hotfs is shadowed, not listed
+    assert not os.path.exists(os.path.join(ws.src, '.hotfs'))
+
+
+def test_ctl_reset_stats(cached):
+    ws = cached
+    read_pass(os.path.join(ws.mnt, 'big'))
+    assert stats(ws.mnt)['read_requests'] > 0
+    fd = os.open(os.path.join(ws.mnt, '.hotfs', 'ctl'), os.O_RDWR)
+    try:
+        os.write(fd, b'reset-stats\n')
+        assert os.pread(fd, 100, 0) == b'ok\n'
+        with pytest.raises(OSError):
+            os.write(fd, b'no-such-command\n')
+    finally:
+        os.close(fd)
+    assert stats(ws.mnt)['read_requests'] == 0
+
+
+def test_ctl_refused_to_other_users(ws):
+    ws.start(opts='cachesize=64M,allow_other')
+    ctl = os.path.join(ws.mnt, '.hotfs', 'ctl')
+    st = os.path.join(ws.mnt, '.hotfs', 'stats')
+
+    def try_ctl():
+        try:
+            os.close(os.open(ctl, os.O_RDWR))
+            return 'opened'
+        except OSError as e:
+            return e.errno
+
+    def read_stats():
+        with open(st) as f:
+            return 'read_hits' in f.read()
+
+    assert util.run_as(65534, 65534, try_ctl) == __import__('errno').EACCES
+    assert util.run_as(65534, 65534, read_stats) is True
+
+
+def test_ctldir_option_renames(ws):
+    os.mkdir(os.path.join(ws.src, '.hotfs'))
+    with open(os.path.join(ws.src, '.hotfs', 'mine'), 'w') as f:
+        f.write('user data')
+    ws.start(opts='ctldir=.hotfs-ctl')
+    assert os.path.exists(os.path.join(ws.mnt, '.hotfs', 'mine'))
+    assert os.path.exists(os.path.join(ws.mnt, '.hotfs-ctl', 'stats'))
+    assert '.hotfs' in os.listdir(ws.mnt)
