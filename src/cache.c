@@ -217,6 +217,9 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in)
 	stats_add(&c->stats, STAT_INVAL_WRITE, 1);
 }
 
+static pthread_mutex_t fh_list_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct hotfs_fh *fh_list;	/* protected by fh_list_lock */
+
 struct hotfs_fh *fh_new(int fd)
 {
 	struct hotfs_fh *fh = calloc(1, sizeof(*fh));
@@ -229,6 +232,12 @@ struct hotfs_fh *fh_new(int fd)
 		fh->recent[i] = FH_NO_EXT;
 	atomic_init(&fh->seq_next, -1);
 	atomic_init(&fh->seq_run, 0);
+	pthread_mutex_lock(&fh_list_lock);
+	fh->next = fh_list;
+	if (fh_list)
+		fh_list->prev = fh;
+	fh_list = fh;
+	pthread_mutex_unlock(&fh_list_lock);
 	return fh;
 }
 
@@ -238,6 +247,14 @@ void fh_free(struct hotfs_fh *fh)
 
 	if (!fh)
 		return;
+	pthread_mutex_lock(&fh_list_lock);
+	if (fh->prev)
+		fh->prev->next = fh->next;
+	else
+		fh_list = fh->next;
+	if (fh->next)
+		fh->next->prev = fh->prev;
+	pthread_mutex_unlock(&fh_list_lock);
 	close(fh->fd);
 	for (i = 0; i < FH_STITCHES; i++) {
 		free(fh->stitch[i].buf);
@@ -292,6 +309,12 @@ static ssize_t pread_full(int fd, char *buf, size_t len, off_t off)
 		done += (size_t)n;
 	}
 	return (ssize_t)done;
+}
+
+void fh_free_all(void)
+{
+	while (fh_list)
+		fh_free(fh_list);
 }
 
 /* Has this handle touched extno lately?  Remembers it if not. */
@@ -721,10 +744,12 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 		stats_add(&c->stats, STAT_MISS_REQS, 1);
 		stats_add(&c->stats, STAT_MISS_BYTES, total);
 		stats_add(&c->stats, STAT_READ_BYTES, total);
-		reply_splice(req, fh->fd, size, off);
+		/* before the reply: it may be the kernel's last reference
+		 * to the handle and the inode */
 		if (promos)
 			queue_promotions(c, in, fh, &k, &stamp, gen, s, n,
 					 NULL, 0, 0);
+		reply_splice(req, fh->fd, size, off);
 		free(s);
 		return;
 	}
@@ -790,9 +815,9 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 	stats_add(&c->stats, hits == n ? STAT_HIT_REQS :
 			     hits ? STAT_PARTIAL_REQS : STAT_MISS_REQS, 1);
 	stats_add(&c->stats, STAT_READ_BYTES, pos);
-	fuse_reply_buf(req, buf, pos);
 	queue_promotions(c, in, fh, &k, &stamp, gen, s, n, buf,
 			 (uint64_t)off, pos);
+	fuse_reply_buf(req, buf, pos);
 out:
 	for (i = 0; i < n; i++)
 		free(s[i].bounce);

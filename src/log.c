@@ -14,17 +14,22 @@
 
 int hotfs_log_level = LOG_INFO;
 static bool use_syslog;
+static __thread bool mid_line;	/* libfuse logs one line in pieces */
 
 static void vlog(int level, const char *fmt, va_list ap)
 {
+	size_t len = strlen(fmt);
+
 	if (level > hotfs_log_level)
 		return;
 	if (use_syslog) {
 		vsyslog(level, fmt, ap);
 		return;
 	}
-	fputs("hotfs: ", stderr);
+	if (!mid_line)
+		fputs("hotfs: ", stderr);
 	vfprintf(stderr, fmt, ap);
+	mid_line = len && fmt[len - 1] != '\n';
 }
 
 static void fuse_sink(enum fuse_log_level level, const char *fmt, va_list ap)

@@ -55,6 +55,10 @@ struct fh_stitch {
 /* An open file through the mount (fuse_file_info.fh). */
 struct hotfs_fh {
 	int fd;				/* the source file */
+	struct hotfs_fh *prev, *next;	/* all open handles, protected by
+					 * fh_list_lock (freed at exit: the
+					 * kernel does not release what is
+					 * open when the daemon is stopped) */
 	pthread_mutex_t m;		/* protects stitch, stitch_age */
 	struct fh_stitch stitch[FH_STITCHES];
 	uint64_t stitch_age;
@@ -105,6 +109,8 @@ struct hotfs_fh *fh_new(int fd);
 void cache_release(struct hotfs_cache *c, struct hotfs_inode *in,
 		   struct hotfs_fh *fh);
 void fh_free(struct hotfs_fh *fh);
+/* At exit: free the handles the kernel never released. */
+void fh_free_all(void);
 
 /* Serve a FUSE read; replies exactly once. */
 void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
