@@ -19,35 +19,52 @@
  * sketch, C per doorkeeper generation) plus a struct of under 256 bytes:
  * 4 MiB by default.  Nothing is allocated after pol_new.
  *
- * Aging: every C / 2 accesses (the period; 512 Ki accesses by default)
- * every sketch counter is halved and the older doorkeeper generation is
- * cleared and becomes the current one.  An access is thus remembered for
- * at least one period and at most two: the second access of a one-time
- * scan longer than that finds nothing, and counts of extents no longer
- * read decay by half per period.
+ * Aging: every period (P accesses) every sketch counter is halved and
+ * the older doorkeeper generation is cleared and becomes the current one.
+ * P is C / 2 (512 Ki accesses by default) until pol_set_cache(p, E) sets
+ * it to 8 * E (E = extents the cache holds; TinyLFU's sample size),
+ * rounded up to a power of two and kept within [128 Ki, C / 2].  An
+ * access is thus remembered for at least one period and at most two: the
+ * second access of a one-time scan longer than that finds nothing (and a
+ * tree of more than P files does not warm at its second pass), and the
+ * counts of extents no longer read halve every period.
  *
  * Errors: with at most C / 2 distinct extents per generation the
  * doorkeeper is at most 1/16 full; an extent never seen before passes as
  * seen with probability about 1% at the end of a period of distinct
  * extents (0.1% at a quarter of it), and only then can a one-time access
  * reach the default threshold of 2.  A one-time scan of N extents thus
- * promotes about 0.5% of them when N nears C / 2, and none when N is
- * small against it.  The sketch overestimates, never underestimates
- * (within a period).
+ * promotes about 0.3% of them when N nears C / 2 (measured by
+ * tests/unit/test_policy.c), and none when N is small against it.  The
+ * sketch overestimates, never underestimates (within a period).
  *
- * Decisions:
+ * Decisions (measured with tests/sim/hotfs_sim against LRU, FIFO and
+ * Belady's MIN; numbers in contrib/bench/RESULTS.md, "Policy simulation"):
  *   pol_promote	count >= threshold (default 2: one pass of a scan
- *			never promotes, a second one within a period does);
- *   pol_admit		estimate(candidate) > estimate(victim) (TinyLFU);
- *   pol_keep		rule POL_KEEP_DEFAULT, chosen with tests/sim (see
- *			contrib/bench/RESULTS.md, "Policy simulation").
+ *			never promotes, the second pass does);
+ *   pol_admit		estimate(candidate) > estimate(victim), ties lose
+ *			(TinyLFU).  The victim should be the extent the
+ *			store will drop next: the first live extent of the
+ *			oldest region that pol_keep would not keep, or its
+ *			first live one if it would keep them all.  This is
+ *			what makes loops larger than the cache (git grep of
+ *			a tree that does not fit, cp of a big file) get
+ *			MIN-like hit ratios instead of LRU's zero, and cuts
+ *			SSD writes 3-20x on zipf; pol_victim() (the last
+ *			extent pol_keep let go) is the fallback when the
+ *			store cannot name it, as good on zipf but no help on
+ *			loops;
+ *   pol_keep		POL_KEEP_HOT: copy forward the extents hit since
+ *			they were written (CLOCK's second chance at region
+ *			granularity); better than none (plain FIFO) and than
+ *			a sketch-frequency rule on zipf and shifting zipf.
  *
  * Threads: every function may be called from any thread at any time.
  * The tables are words updated with relaxed atomics (fetch_or for the
  * doorkeeper, compare-and-swap for counters): counting takes no lock and
  * never allocates; a lost update under contention costs one count.  The
  * thread whose access completes a period ages the tables (about C / 4
- * word updates, ~0.2 ms by default, once per 512 Ki accesses) under
+ * word updates, ~0.2 ms by default, once per period) under
  * p->age_lock, which nothing else takes; readers keep counting meanwhile.
  */
 #include <errno.h>
@@ -75,7 +92,7 @@ struct hotfs_policy {
 	size_t counters;		/* per row, power of two */
 	size_t nblocks;			/* sketch blocks */
 	size_t dk_words;		/* words per doorkeeper generation */
-	uint64_t period;		/* accesses per aging step */
+	_Atomic uint64_t period;	/* accesses per aging step, 2^n */
 	aword *sketch;			/* nblocks * BLOCK_WORDS */
 	aword *dk[2];			/* dk_words each */
 	_Atomic unsigned cur;		/* doorkeeper generation being set */
@@ -286,7 +303,8 @@ unsigned pol_access(struct hotfs_policy *p, uint64_t h)
 		dk_set(p->dk[cur], &s);	/* first, or refresh into cur */
 	n = 1 + (seen ? sketch_inc(&s) : sketch_min(&s));
 	ops = atomic_fetch_add_explicit(&p->ops, 1, memory_order_relaxed) + 1;
-	if (!(ops & (p->period - 1)))
+	if (!(ops & (atomic_load_explicit(&p->period,
+					 memory_order_relaxed) - 1)))
 		age(p);
 	return n;
 }
@@ -367,7 +385,30 @@ const char *pol_keep_name(enum pol_keep_rule rule)
 
 uint64_t pol_period(const struct hotfs_policy *p)
 {
-	return p->period;
+	return atomic_load_explicit(&p->period, memory_order_relaxed);
+}
+
+int pol_set_period(struct hotfs_policy *p, uint64_t accesses)
+{
+	uint64_t per = POL_PERIOD_MIN;
+
+	if (!accesses)
+		return -EINVAL;
+	while (per < accesses && per < p->counters / 2)
+		per <<= 1;
+	if (per > p->counters / 2)
+		per = p->counters / 2;
+	atomic_store_explicit(&p->period, per, memory_order_relaxed);
+	return 0;
+}
+
+int pol_set_cache(struct hotfs_policy *p, uint64_t extents)
+{
+	if (!extents)
+		return -EINVAL;
+	if (extents > UINT64_MAX / POL_PERIOD_PER_EXTENT)
+		extents = UINT64_MAX / POL_PERIOD_PER_EXTENT;
+	return pol_set_period(p, extents * POL_PERIOD_PER_EXTENT);
 }
 
 uint64_t pol_agings(const struct hotfs_policy *p)

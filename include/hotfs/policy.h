@@ -44,7 +44,12 @@ unsigned pol_access(struct hotfs_policy *p, uint64_t h);
 unsigned pol_estimate(struct hotfs_policy *p, uint64_t h);
 /* Should an extent with this many accesses be promoted? */
 bool pol_promote(const struct hotfs_policy *p, unsigned count);
-/* Cache full: admit cand if it is hotter than victim. */
+/*
+ * Cache full: admit cand if it is hotter than victim.  The victim should
+ * be the extent the store drops next (the first live extent of the oldest
+ * region with hot == false, else its first live one); pol_victim() if the
+ * store cannot tell.  See src/policy.c.
+ */
 bool pol_admit(struct hotfs_policy *p, uint64_t cand, uint64_t victim);
 /* Region recycling: keep (reinsert) this extent?  hot = looked up since
  * it was written. */
@@ -53,12 +58,21 @@ bool pol_keep(struct hotfs_policy *p, uint64_t h, bool hot);
 /*
  * The victim to pass to pol_admit when the store cannot name one: the
  * last extent pol_keep declined, i.e. what the cache's FIFO tail is
- * currently letting go (0 before any).
+ * currently letting go (0 before any).  As good as the store's victim on
+ * zipf, but it does not protect loops larger than the cache.
  */
 uint64_t pol_victim(const struct hotfs_policy *p);
 
 /* Bytes of memory the policy uses (fixed after pol_new). */
 size_t pol_memory(const struct hotfs_policy *p);
+
+/*
+ * Tell the policy how many extents the cache holds (capacity / extent
+ * size is fine): counts then age every POL_PERIOD_PER_EXTENT * extents
+ * accesses (TinyLFU's sample size), within [POL_PERIOD_MIN, counters / 2],
+ * instead of every counters / 2.  Call it after st_open; any thread.
+ */
+int pol_set_cache(struct hotfs_policy *p, uint64_t extents);
 
 /*
  * Additions for the simulator (tests/sim) and the unit tests; the daemon
@@ -68,6 +82,8 @@ size_t pol_memory(const struct hotfs_policy *p);
 #define POL_COUNTERS_MIN	1024u
 #define POL_COUNTERS_MAX	(1u << 28)
 #define POL_COUNT_MAX		16u	/* pol_access/pol_estimate saturate */
+#define POL_PERIOD_MIN		(1u << 17)	/* accesses */
+#define POL_PERIOD_PER_EXTENT	8u
 
 /* Reinsertion rules for pol_keep; the default is POL_KEEP_DEFAULT. */
 enum pol_keep_rule {
@@ -84,8 +100,9 @@ enum pol_keep_rule {
 
 int pol_set_keep(struct hotfs_policy *p, enum pol_keep_rule rule);
 const char *pol_keep_name(enum pol_keep_rule rule);
-/* Accesses between two aging steps. */
+/* Accesses between two aging steps (rounded up to a power of two). */
 uint64_t pol_period(const struct hotfs_policy *p);
+int pol_set_period(struct hotfs_policy *p, uint64_t accesses);
 /* Aging steps done so far. */
 uint64_t pol_agings(const struct hotfs_policy *p);
 

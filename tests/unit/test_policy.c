@@ -238,6 +238,51 @@ static void test_keep(void **state)
 	pol_free(p);
 }
 
+static void test_period(void **state)
+{
+	struct hotfs_policy *p = mk(0, 0), *q = mk(0, SMALL);
+	uint64_t f = 1, per;
+
+	(void)state;
+	assert_int_equal(pol_period(p), POL_COUNTERS_DEFAULT / 2);
+	assert_int_equal(pol_set_cache(p, 0), -EINVAL);
+	assert_int_equal(pol_set_period(p, 0), -EINVAL);
+	/* small caches: the floor, so a tree of 128 Ki files still warms */
+	assert_int_equal(pol_set_cache(p, 1000), 0);
+	assert_int_equal(pol_period(p), POL_PERIOD_MIN);
+	/* 8 accesses per cached extent, rounded up to a power of two */
+	assert_int_equal(pol_set_cache(p, 20000), 0);
+	assert_int_equal(pol_period(p), 262144);
+	/* never beyond counters / 2: the doorkeeper's error bound */
+	assert_int_equal(pol_set_cache(p, 1u << 30), 0);
+	assert_int_equal(pol_period(p), POL_COUNTERS_DEFAULT / 2);
+	assert_int_equal(pol_set_cache(p, UINT64_MAX), 0);
+	assert_int_equal(pol_period(p), POL_COUNTERS_DEFAULT / 2);
+	assert_int_equal(pol_set_period(q, 100), 0);
+	assert_int_equal(pol_period(q), SMALL / 2);
+	/* the new period takes effect */
+	assert_int_equal(pol_set_period(p, POL_PERIOD_MIN), 0);
+	per = pol_period(p);
+	filler(p, &f, per);
+	assert_int_equal(pol_agings(p), 1);
+	pol_free(p);
+	pol_free(q);
+}
+
+static void test_victim(void **state)
+{
+	struct hotfs_policy *p = mk(0, 1u << 16);
+
+	(void)state;
+	assert_int_equal(pol_set_keep(p, POL_KEEP_HOT), 0);
+	assert_int_equal(pol_victim(p), 0);
+	assert_false(pol_keep(p, 7, false));
+	assert_int_equal(pol_victim(p), 7);
+	assert_true(pol_keep(p, 8, true));
+	assert_int_equal(pol_victim(p), 7);	/* kept: not a victim */
+	pol_free(p);
+}
+
 static void test_memory(void **state)
 {
 	struct hotfs_policy *p = mk(0, 0);
@@ -336,6 +381,8 @@ int main(void)
 		cmocka_unit_test(test_scan_false_promotions),
 		cmocka_unit_test(test_admission),
 		cmocka_unit_test(test_keep),
+		cmocka_unit_test(test_period),
+		cmocka_unit_test(test_victim),
 		cmocka_unit_test(test_memory),
 		cmocka_unit_test(test_threads),
 	};
