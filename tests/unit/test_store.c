@@ -1290,7 +1290,7 @@ static void test_full_fs(void **state)
 
 struct race {
 	struct fx *f;
-	volatile int stop;
+	int stop;
 	unsigned reads, hits;
 };
 
@@ -1299,7 +1299,7 @@ static void *reader(void *arg)
 	struct race *r = arg;
 	uint8_t *buf = malloc(EXT), *want = malloc(EXT);
 
-	while (!r->stop) {
+	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
 		uint64_t ino = 1 + rand() % 600;
 		struct hotfs_key k = key_of(ino);
 		struct hotfs_stamp s = stamp_of(ino, 0);
@@ -1344,7 +1344,7 @@ static void test_threads(void **state)
 		assert_int_equal(st_commit(f->st), 0);
 		assert_true(st_evict(f->st, 1) >= 0);
 	}
-	r.stop = 1;
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
 	assert_true(r.reads > 0);
