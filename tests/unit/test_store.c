@@ -1110,6 +1110,38 @@ static void test_size_helper(void **state)
 	assert_string_equal(st_state_name(ST_READONLY), "read-only");
 }
 
+/* A smaller cache size on reopen: regions beyond it go, the rest stays. */
+static void test_shrink(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	struct stat sb;
+	char data[512];
+	uint32_t i, found = 0;
+
+	open_store(f);
+	for (i = 0; i < 150; i++)
+		assert_int_equal(insert(f, 1 + i, 0, 0, 20000), 0);
+	f->p.capacity = 4 * RSIZE;
+	reopen(f);
+	get_stats(f, &s);
+	assert_int_equal(s.capacity, 4 * RSIZE);
+	assert_int_equal(s.regions, 4);
+	path_in(f, "data", data, sizeof(data));
+	assert_int_equal(stat(data, &sb), 0);
+	assert_true(sb.st_size <= 4 * RSIZE);
+	for (i = 0; i < 150; i++)
+		found += check(f->st, 1 + i, 0, 0, 20000);
+	assert_int_equal(found, s.extents);
+	assert_true(found > 0 && found < 150);
+	/* and it works within its new size */
+	for (i = 0; i < 100; i++)
+		assert_int_equal(insert(f, 1000 + i, 0, 0, 20000), 0);
+	get_stats(f, &s);
+	assert_true(s.regions_used <= 4);
+	assert_int_equal(check(f->st, 1099, 0, 0, 20000), 1);
+}
+
 /* capacity 0: 90% of the free space for a new store, then as recorded */
 static void test_default_capacity(void **state)
 {
@@ -1376,6 +1408,7 @@ int main(void)
 		T(test_foreign_files),
 		T(test_size_helper),
 		T(test_default_capacity),
+		T(test_shrink),
 		T(test_full_fs),
 		T(test_threads),
 	};
