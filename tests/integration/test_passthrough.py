@@ -1848,3 +1848,29 @@ def test_ofd_locks(fs):
             os.close(b)
     got = fs.parity('OFD locks', fn)
     assert isinstance(got[0], Err) and got[0].errno == errno.EAGAIN
+
+
+def test_posix_acls(fs):
+    """POSIX ACLs of the source (ext4 keeps them) work through the mount:
+    set, read back, and the mode's group bits follow the ACL mask."""
+    import subprocess
+
+    def acl(r):
+        out = []
+        for args in (['-m', 'u:1234:rw-,g:99:r--', r + '/file'],
+                     ['-d', '-m', 'u:1234:rwx', r + '/dir'],
+                     ['-m', 'm::r--', r + '/file']):
+            p = subprocess.run(['setfacl'] + args, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+            out.append(p.returncode)
+        open(r + '/dir/inherits', 'w').close()
+        for n in ('file', 'dir', 'dir/inherits'):
+            p = subprocess.run(['getfacl', '-cn', r + '/' + n],
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+            out.append((p.returncode, p.stdout.decode()))
+            out.append(util.lstat_summary(r + '/' + n))
+        return out
+    got = fs.parity('ACLs', acl)
+    assert got[:3] == [0, 0, 0]
+    assert 'user:1234:rw-' in got[3][1]
