@@ -401,6 +401,31 @@ static void test_invalidate(void **state)
 		assert_int_equal(check(f->st, 20, e, 0, 2000 + e), e == 4);
 }
 
+/* An invalidation never waits for the store mutex: it queues. */
+static void test_invalidate_busy(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_key k = key_of(30);
+	uint32_t e;
+
+	open_store(f);
+	for (e = 0; e < 4; e++)
+		assert_int_equal(insert(f, 30, e, 0, 3000), 0);
+	assert_int_equal(st_commit(f->st), 0);
+	/* as if an insert were in the middle of its pwrite */
+	pthread_mutex_lock(&f->st->lock);
+	assert_int_equal(st_invalidate(f->st, &k, 1, 2, ST_INVAL_WRITE), 2);
+	assert_int_equal(f->st->ntq, 1);
+	assert_int_equal(check(f->st, 30, 1, 0, 3000), 0);
+	pthread_mutex_unlock(&f->st->lock);
+	/* drained at the next commit, and persistent */
+	assert_int_equal(st_commit(f->st), 0);
+	assert_int_equal(f->st->ntq, 0);
+	reopen(f);
+	for (e = 0; e < 4; e++)
+		assert_int_equal(check(f->st, 30, e, 0, 3000), e == 0 || e == 3);
+}
+
 static void test_restart(void **state)
 {
 	struct fx *f = *state;
@@ -1391,6 +1416,7 @@ int main(void)
 		T(test_span_and_block_verify),
 		T(test_stamp_changed),
 		T(test_invalidate),
+		T(test_invalidate_busy),
 		T(test_restart),
 		T(test_crash),
 		T(test_resume_region),
