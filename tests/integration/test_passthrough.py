@@ -1508,6 +1508,12 @@ def test_source_changes_visible(fs):
         f.write('behind the back')
     os.unlink(s('empty'))
     os.chmod(s('exec'), 0o700)
+    # a name that changes type, and a link count that grows
+    os.stat(m('dir/a'))
+    os.unlink(s('dir/a'))
+    os.mkdir(s('dir/a'))
+    os.stat(m('ro'))
+    os.link(s('ro'), s('ro2'))
     timeout = 0.5 if fs.mode == 'attr0' else 4
     util.wait_for(lambda: os.path.exists(m('newname')),
                   'a file created in the source', timeout)
@@ -1517,6 +1523,11 @@ def test_source_changes_visible(fs):
                   'a chmod in the source', timeout)
     util.wait_for(lambda: os.stat(m('file')).st_mtime_ns == 10**18,
                   'an mtime set in the source', timeout)
+    util.wait_for(lambda: os.path.isdir(m('dir/a')),
+                  'a file replaced by a directory in the source', timeout)
+    util.wait_for(lambda: os.stat(m('ro')).st_nlink == 2,
+                  'a link made in the source', timeout)
+    assert os.listdir(m('dir/a')) == []
     with open(m('file'), 'rb') as f:
         assert f.read() == new
     with open(m('newname')) as f:
