@@ -471,7 +471,7 @@ static void drain_tombstones(struct hotfs_store *st)
 	pthread_mutex_lock(&st->state_lock);
 	n = st->ntq;
 	memcpy(q, st->tq, n * sizeof(q[0]));
-	st->ntq = 0;
+	__atomic_store_n(&st->ntq, 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&st->state_lock);
 	for (i = 0; i < n; i++)
 		__st_tombstone(st, q[i].dev, q[i].ino, q[i].extno, q[i].len);
@@ -502,7 +502,7 @@ int st_insert(struct hotfs_store *st, const struct hotfs_key *key,
 	if (key->dev > UINT32_MAX)
 		return -EOVERFLOW;
 	pthread_mutex_lock(&st->lock);
-	if (st->ntq)
+	if (__atomic_load_n(&st->ntq, __ATOMIC_RELAXED))
 		drain_tombstones(st);
 	err = __st_append(st, key->dev, key->ino, extno, stamp->size,
 			  stamp->mtime_ns, stamp->ctime_ns, buf, len);
@@ -533,7 +533,7 @@ int st_invalidate(struct hotfs_store *st, const struct hotfs_key *key,
 	}
 	pthread_mutex_lock(&st->state_lock);
 	if (st->ntq < ST_TQ_MAX) {
-		struct st_sument *q = &st->tq[st->ntq++];
+		struct st_sument *q = &st->tq[st->ntq];
 
 		memset(q, 0, sizeof(*q));
 		q->dev = key->dev;
@@ -541,6 +541,7 @@ int st_invalidate(struct hotfs_store *st, const struct hotfs_key *key,
 		q->extno = first;
 		q->len = count;
 		q->flags = ST_SE_TOMB;
+		__atomic_store_n(&st->ntq, st->ntq + 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&st->state_lock);
 	return n;
