@@ -575,15 +575,10 @@ int st_tick(struct hotfs_store *st)
 
 void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s)
 {
-	uint32_t r, used = 0;
 	int i;
 
+	/* no store mutex: stats must not wait behind an fdatasync */
 	memset(s, 0, sizeof(*s));
-	pthread_mutex_lock(&st->lock);
-	for (r = 0; r < st->nregions; r++)
-		if (st->regions[r].state >= R_OPEN)
-			used++;
-	pthread_mutex_unlock(&st->lock);
 	pthread_mutex_lock(&st->state_lock);
 	s->state = atomic_load(&st->state);
 	memcpy(s->reason, st->reason, sizeof(s->reason));
@@ -596,7 +591,7 @@ void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s)
 	pthread_rwlock_unlock(&st->idx_lock);
 	s->capacity = st->capacity;
 	s->regions = st->nregions;
-	s->regions_used = used;
+	s->regions_used = atomic_load(&st->nused);
 	s->bytes_written = CNT_GET(st, bytes_written);
 	s->bytes_inserted = CNT_GET(st, bytes_inserted);
 	s->inserts = CNT_GET(st, inserts);

@@ -207,6 +207,7 @@ struct hotfs_store {
 	uint32_t nregions;
 	struct st_region *regions;	/* [nregions] */
 	uint64_t next_seq;		/* protected by lock */
+	_Atomic uint32_t nused;		/* regions OPEN or SEALED */
 
 	/* the open region; protected by lock */
 	uint32_t open;			/* ST_NIL = none */
@@ -273,6 +274,18 @@ static inline uint32_t st_reclen(uint32_t len)
 
 	return st_roundup(st_tab_rel(len) + (n > 1 ? n * 8 : 0),
 			  st_align_of(len));
+}
+
+/* Change a region's state, keeping st->nused (regions holding data). */
+static inline void st_rstate(struct hotfs_store *st, uint32_t r,
+			     uint32_t state)
+{
+	bool was = st->regions[r].state >= R_OPEN, is = state >= R_OPEN;
+
+	st->regions[r].state = state;
+	if (was != is)
+		atomic_fetch_add_explicit(&st->nused, is ? 1 : -1,
+					  memory_order_relaxed);
 }
 
 static inline uint64_t st_region_off(const struct hotfs_store *st,

@@ -348,7 +348,7 @@ static void resume_newest(struct hotfs_store *st, uint32_t r)
 		goto no;
 	if (fdatasync(st->datafd))
 		goto no;
-	reg->state = R_OPEN;
+	st_rstate(st, r, R_OPEN);
 	reg->data_end = res.data_end;
 	st->open = r;
 	st->nsum_disk = st->nsum;
@@ -442,7 +442,7 @@ int st_recover(struct hotfs_store *st)
 		if (res.torn)
 			CNT_ADD(st, regions_dropped, 1);
 		reg->seq = res.seq;
-		reg->state = R_SEALED;
+		st_rstate(st, v[r].r, R_SEALED);
 		reg->data_end = res.data_end;
 		atomic_store(&reg->gen, res.seq);
 		if (res.seq > maxseq)

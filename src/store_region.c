@@ -122,9 +122,9 @@ int __st_commit(struct hotfs_store *st, bool seal)
 	CNT_ADD(st, commits, 1);
 	if (seal) {
 		if (st->nsum) {
-			reg->state = R_SEALED;
+			st_rstate(st, r, R_SEALED);
 		} else {
-			reg->state = R_FREE;
+			st_rstate(st, r, R_FREE);
 			atomic_store(&reg->gen, 0);
 		}
 		st->open = ST_NIL;
@@ -186,7 +186,7 @@ static uint32_t grow(struct hotfs_store *st)
 		     ftruncate(st->datafd, off + st->g.rsize)))
 			return ST_NIL;
 	}
-	st->regions[r].state = R_FREE;
+	st_rstate(st, r, R_FREE);
 	return r;
 }
 
@@ -195,7 +195,7 @@ static void start_region(struct hotfs_store *st, uint32_t r)
 	struct st_region *reg = &st->regions[r];
 
 	reg->seq = st->next_seq++;
-	reg->state = R_OPEN;
+	st_rstate(st, r, R_OPEN);
 	reg->data_end = 0;
 	st->open = r;
 	st->nsum = st->nsum_disk = 0;
@@ -562,11 +562,11 @@ int __st_evict_region(struct hotfs_store *st, uint32_t r, bool reuse,
 	pthread_rwlock_unlock(&st->idx_lock);
 	CNT_ADD(st, evictions, 1);
 
-	reg->state = R_FREE;
+	st_rstate(st, r, R_FREE);
 	if (punch && !fallocate(st->datafd, FALLOC_FL_PUNCH_HOLE |
 				FALLOC_FL_KEEP_SIZE, st_region_off(st, r),
 				st->g.rsize)) {
-		reg->state = R_HOLE;
+		st_rstate(st, r, R_HOLE);
 		st->dirty = true;
 	} else {
 		memset(zero, 0, sizeof(zero));
