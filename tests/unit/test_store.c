@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -450,6 +451,63 @@ static void test_restart(void **state)
 	reopen(f);
 	get_stats(f, &s);
 	assert_int_equal(s.extents, n + 10);
+}
+
+/*
+ * kill -9 at random points of a stream of inserts and group commits, again
+ * and again on the same cachedir: after each, everything the child had
+ * seen committed is there, and nothing wrong is.
+ */
+static void test_kill9(void **state)
+{
+	struct fx *f = *state;
+	uint32_t round, base = 1, i;
+
+	for (round = 0; round < 10; round++) {
+		uint32_t acked = 0, got, stop = 1 + rnd() % 10, seen = 0;
+		int pfd[2], status;
+		pid_t pid;
+
+		assert_int_equal(pipe(pfd), 0);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			close(pfd[0]);
+			open_store(f);
+			for (i = 0;; i++) {
+				if (insert(f, base + i, 0, 0, 1 + (base + i) %
+					   9000))
+					_exit(2);
+				if (i % 7 == 6) {
+					if (st_commit(f->st))
+						_exit(3);
+					got = i + 1;
+					if (write(pfd[1], &got, 4) != 4)
+						_exit(4);
+				}
+			}
+		}
+		close(pfd[1]);
+		while (seen < stop && read(pfd[0], &got, 4) == 4) {
+			acked = got;
+			seen++;
+		}
+		kill(pid, SIGKILL);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFSIGNALED(status));
+		close(pfd[0]);
+		open_store(f);
+		for (i = 0; i < acked + 30; i++) {
+			int ok = check(f->st, base + i, 0, 0,
+				       1 + (base + i) % 9000);
+
+			if (i < acked)
+				assert_int_equal(ok, 1);
+		}
+		st_close(f->st);
+		f->st = NULL;
+		base += acked + 1000;
+	}
 }
 
 /* Restarts go on appending to the region they left open. */
@@ -1420,6 +1478,7 @@ int main(void)
 		T(test_restart),
 		T(test_crash),
 		T(test_resume_region),
+		T(test_kill9),
 		T(test_evict_fifo),
 		T(test_evict_reinsert_hot),
 		T(test_keep_callback_iterate),
