@@ -375,7 +375,7 @@ int st_recover(struct hotfs_store *st)
 	uint8_t *blk;
 	struct rseq *v;
 	struct stat sb;
-	uint32_t r, n = 0, inside;
+	uint32_t r, n = 0, inside, ahead;
 	uint64_t maxseq = 0;
 	int err = 0;
 
@@ -395,6 +395,13 @@ int st_recover(struct hotfs_store *st)
 		err = -ENOMEM;
 		goto out;
 	}
+	/*
+	 * Cold, these are random 4 KiB reads, one per region: let the
+	 * kernel queue them all at once rather than one at a time.
+	 */
+	for (r = 0; r < inside; r++)
+		posix_fadvise(st->datafd, st_region_off(st, r) + st->g.rsize -
+			      ST_BLOCK, ST_BLOCK, POSIX_FADV_WILLNEED);
 	for (r = 0; r < inside; r++) {
 		uint64_t off = st_region_off(st, r) + st->g.rsize - ST_BLOCK;
 		ssize_t got = st_pread_full(st->datafd, blk, ST_BLOCK, off);
@@ -417,6 +424,10 @@ int st_recover(struct hotfs_store *st)
 		}
 	}
 	qsort(v, n, sizeof(*v), rseq_cmp);
+	ahead = st->g.rsize < 32 * ST_BLOCK ? st->g.rsize : 32 * ST_BLOCK;
+	for (r = 0; r < n; r++)
+		posix_fadvise(st->datafd, st_region_off(st, v[r].r) +
+			      st->g.rsize - ahead, ahead, POSIX_FADV_WILLNEED);
 	for (r = 0; r < n; r++) {
 		struct st_region *reg = &st->regions[v[r].r];
 		struct st_scan res;
