@@ -25,18 +25,18 @@
  * Durability: inserts become durable in groups (st_commit, a region
  * filling up, commit_bytes, or commit_ms checked at each insert and by
  * st_tick).  The daemon calls st_tick() about once a second: it commits
- * what is due and applies the free-space watermarks.  A kill -9 loses at
- * most the inserts of the last commit_ms; a restart reopens the region the
- * last run was appending to.
+ * what is due and applies the free-space watermarks.  A kill -9 or a
+ * power cut loses at most the inserts since the last commit (commit_ms);
+ * a restart reopens the region the last run was appending to.
  *
  * Threads: every function may be called from any thread.  st_lookup and
  * st_verify take the index lock shared; inserts, commits and evictions
  * serialise on the store mutex; st_invalidate takes the index lock alone
  * (it never waits behind an insert's I/O or an fdatasync).  Lock order:
- * store mutex, then index rwlock, then the state lock (a leaf).  Callers
- * hold none of their own locks that the callbacks need: callbacks
- * (st_keep_fn, st_iter_fn) run with store locks held and must not call
- * back into the store.
+ * store mutex, then index rwlock, then the state lock (a leaf).
+ * Callbacks (st_keep_fn, st_iter_fn) run with store locks held: they must
+ * not call back into the store, nor take a lock that anyone holds while
+ * calling into the store.
  */
 #ifndef HOTFS_STORE_H
 #define HOTFS_STORE_H
