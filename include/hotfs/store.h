@@ -26,8 +26,10 @@
  * filling up, commit_bytes, or commit_ms checked at each insert and by
  * st_tick).  The daemon calls st_tick() about once a second: it commits
  * what is due and applies the free-space watermarks.  A kill -9 or a
- * power cut loses at most the inserts since the last commit (commit_ms);
- * a restart reopens the region the last run was appending to.
+ * power cut loses at most the inserts since the last commit (commit_ms),
+ * plus, if it tears a commit's write, the rest of that region's last
+ * summary block (< 64 extents); a restart reopens the region the last run
+ * was appending to.
  *
  * Threads: every function may be called from any thread.  st_lookup and
  * st_verify take the index lock shared; inserts, commits and evictions
