@@ -101,7 +101,7 @@ struct hotfs_span {
 enum hotfs_store_state {
 	ST_OK = 0,
 	ST_READONLY,		/* no more inserts, lookups still served */
-	ST_OFF,			/* every lookup misses */
+	ST_OFF,			/* every lookup misses, until reopened */
 };
 
 enum hotfs_inval_reason {
@@ -172,38 +172,76 @@ struct hotfs_store_stats {
 	uint64_t index_bytes;	/* RAM used by the index */
 };
 
+/*
+ * Open (creating, recovering, or with p->reset emptying) the store in
+ * cachedir, an existing directory.  On failure *err gets one line for the
+ * user: -EBUSY another process has it, -EEXIST it caches another source
+ * (or holds files that are not a store), -EUCLEAN its superblock is
+ * damaged, -EINVAL bad parameters; reset overrides the last three.
+ */
 int st_open(const char *cachedir, const struct hotfs_store_params *p,
 	    struct hotfs_store **out, char *err, size_t errlen);
+/* Commit, release the cachedir and free; st may be NULL. */
 int st_close(struct hotfs_store *st);
 
+/*
+ * Find extent extno of key, cached for exactly this stamp.  0 and *loc,
+ * or -ENOENT (a stamp that differs also drops the file's extents).
+ */
 int st_lookup(struct hotfs_store *st, const struct hotfs_key *key,
 	      uint32_t extno, const struct hotfs_stamp *stamp,
 	      struct hotfs_loc *loc);
+/* The bytes to read for [off, off + len) of loc's extent; -EINVAL if off
+ * is past its end. */
 int st_loc_span(const struct hotfs_loc *loc, uint32_t off, uint32_t len,
 		struct hotfs_span *sp);
+/*
+ * Check what the caller read for a span (buf = span.data_len bytes from
+ * span.data_off, tab = span.tab_len bytes from span.tab_off, or NULL to
+ * have them read here).  0 = serve it; -ESTALE = the region was reused
+ * meanwhile; -EBADMSG = corrupt (counted, entry dropped); -EINVAL = not a
+ * span of this extent.  On any error, read the source instead.
+ */
 int st_verify(struct hotfs_store *st, const struct hotfs_loc *loc,
 	      uint32_t ext_off, const void *buf, uint32_t len,
 	      const void *tab);
+/* The caller's read of loc failed with err: EIO and the like turn the
+ * store off (every lookup misses until it is reopened). */
 void st_report_io_error(struct hotfs_store *st, const struct hotfs_loc *loc,
 			int err);
+/* lookup + pread + verify of [off, off + len): bytes copied, or -errno. */
 ssize_t st_read(struct hotfs_store *st, const struct hotfs_key *key,
 		uint32_t extno, const struct hotfs_stamp *stamp, uint32_t off,
 		void *buf, size_t len);
 
+/*
+ * Cache len (1..extent) bytes as extent extno of key, read from the
+ * source at this stamp; replaces the extent, drops the file's extents of
+ * other stamps.  -EROFS when the store is read-only or off, -ENOSPC when
+ * there is no room at all; neither is worth retrying soon.
+ */
 int st_insert(struct hotfs_store *st, const struct hotfs_key *key,
 	      uint32_t extno, const struct hotfs_stamp *stamp,
 	      const void *buf, size_t len);
+/* Drop extents [first, first + count) of key (count 0: to the end); a
+ * tombstone keeps them dropped after the next commit and a restart.
+ * Returns how many were cached. */
 int st_invalidate(struct hotfs_store *st, const struct hotfs_key *key,
 		  uint32_t first, uint32_t count,
 		  enum hotfs_inval_reason why);
+/* Evict the nregions oldest regions (no reinsertion); returns how many. */
 int st_evict(struct hotfs_store *st, unsigned nregions);
+/* Call fn for every cached extent, under the index lock (shared). */
 int st_iterate(struct hotfs_store *st, st_iter_fn fn, void *arg);
 
+/* Make every insert and invalidation so far durable. */
 int st_commit(struct hotfs_store *st);
+/* Periodic work, about once a second: due commits, watermarks. */
 int st_tick(struct hotfs_store *st);
 
 void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s);
 const char *st_state_name(enum hotfs_store_state s);
+/* pct% of the size (or, of_free, of the free space) of dir's fs. */
 int st_size_from_fs(const char *dir, unsigned pct, bool of_free,
 		    uint64_t *bytes);
 
