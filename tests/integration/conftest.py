@@ -14,6 +14,7 @@ and every mount is unmounted and every daemon ended in teardown, whether
 the test passed or not.
 """
 import os
+import resource
 import stat
 import subprocess
 import tempfile
@@ -49,9 +50,10 @@ class Workspace:
 
     # -- starting daemons -------------------------------------------------
     def start(self, src=None, mnt=None, opts='', args=(), foreground=True,
-              cachedir=True, wait=True):
+              cachedir=True, wait=True, nofile=None, cwd=None):
         """Start hotfs -f on src/mnt and wait for the mount.  opts are
-        added to -o (after cachedir=)."""
+        added to -o (after cachedir=); nofile is a soft RLIMIT_NOFILE to
+        start the daemon with."""
         src = src or self.src
         mnt = mnt or self.mnt
         o = []
@@ -70,8 +72,14 @@ class Workspace:
         with open(log, 'wb') as lf:
             lf.write(('$ %s\n' % ' '.join(cmd)).encode())
             lf.flush()
+            def limit():
+                if nofile:
+                    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+                    resource.setrlimit(resource.RLIMIT_NOFILE,
+                                       (nofile, hard))
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
-                                    stdout=lf, stderr=lf)
+                                    stdout=lf, stderr=lf, cwd=cwd,
+                                    preexec_fn=limit if nofile else None)
         self.daemons.append((proc, mnt, log))
         if wait:
             util.wait_for_mount(proc, mnt)

@@ -242,3 +242,56 @@ def test_foreign_cachedir(ws):
     with open(os.path.join(ws.mnt, 'f')) as f:
         assert f.read() == 'this source'
     ws.stop(proc)
+
+
+def test_relative_paths_daemonized(ws):
+    """Relative SOURCE, MOUNTPOINT and cachedir are taken relative to the
+    directory hotfs was started in, also once it has daemonized (and left
+    that directory)."""
+    with open(os.path.join(ws.src, 'f'), 'w') as f:
+        f.write('relative')
+    ws.mounts.append(ws.mnt)
+    r = run(['src', 'mnt/', '-o', 'cachedir=./relcache'], cwd=ws.root)
+    assert r.returncode == 0, r.stderr.decode()
+    assert util.is_mounted(ws.mnt)
+    with open(os.path.join(ws.mnt, 'f')) as f:
+        assert f.read() == 'relative'
+    with open(os.path.join(ws.mnt, 'g'), 'w') as f:
+        f.write('new')
+    assert os.path.exists(os.path.join(ws.src, 'g'))
+    assert os.path.isdir(os.path.join(ws.root, 'relcache'))
+    util.cleanup_mount(None, ws.mnt)
+    assert not util.is_mounted(ws.mnt)
+
+
+def test_awkward_paths(ws):
+    """Paths with commas, spaces and other characters that mount options
+    and /proc/mounts escape."""
+    src = os.path.join(ws.root, 'slow tree, with commas=and\tspaces')
+    mnt = os.path.join(ws.root, 'fast view, too')
+    cache = os.path.join(ws.root, 'cache dir,x')
+    os.mkdir(src)
+    os.mkdir(mnt)
+    with open(os.path.join(src, 'f'), 'w') as f:
+        f.write('awkward')
+    # a comma inside an -o value is escaped with a backslash (fuse_opt)
+    proc = ws.start(src=src, mnt=mnt, cachedir=cache.replace(',', '\\,'))
+    with open(os.path.join(mnt, 'f')) as f:
+        assert f.read() == 'awkward'
+    assert os.path.isdir(cache)
+    ws.stop(proc)
+
+
+def test_source_through_a_symlink(ws):
+    link = os.path.join(ws.root, 'srclink')
+    os.symlink(ws.src, link)
+    with open(os.path.join(ws.src, 'f'), 'w') as f:
+        f.write('via link')
+    proc = ws.start(src=link)
+    with open(os.path.join(ws.mnt, 'f')) as f:
+        assert f.read() == 'via link'
+    # replacing the link afterwards does not move the mount
+    os.unlink(link)
+    os.symlink('/etc', link)
+    assert os.listdir(ws.mnt) == ['f']
+    ws.stop(proc)

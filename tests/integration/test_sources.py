@@ -148,3 +148,34 @@ def test_read_only_source(ws):
             ('access W', lambda r: os.access(r + '/f', os.W_OK))]:
         util.compare_calls(desc, fn, ws.mnt, ws.native)
     ws.stop(proc)
+
+
+def test_many_files_with_a_low_fd_limit(ws):
+    """Started with a soft limit of 1024 open files (what a shell or a
+    systemd unit gives), hotfs still serves thousands of looked-up files
+    and a thousand and more open at once."""
+    import resource
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 8192:
+        pytest.fail('the hard RLIMIT_NOFILE (%d) is too low for this test'
+                    % hard)
+    n = 4000
+    d = os.path.join(ws.src, 'many')
+    os.mkdir(d)
+    for i in range(n):
+        with open(os.path.join(d, 'f%05d' % i), 'w') as f:
+            f.write(str(i))
+    proc = ws.start(nofile=1024)
+    m = os.path.join(ws.mnt, 'many')
+    for i in range(n):
+        assert os.stat(os.path.join(m, 'f%05d' % i)).st_size == len(str(i))
+    fds = []
+    try:
+        for i in range(1500):
+            fds.append(os.open(os.path.join(m, 'f%05d' % i), os.O_RDONLY))
+        for i, fd in enumerate(fds):
+            assert os.pread(fd, 10, 0) == str(i).encode()
+    finally:
+        for fd in fds:
+            os.close(fd)
+    ws.stop(proc)

@@ -44,32 +44,31 @@ def wait_for(cond, what, timeout=TIMEOUT, interval=0.01):
         interval = min(interval * 2, 0.1)
 
 
+def _unescape(field):
+    """/proc/self/mounts escapes space, tab, newline and backslash."""
+    return field.replace('\\040', ' ').replace('\\011', '\t') \
+        .replace('\\012', '\n').replace('\\134', '\\')
+
+
+def mount_entry(mnt):
+    """The last /proc/self/mounts entry (fields unescaped) for mnt, or
+    None."""
+    mnt = os.path.realpath(mnt)
+    found = None
+    with open('/proc/self/mounts') as f:
+        for line in f:
+            fields = [_unescape(x) for x in line.split()]
+            if fields[1] == mnt:
+                found = fields
+    return found
+
+
 def is_mounted(mnt):
     """True if mnt is a mount point listed in /proc/self/mounts.
 
     os.path.ismount() stats the mount point, which hangs or fails on a
     dead FUSE mount; the mount table does not."""
-    mnt = os.path.realpath(mnt)
-    with open('/proc/self/mounts') as f:
-        for line in f:
-            fields = line.split()
-            target = fields[1].replace('\\040', ' ').replace('\\011', '\t') \
-                .replace('\\012', '\n').replace('\\134', '\\')
-            if target == mnt:
-                return True
-    return False
-
-
-def mount_entry(mnt):
-    """The /proc/self/mounts line (split) for mnt, or None."""
-    mnt = os.path.realpath(mnt)
-    found = None
-    with open('/proc/self/mounts') as f:
-        for line in f:
-            fields = line.split()
-            if fields[1] == mnt:
-                found = fields
-    return found
+    return mount_entry(mnt) is not None
 
 
 def wait_for_mount(proc, mnt, timeout=TIMEOUT):
