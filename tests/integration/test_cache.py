@@ -8,6 +8,7 @@ kernel's page cache dropped in between (POSIX_FADV_DONTNEED), so that
 every pass reaches the daemon; .hotfs/stats shows that the cache was used,
 so these tests cannot pass by never caching anything.
 """
+import errno
 import os
 import random
 
@@ -295,4 +296,46 @@ def test_restart_while_busy(ws, how):
             assert read_cold(os.path.join(ws.mnt, n)) == expect[n], n
     st = stats(ws.mnt)
     assert st.get('store_state') == 'ok', st
+    ws.stop(proc)
+
+
+def test_virtual_dir(ws):
+    """.hotfs is reachable by lookup and not listed; nothing in it can be
+    created, removed, renamed, linked or changed, nothing of it reaches
+    the source, and only root may write the control file."""
+    import json
+    proc = ws.start(opts='allow_other')
+    m = ws.mnt
+    v = os.path.join(m, '.hotfs')
+    assert os.path.isdir(v)
+    assert '.hotfs' not in os.listdir(m)
+    assert not any('.hotfs' in dirs for _, dirs, _ in os.walk(m))
+    assert 'read_hits' in stats(m)
+    with open(os.path.join(v, 'stats.json')) as f:
+        assert 'read_hits' in json.load(f)
+    st = os.path.join(v, 'stats')
+    for desc, fn in [
+            ('create', lambda: open(os.path.join(v, 'x'), 'w')),
+            ('mkdir', lambda: os.mkdir(os.path.join(v, 'd'))),
+            ('mkdir .hotfs', lambda: os.mkdir(v)),
+            ('unlink', lambda: os.unlink(st)),
+            ('rmdir', lambda: os.rmdir(v)),
+            ('rename out', lambda: os.rename(st, os.path.join(m, 'x'))),
+            ('rename in', lambda: os.rename(os.path.join(m, 'f'),
+                                            os.path.join(v, 'f'))),
+            ('rename .hotfs', lambda: os.rename(v, os.path.join(m, 'v'))),
+            ('link', lambda: os.link(st, os.path.join(m, 'y'))),
+            ('symlink', lambda: os.symlink('x', os.path.join(v, 'l'))),
+            ('chmod', lambda: os.chmod(st, 0o666)),
+            ('chown', lambda: os.chown(st, 1, 1)),
+            ('truncate', lambda: os.truncate(st, 0)),
+            ('setxattr', lambda: os.setxattr(st, 'user.x', b'1')),
+            ('write stats', lambda: open(st, 'w'))]:
+        if desc == 'rename in':
+            open(os.path.join(m, 'f'), 'w').close()
+        r = util.call(fn)
+        assert isinstance(r, util.Err), '%s in .hotfs succeeded' % desc
+    assert sorted(os.listdir(ws.src)) == ['f']
+    assert util.run_as(65534, 65534, lambda p: open(p, 'w').write('stats'),
+                       os.path.join(v, 'ctl')) == util.Err(errno.EACCES)
     ws.stop(proc)
