@@ -74,7 +74,11 @@ static bool store_exists(const char *dir)
 
 static bool keep_extent(void *arg, const struct hotfs_extent_info *x)
 {
-	return pol_keep(arg, pol_hash(&x->key, x->extno), x->hot);
+	struct hotfs_cache *c = arg;
+
+	if (pins_has(c->pins, &x->key))
+		return true;
+	return pol_keep(c->pol, pol_hash(&x->key, x->extno), x->hot);
 }
 
 int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
@@ -86,7 +90,7 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	struct statfs sfs;
 	struct stat st;
 	char *ident = NULL;
-	int len, r;
+	int len, r, tries;
 
 	if (fstat(root_fd, &st) == -1 || fstatfs(root_fd, &sfs) == -1) {
 		snprintf(err, errlen, "source '%s': %s", o->source,
@@ -140,7 +144,7 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	}
 	/* region recycling asks the policy which extents to copy forward */
 	sp.keep = keep_extent;
-	sp.keep_arg = c->pol;
+	sp.keep_arg = c;
 	/* not given: as recorded, or 90% of the free space for a new store */
 	if (!sp.capacity && (o->reset ||
 	    faccessat(AT_FDCWD, o->cachedir, F_OK, 0) != 0 ||
@@ -153,16 +157,37 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 		}
 	}
 	r = st_open(o->cachedir, &sp, &c->st, err, errlen);
+	/* "umount; mount" again: the old daemon may still be exiting and
+	 * holding the cachedir's lock for a moment */
+	for (tries = 0; r == -EBUSY && tries < 100; tries++) {
+		usleep(50000);
+		r = st_open(o->cachedir, &sp, &c->st, err, errlen);
+	}
 	if (r < 0)
 		goto bad_pol;
+	{
+		struct hotfs_store_stats ss;
+
+		/* counts age over about 8 cache-fulls of accesses */
+		st_get_stats(c->st, &ss);
+		pol_set_cache(c->pol, ss.capacity >> c->ext_shift);
+	}
+	r = pins_open(&c->pins, o->cachedir, o->reset);
+	if (r < 0) {
+		snprintf(err, errlen, "cachedir '%s': pins: %s", o->cachedir,
+			 strerror(-r));
+		goto bad_store;
+	}
 	r = pr_new(&c->pr, c, o->promote_rate);
 	if (r < 0) {
 		snprintf(err, errlen, "promotion: %s", strerror(-r));
-		goto bad_store;
+		goto bad_pins;
 	}
 	free(ident);
 	*out = c;
 	return 0;
+bad_pins:
+	pins_close(c->pins);
 bad_store:
 	st_close(c->st);
 bad_pol:
@@ -188,6 +213,7 @@ void cache_close(struct hotfs_cache *c)
 	pr_free(c->pr);		/* stops the thread, drops the queue */
 	st_commit(c->st);
 	st_close(c->st);
+	pins_close(c->pins);
 	pol_free(c->pol);
 	free(c);
 }
@@ -829,4 +855,175 @@ passthrough_free:
 passthrough:
 	stats_add(&c->stats, STAT_MISS_REQS, 1);
 	reply_splice(req, fh->fd, size, off);
+}
+
+/* ------------------------------------------------------------------ */
+/* hotfsctl's requests */
+
+/* Open the source file for reading, and its stamp. */
+static int open_source(struct hotfs_cache *c, struct hotfs_inode *in,
+		       struct hotfs_stamp *stamp)
+{
+	struct stat st;
+	char pn[32];
+	int fd;
+
+	snprintf(pn, sizeof(pn), "%d", in->fd);
+	fd = openat(c->proc_self_fd, pn, O_RDONLY | O_CLOEXEC | O_NOATIME);
+	if (fd == -1 && errno == EPERM)
+		fd = openat(c->proc_self_fd, pn, O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return -errno;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		int r = S_ISREG(st.st_mode) ? -errno : -EINVAL;
+
+		close(fd);
+		return r;
+	}
+	cache_stamp(&st, stamp);
+	return fd;
+}
+
+/* The range of extents [*e0, *e1) that [off, off+len) touches. */
+static void ext_range(struct hotfs_cache *c, const struct hotfs_ioc *io,
+		      uint64_t size, uint32_t *e0, uint32_t *e1)
+{
+	uint64_t end = io->len ? io->off + io->len : size;
+
+	if (end > size || end < io->off)
+		end = size;
+	*e0 = (uint32_t)(io->off >> c->ext_shift);
+	*e1 = io->off >= end ? *e0 :
+	      (uint32_t)(((end - 1) >> c->ext_shift) + 1);
+}
+
+static void fill_info(struct hotfs_cache *c, const struct hotfs_key *k,
+		      const struct hotfs_stamp *stamp, struct hotfs_ioc *io)
+{
+	struct hotfs_loc loc;
+	uint32_t e, e0, e1;
+
+	io->bytes = io->extents = 0;
+	io->size = stamp->size;
+	io->extent = c->extent;
+	ext_range(c, io, stamp->size, &e0, &e1);
+	for (e = e0; e < e1; e++)
+		if (st_lookup(c->st, k, e, stamp, &loc) == 0) {
+			io->extents++;
+			io->bytes += loc.len;
+		}
+	io->flags = pins_has(c->pins, k) ? HOTFS_IOC_F_PINNED : 0;
+}
+
+int cache_info(struct hotfs_cache *c, struct hotfs_inode *in,
+	       struct hotfs_ioc *io)
+{
+	struct hotfs_stamp stamp;
+	struct hotfs_key k;
+	int fd = open_source(c, in, &stamp);
+
+	if (fd < 0)
+		return fd;
+	close(fd);
+	cache_key(c, in->dev, in->ino, &k);
+	fill_info(c, &k, &stamp, io);
+	return 0;
+}
+
+int cache_warm(struct hotfs_cache *c, struct hotfs_inode *in,
+	       struct hotfs_ioc *io)
+{
+	struct hotfs_stamp stamp, now;
+	struct hotfs_loc loc;
+	struct hotfs_key k;
+	uint32_t e, e0, e1;
+	uint64_t gen;
+	char *buf;
+	int fd, r = 0;
+
+	fd = open_source(c, in, &stamp);
+	if (fd < 0)
+		return fd;
+	buf = malloc(c->extent);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	cache_key(c, in->dev, in->ino, &k);
+	ext_range(c, io, stamp.size, &e0, &e1);
+	io->done = 0;
+	for (e = e0; e < e1 && !r; e++) {
+		uint32_t len = ext_len(c, e, stamp.size);
+		ssize_t n;
+		struct stat st;
+
+		if (st_lookup(c->st, &k, e, &stamp, &loc) == 0)
+			continue;
+		pthread_mutex_lock(&in->m);
+		gen = in->write_gen;
+		pthread_mutex_unlock(&in->m);
+		n = pread_full(fd, buf, len, (off_t)e << c->ext_shift);
+		if (n < 0) {
+			r = (int)n;
+			break;
+		}
+		if (fstat(fd, &st) == -1) {
+			r = -errno;
+			break;
+		}
+		cache_stamp(&st, &now);
+		if ((uint32_t)n != len || !same_stamp(&now, &stamp)) {
+			r = -EAGAIN;	/* changed while warming: retry */
+			break;
+		}
+		pthread_mutex_lock(&in->m);
+		if (in->write_gen != gen) {
+			pthread_mutex_unlock(&in->m);
+			r = -EAGAIN;
+			break;
+		}
+		r = st_insert(c->st, &k, e, &stamp, buf, len);
+		if (r >= 0 && in->cached_extents_hint <= e)
+			in->cached_extents_hint = (uint64_t)e + 1;
+		pthread_mutex_unlock(&in->m);
+		if (r < 0) {
+			stats_add(&c->stats, STAT_NP_STORE, 1);
+			break;
+		}
+		r = 0;
+		io->done += len;
+		stats_add(&c->stats, STAT_PROMOTIONS, 1);
+		stats_add(&c->stats, STAT_PROMO_BYTES, len);
+		stats_add(&c->stats, STAT_PROMO_SRC_READS, 1);
+	}
+	free(buf);
+	close(fd);
+	fill_info(c, &k, &stamp, io);
+	return r;
+}
+
+int cache_evict(struct hotfs_cache *c, struct hotfs_inode *in,
+		struct hotfs_ioc *io)
+{
+	struct hotfs_stamp stamp;
+	struct hotfs_key k;
+	int fd = open_source(c, in, &stamp);
+
+	if (fd < 0)
+		return fd;
+	close(fd);
+	cache_key(c, in->dev, in->ino, &k);
+	fill_info(c, &k, &stamp, io);
+	io->done = io->bytes;
+	st_invalidate(c->st, &k, 0, 0, ST_INVAL_USER);
+	fill_info(c, &k, &stamp, io);
+	return 0;
+}
+
+int cache_pin(struct hotfs_cache *c, struct hotfs_inode *in, bool on)
+{
+	struct hotfs_key k;
+
+	cache_key(c, in->dev, in->ino, &k);
+	return pins_set(c->pins, &k, on);
 }

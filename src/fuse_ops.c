@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@
 #include "config.h"
 #include "hotfs/ctl.h"
 #include "hotfs/fs.h"
+#include "hotfs/ioctl.h"
 #include "hotfs/log.h"
 
 static struct hotfs *hfs(fuse_req_t req)
@@ -80,6 +82,34 @@ struct cred {
  * and the raw setgroups syscall are per thread (glibc's setgroups()
  * wrapper would change every thread of the process).
  */
+/*
+ * The caller's umask, applied by the source filesystem itself: the kernel
+ * sends modes unmasked (FUSE_CAP_DONT_MASK) so that a directory's default
+ * ACL, which overrides the umask, works as on a local filesystem.  The
+ * umask is per process; a worker thread gets its own with
+ * unshare(CLONE_FS) (hotfs never changes directory, so nothing else in
+ * the fs_struct matters).
+ */
+static __thread bool own_fs;
+
+static void umask_enter(fuse_req_t req)
+{
+	if (!hfs(req)->dont_mask)
+		return;
+	if (!own_fs) {
+		if (unshare(CLONE_FS) != 0)
+			return;
+		own_fs = true;
+	}
+	umask(fuse_req_ctx(req)->umask);
+}
+
+static void umask_exit(fuse_req_t req)
+{
+	if (hfs(req)->dont_mask && own_fs)
+		umask(0);
+}
+
 static void cred_enter(fuse_req_t req, struct cred *c)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -351,6 +381,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	pfd = ifd(req, parent);
 	cred_enter(req, &c);
+	umask_enter(req);
 	if (S_ISDIR(mode))
 		r = mkdirat(pfd, name, mode);
 	else if (S_ISLNK(mode))
@@ -359,6 +390,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		r = mknodat(pfd, name, mode, rdev);
 	if (r == -1)
 		r = -errno;
+	umask_exit(req);
 	cred_exit(&c);
 	if (r < 0)
 		fuse_reply_err(req, -r);
@@ -531,9 +563,11 @@ static void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 
 	cred_enter(req, &c);
+	umask_enter(req);
 	fd = openat(ifd(req, parent), name,
 		    backing_flags(fi->flags) | O_CREAT, mode);
 	err = fd == -1 ? -errno : 0;
+	umask_exit(req);
 	cred_exit(&c);
 	if (err) {
 		fuse_reply_err(req, -err);
@@ -1084,10 +1118,81 @@ static void hotfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 }
 
 /* ------------------------------------------------------------------ */
+/* hotfsctl */
+
+static void hotfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
+			void *arg, struct fuse_file_info *fi, unsigned flags,
+			const void *in_buf, size_t in_bufsz, size_t out_bufsz)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct hotfs *fs = hfs(req);
+	struct hotfs_inode *in;
+	struct hotfs_ioc io;
+	int r;
+
+	(void)arg;
+	(void)fi;
+	if (_IOC_TYPE(cmd) != 'H' || vd_is(ino)) {
+		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	if ((flags & FUSE_IOCTL_COMPAT) || in_bufsz < sizeof(io) ||
+	    out_bufsz < sizeof(io)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	/* the control channel: root and the mounting user only */
+	if (ctx->uid != 0 && ctx->uid != fs->owner_uid) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	in = hino(req, ino);
+	if (!S_ISREG(in->type)) {
+		fuse_reply_err(req, S_ISDIR(in->type) ? EISDIR : EINVAL);
+		return;
+	}
+	memcpy(&io, in_buf, sizeof(io));
+	if (!fs->cache) {
+		memset(&io, 0, sizeof(io));
+		io.flags = HOTFS_IOC_F_NOCACHE;
+		if (cmd == HOTFS_IOC_INFO)
+			fuse_reply_ioctl(req, 0, &io, sizeof(io));
+		else
+			fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	switch (cmd) {
+	case HOTFS_IOC_WARM:
+		r = cache_warm(fs->cache, in, &io);
+		break;
+	case HOTFS_IOC_EVICT:
+		r = cache_evict(fs->cache, in, &io);
+		break;
+	case HOTFS_IOC_PIN:
+	case HOTFS_IOC_UNPIN:
+		r = cache_pin(fs->cache, in, cmd == HOTFS_IOC_PIN);
+		if (!r)
+			r = cache_info(fs->cache, in, &io);
+		break;
+	case HOTFS_IOC_INFO:
+		r = cache_info(fs->cache, in, &io);
+		break;
+	default:
+		r = -ENOTTY;
+		break;
+	}
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_ioctl(req, 0, &io, sizeof(io));
+}
+
+/* ------------------------------------------------------------------ */
 
 static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	struct hotfs *fs = userdata;
+
 	conn->max_write = 1024 * 1024;
 	conn->max_readahead = 1024 * 1024;
 	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
@@ -1100,6 +1205,11 @@ static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 	if (conn->capable & FUSE_CAP_ASYNC_DIO)
 		conn->want |= FUSE_CAP_ASYNC_DIO;
+	/* the source applies the umask (or a default ACL) itself */
+	if (conn->capable & FUSE_CAP_DONT_MASK) {
+		conn->want |= FUSE_CAP_DONT_MASK;
+		fs->dont_mask = true;
+	}
 	/* the kernel strips setuid/setgid on write and chown for us */
 	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
 	/* no writeback cache: every write reaches the source at once */
@@ -1144,4 +1254,5 @@ const struct fuse_lowlevel_ops hotfs_ll_ops = {
 	.listxattr = hotfs_listxattr,
 	.setxattr = hotfs_setxattr,
 	.removexattr = hotfs_removexattr,
+	.ioctl = hotfs_ioctl,
 };

@@ -187,6 +187,24 @@ static bool stamp_eq(const struct hotfs_stamp *a, const struct hotfs_stamp *b)
 	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
 }
 
+/*
+ * TinyLFU admission: once the store is full, an insert recycles the
+ * oldest region, so a candidate must be hotter than what is being let go.
+ * The victim is the policy's view of the FIFO tail (pol_victim: the last
+ * extent region recycling declined to keep).
+ */
+static bool admit(struct hotfs_cache *c, uint64_t h)
+{
+	struct hotfs_store_stats ss;
+	uint64_t victim;
+
+	st_get_stats(c->st, &ss);
+	if (ss.regions_used < ss.regions)
+		return true;
+	victim = pol_victim(c->pol);
+	return !victim || pol_admit(c->pol, h, victim);
+}
+
 static void promote_one(struct hotfs_promoter *pr, struct pr_item *it)
 {
 	struct hotfs_cache *c = pr->c;
@@ -204,6 +222,10 @@ static void promote_one(struct hotfs_promoter *pr, struct pr_item *it)
 			stats_add(&c->stats, STAT_NP_RACE, 1);
 			return;
 		}
+	}
+	if (!admit(c, it->h)) {
+		stats_add(&c->stats, STAT_NP_ADMISSION, 1);
+		return;
 	}
 	pthread_mutex_lock(&it->in->m);
 	if (it->in->write_gen != it->gen) {

@@ -80,7 +80,9 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	uint64_t hit_r, part_r, miss_r, hit_b, miss_b, reqs;
 
 	add_s(l, "version", HOTFS_VERSION);
+	add_s(l, "mountpoint", fs->o->mountpoint);
 	add_s(l, "source", fs->o->source);
+	add_s(l, "options", fs->opts_summary ? fs->opts_summary : "");
 	add_s(l, "cachedir", fs->o->cachedir ? fs->o->cachedir : "");
 	if (!c) {
 		add_s(l, "store_state", "off");
@@ -136,6 +138,8 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_u(l, "invalidations_source_changed",
 	      ss->invalidations[ST_INVAL_SOURCE]);
 	add_u(l, "invalidations_checksum", ss->invalidations[ST_INVAL_CSUM]);
+	add_u(l, "invalidations_user", ss->invalidations[ST_INVAL_USER]);
+	add_u(l, "pinned_files", pins_count(c->pins));
 	add_u(l, "checksum_failures", stats_get(s, STAT_CSUM_FAIL));
 	add_u(l, "cache_io_errors", stats_get(s, STAT_CACHE_IO_ERR));
 

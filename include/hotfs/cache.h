@@ -23,7 +23,9 @@
 #include <fuse_lowlevel.h>
 
 #include "hotfs/inode.h"
+#include "hotfs/ioctl.h"
 #include "hotfs/opts.h"
+#include "hotfs/pins.h"
 #include "hotfs/policy.h"
 #include "hotfs/stats.h"
 #include "hotfs/store.h"
@@ -77,6 +79,7 @@ struct hotfs_cache {
 	struct hotfs_store *st;
 	struct hotfs_policy *pol;
 	struct hotfs_promoter *pr;
+	struct hotfs_pins *pins;
 	struct hotfs_itable *it;
 	struct hotfs_stats stats;
 	uint32_t extent;		/* bytes, power of two */
@@ -115,6 +118,19 @@ void fh_free_all(void);
 /* Serve a FUSE read; replies exactly once. */
 void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 		struct hotfs_fh *fh, size_t size, off_t off);
+
+/*
+ * hotfsctl's requests (include/hotfs/ioctl.h), each on one file.  They
+ * run in the calling FUSE thread: warm reads the source synchronously,
+ * one extent at a time, not limited by promote_rate (it is explicit).
+ */
+int cache_warm(struct hotfs_cache *c, struct hotfs_inode *in,
+	       struct hotfs_ioc *io);
+int cache_evict(struct hotfs_cache *c, struct hotfs_inode *in,
+		struct hotfs_ioc *io);
+int cache_info(struct hotfs_cache *c, struct hotfs_inode *in,
+	       struct hotfs_ioc *io);
+int cache_pin(struct hotfs_cache *c, struct hotfs_inode *in, bool on);
 
 /* ---- promotion (src/promote.c) ---- */
 

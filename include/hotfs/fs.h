@@ -18,11 +18,13 @@ struct hotfs {
 	int root_fd;			/* O_PATH on the source root */
 	int proc_self_fd;		/* O_PATH on /proc/self/fd */
 	bool as_root;			/* daemon runs as root: act as caller */
+	bool dont_mask;			/* the kernel left the umask to us */
 	struct hotfs_cache *cache;	/* NULL with -o nocache */
 	const char *ctldir;		/* name of the control directory */
 	uid_t owner_uid;		/* who mounted: may use .hotfs/ctl */
 	gid_t owner_gid;
 	struct timespec mount_time;
+	char *opts_summary;		/* the effective options, for status */
 };
 
 extern const struct fuse_lowlevel_ops hotfs_ll_ops;

@@ -108,6 +108,7 @@ enum hotfs_inval_reason {
 	ST_INVAL_WRITE = 0,	/* write through the mount */
 	ST_INVAL_SOURCE,	/* source stamp changed */
 	ST_INVAL_CSUM,		/* data failed its checksum */
+	ST_INVAL_USER,		/* hotfsctl evict */
 	ST_INVAL_NR,
 };
 

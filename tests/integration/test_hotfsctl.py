@@ -1,0 +1,165 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""hotfsctl on a real mount: every verb, with its effect checked through
+the counters and through what reaches the source (read_miss_bytes: bytes
+read from the source for readers)."""
+import json
+import os
+import signal
+import subprocess
+
+import pytest
+
+import util
+
+EXT = 256 * 1024
+CTL = os.environ.get('HOTFSCTL_BIN', '')
+
+
+def ctl(*args, check=True, uid=None):
+    if not CTL or not os.access(CTL, os.X_OK):
+        pytest.fail('HOTFSCTL_BIN=%r is not an executable' % CTL)
+    kw = {}
+    if uid is not None:
+        kw['preexec_fn'] = lambda: (os.setgroups([]), os.setgid(uid),
+                                    os.setuid(uid))
+    r = subprocess.run([CTL] + list(args), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=120, **kw)
+    if check:
+        assert r.returncode == 0, (args, r.stdout, r.stderr)
+    return r
+
+
+def stats(mnt):
+    with open(os.path.join(mnt, '.hotfs', 'stats.json')) as f:
+        return json.load(f)
+
+
+def write_random(path, size, seed):
+    import random
+    with open(path, 'wb') as f:
+        f.write(random.Random(seed).randbytes(size))
+
+
+def misses_while_reading(mnt, name):
+    """Bytes the daemon read from the source to serve a cold read."""
+    before = stats(mnt)['read_miss_bytes']
+    data = util.read_cold(os.path.join(mnt, name))
+    return stats(mnt)['read_miss_bytes'] - before, data
+
+
+@pytest.fixture
+def tree(ws):
+    write_random(os.path.join(ws.src, 'big'), 10 * EXT + 99, 1)
+    os.mkdir(os.path.join(ws.src, 'dir'))
+    for i in range(20):
+        write_random(os.path.join(ws.src, 'dir', 'f%d' % i), 3000 + i, i)
+    return ws
+
+
+def test_warm_then_evict(tree):
+    ws = tree
+    ws.start(opts='cachesize=64M')
+    src = open(os.path.join(ws.src, 'big'), 'rb').read()
+    miss, data = misses_while_reading(ws.mnt, 'big')
+    assert data == src and miss >= len(src)      # cold: from the source
+    r = ctl('warm', os.path.join(ws.mnt, 'big'), os.path.join(ws.mnt, 'dir'))
+    assert b'21/21 files' in r.stderr             # progress lines
+    s = stats(ws.mnt)
+    assert s['cached_extents'] == 11 + 20
+    miss, data = misses_while_reading(ws.mnt, 'big')
+    assert data == src and miss == 0              # warm: never the source
+    for i in range(20):
+        assert misses_while_reading(ws.mnt, 'dir/f%d' % i)[0] == 0
+    r = ctl('info', os.path.join(ws.mnt, 'big'))
+    assert b'(11 extents of 256 KiB)' in r.stdout
+    ctl('evict', os.path.join(ws.mnt, 'big'))
+    assert stats(ws.mnt)['invalidations_user'] == 11
+    assert b'0 B of' in ctl('info', os.path.join(ws.mnt, 'big')).stdout
+    miss, data = misses_while_reading(ws.mnt, 'big')
+    assert data == src and miss >= len(src)      # evicted: source again
+    # (still hot for the policy: this read promotes it again)
+
+
+def test_pin_survives_scan_and_remount(tree):
+    ws = tree
+    # the smallest store: two 16 MiB regions
+    ws.start(opts='cachesize=32M,threshold=1')
+    pinned = os.path.join(ws.mnt, 'dir', 'f3')
+    ctl('pin', pinned)
+    assert b'pinned' in ctl('info', pinned).stdout
+    # a scan several times the cache size, forced into the store
+    write_random(os.path.join(ws.src, 'scan'), 100 << 20, 7)
+    ctl('warm', os.path.join(ws.mnt, 'scan'))
+    s = stats(ws.mnt)
+    assert s['evicted_regions'] >= 2, s
+    assert b'1 extents' in ctl('info', pinned).stdout
+    assert misses_while_reading(ws.mnt, 'dir/f3')[0] == 0
+    # across a restart (a second mount point: the harness cleans each once)
+    ws.stop(ws.daemons[-1][0])
+    mnt2 = os.path.join(ws.root, 'mnt2')
+    os.mkdir(mnt2)
+    ws.start(mnt=mnt2, opts='cachesize=32M')
+    out = ctl('info', os.path.join(mnt2, 'dir', 'f3')).stdout
+    assert b'pinned' in out and b'1 extents' in out
+    ctl('unpin', os.path.join(mnt2, 'dir', 'f3'))
+    assert b'pinned' not in ctl('info', os.path.join(mnt2, 'dir',
+                                                     'f3')).stdout
+    assert stats(mnt2)['pinned_files'] == 0
+
+
+def test_status_stats_reset(tree):
+    ws = tree
+    ws.start(opts='cachesize=64M,threshold=3')
+    out = ctl('status', ws.mnt).stdout.decode()
+    assert 'source                 %s' % ws.src in out
+    assert 'cachedir               %s' % ws.cache in out
+    assert 'threshold=3' in out and 'store_state            ok' in out
+    util.read_cold(os.path.join(ws.mnt, 'big'))
+    text = ctl('stats', ws.mnt).stdout.decode()
+    assert 'read_requests:' in text
+    j = json.loads(ctl('stats', ws.mnt, '--json').stdout)
+    assert j['read_requests'] > 0
+    assert ctl('reset-stats', ws.mnt).stdout == b'ok\n'
+    assert stats(ws.mnt)['read_requests'] == 0
+
+
+def test_stats_live_view(tree):
+    ws = tree
+    ws.start(opts='cachesize=64M')
+    p = subprocess.Popen([CTL, 'stats', ws.mnt, '-w', '0.1'],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines = []
+    try:
+        for _ in range(3):
+            util.read_cold(os.path.join(ws.mnt, 'big'))
+            lines.append(p.stdout.readline())
+    finally:
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=10)
+    assert p.returncode == 0, err
+    assert lines[0].split()[:2] == [b'reads/s', b'hit%']
+    assert len(lines[1].split()) == 11
+
+
+def test_control_refused_to_others_stats_readable(tree):
+    ws = tree
+    ws.start(opts='cachesize=64M,allow_other')
+    r = ctl('warm', os.path.join(ws.mnt, 'big'), check=False, uid=65534)
+    assert r.returncode == 1 and b'Permission denied' in r.stderr
+    r = ctl('evict', os.path.join(ws.mnt, 'big'), check=False, uid=65534)
+    assert r.returncode == 1 and b'Permission denied' in r.stderr
+    r = ctl('reset-stats', ws.mnt, check=False, uid=65534)
+    assert r.returncode == 1
+    assert stats(ws.mnt)['cached_extents'] == 0
+    r = ctl('stats', ws.mnt, uid=65534)
+    assert b'read_requests:' in r.stdout
+
+
+def test_bad_usage(ws):
+    ws.start(opts='cachesize=64M')
+    assert ctl(check=False).returncode == 2
+    assert ctl('frobnicate', check=False).returncode == 2
+    r = ctl('stats', '/tmp', check=False)
+    assert r.returncode == 1 and b'not on a hotfs mount' in r.stderr
+    r = ctl('warm', os.path.join(ws.mnt, 'missing'), check=False)
+    assert r.returncode == 1
