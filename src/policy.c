@@ -5,12 +5,13 @@
  * Counting.  Access counts of extents (cached or not) live in two fixed
  * tables allocated by pol_new, whatever the size of the slow tree:
  *   - a doorkeeper: two generations of a blocked Bloom filter, 8 bits per
- *     sketch counter each (3 bits set in one 64-bit word per extent); an
- *     extent's first access only sets its doorkeeper bits;
- *   - a count-min sketch: 4 rows of 4-bit counters (saturating at 15),
- *     the 4 counters of an extent in one 64-byte block (one cache line);
+ *     sketch counter each (6 bits set in one 128-bit block per extent);
+ *     an extent's first access only sets its doorkeeper bits;
+ *   - a count-min sketch: 4 rows of 4-bit counters (saturating at 15);
  *     later accesses increment it conservatively (only the counters equal
  *     to the minimum).
+ * An extent's 4 counters and its doorkeeper words of both generations
+ * share one 64-byte block, so an access touches one cache line.
  * The estimate is (doorkeeper has it ? 1 : 0) + min of the 4 counters,
  * so 0..16 (POL_COUNT_MAX).
  *
@@ -29,14 +30,16 @@
  * tree of more than P files does not warm at its second pass), and the
  * counts of extents no longer read halve every period.
  *
- * Errors: with at most C / 2 distinct extents per generation the
- * doorkeeper is at most 1/16 full; an extent never seen before passes as
- * seen with probability about 1% at the end of a period of distinct
- * extents (0.1% at a quarter of it), and only then can a one-time access
- * reach the default threshold of 2.  A one-time scan of N extents thus
- * promotes about 0.3% of them when N nears C / 2 (measured by
- * tests/unit/test_policy.c), and none when N is small against it.  The
- * sketch overestimates, never underestimates (within a period).
+ * Errors: a generation holds at most C / 2 distinct extents, 8 per
+ * 128-bit doorkeeper block on average; an extent never seen passes as
+ * seen (all 6 of its bits set by others) with probability about 0.1% at
+ * the end of such a period, and far less when fewer extents were seen
+ * (about 0.0001% at a tenth of it); only then can a one-time access reach
+ * the default threshold of 2.  Measured: a one-time scan of C / 2 extents
+ * (with counters = 2^16) promotes 0.05% of them, and one of 50,000
+ * extents with the default sizing none (tests/unit/test_policy.c,
+ * tests/sim --ci).  The sketch overestimates, never underestimates
+ * (within a period).
  *
  * Decisions (measured with tests/sim/hotfs_sim against LRU, FIFO and
  * Belady's MIN; numbers in contrib/bench/RESULTS.md, "Policy simulation"):
@@ -79,9 +82,15 @@
 
 #define POL_DEPTH		4	/* sketch rows */
 #define POL_CTR_MAX		15u	/* 4-bit counters */
-#define BLOCK_WORDS		8	/* 64-byte sketch block */
-#define BLOCK_CTRS		(BLOCK_WORDS * 16)
-#define DK_BITS_PER_CTR		8	/* per generation */
+/*
+ * One 64-byte block (a cache line) per extent: words 0-3 are the sketch
+ * rows (16 counters each), words 4-5 and 6-7 the two doorkeeper
+ * generations (DK_BITS bits of each 128 per extent).
+ */
+#define BLOCK_WORDS		8
+#define BLOCK_CTRS		16	/* per row */
+#define DK_WORD			4	/* generation g: words 4 + 2g, 5 + 2g */
+#define DK_BITS			6
 #define POL_KEEP_DEFAULT_RULE	POL_KEEP_DEFAULT
 
 typedef _Atomic uint64_t aword;
@@ -90,11 +99,9 @@ struct hotfs_policy {
 	unsigned threshold;
 	enum pol_keep_rule keep;
 	size_t counters;		/* per row, power of two */
-	size_t nblocks;			/* sketch blocks */
-	size_t dk_words;		/* words per doorkeeper generation */
+	size_t nblocks;			/* counters / BLOCK_CTRS */
 	_Atomic uint64_t period;	/* accesses per aging step, 2^n */
-	aword *sketch;			/* nblocks * BLOCK_WORDS */
-	aword *dk[2];			/* dk_words each */
+	aword *tab;			/* nblocks * BLOCK_WORDS */
 	_Atomic unsigned cur;		/* doorkeeper generation being set */
 	_Atomic uint64_t ops;		/* accesses counted */
 	_Atomic uint64_t agings;
@@ -106,8 +113,8 @@ struct hotfs_policy {
 struct slots {
 	aword *w[POL_DEPTH];		/* sketch words */
 	unsigned sh[POL_DEPTH];		/* nibble shifts */
-	size_t dkw;			/* doorkeeper word */
-	uint64_t dkm;			/* doorkeeper mask */
+	aword *dk[2];			/* doorkeeper words, per generation */
+	uint64_t dkm[2];		/* doorkeeper masks of the two words */
 };
 
 static inline uint64_t mix64(uint64_t x)
@@ -125,31 +132,40 @@ static inline void locate(const struct hotfs_policy *p, uint64_t h,
 			  struct slots *s)
 {
 	uint64_t m1 = mix64(h), m2 = mix64(h ^ 0x9e3779b97f4a7c15ull);
-	aword *blk = p->sketch + (m1 & (p->nblocks - 1)) * BLOCK_WORDS;
+	aword *blk = p->tab + (m1 & (p->nblocks - 1)) * BLOCK_WORDS;
 	int i;
 
-	/* row i: one of the 32 counters of words 2i and 2i + 1 */
+	/* row i: one of the 16 counters of word i */
 	for (i = 0; i < POL_DEPTH; i++) {
-		unsigned c = (unsigned)(m1 >> (32 + 5 * i)) & 31;
-
-		s->w[i] = blk + 2 * i + (c >> 4);
-		s->sh[i] = (c & 15) * 4;
+		s->w[i] = blk + i;
+		s->sh[i] = (unsigned)((m1 >> (32 + 4 * i)) & 15) * 4;
 	}
-	s->dkw = m2 & (p->dk_words - 1);
-	s->dkm = 1ull << ((m2 >> 32) & 63) | 1ull << ((m2 >> 40) & 63) |
-		 1ull << ((m2 >> 48) & 63);
+	s->dk[0] = blk + DK_WORD;
+	s->dk[1] = blk + DK_WORD + 2;
+	s->dkm[0] = s->dkm[1] = 0;
+	for (i = 0; i < DK_BITS; i++) {
+		unsigned b = (unsigned)(m2 >> (7 * i)) & 127;
+
+		s->dkm[b >> 6] |= 1ull << (b & 63);
+	}
 }
 
-static inline bool dk_has(aword *dk, const struct slots *s)
+static inline bool dk_has(const struct slots *s, unsigned g)
 {
-	uint64_t w = atomic_load_explicit(&dk[s->dkw], memory_order_relaxed);
+	uint64_t w0 = atomic_load_explicit(&s->dk[g][0], memory_order_relaxed);
+	uint64_t w1 = atomic_load_explicit(&s->dk[g][1], memory_order_relaxed);
 
-	return (w & s->dkm) == s->dkm;
+	return (w0 & s->dkm[0]) == s->dkm[0] && (w1 & s->dkm[1]) == s->dkm[1];
 }
 
-static inline void dk_set(aword *dk, const struct slots *s)
+static inline void dk_set(const struct slots *s, unsigned g)
 {
-	atomic_fetch_or_explicit(&dk[s->dkw], s->dkm, memory_order_relaxed);
+	if (s->dkm[0])
+		atomic_fetch_or_explicit(&s->dk[g][0], s->dkm[0],
+					 memory_order_relaxed);
+	if (s->dkm[1])
+		atomic_fetch_or_explicit(&s->dk[g][1], s->dkm[1],
+					 memory_order_relaxed);
 }
 
 static inline unsigned ctr(const struct slots *s, int i)
@@ -196,23 +212,31 @@ static unsigned sketch_inc(const struct slots *s)
 
 static void age(struct hotfs_policy *p)
 {
-	unsigned old;
-	size_t i, n = p->nblocks * BLOCK_WORDS;
+	unsigned old, w;
+	size_t b;
 
 	pthread_mutex_lock(&p->age_lock);
 	old = 1 - atomic_load_explicit(&p->cur, memory_order_relaxed);
-	for (i = 0; i < p->dk_words; i++)
-		atomic_store_explicit(&p->dk[old][i], 0, memory_order_relaxed);
-	atomic_store_explicit(&p->cur, old, memory_order_release);
-	for (i = 0; i < n; i++) {
-		uint64_t o = atomic_load_explicit(&p->sketch[i],
-						  memory_order_relaxed);
+	/* clear the old generation first: then it becomes the current */
+	for (b = 0; b < p->nblocks; b++) {
+		aword *blk = p->tab + b * BLOCK_WORDS + DK_WORD + 2 * old;
 
-		while (o && !atomic_compare_exchange_weak_explicit(
-				&p->sketch[i], &o,
-				(o >> 1) & 0x7777777777777777ull,
-				memory_order_relaxed, memory_order_relaxed))
-			;
+		atomic_store_explicit(&blk[0], 0, memory_order_relaxed);
+		atomic_store_explicit(&blk[1], 0, memory_order_relaxed);
+	}
+	atomic_store_explicit(&p->cur, old, memory_order_release);
+	for (b = 0; b < p->nblocks; b++) {
+		for (w = 0; w < POL_DEPTH; w++) {
+			aword *x = p->tab + b * BLOCK_WORDS + w;
+			uint64_t o = atomic_load_explicit(x,
+						memory_order_relaxed);
+
+			while (o && !atomic_compare_exchange_weak_explicit(x,
+					&o, (o >> 1) & 0x7777777777777777ull,
+					memory_order_relaxed,
+					memory_order_relaxed))
+				;
+		}
 	}
 	atomic_fetch_add_explicit(&p->agings, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&p->age_lock);
@@ -220,8 +244,9 @@ static void age(struct hotfs_policy *p)
 
 static unsigned estimate(struct hotfs_policy *p, const struct slots *s)
 {
-	unsigned seen = dk_has(p->dk[0], s) || dk_has(p->dk[1], s);
+	unsigned seen = dk_has(s, 0) || dk_has(s, 1);
 
+	(void)p;
 	return seen + sketch_min(s);
 }
 
@@ -229,7 +254,7 @@ int pol_new(const struct pol_params *pp, struct hotfs_policy **out)
 {
 	struct hotfs_policy *p;
 	size_t c = pp && pp->counters ? pp->counters : POL_COUNTERS_DEFAULT;
-	size_t sk_bytes, dk_bytes;
+	size_t bytes;
 
 	*out = NULL;
 	if (c < POL_COUNTERS_MIN || c > POL_COUNTERS_MAX || (c & (c - 1)))
@@ -242,28 +267,19 @@ int pol_new(const struct pol_params *pp, struct hotfs_policy **out)
 	p->threshold = pp && pp->threshold ? pp->threshold : 2;
 	p->keep = POL_KEEP_DEFAULT_RULE;
 	p->counters = c;
-	p->nblocks = c * POL_DEPTH / BLOCK_CTRS;
-	p->dk_words = c * DK_BITS_PER_CTR / 64;
+	p->nblocks = c / BLOCK_CTRS;
 	p->period = c / 2;
-	sk_bytes = p->nblocks * BLOCK_WORDS * sizeof(uint64_t);
-	dk_bytes = p->dk_words * sizeof(uint64_t);
-	p->sketch = aligned_alloc(64, sk_bytes);
-	if (!p->sketch)
-		goto bad_alloc_sketch;
-	p->dk[0] = aligned_alloc(64, 2 * dk_bytes);
-	if (!p->dk[0])
-		goto bad_alloc_dk;
-	p->dk[1] = p->dk[0] + p->dk_words;
-	/* nobody else sees the tables yet: plain stores are fine */
-	memset((void *)p->sketch, 0, sk_bytes);
-	memset((void *)p->dk[0], 0, 2 * dk_bytes);
+	bytes = p->nblocks * BLOCK_WORDS * sizeof(uint64_t);
+	p->tab = aligned_alloc(64, bytes);
+	if (!p->tab)
+		goto bad_alloc_tab;
+	/* nobody else sees the table yet: plain stores are fine */
+	memset((void *)p->tab, 0, bytes);
 	pthread_mutex_init(&p->age_lock, NULL);
 	*out = p;
 	return 0;
 
-bad_alloc_dk:
-	free((void *)p->sketch);
-bad_alloc_sketch:
+bad_alloc_tab:
 	free(p);
 	return -ENOMEM;
 }
@@ -273,8 +289,7 @@ void pol_free(struct hotfs_policy *p)
 	if (!p)
 		return;
 	pthread_mutex_destroy(&p->age_lock);
-	free((void *)p->dk[0]);
-	free((void *)p->sketch);
+	free((void *)p->tab);
 	free(p);
 }
 
@@ -297,10 +312,10 @@ unsigned pol_access(struct hotfs_policy *p, uint64_t h)
 
 	locate(p, h, &s);
 	cur = atomic_load_explicit(&p->cur, memory_order_acquire);
-	in_cur = dk_has(p->dk[cur], &s);
-	seen = in_cur || dk_has(p->dk[1 - cur], &s);
+	in_cur = dk_has(&s, cur);
+	seen = in_cur || dk_has(&s, 1 - cur);
 	if (!in_cur)
-		dk_set(p->dk[cur], &s);	/* first, or refresh into cur */
+		dk_set(&s, cur);	/* first, or refresh into cur */
 	n = 1 + (seen ? sketch_inc(&s) : sketch_min(&s));
 	ops = atomic_fetch_add_explicit(&p->ops, 1, memory_order_relaxed) + 1;
 	if (!(ops & (atomic_load_explicit(&p->period,
@@ -359,8 +374,7 @@ uint64_t pol_victim(const struct hotfs_policy *p)
 
 size_t pol_memory(const struct hotfs_policy *p)
 {
-	return sizeof(*p) + p->nblocks * BLOCK_WORDS * sizeof(uint64_t) +
-	       2 * p->dk_words * sizeof(uint64_t);
+	return sizeof(*p) + p->nblocks * BLOCK_WORDS * sizeof(uint64_t);
 }
 
 int pol_set_keep(struct hotfs_policy *p, enum pol_keep_rule rule)
