@@ -10,7 +10,11 @@
  * KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE, ZERO_RANGE|KEEP_SIZE), mmap read,
  * shared writable mmap write followed by msync, O_DIRECT read and write on
  * aligned offsets through a second descriptor, fsync/fdatasync, and
- * close/reopen of both descriptors.
+ * close/reopen of both descriptors.  With -s SRCFILE (the same file's path
+ * in the source tree under a hotfs mount), srcwrite closes the file,
+ * writes or truncates it behind the mount's back and reopens it: the mount
+ * must then show the new content (close-to-open coherence, stale cache).
+ * -w changes the mix, e.g. a read-heavy one that keeps extents cached.
  *
  * Model invariants: good[0..size) is what the file holds, and good[size..
  * maxlen) is always zero, so growing the file (truncate, fallocate, a write
@@ -22,7 +26,9 @@
  * Checks: every read (plain, mmap, O_DIRECT) is compared with the model; the
  * file size is checked with fstat after every op (unless -n); the whole file
  * is compared every -f ops, at the end, and once more after a final reopen.
- * For mmap, the bytes past EOF in the last page must read as zero.
+ * For mmap, the bytes past EOF in the last page must read as zero, and a
+ * SIGBUS/SIGSEGV inside the file (e.g. a stale size) is reported as a
+ * failure with the op log, not a crash.
  *
  * Failure handling: a mismatch or an unexpected syscall error prints what
  * failed, the first differing byte (offset, expected, observed), the last
@@ -40,6 +46,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -67,6 +75,7 @@ enum op_type {
 	OP_FALLOC,
 	OP_FSYNC,
 	OP_REOPEN,
+	OP_SRCWRITE,
 	OP_NR
 };
 
@@ -84,6 +93,7 @@ static const struct {
 	[OP_FALLOC]	= { "falloc",	10 },
 	[OP_FSYNC]	= { "fsync",	2 },
 	[OP_REOPEN]	= { "reopen",	2 },
+	[OP_SRCWRITE]	= { "srcwrite",	3 },
 };
 
 enum fa_mode {
@@ -137,6 +147,8 @@ static struct {
 	bool quiet;
 	bool nosizecheck;
 	bool op_on[OP_NR];
+	unsigned int weight[OP_NR];
+	char *srcpath;		/* -s: the same file, not through the mount */
 	bool fa_on[FA_NR];
 	bool direct_ok;
 
@@ -161,6 +173,11 @@ static struct {
 	unsigned long nlog;
 
 	char cmdline[4096];
+
+	/* set while touching a mapping: SIGBUS/SIGSEGV jump back here */
+	sigjmp_buf map_jmp;
+	volatile sig_atomic_t in_map;
+	volatile sig_atomic_t map_sig;
 } fx = {
 	.numops = 20000,
 	.maxlen = 256 * 1024,
@@ -200,6 +217,8 @@ static void print_log(void)
 			mode = fa_desc[e->mode].name;
 		else if (e->op == OP_FSYNC && e->mode)
 			mode = "fdatasync";
+		else if (e->op == OP_SRCWRITE && e->mode)
+			mode = "truncate";
 		fprintf(stderr,
 			"  #%-7lu %-8s %-9s off %9jd len %7jd end %9jd  size %jd -> %jd%s%s\n",
 			e->opnum, op_desc[e->op].name, mode, (intmax_t)e->off,
@@ -278,7 +297,8 @@ static void guess_writer(off_t off, uint8_t val)
 		struct logent *e = &fx.log[i % LOG_RING];
 
 		if (e->op != OP_WRITE && e->op != OP_MAPWRITE &&
-		    e->op != OP_DWRITE)
+		    e->op != OP_DWRITE &&
+		    !(e->op == OP_SRCWRITE && !e->mode))
 			continue;
 		if ((e->opnum & 0xff) != k || off < e->off ||
 		    off >= e->off + e->len || e->note)
@@ -474,24 +494,63 @@ static void check_eof_page(const uint8_t *map, off_t mapoff, off_t maplen)
 	}
 }
 
+static void map_fault(int sig)
+{
+	if (!fx.in_map) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	fx.map_sig = sig;
+	siglongjmp(fx.map_jmp, 1);
+}
+
+static void setup_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = map_fault;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+	sigaction(SIGSEGV, &sa, NULL);
+}
+
+/*
+ * A fault while touching a mapping of bytes the model says are inside the
+ * file is a failure to report, not a crash.  Used as
+ * if (sigsetjmp(fx.map_jmp, 1)) map_failed(...); fx.in_map = 1; ...
+ */
+static void map_failed(const char *what, off_t off, off_t len)
+{
+	fx.in_map = 0;
+	fail("%s off %jd len %jd: %s while touching the mapping (file size per model %jd)",
+	     what, (intmax_t)off, (intmax_t)len,
+	     fx.map_sig == SIGBUS ? "SIGBUS" : "SIGSEGV", (intmax_t)fx.size);
+}
+
 static void do_mapread(off_t off, off_t len)
 {
-	off_t pg = off & ~(off_t)(fx.pagesize - 1);
-	off_t maplen = off + len - pg;
-	bool eofpage = (off + len - 1) / fx.pagesize ==
-		       (fx.size - 1) / fx.pagesize;
+	const off_t pg = off & ~(off_t)(fx.pagesize - 1);
+	const bool eofpage = (off + len - 1) / fx.pagesize ==
+			     (fx.size - 1) / fx.pagesize;
+	/* up to the end of EOF's page, to check the bytes past EOF */
+	const off_t maplen = eofpage ?
+		(((fx.size - pg) + fx.pagesize - 1) & ~(off_t)(fx.pagesize - 1)) :
+		off + len - pg;
 	uint8_t *p;
 
-	if (eofpage)
-		maplen = ((fx.size - pg) + fx.pagesize - 1) &
-			 ~(off_t)(fx.pagesize - 1);
 	p = mmap(NULL, maplen, PROT_READ, MAP_SHARED, fx.fd, pg);
 	if (p == MAP_FAILED)
 		fail("mmap PROT_READ off %jd len %jd: %s", (intmax_t)pg,
 		     (intmax_t)maplen, strerror(errno));
+	if (sigsetjmp(fx.map_jmp, 1))
+		map_failed("mmap read", off, len);
+	fx.in_map = 1;
 	memcpy(fx.buf, p + (off - pg), len);
 	if (eofpage)
 		check_eof_page(p, pg, maplen);
+	fx.in_map = 0;
 	if (munmap(p, maplen) == -1)
 		fail("munmap: %s", strerror(errno));
 	check_data("mmap read", off, fx.buf, len);
@@ -515,7 +574,11 @@ static void do_mapwrite(off_t off, off_t len)
 		fail("mmap PROT_WRITE off %jd len %jd: %s", (intmax_t)pg,
 		     (intmax_t)maplen, strerror(errno));
 	fill_pattern(fx.buf, off, len);
+	if (sigsetjmp(fx.map_jmp, 1))
+		map_failed("mmap write", off, len);
+	fx.in_map = 1;
 	memcpy(p + (off - pg), fx.buf, len);
+	fx.in_map = 0;
 	if (msync(p, maplen, MS_SYNC) == -1)
 		fail("msync off %jd len %jd: %s", (intmax_t)pg,
 		     (intmax_t)maplen, strerror(errno));
@@ -608,6 +671,40 @@ static void do_reopen(void)
 	open_files(false);
 }
 
+/*
+ * Change the file behind the mount's back, through its path in the source
+ * tree: close both descriptors, write (or truncate) the source file, and
+ * reopen through the mount.  Close-to-open: what the reopened file shows
+ * must be the source's new content, never stale cached data.
+ */
+static void do_srcwrite(int trunc, off_t off, off_t len)
+{
+	int sfd;
+	ssize_t n;
+
+	close_files();
+	sfd = open(fx.srcpath, O_WRONLY);
+	if (sfd == -1)
+		fail("open source file %s: %s", fx.srcpath, strerror(errno));
+	if (trunc) {
+		if (ftruncate(sfd, off) == -1)
+			fail("source ftruncate %jd: %s", (intmax_t)off,
+			     strerror(errno));
+		model_resize(off);
+	} else {
+		fill_pattern(fx.buf, off, len);
+		n = pwrite(sfd, fx.buf, len, off);
+		if (n != len)
+			fail("source pwrite off %jd len %jd: %s", (intmax_t)off,
+			     (intmax_t)len, n == -1 ? strerror(errno) :
+			     "short write");
+		model_write(off, fx.buf, len);
+	}
+	if (close(sfd) == -1)
+		fail("close source file: %s", strerror(errno));
+	open_files(false);
+}
+
 static off_t pick_len(uint64_t r, off_t max)
 {
 	/* a quarter of the ops are small, the rest up to -o */
@@ -624,14 +721,14 @@ static int pick_op(uint64_t r)
 
 	for (i = 0; i < OP_NR; i++)
 		if (fx.op_on[i])
-			total += op_desc[i].weight;
+			total += fx.weight[i];
 	r %= total;
 	for (i = 0; i < OP_NR; i++) {
 		if (!fx.op_on[i])
 			continue;
-		if (r < op_desc[i].weight)
+		if (r < fx.weight[i])
 			return i;
-		r -= op_desc[i].weight;
+		r -= fx.weight[i];
 	}
 	return OP_READ;
 }
@@ -746,6 +843,17 @@ static void one_op(void)
 		break;
 	case OP_REOPEN:
 		break;
+	case OP_SRCWRITE:
+		mode = (r_x & 7) == 0;	/* 1 = truncate */
+		if (mode) {
+			off = (off_t)(r_off % (fx.maxlen + 1));
+			break;
+		}
+		off = r_off % fx.maxlen;
+		len = pick_len(r_len, fx.maxop);
+		if (off + len > fx.maxlen)
+			len = fx.maxlen - off;
+		break;
 	}
 	if (op == OP_MAPWRITE || op == OP_READ || op == OP_WRITE ||
 	    op == OP_FALLOC) {
@@ -808,10 +916,46 @@ static void one_op(void)
 	case OP_REOPEN:
 		do_reopen();
 		break;
+	case OP_SRCWRITE:
+		do_srcwrite(mode, off, len);
+		break;
 	}
 	e->size_after = fx.size;
 	fx.done[op]++;
 	check_size(op_desc[op].name);
+}
+
+static bool set_weights(const char *list)
+{
+	char *dup = strdup(list), *tok, *save = NULL, *eq;
+	bool ok = true;
+	int i;
+
+	if (!dup)
+		die("out of memory");
+	for (tok = strtok_r(dup, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		eq = strchr(tok, '=');
+		if (!eq) {
+			ok = false;
+			continue;
+		}
+		*eq = 0;
+		for (i = 0; i < OP_NR; i++)
+			if (strcmp(tok, op_desc[i].name) == 0)
+				break;
+		if (i == OP_NR) {
+			fprintf(stderr, "hotfs_fsx: unknown op name '%s'\n",
+				tok);
+			ok = false;
+			continue;
+		}
+		fx.weight[i] = strtoul(eq + 1, NULL, 0);
+		if (!fx.weight[i])
+			fx.op_on[i] = false;
+	}
+	free(dup);
+	return ok;
 }
 
 static bool disable_by_name(const char *list)
@@ -870,8 +1014,15 @@ static void usage(void)
 "  -a align    O_DIRECT offset/length/buffer alignment (default 4096)\n"
 "  -f N        compare the whole file every N ops (default 500; 0 = end only)\n"
 "  -x LIST     disable ops, comma separated: read write mapread mapwrite\n"
-"              dread dwrite truncate falloc fsync reopen, fallocate modes\n"
-"              alloc keepsize punch zero zerokeep, groups mmap direct\n"
+"              dread dwrite truncate falloc fsync reopen srcwrite,\n"
+"              fallocate modes alloc keepsize punch zero zerokeep,\n"
+"              groups mmap direct\n"
+"  -w LIST     op weights, e.g. read=60,write=5 (defaults: read 20,\n"
+"              write 20, mapread 8, mapwrite 8, dread 6, dwrite 6,\n"
+"              truncate 6, falloc 10, fsync 2, reopen 2, srcwrite 3)\n"
+"  -s SRCFILE  FILE's path in the source tree under a mount: enables\n"
+"              srcwrite, which closes FILE, writes or truncates SRCFILE\n"
+"              directly and reopens FILE (close-to-open coherence)\n"
 "  -R -W       no mmap reads / no mmap writes\n"
 "  -Z          no O_DIRECT ops\n"
 "  -F          no fallocate;  -K no KEEP_SIZE, -H no PUNCH_HOLE,\n"
@@ -980,12 +1131,14 @@ int main(int argc, char **argv)
 	bool seed_given = false;
 	int c, i;
 
-	for (i = 0; i < OP_NR; i++)
+	for (i = 0; i < OP_NR; i++) {
 		fx.op_on[i] = true;
+		fx.weight[i] = op_desc[i].weight;
+	}
 	for (i = 0; i < FA_NR; i++)
 		fx.fa_on[i] = true;
 
-	while ((c = getopt(argc, argv, "S:N:l:o:a:f:x:RWZFKHzTCynL:dD:p:quI:h")) != -1) {
+	while ((c = getopt(argc, argv, "S:N:l:o:a:f:x:w:s:RWZFKHzTCynL:dD:p:quI:h")) != -1) {
 		switch (c) {
 		case 'S':
 			fx.seed = parse_num(optarg, "seed");
@@ -1009,6 +1162,13 @@ int main(int argc, char **argv)
 		case 'x':
 			if (!disable_by_name(optarg))
 				usage();
+			break;
+		case 'w':
+			if (!set_weights(optarg))
+				usage();
+			break;
+		case 's':
+			fx.srcpath = optarg;
 			break;
 		case 'R':
 			fx.op_on[OP_MAPREAD] = false;
@@ -1071,6 +1231,8 @@ int main(int argc, char **argv)
 	if (optind < argc - 1)
 		usage();
 
+	if (!fx.srcpath)
+		fx.op_on[OP_SRCWRITE] = false;
 	fx.pagesize = sysconf(_SC_PAGESIZE);
 	if (fx.maxlen < 1 || fx.maxop < 1 || fx.align < 1 ||
 	    (fx.align & (fx.align - 1)))
@@ -1114,6 +1276,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 	}
 
+	setup_signals();
 	open_files(true);
 	for (fx.opnum = 1; fx.opnum <= fx.numops; fx.opnum++) {
 		one_op();
