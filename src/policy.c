@@ -89,7 +89,7 @@
  */
 #define BLOCK_WORDS		8
 #define BLOCK_CTRS		16	/* per row */
-#define DK_WORD			4	/* generation g: words 4 + 2g, 5 + 2g */
+#define DK_WORD			4	/* generation g: 4 + 2g, 5 + 2g */
 #define DK_BITS			6
 #define POL_KEEP_DEFAULT_RULE	POL_KEEP_DEFAULT
 
@@ -102,7 +102,7 @@ struct hotfs_policy {
 	size_t nblocks;			/* counters / BLOCK_CTRS */
 	_Atomic uint64_t period;	/* accesses per aging step, 2^n */
 	aword *tab;			/* nblocks * BLOCK_WORDS */
-	_Atomic unsigned cur;		/* doorkeeper generation being set */
+	_Atomic unsigned cur;		/* doorkeeper generation to set */
 	_Atomic uint64_t ops;		/* accesses counted */
 	_Atomic uint64_t agings;
 	_Atomic uint64_t victim;	/* last extent pol_keep let go */
@@ -113,7 +113,7 @@ struct hotfs_policy {
 struct slots {
 	aword *w[POL_DEPTH];		/* sketch words */
 	unsigned sh[POL_DEPTH];		/* nibble shifts */
-	aword *dk[2];			/* doorkeeper words, per generation */
+	aword *dk[2];			/* doorkeeper words, per gen. */
 	uint64_t dkm[2];		/* doorkeeper masks of the two words */
 };
 

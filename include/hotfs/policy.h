@@ -81,7 +81,7 @@ int pol_set_cache(struct hotfs_policy *p, uint64_t extents);
 #define POL_COUNTERS_DEFAULT	(1u << 20)	/* 4 MiB of state */
 #define POL_COUNTERS_MIN	1024u
 #define POL_COUNTERS_MAX	(1u << 28)
-#define POL_COUNT_MAX		16u	/* pol_access/pol_estimate saturate */
+#define POL_COUNT_MAX		16u	/* estimates saturate here */
 #define POL_PERIOD_MIN		(1u << 17)	/* accesses */
 #define POL_PERIOD_PER_EXTENT	8u
 

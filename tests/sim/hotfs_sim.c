@@ -43,7 +43,7 @@
 #define NIL		UINT32_MAX
 #define EXT		(256u << 10)	/* synthetic extent length */
 #define MAX_PASSES	32
-#define NTAGS		3		/* 0 other, 1 before scan, 2 after */
+#define NTAGS		3	/* 0 other, 1 before scan, 2 after */
 
 struct trace {
 	char name[64];
@@ -53,7 +53,7 @@ struct trace {
 	uint32_t nobj, objcap;
 	uint32_t *file, *ext, *len;
 	uint64_t footprint;	/* bytes of distinct objects */
-	uint32_t *next;		/* next use of acc[i]'s object, for min */
+	uint32_t *next;		/* next use of acc[i]'s object */
 	size_t pass_len;	/* accesses per pass, 0 = one pass */
 };
 
@@ -76,8 +76,8 @@ struct model {
 
 enum {
 	V_HEAD = 0,		/* first live extent of the oldest region */
-	V_POL,			/* pol_victim: the last one pol_keep let go */
-	V_NEXT,			/* the next one the keep rule will let go */
+	V_POL,			/* pol_victim(): the last one let go */
+	V_NEXT,			/* the next one the store will drop */
 };
 
 static const struct model models[] = {

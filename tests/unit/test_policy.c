@@ -320,7 +320,7 @@ static void *hammer_fn(void *arg)
 		if (i % 512 == 0 && i / 512 < 10)
 			pol_access(hm->p, 100 + hm->id);	/* own: 10 */
 		else if (i == 7)
-			pol_access(hm->p, 99);			/* shared */
+			pol_access(hm->p, 99);	/* shared */
 		else
 			pol_access(hm->p, ((uint64_t)hm->id << 32) | i);
 	}
