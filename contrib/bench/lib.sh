@@ -305,10 +305,17 @@ bench_cleanup()
 		losetup -d "$d" || bench_log "could not detach $d"
 	done
 	bench_unthrottle_all
-	if [ -n "${BENCH_WORK:-}" ] && [ "${BENCH_KEEP_IMAGES:-0}" = 0 ]; then
+	if [ "${BENCH_KEEP_IMAGES:-0}" = 0 ]; then
 		for d in "${DISK_IMG[@]}"; do
 			rm -f "$d"
 		done
+	fi
+	# A work dir the harness made goes too, but never while anything is
+	# mounted below it (rm -r would recurse into the mount).
+	if [ -n "${BENCH_WORK_OWNED:-}" ] && [ "${BENCH_KEEP_IMAGES:-0}" = 0 ] &&
+	   ! awk -v w="$BENCH_WORK_OWNED/" 'index($2 "/", w) == 1 { f = 1 }
+				      END { exit !f }' /proc/mounts; then
+		rm -rf "$BENCH_WORK_OWNED"
 	fi
 	if ! bench_check_clean; then
 		bench_log "teardown left something behind (see above)"

@@ -40,14 +40,16 @@ for wl in "${wls[@]}"; do
 		plots+=("'$dat/$wl.$t.dat' using 1:2 with linespoints lw 2 title '$t'")
 	done
 	plotcmd=$(IFS=,; printf '%s' "${plots[*]}")
+	np=$(awk -F, -v wl="$wl" 'NR > 1 && $1 == wl && $3 > n { n = $3 }
+				  END { print n + 0 }' "$csv")
 	gnuplot <<EOF
-set terminal $term size 900,540
+set terminal $term size 900,540 noenhanced
 set output '$out/$wl.png'
 set title '$wl'
 set xlabel 'pass'
 set ylabel '$label'
 set xtics 1
-set offsets 0.5, 0.5, 0, 0
+set xrange [0.5:$np + 0.5]
 set yrange [0:*]
 set key outside right
 set grid

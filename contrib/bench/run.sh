@@ -119,12 +119,14 @@ done
 	bench_die "no hotfs binary at $BENCH_HOTFS_BIN (build it, or set HOTFS_BIN)"
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
-[ -n "$work" ] || work=/var/tmp/hotfs-bench.$$
+if [ -z "$work" ]; then
+	work=/var/tmp/hotfs-bench.$$
+	BENCH_WORK_OWNED=$work
+fi
 [ -n "$out" ] || out=/var/tmp/hotfs-bench-results/$stamp
 mkdir -p "$work" "$out"
 work=$(cd "$work" && pwd)
 out=$(cd "$out" && pwd)
-BENCH_WORK=$work
 CSV=$out/results.csv
 TABLES=$out/tables.md
 
@@ -398,6 +400,8 @@ populate()
 		git -C "$d/data/go" add -A
 		git -C "$d/data/go" -c user.name=bench -c user.email=bench@localhost \
 			commit -q -m "tree for the benchmarks"
+		# Packed, as a clone would be: not ~13k loose objects.
+		git -C "$d/data/go" gc -q --prune=now
 	else
 		cp -a "${DISK_MNT[hdd]}/data/." "$d/data/"
 	fi
