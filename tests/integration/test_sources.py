@@ -88,6 +88,11 @@ def fill(r):
     out.append(len(got) >= acked and got[:acked] == data[:1] * acked)
     out.append(util.call(os.mkdir, r + '/newdir'))
     os.unlink(r + '/filler')
+    # FUSE sends RELEASE asynchronously: the daemon may close the source
+    # file a moment after our close(), and only then is its space free
+    util.wait_for(lambda: os.statvfs(r).f_bfree * 2 >
+                  os.statvfs(r).f_blocks,
+                  'the space of the removed file to be freed')
     with open(r + '/after', 'wb') as f:
         f.write(b'room again')
     out.append(open(r + '/after', 'rb').read())
