@@ -531,6 +531,7 @@ static void test_resume_region(void **state)
 		reopen(f);
 	}
 	get_stats(f, &s);
+	assert_int_not_equal(f->st->open, ST_NIL);
 	/* 200 extents of ~2 KB: one region, not one per restart */
 	assert_int_equal(s.regions_used, 2);
 	assert_int_equal(s.evictions, 0);
@@ -1376,6 +1377,14 @@ static void test_full_fs(void **state)
 		get_stats(f, &s);
 		assert_int_equal(s.state, ST_OK);
 		assert_int_equal(insert(f, 9300, 0, 0, len), 0);
+		assert_int_equal(check(f->st, 9300, 0, 0, len), 1);
+		/* tmpfs has no FALLOC_FL_ZERO_RANGE: resume punches */
+		reopen(f);
+		assert_int_not_equal(f->st->open, ST_NIL);
+		assert_int_equal(check(f->st, 9300, 0, 0, len), 1);
+		assert_int_equal(insert(f, 9301, 0, 0, len), 0);
+		reopen(f);
+		assert_int_equal(check(f->st, 9301, 0, 0, len), 1);
 		assert_int_equal(check(f->st, 9300, 0, 0, len), 1);
 	}
 	assert_int_equal(st_close(f->st), 0);
