@@ -1001,6 +1001,8 @@ static void usage(void)
 "  -R BYTES          region size (default min(16 MiB, cache/64))\n"
 "  -P K              aging period K x cache extents, 0 = counters/2\n"
 "                    (default: pol_set_cache, as the daemon)\n"
+"  -N EXTENTS        zipf and shift: extents (default 100000)\n"
+"  -A ACCESSES       zipf and shift: accesses (default 20 x EXTENTS)\n"
 "  -b                byte miss ratio instead of request miss ratio\n"
 "  -q                quick: smaller synthetic traces\n");
 	exit(2);
@@ -1050,12 +1052,14 @@ int main(int argc, char **argv)
 	const char *which = "all";
 	double sizes[16];
 	unsigned nsizes = 0, mmask = (1u << NMODELS) - 1, passes = 8;
+	uint32_t zobj = 0;
+	size_t zacc = 0;
 	bool bytes = false, quick = false, ci = false, all;
 	struct trace t;
 	int c, err = 0;
 	double a;
 
-	while ((c = getopt_long(argc, argv, "t:p:s:m:w:T:R:P:bqh", lo,
+	while ((c = getopt_long(argc, argv, "t:p:s:m:w:T:R:P:N:A:bqh", lo,
 				NULL)) != -1) {
 		switch (c) {
 		case 'C':
@@ -1085,6 +1089,12 @@ int main(int argc, char **argv)
 		case 'P':
 			opt_period = atoi(optarg);
 			break;
+		case 'N':
+			zobj = strtoul(optarg, NULL, 0);
+			break;
+		case 'A':
+			zacc = strtoull(optarg, NULL, 0);
+			break;
 		case 'b':
 			bytes = true;
 			break;
@@ -1099,6 +1109,10 @@ int main(int argc, char **argv)
 		return run_ci(optind < argc ? argv[optind] : NULL);
 	if (passes < 1 || passes > MAX_PASSES)
 		usage();
+	if (!zobj)
+		zobj = quick ? 20000 : 100000;
+	if (!zacc)
+		zacc = 20 * (size_t)zobj;
 	all = !strcmp(which, "all");
 	if (all || !strcmp(which, "zipf")) {
 		for (a = 0.7; a < 1.2 && !err; a += 0.2) {
@@ -1106,8 +1120,7 @@ int main(int argc, char **argv)
 
 			snprintf(name, sizeof(name), "zipf %.1f", a);
 			tr_init(&t, name);
-			gen_zipf(&t, a, quick ? 20000 : 100000,
-				 quick ? 400000 : 2000000, 0);
+			gen_zipf(&t, a, zobj, zacc, 0);
 			err = report(&t, nsizes ? sizes : zs,
 				     nsizes ? nsizes : 4, mmask, bytes, false);
 			tr_free(&t);
@@ -1115,8 +1128,7 @@ int main(int argc, char **argv)
 	}
 	if (!err && (all || !strcmp(which, "shift"))) {
 		tr_init(&t, "zipf 0.9, popularity reshuffled 3 times");
-		gen_zipf(&t, 0.9, quick ? 20000 : 100000,
-			 quick ? 400000 : 2000000, 3);
+		gen_zipf(&t, 0.9, zobj, zacc, 3);
 		t.pass_len = t.n / 4;
 		err = report(&t, nsizes ? sizes : zs, nsizes ? nsizes : 4,
 			     mmask, bytes, false);
