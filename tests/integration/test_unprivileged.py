@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""hotfs mounted by root with allow_other,default_permissions and used by
+"""hotfs mounted by root with allow_other(,default_permissions) and used by
 an unprivileged user (uid/gid 65534): files it creates belong to it in the
 source, it is refused what a local filesystem refuses it, and a few
 operations in world-writable directories behave as natively.  Each
@@ -41,11 +41,14 @@ def setup_tree(root):
     os.setxattr(root + '/rootfile', 'user.k', b'v')
 
 
-@pytest.fixture
-def ufs(ws):
+# allow_other alone is what the design's fstab example says: permissions
+# must be enforced then too (hotfs adds default_permissions and runs each
+# request with the caller's fs credentials)
+@pytest.fixture(params=['allow_other,default_permissions', 'allow_other'])
+def ufs(ws, request):
     setup_tree(ws.src)
     setup_tree(ws.native)
-    proc = ws.start(opts='allow_other,default_permissions')
+    proc = ws.start(opts=request.param)
     ws.proc = proc
     yield ws
     if proc.poll() is not None or not util.is_mounted(ws.mnt):
