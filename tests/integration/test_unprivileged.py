@@ -224,3 +224,42 @@ def test_without_allow_other_others_are_refused(ws):
         Err(errno.EACCES)
     assert os.stat(ws.mnt + '/f').st_size == 1      # root still can
     ws.stop(proc)
+
+
+def test_supplementary_groups(ufs):
+    """Access granted through a supplementary group works through the
+    mount as natively (the daemon acts with the caller's groups too)."""
+    ws = ufs
+    for root in (ws.src, ws.native):
+        os.mkdir(root + '/team')
+        os.chown(root + '/team', 0, OTHER_GID)
+        os.chmod(root + '/team', 0o770)
+        with open(root + '/team/shared', 'w') as f:
+            f.write('team data\n')
+        os.chown(root + '/team/shared', 0, OTHER_GID)
+        os.chmod(root + '/team/shared', 0o660)
+
+    def ops(r):
+        out = []
+        with open(r + '/team/shared', 'a') as f:
+            f.write('appended by a member\n')
+        with open(r + '/team/new', 'w') as f:
+            f.write('x')
+        os.chown(r + '/team/new', -1, OTHER_GID)
+        os.chmod(r + '/team/new', 0o2660)
+        os.mkdir(r + '/team/d')
+        out.append(util.lstat_summary(r + '/team/new'))
+        out.append(util.lstat_summary(r + '/team/d'))
+        out.append(sorted(os.listdir(r + '/team')))
+        with open(r + '/team/shared') as f:
+            out.append(f.read())
+        return out
+    a = util.run_as(NOBODY, NOBODY, ops, ws.mnt, groups=[OTHER_GID])
+    b = util.run_as(NOBODY, NOBODY, ops, ws.native, groups=[OTHER_GID])
+    assert a == b
+    assert not isinstance(a, Err), a
+    assert owner(ws.src + '/team/new') == (NOBODY, OTHER_GID)
+    assert os.stat(ws.src + '/team/new').st_mode & stat.S_ISGID
+    # and without the group, the same user is refused
+    assert util.run_as(NOBODY, NOBODY, os.listdir, ws.mnt + '/team') == \
+        Err(errno.EACCES)
