@@ -1885,3 +1885,44 @@ def test_posix_acls(fs):
     got = fs.parity('ACLs', acl)
     assert got[:3] == [0, 0, 0]
     assert 'user:1234:rw-' in got[3][1]
+
+
+def test_vectored_splice_sendfile(fs):
+    """preadv/pwritev, sendfile and splice (in both directions) through the
+    mount give what they give natively."""
+    def fn(r):
+        out = []
+        fd = os.open(r + '/vec', os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            bufs = [_pattern(i, n) for i, n in
+                    enumerate((1, 4095, 70000, 3, 200000))]
+            out.append(os.pwritev(fd, bufs, 1000))
+            rb = [bytearray(n) for n in (10, 5000, 100000, 1 << 18)]
+            out.append(os.preadv(fd, rb, 990))
+            out.append([bytes(b) for b in rb])
+            # sendfile from the file to another file
+            dst = os.open(r + '/sent', os.O_RDWR | os.O_CREAT | os.O_TRUNC,
+                          0o644)
+            try:
+                out.append(os.sendfile(dst, fd, 500, 150000))
+                out.append(os.pread(dst, 1 << 20, 0))
+            finally:
+                os.close(dst)
+            # splice from the file into a pipe, and from a pipe into a file
+            pr, pw = os.pipe()
+            try:
+                n = os.splice(fd, pw, 60000, offset_src=2000)
+                out.append(n)
+                out.append(os.read(pr, n))
+                os.write(pw, b'spliced in' * 1000)
+                out.append(os.splice(pr, fd, 10000, offset_dst=300000))
+            finally:
+                os.close(pr)
+                os.close(pw)
+            out.append(os.fstat(fd).st_size)
+            out.append(os.pread(fd, 20000, 295000))
+        finally:
+            os.close(fd)
+        return out
+    fs.parity('vectored, sendfile, splice', fn)
+    fs.check_trees()
