@@ -281,3 +281,21 @@ def test_remount_same_cachedir(ws):
     with open(os.path.join(ws.mnt, 'via-mount')) as f:
         assert f.read() == 'hello'
     ws.stop(proc)
+
+
+def test_mount_unmount_cycles(ws):
+    """Mounting again at once over the same cache store, ten times, each
+    time with some I/O: every daemon starts, serves and exits 0, and no
+    start has to wait for the previous one."""
+    for i in range(10):
+        t = time.monotonic()
+        proc = ws.start()
+        with open(os.path.join(ws.mnt, 'f%d' % i), 'w') as f:
+            f.write('cycle %d' % i)
+        for j in range(i + 1):
+            with open(os.path.join(ws.mnt, 'f%d' % j)) as f:
+                assert f.read() == 'cycle %d' % j
+        ws.stop(proc)
+        assert time.monotonic() - t < 3, 'cycle %d took %.1fs' % (
+            i, time.monotonic() - t)
+    assert sorted(os.listdir(ws.src)) == ['f%d' % i for i in range(10)]
