@@ -432,7 +432,8 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 	st->sum_max = rsize / ST_ALIGN_SMALL;
 	st->sum = malloc((size_t)st->sum_max * sizeof(*st->sum));
 	st->tab = malloc(p->extent / ST_BLOCK * 8 + 2 * ST_BLOCK);
-	rc = idx_init(st, cap / ST_ALIGN_SMALL + 1024);
+	/* buckets for a cache full of whole extents: few rehashes */
+	rc = idx_init(st, cap / ST_ALIGN_SMALL + 1024, cap / p->extent / 2);
 	if (!st->regions || !st->sum || !st->tab || rc) {
 		rc = -ENOMEM;
 		errf(err, errlen, "store: out of memory");

@@ -306,7 +306,8 @@ ssize_t st_pread_full(int fd, void *buf, size_t len, uint64_t off);
 ssize_t st_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
 
 /* store_index.c: callers hold idx_lock (shared for find). */
-int idx_init(struct hotfs_store *st, uint64_t max_entries);
+int idx_init(struct hotfs_store *st, uint64_t max_entries,
+	     uint64_t min_buckets);
 void idx_exit(struct hotfs_store *st);
 uint32_t idx_find(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		  uint32_t extno);

@@ -74,8 +74,15 @@ static void free_buckets(uint32_t *b, uint32_t n)
 		munmap(b, bucket_bytes(n));
 }
 
-int idx_init(struct hotfs_store *st, uint64_t max_entries)
+/*
+ * max_entries bounds the index (one entry per 512 bytes of capacity);
+ * min_buckets presizes it, since growing rehashes every entry with the
+ * index locked (a few ms per million entries).
+ */
+int idx_init(struct hotfs_store *st, uint64_t max_entries,
+	     uint64_t min_buckets)
 {
+	uint32_t nb = 1024;
 	size_t len;
 	void *p;
 	int err;
@@ -102,18 +109,20 @@ int idx_init(struct hotfs_store *st, uint64_t max_entries)
 	st->ent_free = ST_NIL;
 	st->nent = 0;
 	st->nbytes = 0;
-	err = alloc_buckets(&st->hb, 1024);
+	while (nb < min_buckets && nb < (1u << 30))
+		nb *= 2;
+	err = alloc_buckets(&st->hb, nb);
 	if (err)
 		goto bad_hb;
-	st->hmask = 1023;
-	err = alloc_buckets(&st->fb, 512);
+	st->hmask = nb - 1;
+	err = alloc_buckets(&st->fb, nb / 2);
 	if (err)
 		goto bad_fb;
-	st->fmask = 511;
+	st->fmask = nb / 2 - 1;
 	return 0;
 
 bad_fb:
-	free_buckets(st->hb, 1024);
+	free_buckets(st->hb, nb);
 bad_hb:
 	munmap(st->ent, len);
 	st->ent = NULL;
