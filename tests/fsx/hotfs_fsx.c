@@ -10,7 +10,8 @@
  * KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE, ZERO_RANGE|KEEP_SIZE), mmap read,
  * shared writable mmap write followed by msync, O_DIRECT read and write on
  * aligned offsets through a second descriptor, fsync/fdatasync, and
- * close/reopen of both descriptors.  With -s SRCFILE (the same file's path
+ * close/reopen of both descriptors, and fadvise(DONTNEED) so that later
+ * reads miss the page cache and reach the filesystem.  With -s SRCFILE (the same file's path
  * in the source tree under a hotfs mount), srcwrite closes the file,
  * writes or truncates it behind the mount's back and reopens it: the mount
  * must then show the new content (close-to-open coherence, stale cache).
@@ -76,6 +77,7 @@ enum op_type {
 	OP_FSYNC,
 	OP_REOPEN,
 	OP_SRCWRITE,
+	OP_DROPCACHE,
 	OP_NR
 };
 
@@ -94,6 +96,7 @@ static const struct {
 	[OP_FSYNC]	= { "fsync",	2 },
 	[OP_REOPEN]	= { "reopen",	2 },
 	[OP_SRCWRITE]	= { "srcwrite",	3 },
+	[OP_DROPCACHE]	= { "dropcache", 3 },
 };
 
 enum fa_mode {
@@ -220,7 +223,7 @@ static void print_log(void)
 		else if (e->op == OP_SRCWRITE && e->mode)
 			mode = "truncate";
 		fprintf(stderr,
-			"  #%-7lu %-8s %-9s off %9jd len %7jd end %9jd  size %jd -> %jd%s%s\n",
+			"  #%-7lu %-9s %-9s off %9jd len %7jd end %9jd  size %jd -> %jd%s%s\n",
 			e->opnum, op_desc[e->op].name, mode, (intmax_t)e->off,
 			(intmax_t)e->len, (intmax_t)(e->off + e->len),
 			(intmax_t)e->size_before, (intmax_t)e->size_after,
@@ -705,6 +708,19 @@ static void do_srcwrite(int trunc, off_t off, off_t len)
 	open_files(false);
 }
 
+/*
+ * Drop the file's clean pages from the kernel's page cache, so that the
+ * next buffered or mmap read reaches the filesystem (under hotfs: its cache
+ * store) instead of being served from RAM.
+ */
+static void do_dropcache(void)
+{
+	int err = posix_fadvise(fx.fd, 0, 0, POSIX_FADV_DONTNEED);
+
+	if (err)
+		fail("posix_fadvise DONTNEED: %s", strerror(err));
+}
+
 static off_t pick_len(uint64_t r, off_t max)
 {
 	/* a quarter of the ops are small, the rest up to -o */
@@ -919,6 +935,9 @@ static void one_op(void)
 	case OP_SRCWRITE:
 		do_srcwrite(mode, off, len);
 		break;
+	case OP_DROPCACHE:
+		do_dropcache();
+		break;
 	}
 	e->size_after = fx.size;
 	fx.done[op]++;
@@ -1014,12 +1033,14 @@ static void usage(void)
 "  -a align    O_DIRECT offset/length/buffer alignment (default 4096)\n"
 "  -f N        compare the whole file every N ops (default 500; 0 = end only)\n"
 "  -x LIST     disable ops, comma separated: read write mapread mapwrite\n"
-"              dread dwrite truncate falloc fsync reopen srcwrite,\n"
+"              dread dwrite truncate falloc fsync reopen srcwrite\n"
+"              dropcache (fadvise DONTNEED),\n"
 "              fallocate modes alloc keepsize punch zero zerokeep,\n"
 "              groups mmap direct\n"
 "  -w LIST     op weights, e.g. read=60,write=5 (defaults: read 20,\n"
 "              write 20, mapread 8, mapwrite 8, dread 6, dwrite 6,\n"
-"              truncate 6, falloc 10, fsync 2, reopen 2, srcwrite 3)\n"
+"              truncate 6, falloc 10, fsync 2, reopen 2, srcwrite 3,\n"
+"              dropcache 3)\n"
 "  -s SRCFILE  FILE's path in the source tree under a mount: enables\n"
 "              srcwrite, which closes FILE, writes or truncates SRCFILE\n"
 "              directly and reopens FILE (close-to-open coherence)\n"
