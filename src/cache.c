@@ -218,29 +218,128 @@ void cache_close(struct hotfs_cache *c)
 	free(c);
 }
 
-void cache_write_begin(struct hotfs_inode *in)
+static uint32_t ext_len(const struct hotfs_cache *c, uint32_t extno,
+			uint64_t size)
 {
-	pthread_mutex_lock(&in->m);
-	in->write_gen++;
-	pthread_mutex_unlock(&in->m);
+	uint64_t start = (uint64_t)extno << c->ext_shift;
+
+	if (start >= size)
+		return 0;
+	return size - start < c->extent ? (uint32_t)(size - start) :
+	       c->extent;
 }
 
-void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in)
+void cache_write_begin(struct hotfs_cache *c, struct hotfs_inode *in,
+		       struct cache_wr *w)
 {
+	struct stat st;
+
+	pthread_mutex_lock(&in->m);
+	w->gen = ++in->write_gen;
+	pthread_mutex_unlock(&in->m);
+	w->have_old = c && fstatat(in->fd, "", &st, AT_EMPTY_PATH) == 0;
+	if (w->have_old)
+		cache_stamp(&st, &w->old);
+}
+
+/*
+ * writethrough: the new contents of extent e, built from its cached copy
+ * (under the old stamp) and the written bytes; NULL if it was not cached.
+ */
+static char *patched_extent(struct hotfs_cache *c, const struct hotfs_key *k,
+			    const struct cache_wr *w, uint32_t e,
+			    uint64_t off, uint64_t len, const char *data,
+			    uint64_t new_size, uint32_t *elen)
+{
+	uint64_t es = (uint64_t)e << c->ext_shift, ee, ws, we;
+	uint32_t n = ext_len(c, e, new_size), oldn = ext_len(c, e,
+							     w->old.size);
+	char *buf;
+	ssize_t got;
+
+	if (!n || n != oldn)	/* the extent's length changed: drop it */
+		return NULL;
+	buf = malloc(n);
+	if (!buf)
+		return NULL;
+	got = st_read(c->st, k, e, &w->old, 0, buf, n);
+	if (got != (ssize_t)n) {
+		free(buf);
+		return NULL;
+	}
+	ee = es + n;
+	ws = off > es ? off : es;
+	we = off + len < ee ? off + len : ee;
+	if (we > ws)
+		memcpy(buf + (ws - es), data + (ws - off), we - ws);
+	*elen = n;
+	return buf;
+}
+
+void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
+		     struct cache_wr *w, uint64_t off, uint64_t len,
+		     const void *data)
+{
+	struct hotfs_stamp now;
 	struct hotfs_key k;
+	struct stat st;
+	uint32_t first = 0, count = 0, e, nb = 0;
+	char *bufs[8] = { 0 };
+	uint32_t lens[8] = { 0 }, exts[8] = { 0 };
 	uint64_t n;
+	unsigned i;
+	int kept;
 
 	if (!c)
 		return;
 	pthread_mutex_lock(&in->m);
 	n = in->cached_extents_hint;
-	in->cached_extents_hint = 0;
 	pthread_mutex_unlock(&in->m);
 	if (!n)
-		return;
+		return;		/* nothing of this file is cached */
 	cache_key(c, in->dev, in->ino, &k);
-	st_invalidate(c->st, &k, 0, 0, ST_INVAL_WRITE);	/* the whole file */
+	if (!w->have_old || fstatat(in->fd, "", &st, AT_EMPTY_PATH) != 0) {
+		st_invalidate(c->st, &k, 0, 0, ST_INVAL_WRITE);
+		stats_add(&c->stats, STAT_INVAL_WRITE, 1);
+		return;
+	}
+	cache_stamp(&st, &now);
+	if (len) {
+		uint64_t last = len == CACHE_WR_TO_END || off + len < off ?
+				UINT32_MAX : (off + len - 1) >> c->ext_shift;
+
+		first = (uint32_t)(off >> c->ext_shift);
+		count = last >= UINT32_MAX ? 0 : (uint32_t)(last - first + 1);
+		if (!count)	/* to the end of the file */
+			count = UINT32_MAX - first;
+	}
+	/* writethrough: the touched extents that were cached, patched */
+	if (c->writemode == HOTFS_WRITETHROUGH && data && len &&
+	    len != CACHE_WR_TO_END && count <= 8)
+		for (e = first; e < first + count; e++) {
+			bufs[nb] = patched_extent(c, &k, w, e, off, len, data,
+						  now.size, &lens[nb]);
+			if (bufs[nb])
+				exts[nb++] = e;
+		}
+	/* under the inode lock, like a promotion's insert: the hint then
+	 * says truly whether anything of the file is left */
+	pthread_mutex_lock(&in->m);
+	kept = st_restamp(c->st, &k, &w->old, &now, first, count);
+	if (kept == 0)
+		in->cached_extents_hint = 0;
+	/* insert the patched extents unless another write came meanwhile */
+	for (i = 0; i < nb; i++)
+		if (in->write_gen == w->gen &&
+		    st_insert(c->st, &k, exts[i], &now, bufs[i], lens[i]) >= 0) {
+			stats_add(&c->stats, STAT_WRITETHROUGH, 1);
+			if (in->cached_extents_hint <= exts[i])
+				in->cached_extents_hint = exts[i] + 1ull;
+		}
+	pthread_mutex_unlock(&in->m);
 	stats_add(&c->stats, STAT_INVAL_WRITE, 1);
+	for (i = 0; i < nb; i++)
+		free(bufs[i]);
 }
 
 static pthread_mutex_t fh_list_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -437,16 +536,6 @@ void cache_release(struct hotfs_cache *c, struct hotfs_inode *in,
 	pthread_mutex_unlock(&fh->m);
 }
 
-static uint32_t ext_len(const struct hotfs_cache *c, uint32_t extno,
-			uint64_t size)
-{
-	uint64_t start = (uint64_t)extno << c->ext_shift;
-
-	if (start >= size)
-		return 0;
-	return size - start < c->extent ? (uint32_t)(size - start) :
-	       c->extent;
-}
 
 static bool same_stamp(const struct hotfs_stamp *a,
 		       const struct hotfs_stamp *b)

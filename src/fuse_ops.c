@@ -285,7 +285,9 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			goto out_err;
 	}
 	if (valid & FUSE_SET_ATTR_SIZE) {
-		cache_write_begin(in);
+		struct cache_wr w;
+
+		cache_write_begin(fs->cache, in, &w);
 		if (fi)
 			r = ftruncate(fhfd(fi), attr->st_size);
 		else {
@@ -295,7 +297,7 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 				 in->fd);
 			r = truncate(path, attr->st_size);
 		}
-		cache_write_end(fs->cache, in);
+		cache_write_end(fs->cache, in, &w, 0, 0, NULL);
 		if (r == -1)
 			goto out_err;
 	}
@@ -515,6 +517,7 @@ static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 	struct hotfs *fs = hfs(req);
 	struct hotfs_inode *in = hino(req, ino);
 	struct hotfs_fh *fh;
+	struct cache_wr w;
 	char pn[32];
 	int fd;
 	if (vd_is(ino)) {
@@ -524,10 +527,10 @@ static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 
 	procname(pn, sizeof(pn), in->fd);
 	if (fi->flags & O_TRUNC)
-		cache_write_begin(in);
+		cache_write_begin(fs->cache, in, &w);
 	fd = openat(fs->proc_self_fd, pn, backing_flags(fi->flags));
 	if (fi->flags & O_TRUNC)
-		cache_write_end(fs->cache, in);
+		cache_write_end(fs->cache, in, &w, 0, 0, NULL);
 	if (fd == -1) {
 		fuse_reply_err(req, errno);
 		return;
@@ -538,6 +541,7 @@ static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	fh->append = (fi->flags & O_APPEND) != 0;
 	fi->fh = (uintptr_t)fh;
 	set_keep_cache(in, fd, fi);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
@@ -581,10 +585,14 @@ static void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	in = hino(req, e.ino);
+	fh->append = (fi->flags & O_APPEND) != 0;
 	if (fi->flags & O_TRUNC) {
 		/* an existing file opened with O_CREAT|O_TRUNC */
-		cache_write_begin(in);
-		cache_write_end(hfs(req)->cache, in);
+		struct cache_wr w;
+
+		cache_write_begin(NULL, in, &w);	/* no old stamp: */
+		w.have_old = false;			/* drop them all */
+		cache_write_end(hfs(req)->cache, in, &w, 0, 0, NULL);
 	}
 	fi->fh = (uintptr_t)fh;
 	pthread_mutex_lock(&in->m);
@@ -704,18 +712,30 @@ static void hotfs_write_buf(fuse_req_t req, fuse_ino_t ino,
 {
 	struct hotfs_inode *in = hino(req, ino);
 	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in_buf));
+	struct hotfs *fs = hfs(req);
+	const void *data = NULL;
+	struct cache_wr w;
 	ssize_t n;
+
 	if (vd_is(ino)) {
 		write_virtual(req, ino, in_buf, off, fi);
 		return;
 	}
-
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	out.buf[0].fd = fhfd(fi);
 	out.buf[0].pos = off;
-	cache_write_begin(in);
+	/* the written bytes, for writethrough, when they are in memory */
+	if (in_buf->count == 1 && !(in_buf->buf[0].flags & FUSE_BUF_IS_FD))
+		data = (const char *)in_buf->buf[0].mem + in_buf->off;
+	cache_write_begin(fs->cache, in, &w);
 	n = fuse_buf_copy(&out, in_buf, 0);
-	cache_write_end(hfs(req)->cache, in);
+	/* O_APPEND: the kernel's offset may not be where it landed */
+	if (hfh(fi)->append && n > 0)
+		cache_write_end(fs->cache, in, &w, 0, CACHE_WR_TO_END, NULL);
+	else
+		cache_write_end(fs->cache, in, &w, (uint64_t)off,
+				n > 0 ? (uint64_t)n : fuse_buf_size(in_buf),
+				n > 0 ? data : NULL);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
@@ -726,15 +746,20 @@ static void hotfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 			    off_t off, off_t len, struct fuse_file_info *fi)
 {
 	struct hotfs_inode *in = hino(req, ino);
+	struct cache_wr w;
+	uint64_t wlen;
 	int r;
+
 	if (vd_is(ino)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-
-	cache_write_begin(in);
+	/* collapse and insert move everything after off */
+	wlen = mode & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE) ?
+	       CACHE_WR_TO_END : (uint64_t)len;
+	cache_write_begin(hfs(req)->cache, in, &w);
 	r = fallocate(fhfd(fi), mode, off, len);
-	cache_write_end(hfs(req)->cache, in);
+	cache_write_end(hfs(req)->cache, in, &w, (uint64_t)off, wlen, NULL);
 	fuse_reply_err(req, r == -1 ? errno : 0);
 }
 
@@ -744,18 +769,20 @@ static void hotfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
 				  struct fuse_file_info *fi_out, size_t len,
 				  int flags)
 {
-	struct hotfs_inode *out = hino(req, ino_out);
+	struct hotfs_inode *out;
+	uint64_t at = (uint64_t)off_out;
+	struct cache_wr w;
 	ssize_t n;
+
 	if (vd_is(ino_in) || vd_is(ino_out)) {
 		fuse_reply_err(req, EXDEV);
 		return;
 	}
-
-	(void)ino_in;
-	cache_write_begin(out);
+	out = hino(req, ino_out);
+	cache_write_begin(hfs(req)->cache, out, &w);
 	n = copy_file_range(fhfd(fi_in), &off_in, fhfd(fi_out),
 			    &off_out, len, (unsigned)flags);
-	cache_write_end(hfs(req)->cache, out);
+	cache_write_end(hfs(req)->cache, out, &w, at, len, NULL);
 	if (n == -1)
 		fuse_reply_err(req, errno);
 	else

@@ -139,6 +139,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	      ss->invalidations[ST_INVAL_SOURCE]);
 	add_u(l, "invalidations_checksum", ss->invalidations[ST_INVAL_CSUM]);
 	add_u(l, "invalidations_user", ss->invalidations[ST_INVAL_USER]);
+	add_u(l, "writethrough_updates", stats_get(s, STAT_WRITETHROUGH));
 	add_u(l, "pinned_files", pins_count(c->pins));
 	add_u(l, "checksum_failures", stats_get(s, STAT_CSUM_FAIL));
 	add_u(l, "cache_io_errors", stats_get(s, STAT_CACHE_IO_ERR));

@@ -61,6 +61,7 @@ struct hotfs_fh {
 					 * fh_list_lock (freed at exit: the
 					 * kernel does not release what is
 					 * open when the daemon is stopped) */
+	bool append;			/* opened O_APPEND */
 	pthread_mutex_t m;		/* protects stitch, stitch_age */
 	struct fh_stitch stitch[FH_STITCHES];
 	uint64_t stitch_age;
@@ -102,10 +103,28 @@ void cache_key(const struct hotfs_cache *c, dev_t dev, ino_t ino,
 	       struct hotfs_key *k);
 void cache_stamp(const struct stat *st, struct hotfs_stamp *s);
 
-/* Before a write through the mount reaches the source. */
-void cache_write_begin(struct hotfs_inode *in);
-/* After it: drop the file's cached extents.  c may be NULL. */
-void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in);
+/*
+ * A write through the mount (write, truncate, fallocate, copy_file_range,
+ * open with O_TRUNC): cache_write_begin before it reaches the source,
+ * cache_write_end after, before the reply.  The extents the write touched
+ * are dropped (writearound) or updated (writethrough, when the written
+ * bytes are at hand); the file's other cached extents stay valid.
+ * len = 0: no range written (a size change); CACHE_WR_TO_END: everything
+ * from off on (e.g. fallocate's collapse and insert).  c may be NULL.
+ */
+struct cache_wr {
+	uint64_t gen;			/* in->write_gen after the bump */
+	struct hotfs_stamp old;		/* the source before the write */
+	bool have_old;
+};
+
+#define CACHE_WR_TO_END UINT64_MAX
+
+void cache_write_begin(struct hotfs_cache *c, struct hotfs_inode *in,
+		       struct cache_wr *w);
+void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
+		     struct cache_wr *w, uint64_t off, uint64_t len,
+		     const void *data);
 
 struct hotfs_fh *fh_new(int fd);
 /* On release: queue what the handle was assembling.  c may be NULL. */

@@ -34,7 +34,8 @@ enum hotfs_stat {
 	STAT_NP_STORE,		/* the store refused (read-only, off, error) */
 	STAT_CSUM_FAIL,		/* cached data failed its checksum */
 	STAT_CACHE_IO_ERR,	/* read errors from the cache device */
-	STAT_INVAL_WRITE,	/* files invalidated by writes via the mount */
+	STAT_INVAL_WRITE,	/* writes via the mount that dropped extents */
+	STAT_WRITETHROUGH,	/* extents updated in place (writethrough) */
 	STAT__NR
 };
 

@@ -231,6 +231,16 @@ int st_invalidate(struct hotfs_store *st, const struct hotfs_key *key,
 		  uint32_t first, uint32_t count,
 		  enum hotfs_inval_reason why);
 /* Evict the nregions oldest regions (no reinsertion); returns how many. */
+/*
+ * A write through the mount changed the file from stamp old to now:
+ * extents [drop_first, drop_first + drop_count) were written and are
+ * dropped, so are the ones a size change makes partial; the others take
+ * the new stamp (in memory only).  Everything is dropped if any extent
+ * did not have the old stamp.  Returns the extents kept, or -errno.
+ */
+int st_restamp(struct hotfs_store *st, const struct hotfs_key *key,
+	       const struct hotfs_stamp *old, const struct hotfs_stamp *now,
+	       uint32_t drop_first, uint32_t drop_count);
 int st_evict(struct hotfs_store *st, unsigned nregions);
 /* Call fn for every cached extent, under the index lock (shared). */
 int st_iterate(struct hotfs_store *st, st_iter_fn fn, void *arg);

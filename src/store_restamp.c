@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Cache store: carry a file's extents over a write made through the
+ * mount (st_restamp, see include/hotfs/store.h).
+ *
+ * A write changes the file's stamp (mtime, ctime, maybe size), which would
+ * make every cached extent of the file stale.  The extents the write did
+ * not touch still hold the file's bytes, so they are given the new stamp
+ * in the in-memory index; the touched ones, and any the size change makes
+ * partial or out of range, are dropped.  Only memory changes: the region
+ * summaries keep the old stamp, so after a restart these extents are
+ * stale and dropped at their first lookup (a restart forgets writes'
+ * carry-overs, it never serves them wrongly).  If any extent of the file
+ * does not have the expected old stamp, the file changed behind the
+ * mount's back: everything is dropped.
+ *
+ * Lock: the index lock, taken for writing.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_i.h"
+
+int st_restamp(struct hotfs_store *st, const struct hotfs_key *key,
+	       const struct hotfs_stamp *old, const struct hotfs_stamp *now,
+	       uint32_t drop_first, uint32_t drop_count)
+{
+	uint64_t h_old, h_new, keep_end;
+	uint32_t i, n = 0, cap = 0, kept = 0, *dead = NULL;
+	bool stale = false;
+
+	if (key->dev > UINT32_MAX)
+		return 0;
+	h_old = st_stamp_hash(old->ino, old->size, old->mtime_ns,
+			      old->ctime_ns);
+	h_new = st_stamp_hash(now->ino, now->size, now->mtime_ns,
+			      now->ctime_ns);
+	/* an extent survives only if it ends before both ends of file,
+	 * or the size did not change */
+	keep_end = old->size < now->size ? old->size : now->size;
+	pthread_rwlock_wrlock(&st->idx_lock);
+	for (i = idx_file_first(st, key->dev, key->ino); i != ST_NIL;
+	     i = st->ent[i].fnext) {
+		struct st_entry *e = &st->ent[i];
+		uint64_t end;
+
+		if (e->ino != key->ino || e->dev != key->dev)
+			continue;
+		if (e->stamp != h_old) {
+			stale = true;
+			break;
+		}
+		end = ((uint64_t)e->extno * st->g.extent) + E_LEN(e);
+		if ((e->extno >= drop_first &&
+		     e->extno - drop_first < drop_count) ||
+		    (old->size != now->size && end > keep_end) ||
+		    (old->size != now->size &&
+		     E_LEN(e) < st->g.extent)) {
+			if (n == cap) {
+				uint32_t *d = realloc(dead, (cap ? cap * 2 :
+							     64) *
+						      sizeof(*dead));
+
+				if (!d) {
+					stale = true;	/* drop them all */
+					break;
+				}
+				dead = d;
+				cap = cap ? cap * 2 : 64;
+			}
+			dead[n++] = i;
+			continue;
+		}
+		e->stamp = h_new;
+		kept++;
+	}
+	if (stale) {
+		n = idx_drop_file(st, key->dev, key->ino, 0, 0, false, 0);
+		kept = 0;
+	} else {
+		for (i = 0; i < n; i++)
+			idx_del(st, dead[i]);
+	}
+	pthread_rwlock_unlock(&st->idx_lock);
+	free(dead);
+	if (n) {
+		/* tombstones keep a restart from resurrecting the written
+		 * extents under a stamp that may still match (same mtime
+		 * tick); as in st_invalidate, queued if the store is busy */
+		uint32_t first = stale ? 0 : drop_first;
+		uint32_t count = stale ? 0 : drop_count;
+
+		if (stale || drop_count) {
+			if (!pthread_mutex_trylock(&st->lock)) {
+				__st_tombstone(st, key->dev, key->ino, first,
+					       count);
+				pthread_mutex_unlock(&st->lock);
+			} else {
+				pthread_mutex_lock(&st->state_lock);
+				if (st->ntq < ST_TQ_MAX) {
+					struct st_sument *q =
+						&st->tq[st->ntq++];
+
+					memset(q, 0, sizeof(*q));
+					q->dev = key->dev;
+					q->ino = key->ino;
+					q->extno = first;
+					q->len = count;
+					q->flags = ST_SE_TOMB;
+				}
+				pthread_mutex_unlock(&st->state_lock);
+			}
+		}
+		CNT_ADD(st, inval[ST_INVAL_WRITE], n);
+	}
+	return (int)kept;
+}
