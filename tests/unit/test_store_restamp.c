@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Unit tests for st_restamp (src/store_restamp.c): carrying a file's
+ * extents over a write made through the mount.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "hotfs/store.h"
+
+#define EXT (64u * 1024)
+
+struct fx {
+	char dir[64];
+	struct hotfs_store *st;
+};
+
+static const char ident[] = "/srv/slow restamp";
+
+static int setup(void **state)
+{
+	struct hotfs_store_params p = { 0 };
+	struct fx *f = calloc(1, sizeof(*f));
+	char err[256];
+
+	strcpy(f->dir, "/tmp/hotfs-restamp-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	p.ident = ident;
+	p.ident_len = sizeof(ident) - 1;
+	p.capacity = 64u << 20;
+	p.extent = EXT;
+	assert_int_equal(st_open(f->dir, &p, &f->st, err, sizeof(err)), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[128];
+
+	st_close(f->st);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	assert_int_equal(system(cmd), 0);
+	free(f);
+	return 0;
+}
+
+static const struct hotfs_key key = { .dev = 0, .ino = 42 };
+
+static void put(struct fx *f, const struct hotfs_stamp *s, uint32_t e,
+		uint32_t len)
+{
+	char *buf = malloc(len);
+
+	memset(buf, 'a' + (int)e, len);
+	assert_int_equal(st_insert(f->st, &key, e, s, buf, len), 0);
+	free(buf);
+}
+
+static bool cached(struct fx *f, const struct hotfs_stamp *s, uint32_t e)
+{
+	struct hotfs_loc loc;
+
+	return st_lookup(f->st, &key, e, s, &loc) == 0;
+}
+
+/* 4 whole extents and a partial one: size 4 * EXT + 100 */
+static void fill_file(struct fx *f, const struct hotfs_stamp *s)
+{
+	uint32_t e;
+
+	for (e = 0; e < 4; e++)
+		put(f, s, e, EXT);
+	put(f, s, 4, 100);
+}
+
+static void test_untouched_extents_kept(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_stamp s0 = { 42, 4 * EXT + 100, 1000, 1000 };
+	struct hotfs_stamp s1 = { 42, 4 * EXT + 100, 2000, 2000 };
+	char buf[16];
+
+	fill_file(f, &s0);
+	/* a write inside extent 2 */
+	assert_int_equal(st_restamp(f->st, &key, &s0, &s1, 2, 1), 4);
+	assert_true(cached(f, &s1, 0));
+	assert_true(cached(f, &s1, 1));
+	assert_false(cached(f, &s1, 2));
+	assert_true(cached(f, &s1, 3));
+	assert_true(cached(f, &s1, 4));	/* same size: the tail stays */
+	/* and the data under the new stamp is the old data */
+	assert_int_equal(st_read(f->st, &key, 3, &s1, 10, buf, 4), 4);
+	assert_memory_equal(buf, "dddd", 4);
+}
+
+static void test_size_change_drops_partials(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_stamp s0 = { 42, 4 * EXT + 100, 1000, 1000 };
+	struct hotfs_stamp s1 = { 42, 4 * EXT + 200, 2000, 2000 };
+	struct hotfs_stamp s2 = { 42, EXT + 5, 3000, 3000 };
+
+	fill_file(f, &s0);
+	/* an append: the partial last extent is gone, the rest kept */
+	assert_int_equal(st_restamp(f->st, &key, &s0, &s1, 4, 1), 4);
+	assert_false(cached(f, &s1, 4));
+	assert_true(cached(f, &s1, 3));
+	/* a truncate to EXT + 5: only extent 0 is whole before both ends */
+	assert_int_equal(st_restamp(f->st, &key, &s1, &s2, 0, 0), 1);
+	assert_true(cached(f, &s2, 0));
+	assert_false(cached(f, &s2, 1));
+	assert_false(cached(f, &s2, 3));
+}
+
+static void test_unexpected_stamp_drops_all(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_stamp s0 = { 42, 4 * EXT + 100, 1000, 1000 };
+	struct hotfs_stamp other = { 42, 4 * EXT + 100, 1500, 1500 };
+	struct hotfs_stamp s1 = { 42, 4 * EXT + 100, 2000, 2000 };
+	struct hotfs_store_stats ss;
+
+	fill_file(f, &s0);
+	/* the file changed behind the mount between: nothing carried */
+	assert_int_equal(st_restamp(f->st, &key, &other, &s1, 1, 1), 0);
+	assert_false(cached(f, &s1, 0));
+	assert_false(cached(f, &s0, 0));
+	st_get_stats(f->st, &ss);
+	assert_int_equal(ss.extents, 0);
+}
+
+static void test_to_the_end_and_restart(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_stamp s0 = { 42, 4 * EXT + 100, 1000, 1000 };
+	struct hotfs_stamp s1 = { 42, 4 * EXT + 100, 1000, 1000 };
+	struct hotfs_store_params p = { 0 };
+	char err[256];
+
+	fill_file(f, &s0);
+	/* same stamp after the write (one timestamp tick): extents 1.. are
+	 * dropped, and stay dropped after a restart */
+	assert_int_equal(st_restamp(f->st, &key, &s0, &s1, 1,
+				    UINT32_MAX - 1), 1);
+	assert_int_equal(st_commit(f->st), 0);
+	st_close(f->st);
+	p.ident = ident;
+	p.ident_len = sizeof(ident) - 1;
+	p.extent = EXT;
+	assert_int_equal(st_open(f->dir, &p, &f->st, err, sizeof(err)), 0);
+	assert_true(cached(f, &s1, 0));
+	assert_false(cached(f, &s1, 1));
+	assert_false(cached(f, &s1, 3));
+	assert_false(cached(f, &s1, 4));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+		T(test_untouched_extents_kept),
+		T(test_size_change_drops_partials),
+		T(test_unexpected_stamp_drops_all),
+		T(test_to_the_end_and_restart),
+#undef T
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
