@@ -339,3 +339,31 @@ def test_virtual_dir(ws):
     assert util.run_as(65534, 65534, lambda p: open(p, 'w').write('stats'),
                        os.path.join(v, 'ctl')) == util.Err(errno.EACCES)
     ws.stop(proc)
+
+
+def test_two_mounts_of_one_source(ws):
+    """Two hotfs over one source, each with its own cache store (a fleet
+    over a shared filesystem): a write through one is read through the
+    other on the next open (close-to-open), never a stale cached extent."""
+    content = bytearray(data(60))
+    with open(os.path.join(ws.src, 'f'), 'wb') as f:
+        f.write(content)
+    mnt2 = os.path.join(ws.root, 'mnt2')
+    os.mkdir(mnt2)
+    a = ws.start()
+    b = ws.start(mnt=mnt2, cachedir=os.path.join(ws.root, 'cache2'))
+    make_hot(ws.mnt, 'f', bytes(content))
+    make_hot(mnt2, 'f', bytes(content))
+    rng = random.Random(61)
+    for i in range(6):
+        writer, reader = (ws.mnt, mnt2) if i % 2 == 0 else (mnt2, ws.mnt)
+        off = rng.randrange(0, SIZE - 5000)
+        patch = rng.randbytes(rng.randrange(1, 300000))
+        with open(os.path.join(writer, 'f'), 'r+b') as f:
+            f.seek(off)
+            f.write(patch)
+        content[off:off + len(patch)] = patch
+        assert read_cold(os.path.join(reader, 'f')) == bytes(content), i
+        assert read_cold(os.path.join(writer, 'f')) == bytes(content), i
+    ws.stop(b)
+    ws.stop(a)

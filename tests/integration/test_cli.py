@@ -295,3 +295,19 @@ def test_source_through_a_symlink(ws):
     os.symlink('/etc', link)
     assert os.listdir(ws.mnt) == ['f']
     ws.stop(proc)
+
+
+def test_debug_option(ws):
+    """-d: requests are logged to stderr and the mount works as usual."""
+    with open(os.path.join(ws.src, 'f'), 'w') as f:
+        f.write('debug')
+    quiet = ws.start()
+    with open(os.path.join(ws.mnt, 'f')) as f:
+        assert f.read() == 'debug'
+    ws.stop(quiet)
+    loud = ws.start(args=['-d'])
+    with open(os.path.join(ws.mnt, 'f')) as f:
+        assert f.read() == 'debug'
+    ws.stop(loud)
+    assert len(ws.log_text(loud).splitlines()) > \
+        10 * len(ws.log_text(quiet).splitlines())
