@@ -41,7 +41,11 @@
  *	  loc.gen is compared after the caller's read (st_verify);
  *	- all live index entries of one file carry the same stamp;
  *	- eviction is FIFO by region sequence, so a tombstone (written by
- *	  st_invalidate) always outlives the entries it kills.
+ *	  st_invalidate) always outlives the entries it kills;
+ *	- at open, the newest region is reopened for appending only after
+ *	  everything between its records and its summary chain is zeroed,
+ *	  so no uncommitted record or stray summary block of a crashed run
+ *	  can join the chain later.
  *
  * Locks (order: st->lock, then st->idx_lock):
  *	st->lock	mutex: regions, the open region, the data file's
