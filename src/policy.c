@@ -45,18 +45,19 @@
  * Belady's MIN; numbers in contrib/bench/RESULTS.md, "Policy simulation"):
  *   pol_promote	count >= threshold (default 2: one pass of a scan
  *			never promotes, the second pass does);
- *   pol_admit		estimate(candidate) > estimate(victim), ties lose
- *			(TinyLFU).  The victim should be the extent the
- *			store will drop next: the first live extent of the
- *			oldest region that pol_keep would not keep, or its
- *			first live one if it would keep them all.  This is
- *			what makes loops larger than the cache (git grep of
- *			a tree that does not fit, cp of a big file) get
- *			MIN-like hit ratios instead of LRU's zero, and cuts
- *			SSD writes 3-20x on zipf; pol_victim() (the last
- *			extent pol_keep let go) is the fallback when the
- *			store cannot name it, as good on zipf but no help on
- *			loops;
+ *   pol_admit		estimate(candidate) > estimate(victim) + 1: TinyLFU,
+ *			but the candidate's estimate includes the access
+ *			that made it one, and without it it must still be
+ *			hotter.  The victim is pol_victim() (the last
+ *			extent pol_keep let go: the cache's FIFO tail), or
+ *			the next extent the store will drop; both measured
+ *			alike.  Admission is what makes loops larger than
+ *			the cache (git grep of a tree that does not fit,
+ *			cp of a big file) get MIN-like hit ratios instead
+ *			of LRU's zero, and it cuts SSD writes 10-100x on
+ *			zipf; the "+ 1" is what makes it work on loops
+ *			(with a plain ">" the next extent of a loop beats
+ *			the one it evicts, and the cache thrashes);
  *   pol_keep		POL_KEEP_HOT: copy forward the extents hit since
  *			they were written (CLOCK's second chance at region
  *			granularity); better than none (plain FIFO) and than
@@ -339,7 +340,8 @@ bool pol_promote(const struct hotfs_policy *p, unsigned count)
 
 bool pol_admit(struct hotfs_policy *p, uint64_t cand, uint64_t victim)
 {
-	return pol_estimate(p, cand) > pol_estimate(p, victim);
+	/* without the access that made it a candidate, still hotter */
+	return pol_estimate(p, cand) > pol_estimate(p, victim) + 1;
 }
 
 static bool keep_rule(struct hotfs_policy *p, uint64_t h, bool hot)

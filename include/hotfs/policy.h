@@ -45,10 +45,10 @@ unsigned pol_estimate(struct hotfs_policy *p, uint64_t h);
 /* Should an extent with this many accesses be promoted? */
 bool pol_promote(const struct hotfs_policy *p, unsigned count);
 /*
- * Cache full: admit cand if it is hotter than victim.  The victim should
- * be the extent the store drops next (the first live extent of the oldest
- * region with hot == false, else its first live one); pol_victim() if the
- * store cannot tell.  See src/policy.c.
+ * Cache full: admit cand if it is hotter than victim, not counting the
+ * access that made cand a candidate (call it right after pol_access said
+ * promote).  victim: pol_victim(), or the extent the store drops next.
+ * See src/policy.c.
  */
 bool pol_admit(struct hotfs_policy *p, uint64_t cand, uint64_t victim);
 /* Region recycling: keep (reinsert) this extent?  hot = looked up since
@@ -56,10 +56,9 @@ bool pol_admit(struct hotfs_policy *p, uint64_t cand, uint64_t victim);
 bool pol_keep(struct hotfs_policy *p, uint64_t h, bool hot);
 
 /*
- * The victim to pass to pol_admit when the store cannot name one: the
- * last extent pol_keep declined, i.e. what the cache's FIFO tail is
- * currently letting go (0 before any).  As good as the store's victim on
- * zipf, but it does not protect loops larger than the cache.
+ * The victim to pass to pol_admit: the last extent pol_keep declined,
+ * i.e. what the cache's FIFO tail is currently letting go (0 before any:
+ * then the store is not full yet).
  */
 uint64_t pol_victim(const struct hotfs_policy *p);
 

@@ -877,7 +877,7 @@ static const struct model *model_by_name(const char *name)
 static const struct model *chosen(void)
 {
 	static struct model m = { "hotfs", M_HOTFS, POL_KEEP_DEFAULT,
-				  POL_ADMIT_DEFAULT, V_NEXT };
+				  POL_ADMIT_DEFAULT, V_POL };
 
 	return &m;
 }
@@ -890,8 +890,8 @@ static int run_ci(const char *gitgrep)
 	double before, after;
 	int err;
 
-	printf("hotfs: keep=%s, admission %s (victim: the next extent the "
-	       "store drops)\n", pol_keep_name(POL_KEEP_DEFAULT),
+	printf("hotfs: keep=%s, admission %s (victim: pol_victim(), as "
+	       "src/promote.c)\n", pol_keep_name(POL_KEEP_DEFAULT),
 	       POL_ADMIT_DEFAULT ? "on" : "off");
 
 	/* a one-time scan inserts nothing */

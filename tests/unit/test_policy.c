@@ -194,13 +194,23 @@ static void test_admission(void **state)
 
 	(void)state;
 	for (i = 0; i < 5; i++)
-		pol_access(p, 1);	/* hot */
-	pol_access(p, 2);		/* seen once */
+		pol_access(p, 1);	/* hot: 5 */
+	pol_access(p, 2);		/* seen once: 1 */
+	pol_access(p, 4);
+	pol_access(p, 4);		/* just promoted: 2 */
 	assert_true(pol_admit(p, 1, 2));
 	assert_false(pol_admit(p, 2, 1));
-	assert_true(pol_admit(p, 2, 3));	/* 3 never seen */
+	assert_true(pol_admit(p, 4, 3));	/* 3 never seen */
 	assert_false(pol_admit(p, 3, 2));
 	assert_false(pol_admit(p, 1, 1));	/* ties lose */
+	/*
+	 * The candidate's count includes the access that made it one: it
+	 * must win without it (a loop's next extent is no hotter than the
+	 * extent the loop reads after it).
+	 */
+	assert_false(pol_admit(p, 4, 2));
+	pol_access(p, 4);
+	assert_true(pol_admit(p, 4, 2));
 	/* admission does not count */
 	assert_int_equal(pol_estimate(p, 1), 5);
 	assert_int_equal(pol_estimate(p, 2), 1);
