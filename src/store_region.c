@@ -300,12 +300,18 @@ static int write_record(struct hotfs_store *st, uint64_t off, uint64_t seed,
 	return 0;
 }
 
-int __st_append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
-		uint32_t extno, uint64_t size, int64_t mtime_ns,
-		int64_t ctime_ns, const void *buf, uint32_t len)
+/*
+ * Append a record and index it.  stamp is the hash the index keeps: that
+ * of the stamp written to the summary, except for an extent copied
+ * forward after st_restamp, whose index stamp is newer than its summary's.
+ */
+static int append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+		  uint32_t extno, uint64_t size, int64_t mtime_ns,
+		  int64_t ctime_ns, uint64_t stamp, const void *buf,
+		  uint32_t len)
 {
 	uint32_t reclen = st_reclen(len), align = st_align_of(len), r, i;
-	uint64_t stamp = st_stamp_hash(ino, size, mtime_ns, ctime_ns), seed;
+	uint64_t seed;
 	struct st_region *reg;
 	struct st_sument *se;
 	struct st_entry t;
@@ -375,6 +381,14 @@ int __st_append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 	return 0;
 }
 
+int __st_append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+		uint32_t extno, uint64_t size, int64_t mtime_ns,
+		int64_t ctime_ns, const void *buf, uint32_t len)
+{
+	return append(st, dev, ino, extno, size, mtime_ns, ctime_ns,
+		      st_stamp_hash(ino, size, mtime_ns, ctime_ns), buf, len);
+}
+
 int __st_tombstone(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		   uint32_t first, uint32_t count)
 {
@@ -423,6 +437,7 @@ static int collect(void *arg, const struct st_sument *e)
 struct keeper {
 	uint32_t si;		/* index in the victim's summary */
 	uint32_t boff;		/* offset of its bytes in the buffer */
+	uint64_t stamp;		/* the index's stamp (st_restamp moves it) */
 };
 
 /*
@@ -461,6 +476,7 @@ static uint32_t pick_keepers(struct hotfs_store *st, uint32_t r,
 			continue;
 		k[n].si = j;
 		k[n].boff = used;
+		k[n].stamp = en->stamp;
 		used += st_reclen(e->len) + 64;
 		n++;
 	}
@@ -585,9 +601,11 @@ int __st_evict_region(struct hotfs_store *st, uint32_t r, bool reuse,
 	for (j = 0; j < nk; j++) {
 		const struct st_sument *e = &vc.v[k[j].si];
 
-		if (alive[k[j].si] && !__st_append(st, e->dev, e->ino, e->extno, e->size,
-				 e->mtime_ns, e->ctime_ns, kbuf + k[j].boff,
-				 e->len))
+		if (!alive[k[j].si])
+			continue;
+		if (!append(st, e->dev, e->ino, e->extno, e->size,
+			    e->mtime_ns, e->ctime_ns, k[j].stamp,
+			    kbuf + k[j].boff, e->len))
 			CNT_ADD(st, reinserted, 1);
 	}
 	st->reinserting = false;

@@ -230,7 +230,6 @@ int st_insert(struct hotfs_store *st, const struct hotfs_key *key,
 int st_invalidate(struct hotfs_store *st, const struct hotfs_key *key,
 		  uint32_t first, uint32_t count,
 		  enum hotfs_inval_reason why);
-/* Evict the nregions oldest regions (no reinsertion); returns how many. */
 /*
  * A write through the mount changed the file from stamp old to now:
  * extents [drop_first, drop_first + drop_count) were written and are
@@ -241,6 +240,7 @@ int st_invalidate(struct hotfs_store *st, const struct hotfs_key *key,
 int st_restamp(struct hotfs_store *st, const struct hotfs_key *key,
 	       const struct hotfs_stamp *old, const struct hotfs_stamp *now,
 	       uint32_t drop_first, uint32_t drop_count);
+/* Evict the nregions oldest regions (no reinsertion); returns how many. */
 int st_evict(struct hotfs_store *st, unsigned nregions);
 /* Call fn for every cached extent, under the index lock (shared). */
 int st_iterate(struct hotfs_store *st, st_iter_fn fn, void *arg);

@@ -689,6 +689,39 @@ static void test_evict_reinsert_hot(void **state)
 		assert_int_equal(check(f->st, 1 + i, 0, 0, len), 1);
 }
 
+/* An extent copied forward keeps the stamp st_restamp gave it. */
+static void test_reinsert_restamped(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_key k = key_of(1);
+	struct hotfs_stamp old = stamp_of(1, 0), now = old;
+	uint8_t *want = malloc(9000), *got = malloc(9000);
+	struct hotfs_store_stats s;
+	uint32_t i;
+
+	now.mtime_ns += 1000;
+	now.ctime_ns += 1000;
+	open_store(f);
+	assert_int_equal(insert(f, 1, 0, 0, 9000), 0);
+	assert_int_equal(insert(f, 1, 1, 0, 9000), 0);
+	assert_int_equal(check(f->st, 1, 0, 0, 9000), 1);	/* hot */
+	/* a write elsewhere in the file: both extents carried over */
+	assert_int_equal(st_restamp(f->st, &k, &old, &now, 5, 1), 2);
+	fill(want, 9000, 1, 0, 0);
+	for (i = 0; i < 1200; i++) {
+		assert_int_equal(insert(f, 100 + i, 0, 0, 9000), 0);
+		if (i % 20 == 0)
+			assert_int_equal(st_read(f->st, &k, 0, &now, 0, got,
+						 9000), 9000);
+	}
+	get_stats(f, &s);
+	assert_true(s.reinserted > 0);
+	assert_int_equal(st_read(f->st, &k, 0, &now, 0, got, 9000), 9000);
+	assert_memory_equal(got, want, 9000);
+	free(want);
+	free(got);
+}
+
 static bool keep_odd(void *arg, const struct hotfs_extent_info *x)
 {
 	unsigned *calls = arg;
@@ -1490,6 +1523,7 @@ int main(void)
 		T(test_kill9),
 		T(test_evict_fifo),
 		T(test_evict_reinsert_hot),
+		T(test_reinsert_restamped),
 		T(test_keep_callback_iterate),
 		T(test_stale_location),
 		T(test_torn_last_write),
