@@ -532,25 +532,35 @@ int st_invalidate(struct hotfs_store *st, const struct hotfs_key *key,
 	if (!n)
 		return 0;
 	CNT_ADD(st, inval[why], n);
+	st_tombstone_nowait(st, key->dev, key->ino, first, count);
+	return n;
+}
+
+/*
+ * Persist a tombstone without waiting for the store mutex: append it if
+ * the mutex is free, else queue it for the next insert, commit or tick.
+ */
+void st_tombstone_nowait(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+			 uint32_t first, uint32_t count)
+{
 	if (!pthread_mutex_trylock(&st->lock)) {
-		__st_tombstone(st, key->dev, key->ino, first, count);
+		__st_tombstone(st, dev, ino, first, count);
 		pthread_mutex_unlock(&st->lock);
-		return n;
+		return;
 	}
 	pthread_mutex_lock(&st->state_lock);
 	if (st->ntq < ST_TQ_MAX) {
 		struct st_sument *q = &st->tq[st->ntq];
 
 		memset(q, 0, sizeof(*q));
-		q->dev = key->dev;
-		q->ino = key->ino;
+		q->dev = dev;
+		q->ino = ino;
 		q->extno = first;
 		q->len = count;
 		q->flags = ST_SE_TOMB;
 		__atomic_store_n(&st->ntq, st->ntq + 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&st->state_lock);
-	return n;
 }
 
 int st_commit(struct hotfs_store *st)

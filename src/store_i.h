@@ -306,6 +306,8 @@ uint64_t st_seed(uint64_t dev, uint64_t ino, uint32_t extno, uint64_t gen);
 void st_set_state(struct hotfs_store *st, int state, int err,
 		  const char *what);
 void st_clear_space_state(struct hotfs_store *st);
+void st_tombstone_nowait(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+			 uint32_t first, uint32_t count);
 ssize_t st_pread_full(int fd, void *buf, size_t len, uint64_t off);
 ssize_t st_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
 

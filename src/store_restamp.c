@@ -91,27 +91,9 @@ int st_restamp(struct hotfs_store *st, const struct hotfs_key *key,
 		uint32_t first = stale ? 0 : drop_first;
 		uint32_t count = stale ? 0 : drop_count;
 
-		if (stale || drop_count) {
-			if (!pthread_mutex_trylock(&st->lock)) {
-				__st_tombstone(st, key->dev, key->ino, first,
-					       count);
-				pthread_mutex_unlock(&st->lock);
-			} else {
-				pthread_mutex_lock(&st->state_lock);
-				if (st->ntq < ST_TQ_MAX) {
-					struct st_sument *q =
-						&st->tq[st->ntq++];
-
-					memset(q, 0, sizeof(*q));
-					q->dev = key->dev;
-					q->ino = key->ino;
-					q->extno = first;
-					q->len = count;
-					q->flags = ST_SE_TOMB;
-				}
-				pthread_mutex_unlock(&st->state_lock);
-			}
-		}
+		if (stale || drop_count)
+			st_tombstone_nowait(st, key->dev, key->ino, first,
+					    count);
 		CNT_ADD(st, inval[ST_INVAL_WRITE], n);
 	}
 	return (int)kept;
