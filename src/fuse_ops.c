@@ -815,6 +815,35 @@ struct hotfs_dirp {
 	off_t offset;
 };
 
+/*
+ * Let the kernel keep a directory's listing while the directory is
+ * unchanged: its stamp (mtime, ctime) when this open began is compared
+ * with the one when the last open began, before any entry was read, so a
+ * change during a listing is never hidden from the next one.  Changes
+ * through the mount invalidate the kernel's copy by themselves.
+ */
+static void dir_keep_cache(struct hotfs_inode *in, int fd,
+			   struct fuse_file_info *fi)
+{
+	struct stat st;
+
+	fi->cache_readdir = 0;
+	fi->keep_cache = 0;
+	if (fstat(fd, &st) == -1)
+		return;
+	pthread_mutex_lock(&in->m);
+	fi->cache_readdir = 1;
+	fi->keep_cache = in->stamp_valid &&
+			 in->stamp_mtime_ns == ts_ns(&st.st_mtim) &&
+			 in->stamp_ctime_ns == ts_ns(&st.st_ctim) &&
+			 in->stamp_size == st.st_size;
+	in->stamp_valid = true;
+	in->stamp_mtime_ns = ts_ns(&st.st_mtim);
+	in->stamp_ctime_ns = ts_ns(&st.st_ctim);
+	in->stamp_size = st.st_size;
+	pthread_mutex_unlock(&in->m);
+}
+
 static void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
@@ -839,7 +868,7 @@ static void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
 		goto out_err;
 	}
 	fi->fh = (uintptr_t)d;
-	fi->cache_readdir = 0;
+	dir_keep_cache(hino(req, ino), fd, fi);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		closedir(d->dp);
 		free(d);

@@ -370,3 +370,25 @@ def test_ctldir_option_renames(ws):
     assert os.path.exists(os.path.join(ws.mnt, '.hotfs', 'mine'))
     assert os.path.exists(os.path.join(ws.mnt, '.hotfs-ctl', 'stats'))
     assert '.hotfs' in os.listdir(ws.mnt)
+
+
+def test_directory_listing_cached_and_revalidated(ws):
+    """Listings are kept by the kernel while the directory is unchanged,
+    and a change in the source behind hotfs's back shows at the next
+    opendir: no stale listing, no waiting for a timeout."""
+    d = os.path.join(ws.src, 'd')
+    os.mkdir(d)
+    for i in range(50):
+        open(os.path.join(d, 'f%d' % i), 'w').close()
+    ws.start(opts='cachesize=64M,entry_timeout=60,attr_timeout=60')
+    m = os.path.join(ws.mnt, 'd')
+    assert sorted(os.listdir(m)) == sorted(os.listdir(d))
+    assert sorted(os.listdir(m)) == sorted(os.listdir(d))
+    for step in range(5):
+        open(os.path.join(d, 'new%d' % step), 'w').close()
+        os.unlink(os.path.join(d, 'f%d' % step))
+        assert sorted(os.listdir(m)) == sorted(os.listdir(d)), step
+    # and changes through the mount, at once
+    open(os.path.join(m, 'via-mount'), 'w').close()
+    os.rename(os.path.join(m, 'f10'), os.path.join(m, 'g10'))
+    assert sorted(os.listdir(m)) == sorted(os.listdir(d))
