@@ -356,10 +356,10 @@ static int load_trace(struct trace *t, const char *path, unsigned passes)
 			continue;
 		tr_add(t, omap_get(&m, t, file, ext, len), 0);
 	}
-	if (gz ? pclose(f) != 0 : fclose(f) != 0)
-		return -EIO;
 	free(m.k);
 	free(m.v);
+	if (gz ? pclose(f) != 0 : fclose(f) != 0)
+		return -EIO;
 	if (!t->n)
 		return -EINVAL;
 	one = t->n;
@@ -772,8 +772,10 @@ static int report(struct trace *t, const double *sizes, unsigned nsizes,
 				continue;
 			err = run_model(t, (uint64_t)(sizes[s] * t->footprint),
 					&models[m], &res[s * NMODELS + m]);
-			if (err)
+			if (err) {
+				free(res);
 				return err;
+			}
 		}
 	printf("| cache |");
 	for (m = 0; m < NMODELS; m++)
