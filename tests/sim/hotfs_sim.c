@@ -681,7 +681,9 @@ static int run_hotfs(const struct trace *t, uint64_t cap,
 		full = !s.nfree && (s.open == NIL ||
 				    s.fill[s.open] + t->len[o] > s.rsize);
 		if (full && m->admit && m->victim == V_POL) {
-			if (!pol_admit(s.pol, s.h[o], pol_victim(s.pol)))
+			/* as src/promote.c: no victim yet, no contest */
+			if (pol_victim(s.pol) &&
+			    !pol_admit(s.pol, s.h[o], pol_victim(s.pol)))
 				continue;
 		} else if (full && m->admit) {
 			v = hs_victim(&s, m);
