@@ -192,6 +192,7 @@ struct st_entry {
 				      offsetof(struct st_entry, lenfl)))
 #define E_VALID		(1u << 24)
 #define E_HOT		(2u << 24)
+#define E_DEAD		(4u << 24)	/* killed, not yet reaped */
 
 struct st_counters {
 	_Atomic uint64_t bytes_written, bytes_inserted, inserts;
@@ -323,6 +324,8 @@ void idx_prefetch(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		  uint32_t extno, int stage);
 uint32_t idx_add(struct hotfs_store *st, const struct st_entry *tmpl);
 void idx_del(struct hotfs_store *st, uint32_t i);
+void idx_kill(struct hotfs_store *st, uint32_t i);
+void idx_reap(struct hotfs_store *st, uint64_t dev, uint64_t ino, bool all);
 uint32_t idx_drop_file(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		       uint32_t first, uint32_t count, bool keep_stamp,
 		       uint64_t stamp);

@@ -519,10 +519,11 @@ static uint32_t drop_region_entries(struct hotfs_store *st, uint32_t r,
 			struct st_entry *e = &st->ent[j];
 
 			if ((e->lenfl & E_VALID) && e->region == r) {
-				idx_del(st, j);
+				idx_kill(st, j);
 				n++;
 			}
 		}
+		idx_reap(st, 0, 0, true);
 		return n;
 	}
 	for (j = 0; j < vc->n; j++) {
@@ -531,11 +532,20 @@ static uint32_t drop_region_entries(struct hotfs_store *st, uint32_t r,
 
 		if (i != ST_NIL && st->ent[i].region == r &&
 		    st->ent[i].off == e->off) {
-			idx_del(st, i);
+			idx_kill(st, i);
 			if (alive)
 				alive[j] = 1;
 			n++;
 		}
+	}
+	/* one walk per file (a file's extents are mostly adjacent) */
+	for (j = 0; j < vc->n; j++) {
+		const struct st_sument *e = &vc->v[j];
+
+		if (j && e->dev == vc->v[j - 1].dev &&
+		    e->ino == vc->v[j - 1].ino)
+			continue;
+		idx_reap(st, e->dev, e->ino, false);
 	}
 	return n;
 }

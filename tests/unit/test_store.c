@@ -655,6 +655,53 @@ static void test_evict_fifo(void **state)
 	assert_int_equal(s.extents, present);
 }
 
+static int count_iter(void *arg, const struct hotfs_extent_info *x)
+{
+	uint64_t *sum = arg;
+
+	sum[0]++;
+	sum[1] += x->len;
+	return 0;
+}
+
+/* Evicting regions of one big file: counts and contents stay right. */
+static void test_evict_big_file(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	uint32_t e, n = 900, found = 0, first = n;
+	uint64_t sum[2] = { 0, 0 };
+
+	open_store(f);
+	for (e = 0; e < n; e++)
+		assert_int_equal(insert(f, 77, e, 0, 9000), 0);
+	get_stats(f, &s);
+	assert_true(s.evicted_extents > 0);
+	for (e = 0; e < n; e++) {
+		int ok = check(f->st, 77, e, 0, 9000);
+
+		if (ok && first == n)
+			first = e;
+		if (first < n)
+			assert_int_equal(ok, 1);
+		found += ok;
+	}
+	assert_int_equal(found, s.extents);
+	assert_int_equal(found + s.evicted_extents, n);
+	assert_int_equal(st_iterate(f->st, count_iter, sum), 0);
+	assert_int_equal(sum[0], found);
+	/* and the whole file still goes in one call */
+	{
+		struct hotfs_key k = key_of(77);
+
+		assert_int_equal(st_invalidate(f->st, &k, 0, 0,
+					       ST_INVAL_WRITE), found);
+	}
+	get_stats(f, &s);
+	assert_int_equal(s.extents, 0);
+	assert_int_equal(s.bytes, 0);
+}
+
 static void test_evict_reinsert_hot(void **state)
 {
 	struct fx *f = *state;
@@ -730,14 +777,6 @@ static bool keep_odd(void *arg, const struct hotfs_extent_info *x)
 	return x->key.ino % 2;
 }
 
-static int count_iter(void *arg, const struct hotfs_extent_info *x)
-{
-	uint64_t *sum = arg;
-
-	sum[0]++;
-	sum[1] += x->len;
-	return 0;
-}
 
 static void test_keep_callback_iterate(void **state)
 {
@@ -1522,6 +1561,7 @@ int main(void)
 		T(test_resume_region),
 		T(test_kill9),
 		T(test_evict_fifo),
+		T(test_evict_big_file),
 		T(test_evict_reinsert_hot),
 		T(test_reinsert_restamped),
 		T(test_keep_callback_iterate),
