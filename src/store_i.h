@@ -323,6 +323,7 @@ uint32_t idx_file_first(const struct hotfs_store *st, uint64_t dev,
 void idx_prefetch(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		  uint32_t extno, int stage);
 uint32_t idx_add(struct hotfs_store *st, const struct st_entry *tmpl);
+uint32_t idx_put(struct hotfs_store *st, const struct st_entry *tmpl);
 void idx_del(struct hotfs_store *st, uint32_t i);
 void idx_kill(struct hotfs_store *st, uint32_t i);
 void idx_reap(struct hotfs_store *st, uint64_t dev, uint64_t ino, bool all);

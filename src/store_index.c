@@ -259,6 +259,29 @@ uint32_t idx_add(struct hotfs_store *st, const struct st_entry *tmpl)
 	return i;
 }
 
+/*
+ * Add tmpl, or overwrite the entry already there for its key and extno:
+ * in place, the chains stay as they are (unlinking it from a big file's
+ * chain would cost a walk of the chain).
+ */
+uint32_t idx_put(struct hotfs_store *st, const struct st_entry *tmpl)
+{
+	uint32_t i = idx_find(st, tmpl->dev, tmpl->ino, tmpl->extno);
+	struct st_entry *e;
+
+	if (i == ST_NIL)
+		return idx_add(st, tmpl);
+	e = &st->ent[i];
+	st->nbytes += E_LEN(tmpl);
+	st->nbytes -= E_LEN(e);
+	e->stamp = tmpl->stamp;
+	e->csum = tmpl->csum;
+	e->region = tmpl->region;
+	e->off = tmpl->off;
+	e->lenfl = E_LEN(tmpl) | E_VALID;
+	return i;
+}
+
 static void unlink_ext(struct hotfs_store *st, uint32_t i)
 {
 	struct st_entry *e = &st->ent[i];

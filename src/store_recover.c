@@ -266,11 +266,8 @@ static void replay_apply(struct hotfs_store *st, uint32_t region,
 	i = idx_file_first(st, e->dev, e->ino);
 	if (i != ST_NIL && st->ent[i].stamp != t.stamp)
 		idx_drop_file(st, e->dev, e->ino, 0, 0, true, t.stamp);
-	i = idx_find(st, e->dev, e->ino, e->extno);
-	if (i != ST_NIL)
-		idx_del(st, i);
 	/* more entries than records could hold: a damaged summary */
-	idx_add(st, &t);
+	idx_put(st, &t);
 }
 
 static void replay_flush(struct replay *rp)

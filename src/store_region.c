@@ -353,10 +353,7 @@ static int append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 	t.off = off;
 	t.lenfl = len;
 	pthread_rwlock_wrlock(&st->idx_lock);
-	i = idx_find(st, dev, ino, extno);
-	if (i != ST_NIL)
-		idx_del(st, i);
-	i = idx_add(st, &t);
+	i = idx_put(st, &t);
 	pthread_rwlock_unlock(&st->idx_lock);
 	if (i == ST_NIL)
 		return -ENOSPC;

@@ -250,6 +250,7 @@ static void test_insert_lookup(void **state)
 	assert_int_equal(check(f->st, 100, 3, 0, 700), 1);
 	get_stats(f, &s);
 	assert_int_equal(s.extents, sizeof(lens) / sizeof(lens[0]));
+	assert_int_equal(s.bytes, total - lens[0] + 700);
 
 	/* bad arguments */
 	assert_int_equal(insert(f, 1, 0, 0, EXT + 1), -EINVAL);
