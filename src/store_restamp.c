@@ -78,9 +78,11 @@ int st_restamp(struct hotfs_store *st, const struct hotfs_key *key,
 	if (stale) {
 		n = idx_drop_file(st, key->dev, key->ino, 0, 0, false, 0);
 		kept = 0;
-	} else {
+	} else if (n) {
+		/* one walk of the file's chain, however many go */
 		for (i = 0; i < n; i++)
-			idx_del(st, dead[i]);
+			idx_kill(st, dead[i]);
+		idx_reap(st, key->dev, key->ino, false);
 	}
 	pthread_rwlock_unlock(&st->idx_lock);
 	free(dead);
