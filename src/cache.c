@@ -400,7 +400,9 @@ struct seg {
 	bool failed;		/* cached read failed: use the source */
 	struct hotfs_loc loc;
 	struct hotfs_span sp;
-	char *bounce;		/* sp.data_len bytes */
+	char *bounce;		/* malloc'd: data (unless direct) + tab */
+	char *data;		/* where the cached bytes are read to */
+	bool direct;		/* data is the reply buffer itself */
 	char *tab;		/* sp.tab_len bytes */
 	int res_data, res_tab;
 };
@@ -701,7 +703,7 @@ static void read_uring(struct hotfs_fh *fh, struct seg *s, unsigned n,
 			break;
 		sqe = io_uring_get_sqe(ring);
 		if (s[i].hit)
-			io_uring_prep_read(sqe, fd, s[i].bounce,
+			io_uring_prep_read(sqe, fd, s[i].data,
 					   s[i].sp.data_len, s[i].sp.data_off);
 		else
 			io_uring_prep_read(sqe, fd, buf + (s[i].start - off),
@@ -774,7 +776,7 @@ static bool finish_hit(struct hotfs_cache *c, struct seg *g, char *dst)
 		/* a truncated data file: treat as corrupt */
 		r = -EIO;
 	} else {
-		r = st_verify(c->st, &g->loc, g->sp.ext_off, g->bounce,
+		r = st_verify(c->st, &g->loc, g->sp.ext_off, g->data,
 			      g->sp.data_len, g->sp.tab_len ? g->tab : NULL);
 	}
 	if (r < 0) {
@@ -782,8 +784,9 @@ static bool finish_hit(struct hotfs_cache *c, struct seg *g, char *dst)
 			stats_add(&c->stats, STAT_CSUM_FAIL, 1);
 		return false;
 	}
-	memcpy(dst, g->bounce + (g->start - ext_base - g->sp.ext_off),
-	       g->end - g->start);
+	if (!g->direct)
+		memcpy(dst, g->data + (g->start - ext_base - g->sp.ext_off),
+		       g->end - g->start);
 	return true;
 }
 
@@ -879,13 +882,25 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 		if (!g->hit)
 			continue;
 		if (st_loc_span(&g->loc, (uint32_t)(g->start - ext_base),
-				(uint32_t)(g->end - g->start), &g->sp) < 0 ||
-		    !(g->bounce = malloc(g->sp.data_len + g->sp.tab_len))) {
+				(uint32_t)(g->end - g->start), &g->sp) < 0) {
 			g->hit = false;
 			hits--;
 			continue;
 		}
-		g->tab = g->bounce + g->sp.data_len;
+		/* block-aligned (the kernel's reads are): straight into the
+		 * reply, no copy */
+		g->direct = g->sp.ext_off == g->start - ext_base &&
+			    g->sp.data_len == g->end - g->start;
+		g->bounce = malloc((g->direct ? 0 : g->sp.data_len) +
+				   g->sp.tab_len + 1);
+		if (!g->bounce) {
+			g->hit = false;
+			hits--;
+			continue;
+		}
+		g->data = g->direct ? buf + (g->start - (uint64_t)off) :
+			  g->bounce;
+		g->tab = g->bounce + (g->direct ? 0 : g->sp.data_len);
 		data_fd = g->loc.fd;
 	}
 	read_uring(fh, s, n, buf, (uint64_t)off, data_fd);
