@@ -31,4 +31,14 @@ if [ $quick = 0 ]; then
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
 fi
+if [ $quick = 0 ] && command -v clang >/dev/null; then
+	# libFuzzer targets for the parsers of untrusted bytes, a short run
+	# each with the corpus kept in tests/fuzz/
+	echo "== fuzzing (clang, libFuzzer) =="
+	if [ ! -f build-fuzz/build.ninja ]; then
+		CC=clang meson setup build-fuzz -Dfuzz=true >/dev/null
+	fi
+	ninja -C build-fuzz >/dev/null
+	meson test -C build-fuzz --suite fuzz --print-errorlogs
+fi
 echo "all test runs passed"
