@@ -20,15 +20,18 @@
  * sketch, C per doorkeeper generation) plus a struct of under 256 bytes:
  * 4 MiB by default.  Nothing is allocated after pol_new.
  *
- * Aging: every period (P accesses) every sketch counter is halved and
- * the older doorkeeper generation is cleared and becomes the current one.
- * P is C / 2 (512 Ki accesses by default) until pol_set_cache(p, E) sets
- * it to 8 * E (E = extents the cache holds; TinyLFU's sample size),
- * rounded up to a power of two and kept within [128 Ki, C / 2].  An
- * access is thus remembered for at least one period and at most two: the
- * second access of a one-time scan longer than that finds nothing (and a
- * tree of more than P files does not warm at its second pass), and the
- * counts of extents no longer read halve every period.
+ * Aging: every period (P accesses) the older doorkeeper generation is
+ * cleared and becomes the current one, and the sketch counters are
+ * halved; the sketch is also halved every S accesses in between (S <= P,
+ * both powers of two).  P = S = C / 2 (512 Ki accesses by default) until
+ * pol_set_cache(p, E) sets them from E, the extents the cache holds:
+ * S = 8 * E (TinyLFU's sample size) within [1 Ki, P], and P = 8 * E
+ * within [128 Ki, C / 2].  So an access is remembered for at least one
+ * period P and at most two: the second access of a one-time scan longer
+ * than that finds nothing (and a tree of more than P files does not warm
+ * at its second pass; 128 Ki files at least), while the counts that
+ * admission compares halve every S accesses and so follow a shifting
+ * workload even when the cache is small.
  *
  * Errors: a generation holds at most C / 2 distinct extents, 8 per
  * 128-bit doorkeeper block on average; an extent never seen passes as
@@ -70,7 +73,7 @@
  * doorkeeper, compare-and-swap for counters): counting takes no lock and
  * never allocates; a lost update under contention costs one count.  The
  * thread whose access completes a period ages the tables (3C/8 word
- * updates in one sequential pass, ~0.6 ms by default, once per period) under
+ * updates in one sequential pass, ~0.6 ms by default, once per S) under
  * p->age_lock, which nothing else takes; readers keep counting meanwhile.
  */
 #include <errno.h>
@@ -104,6 +107,7 @@ struct hotfs_policy {
 	size_t counters;		/* per row, power of two */
 	size_t nblocks;			/* counters / BLOCK_CTRS */
 	_Atomic uint64_t period;	/* accesses per aging step, 2^n */
+	_Atomic uint64_t sk_period;	/* per sketch halving, 2^n <= period */
 	aword *tab;			/* nblocks * BLOCK_WORDS */
 	_Atomic unsigned cur;		/* doorkeeper generation to set */
 	_Atomic uint64_t ops;		/* accesses counted */
@@ -213,7 +217,8 @@ static unsigned sketch_inc(const struct slots *s)
 	return m + 1;
 }
 
-static void age(struct hotfs_policy *p)
+/* Halve the sketch; with dk, also rotate the doorkeeper generations. */
+static void age(struct hotfs_policy *p, bool dk)
 {
 	unsigned old, w;
 	size_t b;
@@ -221,13 +226,14 @@ static void age(struct hotfs_policy *p)
 	pthread_mutex_lock(&p->age_lock);
 	old = 1 - atomic_load_explicit(&p->cur, memory_order_relaxed);
 	/* clear the old generation first: then it becomes the current */
-	for (b = 0; b < p->nblocks; b++) {
+	for (b = 0; dk && b < p->nblocks; b++) {
 		aword *blk = p->tab + b * BLOCK_WORDS + DK_WORD + 2 * old;
 
 		atomic_store_explicit(&blk[0], 0, memory_order_relaxed);
 		atomic_store_explicit(&blk[1], 0, memory_order_relaxed);
 	}
-	atomic_store_explicit(&p->cur, old, memory_order_release);
+	if (dk)
+		atomic_store_explicit(&p->cur, old, memory_order_release);
 	for (b = 0; b < p->nblocks; b++) {
 		for (w = 0; w < POL_DEPTH; w++) {
 			aword *x = p->tab + b * BLOCK_WORDS + w;
@@ -241,7 +247,8 @@ static void age(struct hotfs_policy *p)
 				;
 		}
 	}
-	atomic_fetch_add_explicit(&p->agings, 1, memory_order_relaxed);
+	if (dk)
+		atomic_fetch_add_explicit(&p->agings, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&p->age_lock);
 }
 
@@ -272,6 +279,7 @@ int pol_new(const struct pol_params *pp, struct hotfs_policy **out)
 	p->counters = c;
 	p->nblocks = c / BLOCK_CTRS;
 	p->period = c / 2;
+	p->sk_period = c / 2;
 	bytes = p->nblocks * BLOCK_WORDS * sizeof(uint64_t);
 	p->tab = aligned_alloc(64, bytes);
 	if (!p->tab)
@@ -323,7 +331,10 @@ unsigned pol_access(struct hotfs_policy *p, uint64_t h)
 	ops = atomic_fetch_add_explicit(&p->ops, 1, memory_order_relaxed) + 1;
 	if (!(ops & (atomic_load_explicit(&p->period,
 					 memory_order_relaxed) - 1)))
-		age(p);
+		age(p, true);
+	else if (!(ops & (atomic_load_explicit(&p->sk_period,
+					      memory_order_relaxed) - 1)))
+		age(p, false);
 	return n;
 }
 
@@ -406,27 +417,48 @@ uint64_t pol_period(const struct hotfs_policy *p)
 	return atomic_load_explicit(&p->period, memory_order_relaxed);
 }
 
+uint64_t pol_sketch_period(const struct hotfs_policy *p)
+{
+	return atomic_load_explicit(&p->sk_period, memory_order_relaxed);
+}
+
+/* The power of two >= n, within [lo, hi]. */
+static uint64_t pow2_within(uint64_t n, uint64_t lo, uint64_t hi)
+{
+	uint64_t v = lo;
+
+	while (v < n && v < hi)
+		v <<= 1;
+	return v > hi ? hi : v;
+}
+
 int pol_set_period(struct hotfs_policy *p, uint64_t accesses)
 {
-	uint64_t per = POL_PERIOD_MIN;
+	uint64_t per;
 
 	if (!accesses)
 		return -EINVAL;
-	while (per < accesses && per < p->counters / 2)
-		per <<= 1;
-	if (per > p->counters / 2)
-		per = p->counters / 2;
+	per = pow2_within(accesses, POL_PERIOD_MIN, p->counters / 2);
+	atomic_store_explicit(&p->sk_period, per, memory_order_relaxed);
 	atomic_store_explicit(&p->period, per, memory_order_relaxed);
 	return 0;
 }
 
 int pol_set_cache(struct hotfs_policy *p, uint64_t extents)
 {
+	uint64_t n, per;
+
 	if (!extents)
 		return -EINVAL;
 	if (extents > UINT64_MAX / POL_PERIOD_PER_EXTENT)
 		extents = UINT64_MAX / POL_PERIOD_PER_EXTENT;
-	return pol_set_period(p, extents * POL_PERIOD_PER_EXTENT);
+	n = extents * POL_PERIOD_PER_EXTENT;
+	per = pow2_within(n, POL_PERIOD_MIN, p->counters / 2);
+	atomic_store_explicit(&p->period, per, memory_order_relaxed);
+	atomic_store_explicit(&p->sk_period,
+			      pow2_within(n, POL_SK_PERIOD_MIN, per),
+			      memory_order_relaxed);
+	return 0;
 }
 
 uint64_t pol_agings(const struct hotfs_policy *p)

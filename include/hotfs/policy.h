@@ -67,9 +67,11 @@ size_t pol_memory(const struct hotfs_policy *p);
 
 /*
  * Tell the policy how many extents the cache holds (capacity / extent
- * size is fine): counts then age every POL_PERIOD_PER_EXTENT * extents
- * accesses (TinyLFU's sample size), within [POL_PERIOD_MIN, counters / 2],
- * instead of every counters / 2.  Call it after st_open; any thread.
+ * size is fine): counts then halve every POL_PERIOD_PER_EXTENT * extents
+ * accesses (TinyLFU's sample size; at least POL_SK_PERIOD_MIN), and first
+ * accesses are forgotten after one to two periods of that many accesses
+ * within [POL_PERIOD_MIN, counters / 2], instead of both happening every
+ * counters / 2.  Call it after st_open; any thread.
  */
 int pol_set_cache(struct hotfs_policy *p, uint64_t extents);
 
@@ -82,6 +84,7 @@ int pol_set_cache(struct hotfs_policy *p, uint64_t extents);
 #define POL_COUNTERS_MAX	(1u << 28)
 #define POL_COUNT_MAX		16u	/* estimates saturate here */
 #define POL_PERIOD_MIN		(1u << 17)	/* accesses */
+#define POL_SK_PERIOD_MIN	1024u		/* accesses */
 #define POL_PERIOD_PER_EXTENT	8u
 
 /* Reinsertion rules for pol_keep; the default is POL_KEEP_DEFAULT. */
@@ -101,8 +104,11 @@ int pol_set_keep(struct hotfs_policy *p, enum pol_keep_rule rule);
 const char *pol_keep_name(enum pol_keep_rule rule);
 /* Accesses between two aging steps (rounded up to a power of two). */
 uint64_t pol_period(const struct hotfs_policy *p);
+/* Accesses between two halvings of the sketch (<= pol_period). */
+uint64_t pol_sketch_period(const struct hotfs_policy *p);
+/* Both periods to this (within [POL_PERIOD_MIN, counters / 2]). */
 int pol_set_period(struct hotfs_policy *p, uint64_t accesses);
-/* Aging steps done so far. */
+/* Aging steps (doorkeeper rotations) done so far. */
 uint64_t pol_agings(const struct hotfs_policy *p);
 
 #endif

@@ -270,6 +270,15 @@ static void test_period(void **state)
 	assert_int_equal(pol_period(p), POL_COUNTERS_DEFAULT / 2);
 	assert_int_equal(pol_set_period(q, 100), 0);
 	assert_int_equal(pol_period(q), SMALL / 2);
+	assert_int_equal(pol_sketch_period(q), SMALL / 2);
+	/* the sketch halves every 8 accesses per cached extent */
+	assert_int_equal(pol_set_cache(p, 1000), 0);
+	assert_int_equal(pol_sketch_period(p), 8192);
+	assert_int_equal(pol_set_cache(p, 1), 0);
+	assert_int_equal(pol_sketch_period(p), POL_SK_PERIOD_MIN);
+	assert_int_equal(pol_period(p), POL_PERIOD_MIN);
+	assert_int_equal(pol_set_cache(p, 20000), 0);
+	assert_int_equal(pol_sketch_period(p), pol_period(p));
 	/* the new period takes effect */
 	assert_int_equal(pol_set_period(p, POL_PERIOD_MIN), 0);
 	per = pol_period(p);
@@ -277,6 +286,30 @@ static void test_period(void **state)
 	assert_int_equal(pol_agings(p), 1);
 	pol_free(p);
 	pol_free(q);
+}
+
+/* The sketch halves more often than the doorkeeper forgets. */
+static void test_sketch_period(void **state)
+{
+	struct hotfs_policy *p = mk(0, 1u << 16);
+	uint64_t f = 1000000;
+	unsigned e, i;
+
+	(void)state;
+	assert_int_equal(pol_set_cache(p, 128), 0);
+	assert_int_equal(pol_sketch_period(p), POL_SK_PERIOD_MIN);
+	assert_int_equal(pol_period(p), 32768);	/* counters / 2 */
+	for (i = 0; i < 10; i++)
+		pol_access(p, 5);
+	pol_access(p, 6);
+	assert_int_equal(pol_estimate(p, 5), 10);
+	filler(p, &f, POL_SK_PERIOD_MIN - 11);
+	e = pol_estimate(p, 5);
+	assert_true(e >= 5 && e <= 6);		/* 1 + 9 / 2 */
+	assert_int_equal(pol_agings(p), 0);
+	/* first accesses are still remembered: 6 promotes */
+	assert_true(pol_promote(p, pol_access(p, 6)));
+	pol_free(p);
 }
 
 static void test_victim(void **state)
@@ -392,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_admission),
 		cmocka_unit_test(test_keep),
 		cmocka_unit_test(test_period),
+		cmocka_unit_test(test_sketch_period),
 		cmocka_unit_test(test_victim),
 		cmocka_unit_test(test_memory),
 		cmocka_unit_test(test_threads),
