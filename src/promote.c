@@ -199,7 +199,9 @@ static bool admit(struct hotfs_cache *c, uint64_t h)
 	uint64_t victim;
 
 	st_get_stats(c->st, &ss);
-	if (ss.regions_used < ss.regions)
+	/* full: every region in use, or regions already recycled (the
+	 * free-space watermarks can hold the store below its capacity) */
+	if (ss.regions_used < ss.regions && !ss.evictions)
 		return true;
 	victim = pol_victim(c->pol);
 	return !victim || pol_admit(c->pol, h, victim);
