@@ -25,8 +25,9 @@
  * drops the index entries under idx_lock alone, and queues the tombstone
  * under state_lock if the store mutex is busy; the queue is drained into
  * the summary at the next insert, commit or tick.  A tombstone that is
- * lost (queue full, crash) only matters if the source's ctime did not
- * change, since the stamp check catches the rest.
+ * lost (queue full, store read-only, crash before the commit) only
+ * matters if the source's ctime did not change, since the stamp check
+ * catches the rest.
  *
  * Locks: st->lock, then st->idx_lock; st->state_lock is a leaf.
  */
