@@ -138,7 +138,7 @@ def ws():
 # Every parity test runs once per mode (as sshfs's test_sshfs.py is
 # parametrised): default options (cache store on, cold, timeouts of 1 s),
 # the kernel caching nothing, plain passthrough without a cache store, and
-# a warm cache store.
+# a warm cache store (written around, or through).
 MODES = {
     'default': '',
     'attr0': 'attr_timeout=0,entry_timeout=0',
@@ -147,6 +147,8 @@ MODES = {
     # read into the cache store before the test: reads after each
     # operation are served from the store unless it invalidated them
     'warm': 'threshold=1',
+    # the same with writes updating the cached extents in place
+    'warmwt': 'threshold=1,writemode=writethrough',
 }
 
 
@@ -254,7 +256,7 @@ def fs(request, ws):
     f = Fs(ws, MODES[request.param])
     f.mode = request.param
     f.mount()
-    if f.mode == 'warm':
+    if f.mode.startswith('warm'):
         prewarm(ws.mnt)
     yield f
     # the daemon must still be alive and exit 0 when unmounted
