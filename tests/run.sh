@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Run every test of hotfs: unit tests (cmocka) and integration tests that
 # mount a real hotfs (pytest), first in a normal build, then again in a
-# build with AddressSanitizer and UndefinedBehaviorSanitizer.
+# build with AddressSanitizer and UndefinedBehaviorSanitizer; then the
+# concurrency and crash tests under ThreadSanitizer, and a short run of the
+# libFuzzer targets.
 #
 #   tests/run.sh            # everything (needs root for the mounts)
 #   tests/run.sh --quick    # normal build only
@@ -30,6 +32,23 @@ if [ $quick = 0 ]; then
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
+fi
+if [ $quick = 0 ]; then
+	# the concurrency and crash tests, and the policy's thread test,
+	# under ThreadSanitizer (tests/tsan.supp says what is suppressed)
+	echo "== ThreadSanitizer: concurrency, crash and read-path tests =="
+	if [ ! -f build-tsan/build.ninja ]; then
+		meson setup build-tsan -Db_sanitize=thread -Db_lundef=false \
+			>/dev/null
+	fi
+	ninja -C build-tsan >/dev/null
+	export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=0 exitcode=66"
+	meson test -C build-tsan --print-errorlogs unit.policy unit.opts
+	HOTFS_BIN=$PWD/build-tsan/hotfs HOTFSCTL_BIN=$PWD/build-tsan/hotfsctl \
+		/usr/bin/python3 tests/integration/run_pytest.py \
+		test_concurrency.py test_crash.py test_readpath.py \
+		test_cache.py test_hotfsctl.py
+	unset TSAN_OPTIONS
 fi
 if [ $quick = 0 ] && command -v clang >/dev/null; then
 	# libFuzzer targets for the parsers of untrusted bytes, a short run
