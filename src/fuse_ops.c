@@ -496,17 +496,17 @@ static int backing_flags(int flags)
 
 /* Keep the kernel's page cache if the file is as we last saw it. */
 static void set_keep_cache(struct hotfs_inode *in, int fd,
-			   struct fuse_file_info *fi)
+			   struct fuse_file_info *fi, bool never)
 {
 	struct stat st;
 
 	if (fstat(fd, &st) == -1)
 		return;
 	pthread_mutex_lock(&in->m);
-	fi->keep_cache = in->stamp_valid &&
+	fi->keep_cache = never || (in->stamp_valid &&
 			 in->stamp_mtime_ns == ts_ns(&st.st_mtim) &&
 			 in->stamp_ctime_ns == ts_ns(&st.st_ctim) &&
-			 in->stamp_size == st.st_size;
+			 in->stamp_size == st.st_size);
 	in->nopen++;
 	pthread_mutex_unlock(&in->m);
 }
@@ -543,7 +543,7 @@ static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 	}
 	fh->append = (fi->flags & O_APPEND) != 0;
 	fi->fh = (uintptr_t)fh;
-	set_keep_cache(in, fd, fi);
+	set_keep_cache(in, fd, fi, fs->o->revalidate == HOTFS_REVAL_NEVER);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* the open was interrupted: the kernel will not release */
 		pthread_mutex_lock(&in->m);
@@ -823,7 +823,7 @@ struct hotfs_dirp {
  * through the mount invalidate the kernel's copy by themselves.
  */
 static void dir_keep_cache(struct hotfs_inode *in, int fd,
-			   struct fuse_file_info *fi)
+			   struct fuse_file_info *fi, bool never)
 {
 	struct stat st;
 
@@ -833,10 +833,10 @@ static void dir_keep_cache(struct hotfs_inode *in, int fd,
 		return;
 	pthread_mutex_lock(&in->m);
 	fi->cache_readdir = 1;
-	fi->keep_cache = in->stamp_valid &&
+	fi->keep_cache = never || (in->stamp_valid &&
 			 in->stamp_mtime_ns == ts_ns(&st.st_mtim) &&
 			 in->stamp_ctime_ns == ts_ns(&st.st_ctim) &&
-			 in->stamp_size == st.st_size;
+			 in->stamp_size == st.st_size);
 	in->stamp_valid = true;
 	in->stamp_mtime_ns = ts_ns(&st.st_mtim);
 	in->stamp_ctime_ns = ts_ns(&st.st_ctim);
@@ -868,7 +868,8 @@ static void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
 		goto out_err;
 	}
 	fi->fh = (uintptr_t)d;
-	dir_keep_cache(hino(req, ino), fd, fi);
+	dir_keep_cache(hino(req, ino), fd, fi,
+		       hfs(req)->o->revalidate == HOTFS_REVAL_NEVER);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		closedir(d->dp);
 		free(d);
@@ -1257,7 +1258,11 @@ static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_SPLICE_MOVE;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
-	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+	/* the kernel checks mtimes before using cached pages and listings;
+	 * with revalidate=never nothing is checked behind hotfs's back */
+	if (fs->o->revalidate == HOTFS_REVAL_NEVER)
+		conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	else if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 	if (conn->capable & FUSE_CAP_ASYNC_DIO)
 		conn->want |= FUSE_CAP_ASYNC_DIO;

@@ -163,12 +163,14 @@ int main(int argc, char *argv[])
 	clock_gettime(CLOCK_REALTIME, &fs.mount_time);
 	if (asprintf(&fs.opts_summary,
 		     "%sextent=%u,threshold=%d,seqcutoff=%llu,promote_rate=%llu,"
-		     "writemode=%s,attr_timeout=%g,entry_timeout=%g,ctldir=%s",
+		     "writemode=%s,revalidate=%s,attr_timeout=%g,"
+		     "entry_timeout=%g,ctldir=%s",
 		     o.nocache ? "nocache," : "", o.extent, o.threshold,
 		     (unsigned long long)o.seqcutoff,
 		     (unsigned long long)o.promote_rate,
 		     o.writemode == HOTFS_WRITETHROUGH ? "writethrough" :
-		     "writearound", o.attr_timeout, o.entry_timeout,
+		     "writearound", o.revalidate_str ? o.revalidate_str : "open",
+		     o.attr_timeout, o.entry_timeout,
 		     o.ctldir) < 0)
 		fs.opts_summary = NULL;
 	umask(0);		/* the kernel applied the caller's umask */

@@ -44,6 +44,7 @@ static const struct fuse_opt opt_table[] = {
 	HOTFS_OPT("seqcutoff=%s", seqcutoff_str, 0),
 	HOTFS_OPT("promote_rate=%s", promote_rate_str, 0),
 	HOTFS_OPT("writemode=%s", writemode_str, 0),
+	HOTFS_OPT("revalidate=%s", revalidate_str, 0),
 	HOTFS_OPT("attr_timeout=%s", attr_timeout_str, 0),
 	HOTFS_OPT("entry_timeout=%s", entry_timeout_str, 0),
 	HOTFS_OPT("reset", reset, 1),
@@ -257,6 +258,31 @@ static int parse_secs(const char *name, const char *s, double *v,
 	return 0;
 }
 
+static int parse_revalidate(struct hotfs_opts *o, char *err, size_t errlen)
+{
+	const char *v = o->revalidate_str;
+	char *end;
+
+	o->revalidate = HOTFS_REVAL_OPEN;
+	if (!v || strcmp(v, "open") == 0)
+		return 0;
+	if (strcmp(v, "never") == 0) {
+		o->revalidate = HOTFS_REVAL_NEVER;
+		return 0;
+	}
+	errno = 0;
+	o->revalidate_secs = strtod(v, &end);
+	if (errno || end == v || *end || !(o->revalidate_secs > 0 &&
+					   o->revalidate_secs <= 1e6)) {
+		seterr(err, errlen,
+		       "invalid revalidate '%s': open, never or seconds (0 < N <= 1000000)",
+		       v);
+		return -EINVAL;
+	}
+	o->revalidate = HOTFS_REVAL_SECONDS;
+	return 0;
+}
+
 int opt_parse(struct fuse_args *args, struct hotfs_opts *o,
 	      char *err, size_t errlen)
 {
@@ -286,11 +312,23 @@ int opt_parse(struct fuse_args *args, struct hotfs_opts *o,
 		}
 		o->threshold = (int)v;
 	}
+	if (parse_revalidate(o, err, errlen) < 0)
+		return -EINVAL;
 	if (parse_secs("attr_timeout", o->attr_timeout_str, &o->attr_timeout,
 		       err, errlen) < 0 ||
 	    parse_secs("entry_timeout", o->entry_timeout_str,
 		       &o->entry_timeout, err, errlen) < 0)
 		return -EINVAL;
+	/* revalidate= sets the kernel's timeouts unless they were given */
+	if (o->revalidate != HOTFS_REVAL_OPEN) {
+		double t = o->revalidate == HOTFS_REVAL_NEVER ?
+			   HOTFS_TIMEOUT_NEVER : o->revalidate_secs;
+
+		if (!o->attr_timeout_str)
+			o->attr_timeout = t;
+		if (!o->entry_timeout_str)
+			o->entry_timeout = t;
+	}
 	if (!o->writemode_str || strcmp(o->writemode_str, "writearound") == 0)
 		o->writemode = HOTFS_WRITEAROUND;
 	else if (strcmp(o->writemode_str, "writethrough") == 0)
@@ -500,6 +538,7 @@ void opt_free(struct hotfs_opts *o)
 	free(o->writemode_str);
 	free(o->threshold_str);
 	free(o->ctldir);
+	free(o->revalidate_str);
 	free(o->attr_timeout_str);
 	free(o->entry_timeout_str);
 	memset(o, 0, sizeof(*o));
@@ -518,6 +557,9 @@ void opt_help(void)
 "                           through one handle, 0 = off (0)\n"
 "    -o promote_rate=SIZE   promotion bandwidth per second, 0 = unlimited\n"
 "    -o writemode=MODE      writearound or writethrough (writearound)\n"
+"    -o revalidate=WHEN     open (check files at open, listings at\n"
+"                           opendir), N seconds, or never (the tree changes\n"
+"                           only through hotfs) (open)\n"
 "    -o attr_timeout=SECS   kernel attribute cache timeout (1)\n"
 "    -o entry_timeout=SECS  kernel name lookup cache timeout (1)\n"
 "    -o reset               empty a cachedir made for another source\n"

@@ -15,6 +15,14 @@
 
 struct fuse_args;
 
+/* What hotfs and the kernel trust without asking the source again. */
+enum hotfs_revalidate {
+	HOTFS_REVAL_OPEN = 0,	/* close-to-open: files at open, listings
+				 * at opendir; kernel caches per timeouts */
+	HOTFS_REVAL_SECONDS,	/* kernel caches for revalidate_secs */
+	HOTFS_REVAL_NEVER,	/* the tree changes only through hotfs */
+};
+
 enum hotfs_writemode {
 	HOTFS_WRITEAROUND = 0,
 	HOTFS_WRITETHROUGH = 1,
@@ -38,6 +46,9 @@ struct hotfs_opts {
 	int threshold;		/* accesses before promotion */
 	char *writemode_str;
 	enum hotfs_writemode writemode;
+	char *revalidate_str;
+	enum hotfs_revalidate revalidate;
+	double revalidate_secs;
 	char *attr_timeout_str;
 	double attr_timeout;
 	char *entry_timeout_str;
@@ -56,6 +67,9 @@ struct hotfs_opts {
 	int clone_fd;
 	unsigned max_idle_threads;
 };
+
+/* "forever" for the kernel's caches: a year */
+#define HOTFS_TIMEOUT_NEVER	(365.0 * 86400)
 
 #define HOTFS_EXTENT_MIN	(64u * 1024)
 #define HOTFS_EXTENT_MAX	(4u * 1024 * 1024)

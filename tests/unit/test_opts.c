@@ -173,6 +173,41 @@ static void test_values(void **state)
 	opt_free(&o);
 }
 
+static void test_revalidate(void **state)
+{
+	struct fixture *f = *state;
+	struct hotfs_opts o;
+	struct fuse_args a;
+	char err[256], co[300];
+
+	snprintf(co, sizeof(co), "cachedir=%s", f->cache);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->mnt,
+			       "-o", co, NULL), 0);
+	assert_int_equal(o.revalidate, HOTFS_REVAL_OPEN);
+	assert_true(o.attr_timeout == 1.0 && o.entry_timeout == 1.0);
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+
+	snprintf(co, sizeof(co), "cachedir=%s,revalidate=30", f->cache);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->mnt,
+			       "-o", co, NULL), 0);
+	assert_int_equal(o.revalidate, HOTFS_REVAL_SECONDS);
+	assert_true(o.attr_timeout == 30.0 && o.entry_timeout == 30.0);
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+
+	/* explicit timeouts win over revalidate= */
+	snprintf(co, sizeof(co),
+		 "cachedir=%s,revalidate=never,attr_timeout=5", f->cache);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->mnt,
+			       "-o", co, NULL), 0);
+	assert_int_equal(o.revalidate, HOTFS_REVAL_NEVER);
+	assert_true(o.attr_timeout == 5.0);
+	assert_true(o.entry_timeout == HOTFS_TIMEOUT_NEVER);
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+}
+
 static void test_fstab_keywords_dropped(void **state)
 {
 	struct fixture *f = *state;
@@ -234,6 +269,9 @@ static void test_bad_values(void **state)
 	expect_bad(f, "promote_rate=fast", "promote_rate");
 	expect_bad(f, "attr_timeout=-1", "attr_timeout");
 	expect_bad(f, "entry_timeout=x", "entry_timeout");
+	expect_bad(f, "revalidate=sometimes", "revalidate");
+	expect_bad(f, "revalidate=0", "revalidate");
+	expect_bad(f, "revalidate=-3", "revalidate");
 }
 
 static void test_missing_args(void **state)
@@ -403,6 +441,7 @@ int main(void)
 		T(test_defaults),
 		T(test_values),
 		T(test_fstab_keywords_dropped),
+		T(test_revalidate),
 		T(test_bad_values),
 		T(test_missing_args),
 		T(test_validate_creates_cachedir),
