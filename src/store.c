@@ -434,10 +434,9 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 	st->sum = malloc((size_t)st->sum_max * sizeof(*st->sum));
 	st->tab = malloc(p->extent / ST_BLOCK * 8 + 2 * ST_BLOCK);
 	/*
-	 * Presize for 64 KiB a record (1/16 of the worst case): growing
-	 * rehashes with the index locked (measured: 226 ms at 4M extents
-	 * on a loaded 2-CPU VM); this costs 0.01% of the capacity in RAM
-	 * up front.
+	 * Presize the index's tables for 64 KiB a record: growing them is
+	 * incremental, but costs each insert a little meanwhile; this
+	 * costs 0.01% of the capacity in RAM up front.
 	 */
 	rc = idx_init(st, cap / ST_ALIGN_SMALL + 1024, cap / 65536);
 	if (!st->regions || !st->sum || !st->tab || rc) {

@@ -229,6 +229,8 @@ struct hotfs_store {
 	uint64_t nbytes;
 	uint32_t *hb, hmask;		/* extent buckets */
 	uint32_t *fb, fmask;		/* file buckets */
+	uint32_t *ohb, ohmask, hpos;	/* while growing: the old tables, */
+	uint32_t *ofb, ofmask, fpos;	/* moved from bucket [0] upwards */
 
 	/* parameters */
 	uint64_t commit_ns, commit_bytes;

@@ -11,7 +11,11 @@
  * one extent, the file table (fnext) finds all extents of a file for
  * invalidation.  Both grow by doubling, the extent table at a load of 2
  * and the file table kept at half its size: the index costs at most
- * 52 + 4 + 2 = 58 bytes per extent (and at least 52 + 2 + 1).  Entries and
+ * 52 + 4 + 2 = 58 bytes per extent (and at least 52 + 2 + 1).  Growing is
+ * incremental (as in redis): the old tables stay until each idx_add has
+ * moved a few of their buckets, so no single operation rehashes millions
+ * of entries with the lock held; a bucket not moved yet is looked up in
+ * the old table (ext_head, file_head).  Entries and
  * buckets ask for transparent huge pages: lookups are random accesses
  * over tens of MB, where 4 KiB pages make every one a TLB miss.
  *
@@ -55,6 +59,21 @@ static size_t bucket_bytes(uint32_t n)
 	return st_roundup((uint64_t)n * sizeof(uint32_t), 4096);
 }
 
+/* The chain a hash lives in, in the old table if not moved yet. */
+static inline uint32_t *ext_head(const struct hotfs_store *st, uint32_t h)
+{
+	if (st->ohb && (h & st->ohmask) >= st->hpos)
+		return &st->ohb[h & st->ohmask];
+	return &st->hb[h & st->hmask];
+}
+
+static inline uint32_t *file_head(const struct hotfs_store *st, uint32_t h)
+{
+	if (st->ofb && (h & st->ofmask) >= st->fpos)
+		return &st->ofb[h & st->ofmask];
+	return &st->fb[h & st->fmask];
+}
+
 static int alloc_buckets(uint32_t **b, uint32_t n)
 {
 	void *p = mmap(NULL, bucket_bytes(n), PROT_READ | PROT_WRITE,
@@ -76,8 +95,7 @@ static void free_buckets(uint32_t *b, uint32_t n)
 
 /*
  * max_entries bounds the index (one entry per 512 bytes of capacity);
- * min_buckets presizes it, since growing rehashes every entry with the
- * index locked (a few ms per million entries).
+ * min_buckets presizes the tables, which saves growing them.
  */
 int idx_init(struct hotfs_store *st, uint64_t max_entries,
 	     uint64_t min_buckets)
@@ -136,14 +154,21 @@ void idx_exit(struct hotfs_store *st)
 					   sizeof(struct st_entry), 4096));
 	free_buckets(st->hb, st->hmask + 1);
 	free_buckets(st->fb, st->fmask + 1);
+	if (st->ohb) {
+		free_buckets(st->ohb, st->ohmask + 1);
+		free_buckets(st->ofb, st->ofmask + 1);
+	}
 	st->ent = NULL;
-	st->hb = st->fb = NULL;
+	st->hb = st->fb = st->ohb = st->ofb = NULL;
 }
 
 uint64_t idx_ram(const struct hotfs_store *st)
 {
-	return (uint64_t)st->ent_hwm * sizeof(struct st_entry) +
-		(uint64_t)(st->hmask + 1) * 4 + (uint64_t)(st->fmask + 1) * 4;
+	uint64_t b = (uint64_t)(st->hmask + 1) + (st->fmask + 1);
+
+	if (st->ohb)
+		b += (uint64_t)(st->ohmask + 1) + (st->ofmask + 1);
+	return (uint64_t)st->ent_hwm * sizeof(struct st_entry) + b * 4;
 }
 
 /*
@@ -154,8 +179,8 @@ uint64_t idx_ram(const struct hotfs_store *st)
 void idx_prefetch(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		  uint32_t extno, int stage)
 {
-	const uint32_t *hb = &st->hb[ext_hash(dev, ino, extno) & st->hmask];
-	const uint32_t *fb = &st->fb[file_hash(dev, ino) & st->fmask];
+	const uint32_t *hb = ext_head(st, ext_hash(dev, ino, extno));
+	const uint32_t *fb = file_head(st, file_hash(dev, ino));
 
 	if (stage == 0) {
 		__builtin_prefetch(hb);
@@ -171,7 +196,7 @@ void idx_prefetch(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
 uint32_t idx_find(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		  uint32_t extno)
 {
-	uint32_t i = st->hb[ext_hash(dev, ino, extno) & st->hmask];
+	uint32_t i = *ext_head(st, ext_hash(dev, ino, extno));
 
 	while (i != ST_NIL) {
 		const struct st_entry *e = &st->ent[i];
@@ -186,7 +211,7 @@ uint32_t idx_find(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
 uint32_t idx_file_first(const struct hotfs_store *st, uint64_t dev,
 			uint64_t ino)
 {
-	uint32_t i = st->fb[file_hash(dev, ino) & st->fmask];
+	uint32_t i = *file_head(st, file_hash(dev, ino));
 
 	while (i != ST_NIL) {
 		const struct st_entry *e = &st->ent[i];
@@ -198,42 +223,79 @@ uint32_t idx_file_first(const struct hotfs_store *st, uint64_t dev,
 	return ST_NIL;
 }
 
-/* Rebuild both tables at new sizes; on ENOMEM keep the old ones. */
-static void rehash(struct hotfs_store *st, uint32_t hn, uint32_t fn)
-{
-	uint32_t *hb, *fb, i;
+#define GROW_STEP	64	/* buckets moved per idx_add */
 
+/* Move up to n buckets of each old table; free them when done. */
+static void migrate(struct hotfs_store *st, uint32_t n)
+{
+	while (st->ohb && n--) {
+		uint32_t i;
+
+		if (st->hpos <= st->ohmask) {
+			i = st->ohb[st->hpos];
+			st->ohb[st->hpos++] = ST_NIL;
+			while (i != ST_NIL) {
+				struct st_entry *e = &st->ent[i];
+				uint32_t nx = e->next, *hd;
+
+				hd = &st->hb[ext_hash(e->dev, e->ino,
+						      e->extno) & st->hmask];
+				e->next = *hd;
+				*hd = i;
+				i = nx;
+			}
+		}
+		if (st->fpos <= st->ofmask) {
+			i = st->ofb[st->fpos];
+			st->ofb[st->fpos++] = ST_NIL;
+			while (i != ST_NIL) {
+				struct st_entry *e = &st->ent[i];
+				uint32_t nx = e->fnext, *hd;
+
+				hd = &st->fb[file_hash(e->dev, e->ino) &
+					     st->fmask];
+				e->fnext = *hd;
+				*hd = i;
+				i = nx;
+			}
+		}
+		if (st->hpos > st->ohmask && st->fpos > st->ofmask) {
+			free_buckets(st->ohb, st->ohmask + 1);
+			free_buckets(st->ofb, st->ofmask + 1);
+			st->ohb = st->ofb = NULL;
+		}
+	}
+}
+
+/* Start doubling both tables; on ENOMEM stay as we are. */
+static void grow(struct hotfs_store *st)
+{
+	uint32_t hn = 2 * (st->hmask + 1), fn = 2 * (st->fmask + 1);
+	uint32_t *hb, *fb;
+
+	migrate(st, UINT32_MAX);	/* finish the last one first */
 	if (alloc_buckets(&hb, hn))
 		return;
 	if (alloc_buckets(&fb, fn)) {
 		free_buckets(hb, hn);
 		return;
 	}
-	for (i = 0; i < st->ent_hwm; i++) {
-		struct st_entry *e = &st->ent[i];
-		uint32_t h;
-
-		if (!(e->lenfl & E_VALID))
-			continue;
-		h = ext_hash(e->dev, e->ino, e->extno) & (hn - 1);
-		e->next = hb[h];
-		hb[h] = i;
-		h = file_hash(e->dev, e->ino) & (fn - 1);
-		e->fnext = fb[h];
-		fb[h] = i;
-	}
-	free_buckets(st->hb, st->hmask + 1);
-	free_buckets(st->fb, st->fmask + 1);
+	st->ohb = st->hb;
+	st->ohmask = st->hmask;
+	st->hpos = 0;
+	st->ofb = st->fb;
+	st->ofmask = st->fmask;
+	st->fpos = 0;
 	st->hb = hb;
-	st->fb = fb;
 	st->hmask = hn - 1;
+	st->fb = fb;
 	st->fmask = fn - 1;
 }
 
 uint32_t idx_add(struct hotfs_store *st, const struct st_entry *tmpl)
 {
 	struct st_entry *e;
-	uint32_t i, h;
+	uint32_t i, *hd;
 
 	if (st->ent_free != ST_NIL) {
 		i = st->ent_free;
@@ -246,16 +308,18 @@ uint32_t idx_add(struct hotfs_store *st, const struct st_entry *tmpl)
 	e = &st->ent[i];
 	*e = *tmpl;
 	e->lenfl = E_LEN(tmpl) | E_VALID;
-	h = ext_hash(e->dev, e->ino, e->extno) & st->hmask;
-	e->next = st->hb[h];
-	st->hb[h] = i;
-	h = file_hash(e->dev, e->ino) & st->fmask;
-	e->fnext = st->fb[h];
-	st->fb[h] = i;
+	hd = ext_head(st, ext_hash(e->dev, e->ino, e->extno));
+	e->next = *hd;
+	*hd = i;
+	hd = file_head(st, file_hash(e->dev, e->ino));
+	e->fnext = *hd;
+	*hd = i;
 	st->nent++;
 	st->nbytes += E_LEN(e);
 	if (st->nent > 2 * (st->hmask + 1) && st->hmask < (1u << 30))
-		rehash(st, 2 * (st->hmask + 1), st->hmask + 1);
+		grow(st);
+	else if (st->ohb)
+		migrate(st, GROW_STEP);
 	return i;
 }
 
@@ -285,8 +349,7 @@ uint32_t idx_put(struct hotfs_store *st, const struct st_entry *tmpl)
 static void unlink_ext(struct hotfs_store *st, uint32_t i)
 {
 	struct st_entry *e = &st->ent[i];
-	uint32_t *pp = &st->hb[ext_hash(e->dev, e->ino, e->extno) &
-			       st->hmask];
+	uint32_t *pp = ext_head(st, ext_hash(e->dev, e->ino, e->extno));
 
 	while (*pp != ST_NIL && *pp != i)
 		pp = &st->ent[*pp].next;
@@ -297,7 +360,7 @@ static void unlink_ext(struct hotfs_store *st, uint32_t i)
 static void unlink_file(struct hotfs_store *st, uint32_t i)
 {
 	struct st_entry *e = &st->ent[i];
-	uint32_t *pp = &st->fb[file_hash(e->dev, e->ino) & st->fmask];
+	uint32_t *pp = file_head(st, file_hash(e->dev, e->ino));
 
 	while (*pp != ST_NIL && *pp != i)
 		pp = &st->ent[*pp].fnext;
@@ -350,11 +413,13 @@ void idx_reap(struct hotfs_store *st, uint64_t dev, uint64_t ino, bool all)
 	uint32_t b;
 
 	if (!all) {
-		reap_chain(st, &st->fb[file_hash(dev, ino) & st->fmask]);
+		reap_chain(st, file_head(st, file_hash(dev, ino)));
 		return;
 	}
 	for (b = 0; b <= st->fmask; b++)
 		reap_chain(st, &st->fb[b]);
+	for (b = st->fpos; st->ofb && b <= st->ofmask; b++)
+		reap_chain(st, &st->ofb[b]);
 }
 
 void idx_del(struct hotfs_store *st, uint32_t i)
@@ -373,7 +438,7 @@ uint32_t idx_drop_file(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		       uint32_t first, uint32_t count, bool keep_stamp,
 		       uint64_t stamp)
 {
-	uint32_t *pp = &st->fb[file_hash(dev, ino) & st->fmask];
+	uint32_t *pp = file_head(st, file_hash(dev, ino));
 	uint32_t n = 0;
 
 	while (*pp != ST_NIL) {

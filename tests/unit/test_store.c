@@ -511,6 +511,65 @@ static void test_kill9(void **state)
 	}
 }
 
+/*
+ * The index grows (incrementally) under inserts, lookups, invalidations
+ * and evictions: every extent is still found exactly where expected.
+ */
+static void test_index_growth(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	uint32_t i, n = 40000, files = n / 4, alive = 0;
+	uint8_t *gone = calloc(files, 1);
+
+	f->p.capacity = 64u << 20;
+	f->p.region = 4u << 20;		/* few seals, few fdatasyncs */
+	open_store(f);
+	assert_int_equal(f->st->hmask + 1, 1024);
+	for (i = 0; i < n; i++) {
+		uint32_t ino = 1 + i / 4, j;
+
+		assert_int_equal(insert(f, ino, i % 4, 0, 1 + i % 300), 0);
+		if (i % 97 == 0) {
+			j = rnd() % (i + 1);
+			if (!gone[j / 4])
+				assert_int_equal(check(f->st, 1 + j / 4, j % 4,
+						       0, 1 + j % 300), 1);
+		}
+		if (i % 101 == 100) {
+			struct hotfs_key k = key_of(1 + (rnd() % ino));
+
+			st_invalidate(f->st, &k, 0, 0, ST_INVAL_WRITE);
+			gone[k.ino - 1] = 1;
+		}
+	}
+	get_stats(f, &s);
+	assert_true(f->st->hmask + 1 >= 8192);	/* grew three times */
+	for (i = 0; i < n; i++) {
+		int ok = check(f->st, 1 + i / 4, i % 4, 0, 1 + i % 300);
+
+		assert_int_equal(ok, !gone[i / 4]);
+		alive += ok;
+	}
+	assert_int_equal(s.extents, alive);
+	assert_int_equal(s.evictions, 0);
+	/* recovery grows the index the same way */
+	reopen(f);
+	get_stats(f, &s);
+	assert_int_equal(s.extents, alive);
+	for (i = 0; i < n; i += 7)
+		assert_int_equal(check(f->st, 1 + i / 4, i % 4, 0,
+				       1 + i % 300), !gone[i / 4]);
+	/* and a whole-region eviction reaps both tables */
+	assert_int_equal(st_evict(f->st, 3), 3);
+	get_stats(f, &s);
+	alive = 0;
+	for (i = 0; i < n; i++)
+		alive += check(f->st, 1 + i / 4, i % 4, 0, 1 + i % 300);
+	assert_int_equal(s.extents, alive);
+	free(gone);
+}
+
 /* Restarts go on appending to the region they left open. */
 static void test_resume_region(void **state)
 {
@@ -1561,6 +1620,7 @@ int main(void)
 		T(test_crash),
 		T(test_resume_region),
 		T(test_kill9),
+		T(test_index_growth),
 		T(test_evict_fifo),
 		T(test_evict_big_file),
 		T(test_evict_reinsert_hot),
@@ -1583,5 +1643,7 @@ int main(void)
 	};
 #undef T
 	hotfs_log_level = LOG_CRIT;	/* expected errors stay quiet */
+	if (getenv("STORE_TEST"))	/* e.g. STORE_TEST='test_kill*' */
+		cmocka_set_test_filter(getenv("STORE_TEST"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
