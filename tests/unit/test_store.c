@@ -425,7 +425,8 @@ static void test_invalidate_busy(void **state)
 	assert_int_equal(f->st->ntq, 0);
 	reopen(f);
 	for (e = 0; e < 4; e++)
-		assert_int_equal(check(f->st, 30, e, 0, 3000), e == 0 || e == 3);
+		assert_int_equal(check(f->st, 30, e, 0, 3000),
+				 e == 0 || e == 3);
 }
 
 static void test_restart(void **state)
