@@ -1583,10 +1583,16 @@ static void test_threads(void **state)
 	pthread_t th[4];
 	uint32_t i, round;
 
+	/* room for small fillers that make the index grow under readers */
+	f->p.capacity = 32u << 20;
+	f->p.region = 2u << 20;
 	open_store(f);
 	for (i = 0; i < 4; i++)
 		assert_int_equal(pthread_create(&th[i], NULL, reader, &r), 0);
 	for (round = 0; round < 4; round++) {
+		for (i = 0; i < 2500; i++)
+			assert_int_equal(insert(f, 100000 + round * 2500 + i,
+						0, 0, 100), 0);
 		for (i = 0; i < 600; i++) {
 			uint64_t ino = 1 + i;
 
@@ -1605,6 +1611,7 @@ static void test_threads(void **state)
 	for (i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
 	assert_true(r.reads > 0);
+	assert_true(f->st->hmask + 1 >= 4096);	/* it did grow */
 	print_message("%u reads, %u hits\n", r.reads, r.hits);
 }
 
