@@ -68,7 +68,7 @@ size_t pol_memory(const struct hotfs_policy *p);
 /*
  * Tell the policy how many extents the cache holds (capacity / extent
  * size is fine): counts then halve every POL_PERIOD_PER_EXTENT * extents
- * accesses (TinyLFU's sample size; at least POL_SK_PERIOD_MIN), and first
+ * accesses (TinyLFU's sample size; at least counters / 16), and first
  * accesses are forgotten after one to two periods of that many accesses
  * within [POL_PERIOD_MIN, counters / 2], instead of both happening every
  * counters / 2.  Call it after st_open; any thread.
@@ -84,7 +84,6 @@ int pol_set_cache(struct hotfs_policy *p, uint64_t extents);
 #define POL_COUNTERS_MAX	(1u << 28)
 #define POL_COUNT_MAX		16u	/* estimates saturate here */
 #define POL_PERIOD_MIN		(1u << 17)	/* accesses */
-#define POL_SK_PERIOD_MIN	1024u		/* accesses */
 #define POL_PERIOD_PER_EXTENT	8u
 
 /* Reinsertion rules for pol_keep; the default is POL_KEEP_DEFAULT. */

@@ -271,11 +271,15 @@ static void test_period(void **state)
 	assert_int_equal(pol_set_period(q, 100), 0);
 	assert_int_equal(pol_period(q), SMALL / 2);
 	assert_int_equal(pol_sketch_period(q), SMALL / 2);
-	/* the sketch halves every 8 accesses per cached extent */
-	assert_int_equal(pol_set_cache(p, 1000), 0);
-	assert_int_equal(pol_sketch_period(p), 8192);
+	/* the sketch halves every 8 accesses per cached extent... */
+	assert_int_equal(pol_set_cache(p, 8192), 0);
+	assert_int_equal(pol_sketch_period(p), 65536);
+	assert_int_equal(pol_period(p), POL_PERIOD_MIN);
+	assert_int_equal(pol_set_cache(p, 16384), 0);
+	assert_int_equal(pol_sketch_period(p), 131072);
+	/* ...but not more often than every counters / 16 accesses */
 	assert_int_equal(pol_set_cache(p, 1), 0);
-	assert_int_equal(pol_sketch_period(p), POL_SK_PERIOD_MIN);
+	assert_int_equal(pol_sketch_period(p), POL_COUNTERS_DEFAULT / 16);
 	assert_int_equal(pol_period(p), POL_PERIOD_MIN);
 	assert_int_equal(pol_set_cache(p, 20000), 0);
 	assert_int_equal(pol_sketch_period(p), pol_period(p));
@@ -297,13 +301,13 @@ static void test_sketch_period(void **state)
 
 	(void)state;
 	assert_int_equal(pol_set_cache(p, 128), 0);
-	assert_int_equal(pol_sketch_period(p), POL_SK_PERIOD_MIN);
+	assert_int_equal(pol_sketch_period(p), 4096);	/* counters / 16 */
 	assert_int_equal(pol_period(p), 32768);	/* counters / 2 */
 	for (i = 0; i < 10; i++)
 		pol_access(p, 5);
 	pol_access(p, 6);
 	assert_int_equal(pol_estimate(p, 5), 10);
-	filler(p, &f, POL_SK_PERIOD_MIN - 11);
+	filler(p, &f, 4096 - 11);
 	e = pol_estimate(p, 5);
 	assert_true(e >= 5 && e <= 6);		/* 1 + 9 / 2 */
 	assert_int_equal(pol_agings(p), 0);
