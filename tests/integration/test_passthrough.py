@@ -1670,7 +1670,7 @@ def test_rm_rf_in_one_pass(fs):
     def fill_and_remove(r):
         d = r + '/big'
         os.mkdir(d)
-        for i in range(1500):
+        for i in range(1000):
             open('%s/file-with-a-long-name-%05d' % (d, i), 'w').close()
         removed = 0
         with os.scandir(d) as it:
@@ -1679,7 +1679,7 @@ def test_rm_rf_in_one_pass(fs):
                 removed += 1
         return removed, os.listdir(d)
     got = fs.parity('remove while reading', fill_and_remove)
-    assert got == (1500, [])
+    assert got == (1000, [])
 
 
 def test_handles_follow_renames(fs):
