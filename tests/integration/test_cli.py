@@ -133,7 +133,8 @@ def test_help(ws, flag):
     assert r.returncode == 0
     out = (r.stdout + r.stderr).decode()
     for word in ('cachedir', 'cachesize', 'extent', 'threshold',
-                 'writemode', 'nocache', 'allow_other'):
+                 'writemode', 'nocache', 'seqcutoff', 'promote_rate',
+                 'revalidate', 'reset', 'allow_other'):
         assert word in out, word
     assert not util.is_mounted(ws.mnt)
 
