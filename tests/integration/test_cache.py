@@ -367,3 +367,133 @@ def test_two_mounts_of_one_source(ws):
         assert read_cold(os.path.join(writer, 'f')) == bytes(content), i
     ws.stop(b)
     ws.stop(a)
+
+
+def _op_copy_file_range(p, content):
+    src = p + '.src'
+    with open(src, 'wb') as f:
+        f.write(data(71, 300000))
+    fi = os.open(src, os.O_RDONLY)
+    fo = os.open(p, os.O_RDWR)
+    try:
+        n = os.copy_file_range(fi, fo, 300000, 0, 100000)
+    finally:
+        os.close(fi)
+        os.close(fo)
+    content[100000:100000 + n] = data(71, 300000)[:n]
+
+
+def _op_punch_hole(p, content):
+    fd = os.open(p, os.O_RDWR)
+    try:
+        util.fallocate(fd, util.FALLOC_FL_PUNCH_HOLE |
+                       util.FALLOC_FL_KEEP_SIZE, 262144, 524288)
+    finally:
+        os.close(fd)
+    content[262144:262144 + 524288] = bytes(524288)
+
+
+def _op_zero_range(p, content):
+    fd = os.open(p, os.O_RDWR)
+    try:
+        util.fallocate(fd, util.FALLOC_FL_ZERO_RANGE, 5000, 700000)
+    finally:
+        os.close(fd)
+    content[5000:705000] = bytes(700000)
+
+
+def _op_truncate_and_extend(p, content):
+    os.truncate(p, 100)
+    os.truncate(p, len(content))
+    content[100:] = bytes(len(content) - 100)
+
+
+def _op_open_trunc(p, content):
+    with open(p, 'wb') as f:
+        f.write(b'short')
+    del content[:]
+    content.extend(b'short')
+
+
+def _op_mmap(p, content):
+    import mmap
+    fd = os.open(p, os.O_RDWR)
+    try:
+        m = mmap.mmap(fd, len(content))
+        m[300000:300010] = b'via mmap!!'
+        m[2000000:2000005] = b'again'
+        m.flush()
+        m.close()
+    finally:
+        os.close(fd)
+    content[300000:300010] = b'via mmap!!'
+    content[2000000:2000005] = b'again'
+
+
+def _op_splice_in(p, content):
+    fd = os.open(p, os.O_RDWR)
+    pr, pw = os.pipe()
+    try:
+        os.write(pw, b'S' * 50000)
+        n = os.splice(pr, fd, 50000, offset_dst=1000000)
+    finally:
+        for f in (fd, pr, pw):
+            os.close(f)
+    content[1000000:1000000 + n] = b'S' * n
+
+
+def _op_pwrite_odirect(p, content):
+    import mmap
+    fd = os.open(p, os.O_RDWR | os.O_DIRECT)
+    try:
+        buf = mmap.mmap(-1, 65536)
+        buf.write(b'D' * 65536)
+        os.pwrite(fd, buf, 262144 - 4096)
+    finally:
+        os.close(fd)
+    content[262144 - 4096:262144 + 61440] = b'D' * 65536
+
+
+def _op_rename_over(p, content):
+    with open(p + '.new', 'wb') as f:
+        f.write(data(72, 100000))
+    os.rename(p + '.new', p)
+    del content[:]
+    content.extend(data(72, 100000))
+
+
+CHANGES = {
+    'copy_file_range': _op_copy_file_range,
+    'punch_hole': _op_punch_hole,
+    'zero_range': _op_zero_range,
+    'truncate_and_extend': _op_truncate_and_extend,
+    'open_trunc': _op_open_trunc,
+    'mmap': _op_mmap,
+    'splice_in': _op_splice_in,
+    'o_direct': _op_pwrite_odirect,
+    'rename_over': _op_rename_over,
+}
+
+
+@pytest.mark.parametrize('writemode', ['writearound', 'writethrough'])
+@pytest.mark.parametrize('change', sorted(CHANGES))
+def test_hot_file_changed_without_write(ws, change, writemode):
+    """Data changed through the mount by calls other than write(2) on a
+    file whose extents are cached: the next read returns the new bytes,
+    never the cached old ones."""
+    content = bytearray(data(70))
+    with open(os.path.join(ws.src, 'f'), 'wb') as f:
+        f.write(content)
+    proc = ws.start(opts='threshold=1,writemode=' + writemode)
+    p = os.path.join(ws.mnt, 'f')
+    make_hot(ws.mnt, 'f', bytes(content))
+    CHANGES[change](p, content)
+    for _ in range(2):
+        assert read_cold(p) == bytes(content)
+    with open(os.path.join(ws.src, 'f'), 'rb') as f:
+        assert f.read() == bytes(content)
+    # and once promotions caused by those reads have settled
+    util.wait_for(lambda: num(ws.mnt, 'promotion_queue_depth') == 0,
+                  'promotions to settle')
+    assert read_cold(p) == bytes(content)
+    ws.stop(proc)
