@@ -270,3 +270,49 @@ def test_contended_names(ws, mode):
         util.assert_same_stat(os.path.join(ws.mnt, 'arena', n),
                               os.path.join(ws.src, 'arena', n))
     ws.stop(proc)
+
+
+def source_fds(pid, src):
+    """The daemon's fds on files and directories of the source (not its
+    io_uring rings, pipes or cache store, which grow with its threads)."""
+    out = []
+    for fd in os.listdir('/proc/%d/fd' % pid):
+        try:
+            t = os.readlink('/proc/%d/fd/%s' % (pid, fd))
+        except OSError:
+            continue
+        if t == src or t.startswith(src + '/'):
+            out.append(t)
+    return out
+
+
+@pytest.mark.parametrize('mode', ['default', 'nocache'])
+def test_no_fd_leak(ws, mode):
+    """Files created, opened, read, renamed and removed through the mount
+    leave no file descriptors behind in the daemon."""
+    proc = ws.start(opts=MODES[mode])
+    d = os.path.join(ws.mnt, 'churn')
+    os.mkdir(d)
+    base = len(source_fds(proc.pid, ws.src))
+    for rnd in range(2):
+        for i in range(1000):
+            p = os.path.join(d, 'f%d' % i)
+            with open(p, 'wb') as f:
+                f.write(b'x' * (i * 37 % 5000 + 1))
+            with open(p, 'rb') as f:
+                f.read()
+            if i % 3 == 0:
+                os.rename(p, p + '.r')
+                p += '.r'
+            if i % 2 == 0:
+                os.link(p, p + '.h')
+                os.unlink(p + '.h')
+            os.unlink(p)
+        # RELEASE and FORGET are asynchronous: let them arrive
+        util.wait_for(lambda: len(source_fds(proc.pid, ws.src)) <= base + 1,
+                      'the daemon to close what it opened (it started with '
+                      '%d fds on the source)' % base)
+    assert os.listdir(d) == []
+    left = source_fds(proc.pid, ws.src)
+    assert not any(t.endswith(' (deleted)') for t in left), left
+    ws.stop(proc)
