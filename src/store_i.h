@@ -231,6 +231,7 @@ struct hotfs_store {
 	uint32_t *fb, fmask;		/* file buckets */
 	uint32_t *ohb, ohmask, hpos;	/* while growing: the old tables, */
 	uint32_t *ofb, ofmask, fpos;	/* moved from bucket [0] upwards */
+	bool idx_bulk;			/* recovery: grow at once */
 
 	/* parameters */
 	uint64_t commit_ns, commit_bytes;

@@ -421,6 +421,7 @@ int st_recover(struct hotfs_store *st)
 		}
 	}
 	qsort(v, n, sizeof(*v), rseq_cmp);
+	st->idx_bulk = true;
 	ahead = st->g.rsize < 32 * ST_BLOCK ? st->g.rsize : 32 * ST_BLOCK;
 	for (r = 0; r < n; r++)
 		posix_fadvise(st->datafd, st_region_off(st, v[r].r) +
@@ -462,6 +463,7 @@ int st_recover(struct hotfs_store *st)
 	if (maxseq + 1 > st->next_seq)
 		st->next_seq = maxseq + 1;
 out:
+	st->idx_bulk = false;
 	free(rp);
 	free(blk);
 	free(v);
