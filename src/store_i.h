@@ -239,14 +239,14 @@ struct hotfs_store {
 	st_keep_fn keep;
 	void *keep_arg;
 
-	pthread_mutex_t state_lock;	/* leaf lock: the next four */
-	_Atomic int state;
+	pthread_mutex_t state_lock;	/* leaf: state_err to ntq */
+	_Atomic int state;		/* changed under state_lock */
 	int state_err;			/* errno behind ST_READONLY */
 	char reason[128];
 	struct st_sument tq[ST_TQ_MAX];	/* tombstones awaiting st->lock */
 	uint32_t ntq;
 
-	uint8_t *tab;			/* scratch for record tails */
+	uint8_t *tab;			/* record tails; under lock */
 	struct st_counters c;
 };
 
