@@ -1214,6 +1214,10 @@ static void test_two_opens(void **state)
 		assert_true(wait(&status) > 0);
 		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	}
+	/* nor may a reset empty a store in use */
+	f->p.reset = true;
+	assert_int_equal(st_open(f->cache, &f->p, &b, NULL, 0), -EBUSY);
+	f->p.reset = false;
 	/* the first store still works; after close the cachedir is free */
 	assert_int_equal(insert(f, 1, 0, 0, 100), 0);
 	reopen(f);
