@@ -33,6 +33,9 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
 #include <unistd.h>
 
 #include "config.h"
@@ -445,25 +448,37 @@ static void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
 
 static void hotfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	struct stat st;
+	bool have;
 	int r;
 
 	if (vd_is(parent) || vd_is_name(hfs(req), parent, name)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
+	have = fstatat(ifd(req, parent), name, &st,
+		       AT_SYMLINK_NOFOLLOW) == 0;
 	r = unlinkat(ifd(req, parent), name, 0);
+	if (r == 0 && have)
+		ino_unretain(hfs(req)->it, st.st_dev, st.st_ino);
 	fuse_reply_err(req, r == -1 ? errno : 0);
 }
 
 static void hotfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	struct stat st;
+	bool have;
 	int r;
 
 	if (vd_is(parent) || vd_is_name(hfs(req), parent, name)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
+	have = fstatat(ifd(req, parent), name, &st,
+		       AT_SYMLINK_NOFOLLOW) == 0;
 	r = unlinkat(ifd(req, parent), name, AT_REMOVEDIR);
+	if (r == 0 && have)
+		ino_unretain(hfs(req)->it, st.st_dev, st.st_ino);
 	fuse_reply_err(req, r == -1 ? errno : 0);
 }
 
@@ -471,6 +486,8 @@ static void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			 fuse_ino_t newparent, const char *newname,
 			 unsigned int flags)
 {
+	struct stat st;
+	bool have;
 	long r;
 	if (vd_is(parent) || vd_is(newparent) ||
 	    vd_is_name(hfs(req), parent, name) ||
@@ -479,8 +496,14 @@ static void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 
+	/* a target replaced by the rename loses its name */
+	have = !(flags & RENAME_EXCHANGE) &&
+	       fstatat(ifd(req, newparent), newname, &st,
+		       AT_SYMLINK_NOFOLLOW) == 0;
 	r = syscall(SYS_renameat2, ifd(req, parent), name,
 		    ifd(req, newparent), newname, flags);
+	if (r == 0 && have)
+		ino_unretain(hfs(req)->it, st.st_dev, st.st_ino);
 	fuse_reply_err(req, r == -1 ? errno : 0);
 }
 

@@ -7,6 +7,13 @@
  * inode is its address (passthrough_ll.c does the same), so an inode must
  * stay allocated until the kernel forgets every lookup of it.
  *
+ * Forgotten inodes may be retained (ino_set_retain): they stay in the
+ * table with nlookup == 0, on an LRU list, their O_PATH fd keeping the
+ * source's dentry and inode in memory; a lookup takes them back.  Only
+ * files and directories that still have a name are retained, and
+ * ino_sweep closes those deleted since, so that retaining never keeps a
+ * deleted file's space allocated for long.
+ *
  * Lock order: table lock -> inode lock (hotfs_inode.m).
  */
 #include <errno.h>
@@ -21,8 +28,13 @@ struct hotfs_itable {
 	struct hotfs_inode **buckets;
 	size_t nbuckets;		/* power of two */
 	size_t count;
+	size_t retain_max;		/* 0 = free forgotten inodes at once */
+	size_t retained;
+	struct hotfs_inode *lru_head, *lru_tail;	/* most recent first */
 	struct hotfs_inode root;
 };
+
+static void __lru_del(struct hotfs_itable *t, struct hotfs_inode *in);
 
 static size_t hash_key(dev_t dev, ino_t ino, size_t nbuckets)
 {
@@ -134,6 +146,8 @@ struct hotfs_inode *ino_get(struct hotfs_itable *t, int fd,
 		if (in->ino == st->st_ino && in->dev == st->st_dev)
 			break;
 	if (in) {
+		if (in->retained)
+			__lru_del(t, in);
 		in->nlookup++;
 		pthread_mutex_unlock(&t->lock);
 		close(fd);
@@ -161,13 +175,39 @@ struct hotfs_inode *ino_get(struct hotfs_itable *t, int fd,
 	return nin;
 }
 
-/* Called with the table lock held; returns true if in must be freed. */
-static bool __unlink_if_unused(struct hotfs_itable *t, struct hotfs_inode *in)
+/* LRU of retained inodes; all called with the table lock held. */
+static void __lru_del(struct hotfs_itable *t, struct hotfs_inode *in)
+{
+	if (in->lru_prev)
+		in->lru_prev->lru_next = in->lru_next;
+	else
+		t->lru_head = in->lru_next;
+	if (in->lru_next)
+		in->lru_next->lru_prev = in->lru_prev;
+	else
+		t->lru_tail = in->lru_prev;
+	in->lru_prev = in->lru_next = NULL;
+	in->retained = false;
+	t->retained--;
+}
+
+static void __lru_add(struct hotfs_itable *t, struct hotfs_inode *in)
+{
+	in->lru_prev = NULL;
+	in->lru_next = t->lru_head;
+	if (t->lru_head)
+		t->lru_head->lru_prev = in;
+	else
+		t->lru_tail = in;
+	t->lru_head = in;
+	in->retained = true;
+	t->retained++;
+}
+
+static void __hash_del(struct hotfs_itable *t, struct hotfs_inode *in)
 {
 	struct hotfs_inode **pp;
 
-	if (in->nlookup || in->holds || in == &t->root)
-		return false;
 	pp = &t->buckets[hash_key(in->dev, in->ino, t->nbuckets)];
 	for (; *pp; pp = &(*pp)->next)
 		if (*pp == in) {
@@ -175,21 +215,66 @@ static bool __unlink_if_unused(struct hotfs_itable *t, struct hotfs_inode *in)
 			break;
 		}
 	t->count--;
-	return true;
+}
+
+/* Worth keeping open?  A file or directory that still has a name. */
+static bool keepable(struct hotfs_inode *in)
+{
+	struct stat st;
+
+	if (!S_ISREG(in->type) && !S_ISDIR(in->type))
+		return false;
+	return fstat(in->fd, &st) == 0 && st.st_nlink > 0;
+}
+
+/*
+ * Called with the table lock held when in may be unused.  Returns the
+ * inodes to free (a list through ->next, already out of the table).
+ */
+static struct hotfs_inode *__release(struct hotfs_itable *t,
+				     struct hotfs_inode *in)
+{
+	struct hotfs_inode *dead = NULL, *old;
+
+	if (in->nlookup || in->holds || in == &t->root || in->retained)
+		return NULL;
+	if (t->retain_max && keepable(in)) {
+		__lru_add(t, in);
+		while (t->retained > t->retain_max) {
+			old = t->lru_tail;
+			__lru_del(t, old);
+			__hash_del(t, old);
+			old->next = dead;
+			dead = old;
+		}
+		return dead;
+	}
+	__hash_del(t, in);
+	in->next = NULL;
+	return in;
+}
+
+static void free_list(struct hotfs_inode *in)
+{
+	struct hotfs_inode *next;
+
+	for (; in; in = next) {
+		next = in->next;
+		free_inode(in);
+	}
 }
 
 void ino_forget(struct hotfs_itable *t, struct hotfs_inode *in, uint64_t n)
 {
-	bool dead;
+	struct hotfs_inode *dead;
 
 	pthread_mutex_lock(&t->lock);
 	if (n > in->nlookup)
 		n = in->nlookup;	/* never underflow on a confused kernel */
 	in->nlookup -= n;
-	dead = __unlink_if_unused(t, in);
+	dead = __release(t, in);
 	pthread_mutex_unlock(&t->lock);
-	if (dead)
-		free_inode(in);
+	free_list(dead);
 }
 
 void ino_hold(struct hotfs_itable *t, struct hotfs_inode *in)
@@ -201,14 +286,71 @@ void ino_hold(struct hotfs_itable *t, struct hotfs_inode *in)
 
 void ino_unhold(struct hotfs_itable *t, struct hotfs_inode *in)
 {
-	bool dead;
+	struct hotfs_inode *dead;
 
 	pthread_mutex_lock(&t->lock);
 	in->holds--;
-	dead = __unlink_if_unused(t, in);
+	dead = __release(t, in);
 	pthread_mutex_unlock(&t->lock);
-	if (dead)
+	free_list(dead);
+}
+
+void ino_set_retain(struct hotfs_itable *t, size_t n)
+{
+	pthread_mutex_lock(&t->lock);
+	t->retain_max = n;
+	pthread_mutex_unlock(&t->lock);
+}
+
+size_t ino_sweep(struct hotfs_itable *t)
+{
+	struct hotfs_inode *in, *prev, *dead = NULL;
+	size_t n = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (in = t->lru_tail; in; in = prev) {
+		prev = in->lru_prev;
+		if (keepable(in))
+			continue;
+		__lru_del(t, in);
+		__hash_del(t, in);
+		in->next = dead;
+		dead = in;
+		n++;
+	}
+	pthread_mutex_unlock(&t->lock);
+	free_list(dead);
+	return n;
+}
+
+void ino_unretain(struct hotfs_itable *t, dev_t dev, ino_t ino)
+{
+	struct hotfs_inode *in;
+
+	pthread_mutex_lock(&t->lock);
+	for (in = t->buckets[hash_key(dev, ino, t->nbuckets)]; in;
+	     in = in->next)
+		if (in->ino == ino && in->dev == dev)
+			break;
+	if (in && in->retained && !keepable(in)) {
+		__lru_del(t, in);
+		__hash_del(t, in);
+	} else {
+		in = NULL;
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (in)
 		free_inode(in);
+}
+
+size_t ino_retained(struct hotfs_itable *t)
+{
+	size_t n;
+
+	pthread_mutex_lock(&t->lock);
+	n = t->retained;
+	pthread_mutex_unlock(&t->lock);
+	return n;
 }
 
 size_t ino_count(struct hotfs_itable *t)

@@ -156,6 +156,9 @@ int main(int argc, char *argv[])
 		}
 	}
 	fs.root_fd = -1;	/* owned by the table now */
+	/* retained inodes are swept by the promotion thread's tick */
+	if (fs.cache)
+		ino_set_retain(fs.it, o.inode_cache);
 	fs.as_root = geteuid() == 0;
 	fs.ctldir = o.ctldir;
 	fs.owner_uid = getuid();

@@ -50,6 +50,7 @@ static const struct fuse_opt opt_table[] = {
 	HOTFS_OPT("reset", reset, 1),
 	HOTFS_OPT("nocache", nocache, 1),
 	HOTFS_OPT("ctldir=%s", ctldir, 0),
+	HOTFS_OPT("inode_cache=%s", inode_cache_str, 0),
 	FUSE_OPT_KEY("rw", KEY_DISCARD),
 	FUSE_OPT_KEY("defaults", KEY_DISCARD),
 	FUSE_OPT_KEY("auto", KEY_DISCARD),
@@ -341,6 +342,19 @@ int opt_parse(struct fuse_args *args, struct hotfs_opts *o,
 	}
 	if (parse_sizes(o, err, errlen) < 0)
 		return -EINVAL;
+	o->inode_cache = HOTFS_INODE_CACHE_DEFAULT;
+	if (o->inode_cache_str) {
+		long v;
+
+		if (parse_long(o->inode_cache_str, &v) < 0 || v < 0 ||
+		    v > 10000000) {
+			seterr(err, errlen,
+			       "invalid inode_cache '%s': 0..10000000 inodes",
+			       o->inode_cache_str);
+			return -EINVAL;
+		}
+		o->inode_cache = (uint64_t)v;
+	}
 	if (!o->ctldir)
 		o->ctldir = strdup(".hotfs");
 	if (!o->ctldir || !*o->ctldir || strchr(o->ctldir, '/') ||
@@ -538,6 +552,7 @@ void opt_free(struct hotfs_opts *o)
 	free(o->writemode_str);
 	free(o->threshold_str);
 	free(o->ctldir);
+	free(o->inode_cache_str);
 	free(o->revalidate_str);
 	free(o->attr_timeout_str);
 	free(o->entry_timeout_str);
@@ -564,5 +579,7 @@ void opt_help(void)
 "    -o entry_timeout=SECS  kernel name lookup cache timeout (1)\n"
 "    -o reset               empty a cachedir made for another source\n"
 "    -o nocache             plain passthrough, no cache store\n"
-"    -o ctldir=NAME         name of the control directory (.hotfs)\n");
+"    -o ctldir=NAME         name of the control directory (.hotfs)\n"
+"    -o inode_cache=N       source inodes kept open after the kernel forgets\n"
+"                           them, so lookups need no disk read (100000)\n");
 }

@@ -36,6 +36,7 @@
 #define PR_QUEUE	4096u		/* power of two */
 #define PR_SET		(PR_QUEUE * 2)
 #define PR_TICK_MS	100
+#define PR_SWEEP_MS	5000	/* retained inodes whose file was deleted */
 
 struct hotfs_promoter {
 	struct hotfs_cache *c;
@@ -252,6 +253,7 @@ static void *pr_main(void *arg)
 {
 	struct hotfs_promoter *pr = arg;
 	uint64_t tokens = 0, last = now_ns(), last_tick = last;
+	uint64_t last_sweep = last;
 
 	pthread_mutex_lock(&pr->lock);
 	for (;;) {
@@ -273,6 +275,10 @@ static void *pr_main(void *arg)
 				last_tick = t;
 				pthread_mutex_unlock(&pr->lock);
 				st_tick(pr->c->st);
+				if (t - last_sweep >= PR_SWEEP_MS * 1000000ull) {
+					last_sweep = t;
+					ino_sweep(pr->c->it);
+				}
 				pthread_mutex_lock(&pr->lock);
 			}
 		}

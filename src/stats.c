@@ -159,6 +159,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_u(l, "index_bytes", ss->index_bytes);
 	add_u(l, "policy_bytes", pol_memory(c->pol));
 	add_u(l, "inodes", ino_count(fs->it));
+	add_u(l, "retained_inodes", ino_retained(fs->it));
 }
 
 /* JSON string escaping for the few free-text values. */

@@ -27,6 +27,12 @@ struct hotfs_inode {
 	uint64_t nlookup;		/* protected by the table lock */
 	unsigned holds;			/* protected by the table lock:
 					 * background work in flight */
+	/* Kept after the kernel forgot it (nlookup == 0): its O_PATH fd
+	 * keeps the source's dentry and inode in memory, so that a later
+	 * lookup (after drop_caches, or the kernel's own reclaim) costs no
+	 * disk read.  LRU, protected by the table lock. */
+	bool retained;
+	struct hotfs_inode *lru_prev, *lru_next;
 	struct hotfs_inode *next;	/* hash chain, protected by table lock */
 
 	pthread_mutex_t m;		/* protects the fields below */
@@ -67,6 +73,20 @@ void ino_forget(struct hotfs_itable *t, struct hotfs_inode *in, uint64_t n);
  */
 void ino_hold(struct hotfs_itable *t, struct hotfs_inode *in);
 void ino_unhold(struct hotfs_itable *t, struct hotfs_inode *in);
+
+/*
+ * Keep up to n forgotten inodes (regular files and directories that
+ * still have a name) open, least recently forgotten dropped first; 0 (the
+ * default) frees them at once.
+ */
+void ino_set_retain(struct hotfs_itable *t, size_t n);
+/* Close retained inodes whose file was deleted (so that the source frees
+ * its space); cheap, call it every few seconds.  Returns how many. */
+size_t ino_sweep(struct hotfs_itable *t);
+size_t ino_retained(struct hotfs_itable *t);
+/* After an unlink, rmdir or rename over through the mount: close the
+ * inode at once if it was retained and has no name left. */
+void ino_unretain(struct hotfs_itable *t, dev_t dev, ino_t ino);
 
 /* Number of inodes in the table (for stats and tests). */
 size_t ino_count(struct hotfs_itable *t);

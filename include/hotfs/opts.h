@@ -56,6 +56,8 @@ struct hotfs_opts {
 	int reset;		/* -o reset: empty a foreign/old cachedir */
 	int nocache;		/* -o nocache: plain passthrough, no store */
 	char *ctldir;		/* name of the virtual control directory */
+	char *inode_cache_str;
+	uint64_t inode_cache;	/* forgotten inodes kept open */
 	int allow_other;	/* seen, and left for fuse_session_new */
 	int default_permissions;
 
@@ -70,6 +72,8 @@ struct hotfs_opts {
 
 /* "forever" for the kernel's caches: a year */
 #define HOTFS_TIMEOUT_NEVER	(365.0 * 86400)
+
+#define HOTFS_INODE_CACHE_DEFAULT 100000
 
 #define HOTFS_EXTENT_MIN	(64u * 1024)
 #define HOTFS_EXTENT_MAX	(4u * 1024 * 1024)

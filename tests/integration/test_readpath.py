@@ -392,3 +392,55 @@ def test_directory_listing_cached_and_revalidated(ws):
     open(os.path.join(m, 'via-mount'), 'w').close()
     os.rename(os.path.join(m, 'f10'), os.path.join(m, 'g10'))
     assert sorted(os.listdir(m)) == sorted(os.listdir(d))
+
+
+def test_hot_set_survives_a_scan(ws):
+    """A one-time read of a file several times the cache size does not
+    displace a hot set: afterwards the hot set is still read from the
+    cache, not the source."""
+    hot = {}
+    for i in range(4):
+        hot['h%d' % i] = os.path.join(ws.src, 'h%d' % i)
+        write_random(hot['h%d' % i], 2 << 20, seed=i)
+    write_random(os.path.join(ws.src, 'scan'), 100 << 20, seed=99)
+    ws.start(opts='cachesize=32M')
+    for _ in range(3):
+        for n in hot:
+            read_pass(os.path.join(ws.mnt, n))
+    util.wait_for(lambda: stats(ws.mnt)['promotion_queue_depth'] == 0 and
+                  stats(ws.mnt)['cached_bytes'] >= 8 << 20,
+                  'the hot set to be cached')
+    read_pass(os.path.join(ws.mnt, 'scan'))     # once, 3x the cache
+    before = stats(ws.mnt)['read_miss_bytes']
+    for n, p in hot.items():
+        assert read_pass(os.path.join(ws.mnt, n)) == sha(p)
+    s = stats(ws.mnt)
+    assert s['read_miss_bytes'] == before, 'the hot set was evicted'
+    assert s['cached_bytes'] >= 8 << 20
+
+
+def test_concurrent_readers_during_promotion(ws):
+    """Readers of one file while its extents are being promoted all get
+    the right bytes (promotion, stitching and the cached path at once)."""
+    import threading
+    path = os.path.join(ws.src, 'f')
+    write_random(path, 40 * EXT + 333, seed=5)
+    want = sha(path)
+    ws.start(opts='cachesize=64M,threshold=2')
+    bad = []
+
+    def reader():
+        for _ in range(4):
+            got = read_pass(os.path.join(ws.mnt, 'f'), bs=128 * 1024)
+            if got != want:
+                bad.append(got)
+    threads = [threading.Thread(target=reader) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+    util.wait_for(lambda: stats(ws.mnt)['promotion_queue_depth'] == 0,
+                  'promotions to finish')
+    assert stats(ws.mnt)['promotions'] > 0
+    assert read_pass(os.path.join(ws.mnt, 'f')) == want

@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""-o inode_cache: source inodes the kernel forgot stay open in the
+daemon, so that after drop_caches (or the kernel's own reclaim) lookups
+and stats through the mount cost no read of the source's disk; a file
+deleted through the mount or in the source still frees its space.
+
+The source is a real ext4 on a loop device, so that its disk reads can be
+counted (/sys/block/loopN/stat); the device is always detached."""
+import os
+import subprocess
+
+import pytest
+
+import util
+
+
+@pytest.fixture
+def loopsrc(ws):
+    img = os.path.join(ws.root, 'src.img')
+    with open(img, 'wb') as f:
+        f.truncate(128 << 20)
+    subprocess.run(['mkfs.ext4', '-q', '-F', img], check=True)
+    r = subprocess.run(['losetup', '--show', '-f', img],
+                       stdout=subprocess.PIPE)
+    if r.returncode != 0:
+        pytest.skip('no loop device')
+    dev = r.stdout.decode().strip()
+    try:
+        subprocess.run(['mount', dev, ws.src], check=True)
+        try:
+            yield dev
+        finally:
+            for p, mnt, _ in ws.daemons:
+                util.cleanup_mount(p, mnt)
+            subprocess.run(['umount', ws.src])
+    finally:
+        subprocess.run(['losetup', '-d', dev])
+
+
+def disk_reads(dev):
+    with open('/sys/block/%s/stat' % os.path.basename(dev)) as f:
+        return int(f.read().split()[0])
+
+
+def drop_caches():
+    subprocess.run(['sync'])
+    with open('/proc/sys/vm/drop_caches', 'w') as f:
+        f.write('3\n')
+
+
+def make_tree(root):
+    for d in range(20):
+        os.makedirs(os.path.join(root, 'd%02d' % d))
+        for i in range(50):
+            with open(os.path.join(root, 'd%02d' % d, 'f%d' % i), 'w') as f:
+                f.write('x' * i)
+
+
+def stat_all(mnt):
+    n = 0
+    for d in range(20):
+        for i in range(50):
+            os.lstat(os.path.join(mnt, 'd%02d' % d, 'f%d' % i))
+            n += 1
+    return n
+
+
+@pytest.mark.parametrize('keep', [True, False])
+def test_lookups_after_drop_caches_read_nothing(ws, loopsrc, keep):
+    make_tree(ws.src)
+    ws.start(opts='cachesize=32M' + ('' if keep else ',inode_cache=0'))
+    stat_all(ws.mnt)
+    drop_caches()              # the kernel forgets; hotfs keeps (or not)
+    if keep:
+        util.wait_for(lambda: int(util.hotfs_stats(ws.mnt)
+                                  ['retained_inodes']) >= 1000,
+                      'the kernel to forget the inodes')
+    else:
+        util.wait_for(lambda: int(util.hotfs_stats(ws.mnt)['inodes'])
+                      < 100, 'the kernel to forget the inodes')
+    drop_caches()              # now what hotfs did not keep is gone
+    before = disk_reads(loopsrc)
+    assert stat_all(ws.mnt) == 1000
+    reads = disk_reads(loopsrc) - before
+    if keep:
+        assert reads == 0, '%d disk reads for lookups' % reads
+    else:
+        assert reads > 0
+
+
+def test_deleted_files_free_their_space(ws, loopsrc):
+    big = os.path.join(ws.src, 'big')
+    with open(big, 'wb') as f:
+        f.write(os.urandom(40 << 20))
+    other = os.path.join(ws.src, 'other')
+    with open(other, 'wb') as f:
+        f.write(os.urandom(40 << 20))
+    ws.start(opts='cachesize=32M')
+    os.lstat(os.path.join(ws.mnt, 'big'))
+    os.lstat(os.path.join(ws.mnt, 'other'))
+    drop_caches()
+    util.wait_for(lambda: util.hotfs_stats(ws.mnt)['retained_inodes']
+                  != '0', 'the kernel to forget the inodes')
+    free0 = os.statvfs(ws.src).f_bfree
+
+    def freed(mb):
+        st = os.statvfs(ws.src)
+        return (st.f_bfree - free0) * st.f_frsize >= mb << 20
+    kept = int(util.hotfs_stats(ws.mnt)['retained_inodes'])
+    # through the mount: hotfs lets go at once (ext4 then frees the
+    # blocks at its next journal commit)
+    os.unlink(os.path.join(ws.mnt, 'big'))
+    assert int(util.hotfs_stats(ws.mnt)['retained_inodes']) == kept - 1
+    util.wait_for(lambda: freed(39), 'the space of a file deleted through '
+                  'the mount to be freed', timeout=20)
+    # in the source, behind hotfs's back: within the sweep period
+    os.unlink(other)
+    util.wait_for(lambda: freed(78), 'the space of a file deleted in the '
+                  'source to be freed', timeout=20)
