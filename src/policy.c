@@ -58,7 +58,7 @@
  *			alike.  Admission is what makes loops larger than
  *			the cache (git grep of a tree that does not fit,
  *			cp of a big file) get MIN-like hit ratios instead
- *			of LRU's zero, and it writes 1.3-70x less to the
+ *			of LRU's zero, and it writes 1.3-30x less to the
  *			SSD than LRU on zipf; the "+ 1" makes it work on loops
  *			(with a plain ">" the next extent of a loop beats
  *			the one it evicts, and the cache thrashes);
