@@ -7,21 +7,23 @@
  *   lru, fifo	per-extent, insert on every miss;
  *   min	Belady's offline optimum (evict the extent used furthest in
  *		the future, never insert one that is not used again; with
- *		extents of different lengths it is a bound, not exact);
+ *		extents of different lengths only a good heuristic);
  *   hotfs	a model of the store (src/store_region.c): regions filled in
  *		log order, the oldest recycled whole, up to a quarter of a
  *		region of its live extents copied forward when pol_keep()
  *		says so (hot = hit since written); an extent is inserted
  *		only when pol_promote() says so and, with admission, when
- *		the cache is full only if pol_admit() prefers it to the
- *		first live extent of the oldest region.  Decisions come from
- *		src/policy.c itself, linked in, with the daemon's defaults.
+ *		the cache is full only if pol_admit() prefers it to a
+ *		victim: pol_victim() (as src/promote.c), the next extent
+ *		the store will drop, or the oldest one (see models[]).
+ *		Decisions come from src/policy.c itself, linked in, with
+ *		the daemon's defaults (pol_set_cache as src/cache.c).
  * An access is one open-handle touch of one extent (what the daemon
  * passes to pol_access); the page cache absorbs the rest, so traces hold
  * accesses, not read(2) calls.
  *
- * Traces: built-in generators (zipf, scan + hot set, loop; seeded, so
- * every run is the same) or a file of "file extent length" lines (.gz
+ * Traces: built-in generators (zipf, zipf with popularity shifts, scan +
+ * hot set, loop; seeded, so every run is the same) or a file of "file extent length" lines (.gz
  * read through gzip -dc), replayed for several passes (-p).
  *
  * --ci runs small versions of the synthetic traces and checks the
