@@ -23,8 +23,9 @@
  * accesses, not read(2) calls.
  *
  * Traces: built-in generators (zipf, zipf with popularity shifts, scan +
- * hot set, loop; seeded, so every run is the same) or a file of "file extent length" lines (.gz
- * read through gzip -dc), replayed for several passes (-p).
+ * hot set, loop; seeded, so every run is the same) or a file of "file
+ * extent length" lines (.gz read through gzip -dc), replayed for several
+ * passes (-p).
  *
  * --ci runs small versions of the synthetic traces and checks the
  * properties the policy promises; it exits 1 if one fails.
