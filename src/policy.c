@@ -25,8 +25,8 @@
  * halved; the sketch is also halved every S accesses in between (S <= P,
  * both powers of two).  P = S = C / 2 (512 Ki accesses by default) until
  * pol_set_cache(p, E) sets them from E, the extents the cache holds:
- * S = 8 * E (TinyLFU's sample size) within [C / 16, P] (C / 16: halving
- * then costs at most one 64-byte block per access, amortised), and
+ * S = 8 * E (TinyLFU's sample size) within [C / 64, P] (C / 64: halving
+ * then costs at most four 64-byte blocks per access, amortised), and
  * P = 8 * E within [128 Ki, C / 2].  So an access is remembered for at
  * least one period P and at most two: the second access of a one-time
  * scan longer than that finds nothing (and a tree of more than P files
@@ -456,9 +456,9 @@ int pol_set_cache(struct hotfs_policy *p, uint64_t extents)
 	n = extents * POL_PERIOD_PER_EXTENT;
 	per = pow2_within(n, POL_PERIOD_MIN, p->counters / 2);
 	atomic_store_explicit(&p->period, per, memory_order_relaxed);
-	/* >= nblocks: halving costs at most one block per access */
+	/* >= C / 64: halving costs at most 4 blocks per access */
 	atomic_store_explicit(&p->sk_period,
-			      pow2_within(n, p->nblocks, per),
+			      pow2_within(n, p->counters / 64, per),
 			      memory_order_relaxed);
 	return 0;
 }

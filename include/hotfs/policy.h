@@ -68,7 +68,7 @@ size_t pol_memory(const struct hotfs_policy *p);
 /*
  * Tell the policy how many extents the cache holds (capacity / extent
  * size is fine): counts then halve every POL_PERIOD_PER_EXTENT * extents
- * accesses (TinyLFU's sample size; at least counters / 16), and first
+ * accesses (TinyLFU's sample size; at least counters / 64), and first
  * accesses are forgotten after one to two periods of that many accesses
  * within [POL_PERIOD_MIN, counters / 2], instead of both happening every
  * counters / 2.  Call it after st_open; any thread.

@@ -277,9 +277,11 @@ static void test_period(void **state)
 	assert_int_equal(pol_period(p), POL_PERIOD_MIN);
 	assert_int_equal(pol_set_cache(p, 16384), 0);
 	assert_int_equal(pol_sketch_period(p), 131072);
-	/* ...but not more often than every counters / 16 accesses */
+	/* ...but not more often than every counters / 64 accesses */
+	assert_int_equal(pol_set_cache(p, 1000), 0);
+	assert_int_equal(pol_sketch_period(p), 8192 * 2);
 	assert_int_equal(pol_set_cache(p, 1), 0);
-	assert_int_equal(pol_sketch_period(p), POL_COUNTERS_DEFAULT / 16);
+	assert_int_equal(pol_sketch_period(p), POL_COUNTERS_DEFAULT / 64);
 	assert_int_equal(pol_period(p), POL_PERIOD_MIN);
 	assert_int_equal(pol_set_cache(p, 20000), 0);
 	assert_int_equal(pol_sketch_period(p), pol_period(p));
@@ -301,13 +303,13 @@ static void test_sketch_period(void **state)
 
 	(void)state;
 	assert_int_equal(pol_set_cache(p, 128), 0);
-	assert_int_equal(pol_sketch_period(p), 4096);	/* counters / 16 */
+	assert_int_equal(pol_sketch_period(p), 1024);	/* counters / 64 */
 	assert_int_equal(pol_period(p), 32768);	/* counters / 2 */
 	for (i = 0; i < 10; i++)
 		pol_access(p, 5);
 	pol_access(p, 6);
 	assert_int_equal(pol_estimate(p, 5), 10);
-	filler(p, &f, 4096 - 11);
+	filler(p, &f, 1024 - 11);
 	e = pol_estimate(p, 5);
 	assert_true(e >= 5 && e <= 6);		/* 1 + 9 / 2 */
 	assert_int_equal(pol_agings(p), 0);
