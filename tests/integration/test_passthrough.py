@@ -1926,3 +1926,36 @@ def test_vectored_splice_sendfile(fs):
         return out
     fs.parity('vectored, sendfile, splice', fn)
     fs.check_trees()
+
+
+def test_o_tmpfile(fs):
+    """O_TMPFILE works as natively (an unnamed file, given a name with
+    linkat), or is refused with EOPNOTSUPP, which programs fall back
+    from, and leaves nothing behind."""
+    AT_EMPTY_PATH = 0x1000
+    _libc.linkat.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int,
+                             ctypes.c_char_p, ctypes.c_int]
+
+    def fn(r):
+        fd = os.open(r + '/dir', os.O_TMPFILE | os.O_RDWR, 0o640)
+        try:
+            os.write(fd, b'anonymous')
+            st = os.fstat(fd)
+            before = sorted(os.listdir(r + '/dir'))
+            if _libc.linkat(fd, b'', util.AT_FDCWD,
+                            os.fsencode(r + '/dir/named'),
+                            AT_EMPTY_PATH) == -1:
+                raise OSError(ctypes.get_errno(), 'linkat')
+            with open(r + '/dir/named', 'rb') as f:
+                return (st.st_nlink, util.stat_summary(st)[:2], before,
+                        f.read(), os.stat(r + '/dir/named').st_nlink)
+        finally:
+            os.close(fd)
+    a = util.call(fn, fs.mnt)
+    b = util.call(fn, fs.native)
+    assert not isinstance(b, Err), 'O_TMPFILE fails natively: %r' % b
+    if a != b:
+        assert a == Err(errno.EOPNOTSUPP), (a, b)
+        assert sorted(os.listdir(fs.s('dir'))) == ['a', 'b', 'sub']
+    else:
+        fs.check_trees()
