@@ -1959,3 +1959,23 @@ def test_o_tmpfile(fs):
         assert sorted(os.listdir(fs.s('dir'))) == ['a', 'b', 'sub']
     else:
         fs.check_trees()
+
+
+def test_atime(fs):
+    """Reading updates the access time as natively (relatime: an atime
+    older than the mtime moves), and an O_NOATIME read does not."""
+    def fn(r, flags):
+        p = r + '/dir/b'
+        os.utime(p, ns=(10**9, 2 * 10**9))
+        fd = os.open(p, os.O_RDONLY | flags)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.read(fd, 1 << 20)
+        finally:
+            os.close(fd)
+        return os.stat(p).st_atime_ns > 2 * 10**9
+    assert fs.parity('read', lambda r: fn(r, 0)) is True
+    util.assert_same_stat(fs.m('dir/b'), fs.s('dir/b'))
+    assert fs.parity('O_NOATIME read', lambda r: fn(r, os.O_NOATIME)) \
+        is False
+    util.assert_same_stat(fs.m('dir/b'), fs.s('dir/b'))
