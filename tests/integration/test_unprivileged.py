@@ -263,3 +263,29 @@ def test_supplementary_groups(ufs):
     # and without the group, the same user is refused
     assert util.run_as(NOBODY, NOBODY, os.listdir, ws.mnt + '/team') == \
         Err(errno.EACCES)
+
+
+def test_acl_grants_and_denies(ufs):
+    """Access that a POSIX ACL grants or denies (beyond the mode bits) is
+    granted or denied through the mount as natively."""
+    import subprocess
+    ws = ufs
+    for root in (ws.src, ws.native):
+        os.mkdir(root + '/acldir')           # root 0755
+        subprocess.run(['setfacl', '-m', 'u:%d:rwx' % NOBODY,
+                        root + '/acldir'], check=True)
+        with open(root + '/aclfile', 'w') as f:
+            f.write('acl\n')                 # root 0644, readable by all
+        subprocess.run(['setfacl', '-m', 'u:%d:---' % NOBODY,
+                        root + '/aclfile'], check=True)
+
+    def ops(r):
+        out = []
+        out.append(util.call(lambda: open(r + '/acldir/mine', 'w').close()))
+        out.append(util.call(os.listdir, r + '/acldir'))
+        out.append(util.call(lambda: open(r + '/aclfile').read()))
+        out.append(os.access(r + '/aclfile', os.R_OK))
+        out.append(os.access(r + '/acldir', os.W_OK))
+        return out
+    got = as_nobody(ws, 'ACL', ops)
+    assert got[0] is None and got[2] == Err(errno.EACCES), got
