@@ -1979,3 +1979,40 @@ def test_atime(fs):
     assert fs.parity('O_NOATIME read', lambda r: fn(r, os.O_NOATIME)) \
         is False
     util.assert_same_stat(fs.m('dir/b'), fs.s('dir/b'))
+
+
+def test_immutable_and_append_only(fs):
+    """Files made immutable (chattr +i) or append-only (+a) in the source
+    refuse through the mount what they refuse natively."""
+    import subprocess
+    flags = {'immutable': '+i', 'append': '+a'}
+    for root in (fs.src, fs.native):
+        for name, flag in flags.items():
+            with open(root + '/' + name, 'w') as f:
+                f.write('guarded\n')
+            subprocess.run(['chattr', flag, root + '/' + name], check=True)
+    try:
+        p = fs.parity
+        for name in flags:
+            def op(flags_):
+                return lambda r: os.close(os.open(r + '/' + name, flags_))
+            p(name + ' write', op(os.O_WRONLY))
+            p(name + ' append', lambda r: open(r + '/' + name, 'a').write(
+                'more\n'))
+            p(name + ' truncate', lambda r: os.truncate(r + '/' + name, 0))
+            p(name + ' unlink', lambda r: os.unlink(r + '/' + name))
+            p(name + ' rename', lambda r: os.rename(r + '/' + name,
+                                                    r + '/x'))
+            p(name + ' chmod', lambda r: os.chmod(r + '/' + name, 0o600))
+            p(name + ' link', lambda r: os.link(r + '/' + name,
+                                                r + '/' + name + '.l'))
+            p(name + ' utime', lambda r: os.utime(r + '/' + name,
+                                                  ns=(1, 1)))
+            p(name + ' setxattr', lambda r: os.setxattr(
+                r + '/' + name, 'user.x', b'1'))
+            p(name + ' read', lambda r: open(r + '/' + name).read())
+        fs.check_trees()
+    finally:
+        for root in (fs.src, fs.native):
+            for name in flags:
+                subprocess.run(['chattr', '-i', '-a', root + '/' + name])
