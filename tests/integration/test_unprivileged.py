@@ -248,6 +248,12 @@ def test_supplementary_groups(ufs):
         os.chown(r + '/team/new', -1, OTHER_GID)
         os.chmod(r + '/team/new', 0o2660)
         os.mkdir(r + '/team/d')
+        # the owner may give a file to a group it belongs to, no other
+        with open(r + '/pub/given', 'w') as f:
+            f.write('g')
+        os.chown(r + '/pub/given', -1, OTHER_GID)
+        out.append(util.call(os.chown, r + '/pub/given', -1, 4321))
+        out.append(util.lstat_summary(r + '/pub/given'))
         out.append(util.lstat_summary(r + '/team/new'))
         out.append(util.lstat_summary(r + '/team/d'))
         out.append(sorted(os.listdir(r + '/team')))
