@@ -11,7 +11,8 @@
  * shared writable mmap write followed by msync, O_DIRECT read and write on
  * aligned offsets through a second descriptor, fsync/fdatasync, and
  * close/reopen of both descriptors, and fadvise(DONTNEED) so that later
- * reads miss the page cache and reach the filesystem.  With -s SRCFILE (the same file's path
+ * reads miss the page cache and reach the filesystem, and lseek
+ * SEEK_DATA/SEEK_HOLE.  With -s SRCFILE (the same file's path
  * in the source tree under a hotfs mount), srcwrite closes the file,
  * writes or truncates it behind the mount's back and reopens it: the mount
  * must then show the new content (close-to-open coherence, stale cache).
@@ -78,6 +79,7 @@ enum op_type {
 	OP_REOPEN,
 	OP_SRCWRITE,
 	OP_DROPCACHE,
+	OP_SEEK,
 	OP_NR
 };
 
@@ -97,6 +99,7 @@ static const struct {
 	[OP_REOPEN]	= { "reopen",	2 },
 	[OP_SRCWRITE]	= { "srcwrite",	3 },
 	[OP_DROPCACHE]	= { "dropcache", 3 },
+	[OP_SEEK]	= { "seek",	3 },
 };
 
 enum fa_mode {
@@ -222,6 +225,8 @@ static void print_log(void)
 			mode = "fdatasync";
 		else if (e->op == OP_SRCWRITE && e->mode)
 			mode = "truncate";
+		else if (e->op == OP_SEEK)
+			mode = e->mode ? "hole" : "data";
 		fprintf(stderr,
 			"  #%-7lu %-9s %-9s off %9jd len %7jd end %9jd  size %jd -> %jd%s%s\n",
 			e->opnum, op_desc[e->op].name, mode, (intmax_t)e->off,
@@ -721,6 +726,53 @@ static void do_dropcache(void)
 		fail("posix_fadvise DONTNEED: %s", strerror(err));
 }
 
+/*
+ * lseek SEEK_DATA / SEEK_HOLE from @off.  A filesystem may report fewer
+ * holes than it has, so only what holds everywhere is checked: past EOF is
+ * ENXIO; SEEK_DATA lands in [off, size) with only zeros skipped (ENXIO:
+ * nothing but zeros up to EOF); SEEK_HOLE lands in [off, size] and a hole
+ * reads as zero.
+ */
+static void do_seek(int hole, off_t off)
+{
+	off_t r = lseek(fx.fd, off, hole ? SEEK_HOLE : SEEK_DATA);
+	const char *what = hole ? "SEEK_HOLE" : "SEEK_DATA";
+	off_t i;
+
+	if (r == -1 && errno == ENXIO) {
+		if (off >= fx.size)
+			return;
+		if (hole)
+			fail("lseek %jd %s: ENXIO inside the file (size %jd)",
+			     (intmax_t)off, what, (intmax_t)fx.size);
+		for (i = off; i < fx.size; i++)
+			if (fx.good[i])
+				fail("lseek %jd SEEK_DATA: ENXIO, but byte %jd is 0x%02x (size %jd)",
+				     (intmax_t)off, (intmax_t)i, fx.good[i],
+				     (intmax_t)fx.size);
+		return;
+	}
+	if (r == -1)
+		fail("lseek %jd %s: %s", (intmax_t)off, what, strerror(errno));
+	if (off >= fx.size)
+		fail("lseek %jd %s: returned %jd, expected ENXIO past EOF %jd",
+		     (intmax_t)off, what, (intmax_t)r, (intmax_t)fx.size);
+	if (r < off || r > fx.size || (!hole && r == fx.size))
+		fail("lseek %jd %s: returned %jd, outside [%jd, %jd%c",
+		     (intmax_t)off, what, (intmax_t)r, (intmax_t)off,
+		     (intmax_t)fx.size, hole ? ']' : ')');
+	if (hole) {
+		if (r < fx.size && fx.good[r])
+			fail("lseek %jd SEEK_HOLE: returned %jd, but that byte is 0x%02x",
+			     (intmax_t)off, (intmax_t)r, fx.good[r]);
+		return;
+	}
+	for (i = off; i < r; i++)
+		if (fx.good[i])
+			fail("lseek %jd SEEK_DATA: returned %jd, skipping byte %jd = 0x%02x",
+			     (intmax_t)off, (intmax_t)r, (intmax_t)i, fx.good[i]);
+}
+
 static off_t pick_len(uint64_t r, off_t max)
 {
 	/* a quarter of the ops are small, the rest up to -o */
@@ -859,6 +911,10 @@ static void one_op(void)
 		break;
 	case OP_REOPEN:
 		break;
+	case OP_SEEK:
+		mode = r_x & 1;		/* 1 = SEEK_HOLE */
+		off = r_off % fx.maxlen;
+		break;
 	case OP_SRCWRITE:
 		mode = (r_x & 7) == 0;	/* 1 = truncate */
 		if (mode) {
@@ -937,6 +993,9 @@ static void one_op(void)
 		break;
 	case OP_DROPCACHE:
 		do_dropcache();
+		break;
+	case OP_SEEK:
+		do_seek(mode, off);
 		break;
 	}
 	e->size_after = fx.size;
@@ -1034,13 +1093,13 @@ static void usage(void)
 "  -f N        compare the whole file every N ops (default 500; 0 = end only)\n"
 "  -x LIST     disable ops, comma separated: read write mapread mapwrite\n"
 "              dread dwrite truncate falloc fsync reopen srcwrite\n"
-"              dropcache (fadvise DONTNEED),\n"
+"              dropcache (fadvise DONTNEED) seek (SEEK_DATA/SEEK_HOLE),\n"
 "              fallocate modes alloc keepsize punch zero zerokeep,\n"
 "              groups mmap direct\n"
 "  -w LIST     op weights, e.g. read=60,write=5 (defaults: read 20,\n"
 "              write 20, mapread 8, mapwrite 8, dread 6, dwrite 6,\n"
 "              truncate 6, falloc 10, fsync 2, reopen 2, srcwrite 3,\n"
-"              dropcache 3)\n"
+"              dropcache 3, seek 3)\n"
 "  -s SRCFILE  FILE's path in the source tree under a mount: enables\n"
 "              srcwrite, which closes FILE, writes or truncates SRCFILE\n"
 "              directly and reopens FILE (close-to-open coherence)\n"
