@@ -832,10 +832,28 @@ static void hotfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 /* ------------------------------------------------------------------ */
 /* Directories */
 
+/*
+ * An open directory.  It is read either from the source (dp; offsets are
+ * the source's d_off) or, when the directory's last listing is still
+ * current, from that listing (lst; offsets are entry indices + 1), never
+ * both.  Read from the source from start to end without a seek, it
+ * records a new listing.
+ */
 struct hotfs_dirp {
 	DIR *dp;
-	struct dirent *entry;
+	struct hotfs_inode *in;
+	struct dirent *entry;		/* read from dp, not yet returned */
 	off_t offset;
+	struct hotfs_listing *lst;	/* serving from this, or NULL */
+	/* the directory's stamp at opendir */
+	int64_t mtime_ns, ctime_ns;
+	off_t size;
+	/* recording (dp mode) */
+	bool rec;
+	struct hotfs_lent *rents;	/* names as offsets into rnames */
+	size_t rn, rcap;
+	char *rnames;
+	size_t rnlen, rncap;
 };
 
 /*
@@ -867,6 +885,101 @@ static void dir_keep_cache(struct hotfs_inode *in, int fd,
 	pthread_mutex_unlock(&in->m);
 }
 
+/* Serve from the last listing if the directory has not changed since. */
+static void listing_open(struct hotfs *fs, struct hotfs_dirp *d, int fd)
+{
+	struct hotfs_listing *l;
+	struct stat st;
+
+	if (!fs->listings || fstat(fd, &st) == -1)
+		return;
+	d->mtime_ns = ts_ns(&st.st_mtim);
+	d->ctime_ns = ts_ns(&st.st_ctim);
+	d->size = st.st_size;
+	pthread_mutex_lock(&d->in->m);
+	l = d->in->listing;
+	if (l && l->mtime_ns == d->mtime_ns && l->ctime_ns == d->ctime_ns &&
+	    l->size == d->size) {
+		atomic_fetch_add(&l->refs, 1);
+		d->lst = l;
+	}
+	pthread_mutex_unlock(&d->in->m);
+	d->rec = !d->lst;
+}
+
+static void rec_stop(struct hotfs_dirp *d)
+{
+	d->rec = false;
+	free(d->rents);
+	free(d->rnames);
+	d->rents = NULL;
+	d->rnames = NULL;
+	d->rn = d->rcap = d->rnlen = d->rncap = 0;
+}
+
+static void rec_add(struct hotfs_dirp *d, const struct dirent *de)
+{
+	size_t len = strlen(de->d_name) + 1;
+
+	if (d->rn == d->rcap) {
+		size_t cap = d->rcap ? d->rcap * 2 : 64;
+		struct hotfs_lent *e = realloc(d->rents, cap * sizeof(*e));
+
+		if (!e) {
+			rec_stop(d);
+			return;
+		}
+		d->rents = e;
+		d->rcap = cap;
+	}
+	if (d->rnlen + len > d->rncap) {
+		size_t cap = d->rncap ? d->rncap * 2 : 1024;
+		char *n;
+
+		while (cap < d->rnlen + len)
+			cap *= 2;
+		n = realloc(d->rnames, cap);
+		if (!n) {
+			rec_stop(d);
+			return;
+		}
+		d->rnames = n;
+		d->rncap = cap;
+	}
+	memcpy(d->rnames + d->rnlen, de->d_name, len);
+	d->rents[d->rn].ino = de->d_ino;
+	d->rents[d->rn].type = de->d_type;
+	d->rents[d->rn].name = (const char *)(uintptr_t)d->rnlen;
+	d->rn++;
+	d->rnlen += len;
+}
+
+/* The whole directory was read from the source: keep it. */
+static void rec_done(struct hotfs_dirp *d)
+{
+	struct hotfs_listing *l;
+	size_t i;
+
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		rec_stop(d);
+		return;
+	}
+	l->mtime_ns = d->mtime_ns;
+	l->ctime_ns = d->ctime_ns;
+	l->size = d->size;
+	l->n = d->rn;
+	l->ents = d->rents;
+	l->names = d->rnames;
+	for (i = 0; i < l->n; i++)
+		l->ents[i].name = l->names + (uintptr_t)l->ents[i].name;
+	l->bytes = sizeof(*l) + d->rcap * sizeof(*l->ents) + d->rncap;
+	d->rents = NULL;
+	d->rnames = NULL;
+	d->rec = false;
+	listing_install(d->in, l);
+}
+
 static void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
@@ -891,8 +1004,10 @@ static void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
 		goto out_err;
 	}
 	fi->fh = (uintptr_t)d;
-	dir_keep_cache(hino(req, ino), fd, fi,
+	d->in = hino(req, ino);
+	dir_keep_cache(d->in, fd, fi,
 		       hfs(req)->o->revalidate == HOTFS_REVAL_NEVER);
+	listing_open(hfs(req), d, fd);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		closedir(d->dp);
 		free(d);
@@ -914,6 +1029,66 @@ static bool is_dot_or_dotdot(const char *name)
 	       (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
 }
 
+/* Back to the start, with a listing current now (or the source's). */
+static void rewind_dir(struct hotfs *fs, struct hotfs_dirp *d)
+{
+	struct hotfs_listing *old = d->lst;
+
+	rec_stop(d);
+	d->lst = NULL;
+	listing_open(fs, d, dirfd(d->dp));
+	listing_put(old);
+	if (!d->lst) {
+		seekdir(d->dp, 0);
+		d->entry = NULL;
+	}
+	d->offset = 0;
+}
+
+/* The next entry, without consuming it: 1, 0 at the end, or -errno. */
+static int peek_entry(struct hotfs_dirp *d, const char **name, uint64_t *ino,
+		      unsigned char *type, off_t *next)
+{
+	if (d->lst) {
+		const struct hotfs_lent *e;
+
+		if (d->offset < 0 || (size_t)d->offset >= d->lst->n)
+			return 0;
+		e = &d->lst->ents[d->offset];
+		*name = e->name;
+		*ino = e->ino;
+		*type = e->type;
+		*next = d->offset + 1;
+		return 1;
+	}
+	if (!d->entry) {
+		errno = 0;
+		d->entry = readdir(d->dp);
+		if (!d->entry) {
+			if (errno) {
+				rec_stop(d);
+				return -errno;
+			}
+			if (d->rec)
+				rec_done(d);
+			return 0;
+		}
+		if (d->rec)
+			rec_add(d, d->entry);
+	}
+	*name = d->entry->d_name;
+	*ino = d->entry->d_ino;
+	*type = d->entry->d_type;
+	*next = d->entry->d_off;
+	return 1;
+}
+
+static void consume_entry(struct hotfs_dirp *d, off_t next)
+{
+	d->entry = NULL;
+	d->offset = next;
+}
+
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 		       off_t offset, struct fuse_file_info *fi, bool plus)
 {
@@ -922,39 +1097,42 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 	size_t rem = size;
 	int err = 0;
 
-	(void)ino;
 	buf = calloc(1, size);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	p = buf;
-	if (offset != d->offset) {
-		seekdir(d->dp, offset);
-		d->entry = NULL;
+	if (offset == 0 && (d->offset != 0 || d->lst)) {
+		/* from the start (again): a rewinddir must see what changed
+		 * since opendir, and the kernel may have answered the first
+		 * pass from its own cache */
+		rewind_dir(hfs(req), d);
+	} else if (offset != d->offset) {
+		if (!d->lst) {
+			seekdir(d->dp, offset);
+			d->entry = NULL;
+			rec_stop(d);	/* not one pass from the start */
+		}
 		d->offset = offset;
 	}
 	for (;;) {
 		struct fuse_entry_param e;
+		unsigned char type = 0;
+		const char *name = NULL;
+		uint64_t dino = 0;
 		size_t entsize;
-		off_t nextoff;
-		const char *name;
+		off_t nextoff = 0;
+		int r;
 
-		if (!d->entry) {
-			errno = 0;
-			d->entry = readdir(d->dp);
-			if (!d->entry) {
-				if (errno)
-					err = errno;
-				break;
-			}
+		r = peek_entry(d, &name, &dino, &type, &nextoff);
+		if (r <= 0) {
+			err = -r;
+			break;
 		}
-		nextoff = d->entry->d_off;
-		name = d->entry->d_name;
 		if (ino == FUSE_ROOT_ID && strcmp(name, hfs(req)->ctldir) == 0) {
 			/* shadowed by the control directory */
-			d->entry = NULL;
-			d->offset = nextoff;
+			consume_entry(d, nextoff);
 			continue;
 		}
 		if (plus) {
@@ -962,15 +1140,14 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 
 			memset(&e, 0, sizeof(e));
 			if (is_dot_or_dotdot(name)) {
-				e.attr.st_ino = d->entry->d_ino;
-				e.attr.st_mode = d->entry->d_type << 12;
+				e.attr.st_ino = dino;
+				e.attr.st_mode = type << 12;
 			} else {
 				err = -do_lookup(req, ino, name, &e);
 				if (err == ENOENT) {
 					/* vanished since readdir: skip it */
 					err = 0;
-					d->entry = NULL;
-					d->offset = nextoff;
+					consume_entry(d, nextoff);
 					continue;
 				}
 				if (err)
@@ -986,8 +1163,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 			}
 		} else {
 			struct stat st = {
-				.st_ino = d->entry->d_ino,
-				.st_mode = d->entry->d_type << 12,
+				.st_ino = dino,
+				.st_mode = type << 12,
 			};
 
 			entsize = fuse_add_direntry(req, p, rem, name, &st,
@@ -997,8 +1174,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 		}
 		p += entsize;
 		rem -= entsize;
-		d->entry = NULL;
-		d->offset = nextoff;
+		consume_entry(d, nextoff);
 	}
 	/* an error after some entries: return what we have */
 	if (err && p == buf)
@@ -1041,6 +1217,8 @@ static void hotfs_releasedir(fuse_req_t req, fuse_ino_t ino,
 
 	(void)ino;
 	closedir(d->dp);
+	listing_put(d->lst);
+	rec_stop(d);
 	free(d);
 	fuse_reply_err(req, 0);
 }

@@ -17,6 +17,7 @@
  * Lock order: table lock -> inode lock (hotfs_inode.m).
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -74,8 +75,46 @@ int ino_table_new(struct hotfs_itable **tp, int root_fd)
 	return 0;
 }
 
+static _Atomic size_t all_listing_bytes;
+
+size_t listing_bytes(void)
+{
+	return atomic_load(&all_listing_bytes);
+}
+
+void listing_put(struct hotfs_listing *l)
+{
+	if (!l || atomic_fetch_sub(&l->refs, 1) != 1)
+		return;
+	atomic_fetch_sub(&all_listing_bytes, l->bytes);
+	free(l->ents);
+	free(l->names);
+	free(l);
+}
+
+bool listing_install(struct hotfs_inode *in, struct hotfs_listing *l)
+{
+	struct hotfs_listing *old;
+
+	if (listing_bytes() + l->bytes > LISTING_MAX_BYTES) {
+		atomic_store(&l->refs, 1);
+		l->bytes = 0;
+		listing_put(l);
+		return false;
+	}
+	atomic_fetch_add(&all_listing_bytes, l->bytes);
+	atomic_store(&l->refs, 1);
+	pthread_mutex_lock(&in->m);
+	old = in->listing;
+	in->listing = l;
+	pthread_mutex_unlock(&in->m);
+	listing_put(old);
+	return true;
+}
+
 static void free_inode(struct hotfs_inode *in)
 {
+	listing_put(in->listing);
 	close(in->fd);
 	pthread_mutex_destroy(&in->m);
 	free(in);
@@ -96,6 +135,7 @@ void ino_table_free(struct hotfs_itable *t)
 				free_inode(in);
 		}
 	}
+	listing_put(t->root.listing);
 	close(t->root.fd);
 	pthread_mutex_destroy(&t->root.m);
 	pthread_mutex_destroy(&t->lock);

@@ -159,6 +159,8 @@ int main(int argc, char *argv[])
 	/* retained inodes are swept by the promotion thread's tick */
 	if (fs.cache)
 		ino_set_retain(fs.it, o.inode_cache);
+	/* listings live in retained inodes: both or neither */
+	fs.listings = fs.cache && o.inode_cache;
 	fs.as_root = geteuid() == 0;
 	fs.ctldir = o.ctldir;
 	fs.owner_uid = getuid();

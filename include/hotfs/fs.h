@@ -19,6 +19,7 @@ struct hotfs {
 	int proc_self_fd;		/* O_PATH on /proc/self/fd */
 	bool as_root;			/* daemon runs as root: act as caller */
 	bool dont_mask;			/* the kernel left the umask to us */
+	bool listings;			/* keep directory listings */
 	struct hotfs_cache *cache;	/* NULL with -o nocache */
 	const char *ctldir;		/* name of the control directory */
 	uid_t owner_uid;		/* who mounted: may use .hotfs/ctl */

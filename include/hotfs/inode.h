@@ -19,6 +19,36 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+/*
+ * A directory's entries as the source returned them, kept with the
+ * directory's stamp when the listing was read: later opendirs that find
+ * the same stamp are answered from memory (no read of the directory's
+ * blocks on the slow disk).  Immutable once made; shared by reference.
+ */
+struct hotfs_lent {
+	uint64_t ino;
+	unsigned char type;		/* DT_* */
+	const char *name;
+};
+
+struct hotfs_listing {
+	_Atomic unsigned refs;
+	int64_t mtime_ns, ctime_ns;
+	off_t size;
+	size_t n, bytes;
+	struct hotfs_lent *ents;
+	char *names;			/* all names, NUL-separated */
+};
+
+void listing_put(struct hotfs_listing *l);
+/* Make l the directory's listing (it takes l); false if over the
+ * memory bound (l is then freed). */
+struct hotfs_inode;
+bool listing_install(struct hotfs_inode *in, struct hotfs_listing *l);
+/* Bytes all listings use; new ones are not kept past LISTING_MAX_BYTES. */
+size_t listing_bytes(void);
+#define LISTING_MAX_BYTES	(64u << 20)
+
 struct hotfs_inode {
 	int fd;				/* O_PATH on the source object */
 	dev_t dev;
@@ -48,6 +78,7 @@ struct hotfs_inode {
 	 * a restart, so it starts at "the whole file". */
 	uint64_t cached_extents_hint;
 	unsigned nopen;			/* open file handles */
+	struct hotfs_listing *listing;	/* directories: the last listing */
 };
 
 struct hotfs_itable;

@@ -117,3 +117,32 @@ def test_deleted_files_free_their_space(ws, loopsrc):
     os.unlink(other)
     util.wait_for(lambda: freed(78), 'the space of a file deleted in the '
                   'source to be freed', timeout=20)
+
+
+def walk(mnt):
+    out = []
+    for dirpath, dirs, files in os.walk(mnt):
+        dirs.sort()
+        out.append((os.path.relpath(dirpath, mnt), sorted(files)))
+    return out
+
+
+def test_listings_after_drop_caches_read_nothing(ws, loopsrc):
+    """A warm tree walked again after drop_caches: its listings come
+    from the daemon's memory, its names and attributes from the source
+    inodes it keeps: no read of the source's disk at all."""
+    make_tree(ws.src)
+    ws.start(opts='cachesize=32M')
+    want = walk(ws.mnt)
+    walk(ws.mnt)
+    drop_caches()
+    util.wait_for(lambda: int(util.hotfs_stats(ws.mnt)['retained_inodes'])
+                  >= 1000, 'the kernel to forget the inodes')
+    drop_caches()
+    before = disk_reads(loopsrc)
+    assert walk(ws.mnt) == want
+    reads = disk_reads(loopsrc) - before
+    assert reads == 0, '%d disk reads for a warm walk' % reads
+    # and a change in the source still shows at the next listing
+    open(os.path.join(ws.src, 'd03', 'new'), 'w').close()
+    assert 'new' in os.listdir(os.path.join(ws.mnt, 'd03'))
