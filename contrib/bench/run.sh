@@ -440,7 +440,12 @@ machine_info()
 	printf 'host: nproc %s, RAM %s MiB, kernel %s\n' "$(nproc)" \
 		"$(awk '/MemTotal/ { printf "%d", $2 / 1024 }' /proc/meminfo)" \
 		"$(uname -r)"
-	printf 'hotfs: %s (%s)\n' "$BENCH_HOTFS_BIN" \
+	# The binary may be older than the checkout: name it by its checksum;
+	# the checkout's HEAD is only the harness's version.
+	printf 'hotfs: %s (%s, sha256 %.12s)\n' "$BENCH_HOTFS_BIN" \
+		"$("$BENCH_HOTFS_BIN" -V 2>&1 | grep -m1 '^hotfs version')" \
+		"$(sha256sum < "$BENCH_HOTFS_BIN")"
+	printf 'harness: %s\n' \
 		"$(git -C "$repo" log -1 --format='%h %s' 2>/dev/null || echo unknown)"
 	printf 'command: %s\n' "$BENCH_CMDLINE"
 	printf 'fio: %s, git: %s\n' "$(fio --version)" "$(git --version)"
