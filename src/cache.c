@@ -1019,17 +1019,28 @@ static void fill_info(struct hotfs_cache *c, const struct hotfs_key *k,
 	io->flags = pins_has(c->pins, k) ? HOTFS_IOC_F_PINNED : 0;
 }
 
+/* The file's key and current stamp, from the source. */
+static int key_and_stamp(struct hotfs_cache *c, struct hotfs_inode *in,
+			 struct hotfs_key *k, struct hotfs_stamp *stamp)
+{
+	int fd = open_source(c, in, stamp);
+
+	if (fd < 0)
+		return fd;
+	close(fd);
+	cache_key(c, in->dev, in->ino, k);
+	return 0;
+}
+
 int cache_info(struct hotfs_cache *c, struct hotfs_inode *in,
 	       struct hotfs_ioc *io)
 {
 	struct hotfs_stamp stamp;
 	struct hotfs_key k;
-	int fd = open_source(c, in, &stamp);
+	int r = key_and_stamp(c, in, &k, &stamp);
 
-	if (fd < 0)
-		return fd;
-	close(fd);
-	cache_key(c, in->dev, in->ino, &k);
+	if (r < 0)
+		return r;
 	fill_info(c, &k, &stamp, io);
 	return 0;
 }
@@ -1111,12 +1122,10 @@ int cache_evict(struct hotfs_cache *c, struct hotfs_inode *in,
 {
 	struct hotfs_stamp stamp;
 	struct hotfs_key k;
-	int fd = open_source(c, in, &stamp);
+	int r = key_and_stamp(c, in, &k, &stamp);
 
-	if (fd < 0)
-		return fd;
-	close(fd);
-	cache_key(c, in->dev, in->ino, &k);
+	if (r < 0)
+		return r;
 	fill_info(c, &k, &stamp, io);
 	io->done = io->bytes;
 	st_invalidate(c->st, &k, 0, 0, ST_INVAL_USER);

@@ -446,7 +446,9 @@ static void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
 	reply_new_entry(req, parent, name);
 }
 
-static void hotfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+/* unlink and rmdir: a retained inode that lost its last name is let go */
+static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
+			int flags)
 {
 	struct stat st;
 	bool have;
@@ -458,28 +460,20 @@ static void hotfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	have = fstatat(ifd(req, parent), name, &st,
 		       AT_SYMLINK_NOFOLLOW) == 0;
-	r = unlinkat(ifd(req, parent), name, 0);
+	r = unlinkat(ifd(req, parent), name, flags);
 	if (r == 0 && have)
 		ino_unretain(hfs(req)->it, st.st_dev, st.st_ino);
 	fuse_reply_err(req, r == -1 ? errno : 0);
 }
 
+static void hotfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_name(req, parent, name, 0);
+}
+
 static void hotfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct stat st;
-	bool have;
-	int r;
-
-	if (vd_is(parent) || vd_is_name(hfs(req), parent, name)) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
-	have = fstatat(ifd(req, parent), name, &st,
-		       AT_SYMLINK_NOFOLLOW) == 0;
-	r = unlinkat(ifd(req, parent), name, AT_REMOVEDIR);
-	if (r == 0 && have)
-		ino_unretain(hfs(req)->it, st.st_dev, st.st_ino);
-	fuse_reply_err(req, r == -1 ? errno : 0);
+	remove_name(req, parent, name, AT_REMOVEDIR);
 }
 
 static void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
