@@ -2016,3 +2016,32 @@ def test_immutable_and_append_only(fs):
         for root in (fs.src, fs.native):
             for name in flags:
                 subprocess.run(['chattr', '-i', '-a', root + '/' + name])
+
+
+def test_unix_socket(fs):
+    """A unix socket bound in the mount is a socket in the source and
+    carries a connection, as natively."""
+    import socket
+
+    def fn(r):
+        path = r + '/dir/sock'
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            srv.bind(path)
+            srv.listen(1)
+            cli = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                cli.connect(path)
+                conn, _ = srv.accept()
+                with conn:
+                    cli.sendall(b'over the socket')
+                    got = conn.recv(100)
+            finally:
+                cli.close()
+            return got, util.lstat_summary(path)
+        finally:
+            srv.close()
+    got = fs.parity('unix socket', fn)
+    assert got[0] == b'over the socket'
+    assert stat.S_ISSOCK(os.lstat(fs.s('dir/sock')).st_mode)
+    fs.check_trees()
