@@ -26,6 +26,8 @@ import util
 
 def pytest_configure(config):
     config.addinivalue_line('markers', 'slow: takes more than a second')
+    config.addinivalue_line('markers', 'source_changes: changes the source '
+                            'behind the mount (not run with revalidate=never)')
 
 
 @pytest.fixture(autouse=True)
@@ -149,7 +151,23 @@ MODES = {
     'warm': 'threshold=1',
     # the same with writes updating the cached extents in place
     'warmwt': 'threshold=1,writemode=writethrough',
+    # hotfs trusts what it has seen: changes only through the mount (tests
+    # marked source_changes, which change the source behind hotfs's back,
+    # are not run in this mode)
+    'never': 'revalidate=never',
 }
+
+
+def pytest_collection_modifyitems(config, items):
+    """Deselect the tests that change the source behind hotfs's back in
+    the modes whose contract excludes that."""
+    drop = [it for it in items
+            if it.get_closest_marker('source_changes') and
+            getattr(it, 'callspec', None) is not None and
+            it.callspec.params.get('fs') == 'never']
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = [it for it in items if it not in drop]
 
 
 class Fs:
@@ -258,7 +276,11 @@ def fs(request, ws):
     f.mount()
     if f.mode.startswith('warm'):
         prewarm(ws.mnt)
-    yield f
+    util.IGNORE_ATIME = f.mode == 'never'
+    try:
+        yield f
+    finally:
+        util.IGNORE_ATIME = False
     # the daemon must still be alive and exit 0 when unmounted
     if f.proc.poll() is None and util.is_mounted(ws.mnt):
         ws.stop(f.proc)

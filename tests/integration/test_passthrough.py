@@ -903,10 +903,9 @@ def test_xattr(fs):
 
 def test_access(fs):
     p = fs.parity
-    os.chmod(fs.s('empty'), 0)
-    os.chmod(fs.n('empty'), 0)
-    os.chmod(fs.s('emptydir'), 0)
-    os.chmod(fs.n('emptydir'), 0)
+    for name in ('empty', 'emptydir'):
+        os.chmod(fs.m(name), 0)
+        os.chmod(fs.n(name), 0)
     for name in ('file', 'ro', 'exec', 'dir', 'empty', 'emptydir', 'link',
                  'dangling', 'missing', 'fifo', 'dir/a', 'file/x'):
         for mode in (os.F_OK, os.R_OK, os.W_OK, os.X_OK,
@@ -1491,6 +1490,7 @@ def test_attrs_not_stale(fs):
     os.close(fd)
 
 
+@pytest.mark.source_changes
 def test_source_changes_visible(fs):
     """Changes made to the source behind hotfs's back show through the
     mount once the attribute timeout has passed (at once with timeouts of
@@ -1539,6 +1539,7 @@ def test_source_changes_visible(fs):
 # symlinks in the source are never followed by the daemon
 
 
+@pytest.mark.source_changes
 def test_symlink_not_followed(fs, ws):
     outside = os.path.join(ws.root, 'outside')
     os.mkdir(outside)
@@ -1682,6 +1683,7 @@ def test_rm_rf_in_one_pass(fs):
     assert got == (1000, [])
 
 
+@pytest.mark.source_changes
 def test_handles_follow_renames(fs):
     """An open file or directory keeps referring to the same object after
     it (or its parent) is renamed through the mount or in the source."""
