@@ -21,7 +21,7 @@ metric_of()
 {
 	case $1 in
 	seq) echo "mb_per_s MB/s" ;;
-	rand) echo "iops IOPS" ;;
+	rand|fio) echo "iops IOPS" ;;
 	*) echo "seconds seconds" ;;
 	esac
 }

@@ -16,6 +16,14 @@
 #   cp       cp of the large file off the tree onto the SSD, page cache dropped
 #   gitgrep  git grep -q for an absent string over the repository, page cache
 #            dropped
+#   scan     scan resistance, with a small cache (-o cachesize=, 1/4 of the
+#            large file): passes 1-3 read a hot file (1/16 of the large
+#            file), pass 4 reads the large file once, pass 5 the hot file
+#            again; page cache dropped before each (not in the default list)
+#   fio      4 KiB zipf(1.2) random I/O, cache:data 1:BENCH_FIO_RATIO
+#            (default 10); pass N is read/write mix N of 100/0 70/30 50/50
+#            0/100.  A first cut of DESIGN.md's matrix: run it once per
+#            ratio (not in the default list)
 #
 # Targets, side by side in the same run (--targets narrows them):
 #   hdd, ssd                  the trees read directly
@@ -78,7 +86,7 @@ wl_list=()
 for w in "${workloads[@]}"; do
 	case $w in
 	meta) wl_list+=(meta-find meta-gitstatus) ;;
-	seq|rand|meta-find|meta-gitstatus|cp|gitgrep) wl_list+=("$w") ;;
+	seq|rand|meta-find|meta-gitstatus|cp|gitgrep|scan|fio) wl_list+=("$w") ;;
 	*) bench_die "unknown workload: $w" ;;
 	esac
 done
@@ -95,16 +103,21 @@ if (( smoke )); then
 	HDD_SIZE=1G SSD_SIZE=1G BIG_MIB=64 RAND_SECS=1 BENCH_VERIFY_SECS=2
 	TREE_SUB=src/image
 	declare -A PASSES=([seq]=1 [rand]=1 [meta-find]=1 [meta-gitstatus]=1
-			   [cp]=2 [gitgrep]=2)
+			   [cp]=2 [gitgrep]=2 [scan]=5 [fio]=4)
 else
 	HDD_SIZE=8G SSD_SIZE=16G BIG_MIB=1024 RAND_SECS=20 BENCH_VERIFY_SECS=3
 	TREE_SUB=.
 	declare -A PASSES=([seq]=3 [rand]=3 [meta-find]=5 [meta-gitstatus]=5
-			   [cp]=8 [gitgrep]=8)
+			   [cp]=8 [gitgrep]=8 [scan]=5 [fio]=4)
 fi
 if [ -n "$passes_override" ]; then
-	for w in "${!PASSES[@]}"; do PASSES[$w]=$passes_override; done
+	# scan's and fio's passes are steps, not repetitions
+	for w in "${!PASSES[@]}"; do
+		[[ $w == scan || $w == fio ]] || PASSES[$w]=$passes_override
+	done
 fi
+FIO_RATIO=${BENCH_FIO_RATIO:-10}
+FIO_MIXES=(100 70 50 0)
 export BENCH_VERIFY_SECS
 
 skip() { bench_log "skipped: $*"; exit 77; }
@@ -142,7 +155,8 @@ targets_for()
 {
 	local t list
 	case $1 in
-	cp|gitgrep) list=(hdd ssd hotfs-nocache@hdd hotfs@hdd) ;;
+	cp|gitgrep|fio) list=(hdd ssd hotfs-nocache@hdd hotfs@hdd) ;;
+	scan) list=(hdd hotfs-nocache@hdd hotfs@hdd) ;;
 	*) list=("${ALL_TARGETS[@]}") ;;
 	esac
 	for t in "${list[@]}"; do
@@ -163,9 +177,23 @@ target_root()
 	esac
 }
 
+# The cache size scan and fio use, in MiB: the store wants two 16 MiB
+# regions at least, which the smoke's sizes would go below.
+cache_mib() { echo $(( $1 > 32 ? $1 : 32 )); }
+
+# Options a workload adds for the cached targets.
+wl_hotfs_opts()
+{
+	case $1 in
+	scan) echo ",cachesize=$(cache_mib $(( BIG_MIB / 4 )))M" ;;
+	fio) echo ",cachesize=$(cache_mib $(( BIG_MIB / FIO_RATIO )))M" ;;
+	esac
+}
+
 mount_targets()
 {
-	local t base cache opts
+	local wl=$1 t base cache opts
+	shift
 	for t in "$@"; do
 		[[ $t == hotfs* ]] || continue
 		base=$(target_base "$t")
@@ -173,7 +201,7 @@ mount_targets()
 		rm -rf "$cache"
 		case $t in
 		hotfs-nocache@*) opts=cachedir=$cache,$BENCH_NOCACHE_OPTS ;;
-		*) opts=cachedir=$cache ;;
+		*) opts=cachedir=$cache$(wl_hotfs_opts "$wl") ;;
 		esac
 		[ -z "$BENCH_HOTFS_OPTS" ] || opts+=,$BENCH_HOTFS_OPTS
 		hotfs_mount "${DISK_MNT[$base]}/data" "$(target_root "$t")" \
@@ -285,6 +313,33 @@ git_grep()
 
 wl_gitgrep() { timed git_grep "$1"; }
 
+# scan: PASS (set by run_pass) picks the step.
+read_file() { cat "$1" > /dev/null; }
+
+wl_scan()
+{
+	if [ "$PASS" = 4 ]; then
+		timed read_file "$1/big"
+	else
+		timed read_file "$1/hot"
+	fi
+}
+
+wl_fio()
+{
+	local j=$out/fio-last.json mix=${FIO_MIXES[PASS - 1]}
+	fio_json "$j" --name=zipf --filename="$1/fio.dat" --rw=randrw \
+		--rwmixread="$mix" --bs=4k --ioengine=psync --direct=0 \
+		--random_distribution=zipf:1.2 --size="${BIG_MIB}M" \
+		--runtime="$RAND_SECS" --time_based --end_fsync=1
+	RES=$(jq -r '.jobs[0] | [ ([.read.runtime, .write.runtime] | max) / 1000,
+		(.read.bw_bytes + .write.bw_bytes) / 1e6,
+		.read.iops + .write.iops,
+		(if .read.io_bytes > 0 then .read.clat_ns.percentile["99.000000"]
+		 else .write.clat_ns.percentile["99.000000"] end) / 1000 ]
+		| map(tostring) | join(" ")' "$j")
+}
+
 # Results must not depend on the target: the first target's answer is the
 # reference for the others.
 declare -A CHECK_REF=()
@@ -306,6 +361,8 @@ wl_desc()
 	meta-gitstatus) echo "git status over $TREE_FILES files, warm caches, ${META_GAP} s after the previous run (seconds; lower is better)" ;;
 	cp) echo "cp of a ${BIG_MIB} MiB file onto the SSD, page cache dropped (seconds; lower is better)" ;;
 	gitgrep) echo "git grep -q (absent string) over $TREE_FILES files, page cache dropped (seconds; lower is better)" ;;
+	scan) echo "scan resistance, cachesize $(cache_mib $(( BIG_MIB / 4 ))) MiB: passes 1-3 and 5 read a $(( BIG_MIB / 16 )) MiB hot file, pass 4 the ${BIG_MIB} MiB file once (seconds; lower is better)" ;;
+	fio) echo "fio 4 KiB zipf(1.2) random I/O on a ${BIG_MIB} MiB file for ${RAND_SECS} s, cachesize $(cache_mib $(( BIG_MIB / FIO_RATIO ))) MiB; passes 1-4 are read/write mixes ${FIO_MIXES[*]}/100-that (IOPS, reads + writes; higher is better)" ;;
 	esac
 }
 
@@ -314,7 +371,7 @@ wl_metric()
 {
 	case $1 in
 	seq) echo mb_per_s ;;
-	rand) echo iops ;;
+	rand|fio) echo iops ;;
 	*) echo seconds ;;
 	esac
 }
@@ -348,6 +405,7 @@ META_GAP=${BENCH_META_GAP:-$( (( smoke )) && echo 1.1 || echo 2)}
 run_pass()
 {
 	local wl=$1 t=$2 pass=$3 root base s0 s1 res try=1
+	PASS=$pass
 	root=$(target_root "$t")
 	base=$(target_base "$t")
 	wl_warm "$wl" || bench_drop_caches
@@ -377,7 +435,7 @@ run_workload()
 	(( ${#targets[@]} )) || return 0
 	bench_log "== $wl: $(wl_desc "$wl")"
 	CHECK_REF=()
-	mount_targets "${targets[@]}"
+	mount_targets "$wl" "${targets[@]}"
 	if wl_warm "$wl"; then
 		for t in "${targets[@]}"; do
 			"wl_$wl" "$(target_root "$t")"
@@ -412,6 +470,10 @@ populate()
 	mkdir -p "$d/data" "$d/scratch" "$d/cache"
 	if [ "$1" = hdd ]; then
 		head -c "$(( BIG_MIB * 1048576 ))" /dev/urandom > "$d/data/big"
+		head -c "$(( BIG_MIB * 1048576 / 16 ))" /dev/urandom > "$d/data/hot"
+		if [[ " ${wl_list[*]} " == *" fio "* ]]; then
+			head -c "$(( BIG_MIB * 1048576 ))" /dev/urandom > "$d/data/fio.dat"
+		fi
 		mkdir -p "$d/data/go"
 		cp -a "$TREE_SRC/$TREE_SUB/." "$d/data/go/"
 		git -C "$d/data/go" init -q
