@@ -20,6 +20,8 @@
 #            large file): passes 1-3 read a hot file (1/16 of the large
 #            file), pass 4 reads the large file once, pass 5 the hot file
 #            again; page cache dropped before each (not in the default list)
+#   restart  passes 1-3 read the hot file, pass 4 after a remount of hotfs:
+#            does the cache survive a restart? (not in the default list)
 #   fio      4 KiB zipf(1.2) random I/O, cache:data 1:BENCH_FIO_RATIO
 #            (default 10); pass N is read/write mix N of 100/0 70/30 50/50
 #            0/100.  A first cut of DESIGN.md's matrix: run it once per
@@ -86,7 +88,7 @@ wl_list=()
 for w in "${workloads[@]}"; do
 	case $w in
 	meta) wl_list+=(meta-find meta-gitstatus) ;;
-	seq|rand|meta-find|meta-gitstatus|cp|gitgrep|scan|fio) wl_list+=("$w") ;;
+	seq|rand|meta-find|meta-gitstatus|cp|gitgrep|scan|fio|restart) wl_list+=("$w") ;;
 	*) bench_die "unknown workload: $w" ;;
 	esac
 done
@@ -103,17 +105,18 @@ if (( smoke )); then
 	HDD_SIZE=1G SSD_SIZE=1G BIG_MIB=64 RAND_SECS=1 BENCH_VERIFY_SECS=2
 	TREE_SUB=src/image
 	declare -A PASSES=([seq]=1 [rand]=1 [meta-find]=1 [meta-gitstatus]=1
-			   [cp]=2 [gitgrep]=2 [scan]=5 [fio]=4)
+			   [cp]=2 [gitgrep]=2 [scan]=5 [fio]=4 [restart]=4)
 else
 	HDD_SIZE=8G SSD_SIZE=16G BIG_MIB=1024 RAND_SECS=20 BENCH_VERIFY_SECS=3
 	TREE_SUB=.
 	declare -A PASSES=([seq]=3 [rand]=3 [meta-find]=5 [meta-gitstatus]=5
-			   [cp]=8 [gitgrep]=8 [scan]=5 [fio]=4)
+			   [cp]=8 [gitgrep]=8 [scan]=5 [fio]=4 [restart]=4)
 fi
 if [ -n "$passes_override" ]; then
 	# scan's and fio's passes are steps, not repetitions
 	for w in "${!PASSES[@]}"; do
-		[[ $w == scan || $w == fio ]] || PASSES[$w]=$passes_override
+		[[ $w == scan || $w == fio || $w == restart ]] ||
+			PASSES[$w]=$passes_override
 	done
 fi
 FIO_RATIO=${BENCH_FIO_RATIO:-10}
@@ -156,7 +159,7 @@ targets_for()
 	local t list
 	case $1 in
 	cp|gitgrep|fio) list=(hdd ssd hotfs-nocache@hdd hotfs@hdd) ;;
-	scan) list=(hdd hotfs-nocache@hdd hotfs@hdd) ;;
+	scan|restart) list=(hdd hotfs-nocache@hdd hotfs@hdd) ;;
 	*) list=("${ALL_TARGETS[@]}") ;;
 	esac
 	for t in "${list[@]}"; do
@@ -190,22 +193,30 @@ wl_hotfs_opts()
 	esac
 }
 
+# mount_target WL TARGET: mount one hotfs target, keeping its cachedir.
+mount_target()
+{
+	local wl=$1 t=$2 base cache opts
+	base=$(target_base "$t")
+	cache=${DISK_MNT[ssd]}/cache/$t
+	case $t in
+	hotfs-nocache@*) opts=cachedir=$cache,$BENCH_NOCACHE_OPTS ;;
+	*) opts=cachedir=$cache$(wl_hotfs_opts "$wl") ;;
+	esac
+	[ -z "$BENCH_HOTFS_OPTS" ] || opts+=,$BENCH_HOTFS_OPTS
+	hotfs_mount "${DISK_MNT[$base]}/data" "$(target_root "$t")" \
+		"$opts" "$out/hotfs-$t.log"
+}
+
+# Each workload starts with empty caches.
 mount_targets()
 {
-	local wl=$1 t base cache opts
+	local wl=$1 t
 	shift
 	for t in "$@"; do
 		[[ $t == hotfs* ]] || continue
-		base=$(target_base "$t")
-		cache=${DISK_MNT[ssd]}/cache/$t
-		rm -rf "$cache"
-		case $t in
-		hotfs-nocache@*) opts=cachedir=$cache,$BENCH_NOCACHE_OPTS ;;
-		*) opts=cachedir=$cache$(wl_hotfs_opts "$wl") ;;
-		esac
-		[ -z "$BENCH_HOTFS_OPTS" ] || opts+=,$BENCH_HOTFS_OPTS
-		hotfs_mount "${DISK_MNT[$base]}/data" "$(target_root "$t")" \
-			"$opts" "$out/hotfs-$t.log"
+		rm -rf "${DISK_MNT[ssd]}/cache/$t"
+		mount_target "$wl" "$t"
 	done
 }
 
@@ -325,6 +336,19 @@ wl_scan()
 	fi
 }
 
+# restart: passes 1-3 read the hot file; before pass 4 each hotfs target is
+# unmounted and mounted again (outside the timing), so pass 4 shows whether
+# the cache survived the restart.
+wl_restart()
+{
+	if [ "$PASS" = 4 ] && [[ $TARGET == hotfs* ]]; then
+		hotfs_umount "$1" || bench_die "unmounting $TARGET failed"
+		mount_target restart "$TARGET"
+		bench_drop_caches
+	fi
+	timed read_file "$1/hot"
+}
+
 wl_fio()
 {
 	local j=$out/fio-last.json mix=${FIO_MIXES[PASS - 1]}
@@ -361,6 +385,7 @@ wl_desc()
 	meta-gitstatus) echo "git status over $TREE_FILES files, warm caches, ${META_GAP} s after the previous run (seconds; lower is better)" ;;
 	cp) echo "cp of a ${BIG_MIB} MiB file onto the SSD, page cache dropped (seconds; lower is better)" ;;
 	gitgrep) echo "git grep -q (absent string) over $TREE_FILES files, page cache dropped (seconds; lower is better)" ;;
+	restart) echo "passes 1-3 read a $(( BIG_MIB / 16 )) MiB hot file, pass 4 reads it after hotfs was unmounted and mounted again (seconds; lower is better)" ;;
 	scan) echo "scan resistance, cachesize $(cache_mib $(( BIG_MIB / 4 ))) MiB: passes 1-3 and 5 read a $(( BIG_MIB / 16 )) MiB hot file, pass 4 the ${BIG_MIB} MiB file once (seconds; lower is better)" ;;
 	fio) echo "fio 4 KiB zipf(1.2) random I/O on a ${BIG_MIB} MiB file for ${RAND_SECS} s, cachesize $(cache_mib $(( BIG_MIB / FIO_RATIO ))) MiB; passes 1-4 are read/write mixes ${FIO_MIXES[*]}/100-that (IOPS, reads + writes; higher is better)" ;;
 	esac
@@ -405,7 +430,7 @@ META_GAP=${BENCH_META_GAP:-$( (( smoke )) && echo 1.1 || echo 2)}
 run_pass()
 {
 	local wl=$1 t=$2 pass=$3 root base s0 s1 res try=1
-	PASS=$pass
+	PASS=$pass TARGET=$t
 	root=$(target_root "$t")
 	base=$(target_base "$t")
 	wl_warm "$wl" || bench_drop_caches
