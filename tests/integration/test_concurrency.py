@@ -316,3 +316,56 @@ def test_no_fd_leak(ws, mode):
     left = source_fds(proc.pid, ws.src)
     assert not any(t.endswith(' (deleted)') for t in left), left
     ws.stop(proc)
+
+
+def lister(i, mnt):
+    """Create, rename, make and remove directories in a shared directory,
+    and after each rename list it: a process must see its own change."""
+    d = os.path.join(mnt, 'shared-dir')
+    for k in range(60):
+        a = os.path.join(d, 'w%d-%d' % (i, k))
+        with open(a, 'w') as f:
+            f.write('x')
+        b = a + '.renamed'
+        os.rename(a, b)
+        names = os.listdir(d)
+        assert os.path.basename(b) in names, ('new name not listed', b)
+        assert os.path.basename(a) not in names, ('old name listed', a)
+        if k % 2:
+            os.unlink(b)
+        else:
+            os.mkdir(a + '.dir')
+            os.rmdir(a + '.dir')
+
+
+@pytest.mark.parametrize('mode', sorted(MODES))
+def test_listing_shows_own_changes(ws, mode):
+    proc = ws.start(opts=MODES[mode])
+    os.mkdir(os.path.join(ws.mnt, 'shared-dir'))
+    pids = []
+    for i in range(NPROC):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.close(r)
+                try:
+                    lister(i, ws.mnt)
+                    code = 0
+                except BaseException:
+                    os.write(w, traceback.format_exc()[-1500:].encode())
+            finally:
+                os._exit(code)
+        os.close(w)
+        pids.append((i, pid, r))
+    failures = []
+    for i, pid, r in pids:
+        with os.fdopen(r, 'rb') as f:
+            report = f.read().decode(errors='replace')
+        if os.waitpid(pid, 0)[1] != 0:
+            failures.append('worker %d:\n%s' % (i, report))
+    assert not failures, '\n'.join(failures)
+    assert sorted(os.listdir(os.path.join(ws.mnt, 'shared-dir'))) == \
+        sorted(os.listdir(os.path.join(ws.src, 'shared-dir')))
+    ws.stop(proc)
