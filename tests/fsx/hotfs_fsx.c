@@ -17,6 +17,10 @@
  * writes or truncates it behind the mount's back and reopens it: the mount
  * must then show the new content (close-to-open coherence, stale cache).
  * -w changes the mix, e.g. a read-heavy one that keeps extents cached.
+ * -r OFFSET confines the run to [OFFSET, OFFSET + maxlen) of a file that
+ * other exercisers use at the same time on other regions: their writes
+ * share cache extents and pages with ours, and must never show in our
+ * region (promotion racing a write, invalidation of a shared extent).
  *
  * Model invariants: good[0..size) is what the file holds, and good[size..
  * maxlen) is always zero, so growing the file (truncate, fallocate, a write
@@ -155,6 +159,8 @@ static struct {
 	bool op_on[OP_NR];
 	unsigned int weight[OP_NR];
 	char *srcpath;		/* -s: the same file, not through the mount */
+	bool shared;		/* -r: one region of a file others also use */
+	off_t region;		/* -r: where the region starts in the file */
 	bool fa_on[FA_NR];
 	bool direct_ok;
 
@@ -343,8 +349,11 @@ static void check_data(const char *what, off_t off, const uint8_t *got,
 	fprintf(stderr, "hotfs_fsx: DATA MISMATCH (%s of off %jd len %zu, file size %jd)\n",
 		what, (intmax_t)off, len, (intmax_t)fx.size);
 	fprintf(stderr, "  first differing byte at file offset %jd (0x%jx): expected 0x%02x, observed 0x%02x\n",
-		(intmax_t)(off + first), (intmax_t)(off + first), want[first],
-		got[first]);
+		(intmax_t)(fx.region + off + first),
+		(intmax_t)(fx.region + off + first), want[first], got[first]);
+	if (fx.shared)
+		fprintf(stderr, "  (offsets below are relative to the region at %jd)\n",
+			(intmax_t)fx.region);
 	fprintf(stderr, "  %zu bytes differ between file offsets %jd and %jd\n",
 		ndiff, (intmax_t)(off + first), (intmax_t)(off + last));
 	start = first & ~(size_t)15;
@@ -403,7 +412,7 @@ static void model_zero(off_t off, off_t len)
 
 static void open_files(bool trunc)
 {
-	int flags = O_RDWR | O_CREAT | (trunc ? O_TRUNC : 0);
+	int flags = O_RDWR | O_CREAT | (trunc && !fx.shared ? O_TRUNC : 0);
 
 	fx.fd = open(fx.path, flags, 0644);
 	if (fx.fd == -1)
@@ -443,7 +452,7 @@ static void full_check(const char *why)
 
 		if (chunk > (size_t)fx.maxop)
 			chunk = fx.maxop;
-		n = pread(fx.fd, fx.buf, chunk, off);
+		n = pread(fx.fd, fx.buf, chunk, fx.region + off);
 		if (n == -1)
 			fail("full compare (%s): pread off %jd: %s", why,
 			     (intmax_t)off, strerror(errno));
@@ -453,6 +462,8 @@ static void full_check(const char *why)
 		check_data("full compare", off, fx.buf, n);
 		off += n;
 	}
+	if (fx.shared)
+		return;
 	n = pread(fx.fd, fx.buf, 1, fx.size);
 	if (n != 0)
 		fail("full compare (%s): read at EOF %jd returned %zd, expected 0",
@@ -463,7 +474,7 @@ static void do_read(off_t off, off_t len)
 {
 	off_t want = off >= fx.size ? 0 :
 		     (off + len > fx.size ? fx.size - off : len);
-	ssize_t n = pread(fx.fd, fx.buf, len, off);
+	ssize_t n = pread(fx.fd, fx.buf, len, fx.region + off);
 
 	if (n == -1)
 		fail("pread off %jd len %jd: %s", (intmax_t)off, (intmax_t)len,
@@ -480,7 +491,7 @@ static void do_write(off_t off, off_t len)
 	ssize_t n;
 
 	fill_pattern(fx.buf, off, len);
-	n = pwrite(fx.fd, fx.buf, len, off);
+	n = pwrite(fx.fd, fx.buf, len, fx.region + off);
 	if (n == -1)
 		fail("pwrite off %jd len %jd: %s", (intmax_t)off, (intmax_t)len,
 		     strerror(errno));
@@ -539,13 +550,15 @@ static void map_failed(const char *what, off_t off, off_t len)
 
 static void do_mapread(off_t off, off_t len)
 {
-	const off_t pg = off & ~(off_t)(fx.pagesize - 1);
-	const bool eofpage = (off + len - 1) / fx.pagesize ==
+	const off_t abs = fx.region + off;
+	const off_t pg = abs & ~(off_t)(fx.pagesize - 1);
+	const volatile bool eofpage = !fx.shared &&
+			     (off + len - 1) / fx.pagesize ==
 			     (fx.size - 1) / fx.pagesize;
 	/* up to the end of EOF's page, to check the bytes past EOF */
 	const off_t maplen = eofpage ?
 		(((fx.size - pg) + fx.pagesize - 1) & ~(off_t)(fx.pagesize - 1)) :
-		off + len - pg;
+		abs + len - pg;
 	uint8_t *p;
 
 	p = mmap(NULL, maplen, PROT_READ, MAP_SHARED, fx.fd, pg);
@@ -555,7 +568,7 @@ static void do_mapread(off_t off, off_t len)
 	if (sigsetjmp(fx.map_jmp, 1))
 		map_failed("mmap read", off, len);
 	fx.in_map = 1;
-	memcpy(fx.buf, p + (off - pg), len);
+	memcpy(fx.buf, p + (abs - pg), len);
 	if (eofpage)
 		check_eof_page(p, pg, maplen);
 	fx.in_map = 0;
@@ -566,8 +579,9 @@ static void do_mapread(off_t off, off_t len)
 
 static void do_mapwrite(off_t off, off_t len)
 {
-	off_t pg = off & ~(off_t)(fx.pagesize - 1);
-	off_t maplen = off + len - pg;
+	off_t abs = fx.region + off;
+	off_t pg = abs & ~(off_t)(fx.pagesize - 1);
+	off_t maplen = abs + len - pg;
 	uint8_t *p;
 
 	if (off + len > fx.size) {
@@ -585,7 +599,7 @@ static void do_mapwrite(off_t off, off_t len)
 	if (sigsetjmp(fx.map_jmp, 1))
 		map_failed("mmap write", off, len);
 	fx.in_map = 1;
-	memcpy(p + (off - pg), fx.buf, len);
+	memcpy(p + (abs - pg), fx.buf, len);
 	fx.in_map = 0;
 	if (msync(p, maplen, MS_SYNC) == -1)
 		fail("msync off %jd len %jd: %s", (intmax_t)pg,
@@ -599,7 +613,7 @@ static void do_dread(off_t off, off_t len)
 {
 	off_t want = off >= fx.size ? 0 :
 		     (off + len > fx.size ? fx.size - off : len);
-	ssize_t n = pread(fx.dfd, fx.dbuf, len, off);
+	ssize_t n = pread(fx.dfd, fx.dbuf, len, fx.region + off);
 
 	if (n == -1)
 		fail("O_DIRECT pread off %jd len %jd: %s", (intmax_t)off,
@@ -616,7 +630,7 @@ static void do_dwrite(off_t off, off_t len)
 	ssize_t n;
 
 	fill_pattern(fx.dbuf, off, len);
-	n = pwrite(fx.dfd, fx.dbuf, len, off);
+	n = pwrite(fx.dfd, fx.dbuf, len, fx.region + off);
 	if (n == -1)
 		fail("O_DIRECT pwrite off %jd len %jd: %s", (intmax_t)off,
 		     (intmax_t)len, strerror(errno));
@@ -636,7 +650,7 @@ static void do_truncate(off_t size)
 /* Returns a note for the log, or NULL. */
 static const char *do_falloc(int mode, off_t off, off_t len)
 {
-	if (fallocate(fx.fd, fa_desc[mode].flags, off, len) == -1) {
+	if (fallocate(fx.fd, fa_desc[mode].flags, fx.region + off, len) == -1) {
 		if (errno == EOPNOTSUPP || errno == ENOSYS) {
 			printf("hotfs_fsx: fallocate mode %s: %s: mode disabled\n",
 			       fa_desc[mode].name, strerror(errno));
@@ -927,8 +941,12 @@ static void one_op(void)
 			len = fx.maxlen - off;
 		break;
 	}
+	/* in a shared file, the bytes past the region are someone else's */
+	if (fx.shared && (op == OP_READ || op == OP_DREAD) &&
+	    off + len > fx.size)
+		len = off < fx.size ? fx.size - off : 0;
 	if (op == OP_MAPWRITE || op == OP_READ || op == OP_WRITE ||
-	    op == OP_FALLOC) {
+	    op == OP_FALLOC || (fx.shared && op == OP_DREAD)) {
 		if (len <= 0 && !note)
 			note = "skipped (empty range)";
 	}
@@ -1114,6 +1132,9 @@ static void usage(void)
 "  -p N        print progress every N ops\n"
 "  -q          quiet: print only failures\n"
 "  -u          unlink FILE on success\n"
+"  -r OFFSET   share FILE with other exercisers: use only the -l bytes\n"
+"              from OFFSET (no truncate, size-changing fallocate, seek or\n"
+"              srcwrite; O_DIRECT only if OFFSET is aligned)\n"
 "  -I N        test the exerciser: after op N, change one byte of the file\n"
 "              behind the model's back (the run must then fail)\n"
 "exit: 0 success, 1 data mismatch or failed operation, 2 usage/setup\n");
@@ -1218,7 +1239,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < FA_NR; i++)
 		fx.fa_on[i] = true;
 
-	while ((c = getopt(argc, argv, "S:N:l:o:a:f:x:w:s:RWZFKHzTCynL:dD:p:quI:h")) != -1) {
+	while ((c = getopt(argc, argv, "S:N:l:o:a:f:x:w:s:r:RWZFKHzTCynL:dD:p:quI:h")) != -1) {
 		switch (c) {
 		case 'S':
 			fx.seed = parse_num(optarg, "seed");
@@ -1249,6 +1270,10 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			fx.srcpath = optarg;
+			break;
+		case 'r':
+			fx.region = parse_num(optarg, "region offset");
+			fx.shared = true;
 			break;
 		case 'R':
 			fx.op_on[OP_MAPREAD] = false;
@@ -1313,6 +1338,19 @@ int main(int argc, char **argv)
 
 	if (!fx.srcpath)
 		fx.op_on[OP_SRCWRITE] = false;
+	if (fx.shared) {
+		/* only what stays inside the region and leaves the size alone */
+		fx.op_on[OP_TRUNCATE] = false;
+		fx.op_on[OP_SRCWRITE] = false;
+		fx.op_on[OP_SEEK] = false;
+		fx.fa_on[FA_ALLOC] = false;
+		fx.fa_on[FA_ZERO] = false;
+		fx.nosizecheck = true;
+		if (fx.region % fx.align) {
+			fx.op_on[OP_DREAD] = false;
+			fx.op_on[OP_DWRITE] = false;
+		}
+	}
 	fx.pagesize = sysconf(_SC_PAGESIZE);
 	if (fx.maxlen < 1 || fx.maxop < 1 || fx.align < 1 ||
 	    (fx.align & (fx.align - 1)))
@@ -1358,6 +1396,14 @@ int main(int argc, char **argv)
 
 	setup_signals();
 	open_files(true);
+	if (fx.shared) {
+		/* our region starts as zeros; a write only ever grows a file */
+		memset(fx.buf, 0, fx.maxlen);
+		if (pwrite(fx.fd, fx.buf, fx.maxlen, fx.region) != fx.maxlen)
+			die("zeroing the region at %jd: %s",
+			    (intmax_t)fx.region, strerror(errno));
+		fx.size = fx.maxlen;
+	}
 	for (fx.opnum = 1; fx.opnum <= fx.numops; fx.opnum++) {
 		one_op();
 		if (fx.inject_at && fx.opnum >= fx.inject_at && fx.size) {
