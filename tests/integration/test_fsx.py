@@ -194,6 +194,50 @@ def test_fsx_concurrent(mount):
     check_source(ws, ['fsx.par%d' % i for i in range(4)])
 
 
+def test_fsx_shared_file_regions(ws):
+    """Four exercisers on four 100 KiB regions of one file, with 64K
+    extents promoted on first access: the regions share extents and
+    pages, so promotions race writes to the neighbouring regions, and a
+    write must invalidate only what it touches."""
+    proc = ws.start(opts='extent=64K,threshold=1')
+    path = os.path.join(ws.mnt, 'fsx.shared')
+    region = 102400
+    procs = []
+    for i in range(4):
+        log = open(os.path.join(ws.logs, 'fsx.shared%d.log' % i), 'w+b')
+        cmd = [fsx_bin(), '-S', str(200 + i), '-N', '20000', '-f', '1000',
+               '-L', '60', '-l', str(region), '-o', '30000',
+               '-w', 'read=10,dread=20,mapread=10,write=10,dwrite=5,'
+               'mapwrite=5,reopen=4,dropcache=6,falloc=4',
+               '-r', str(i * region), path]
+        procs.append((i, subprocess.Popen(cmd, stdout=log,
+                                          stderr=subprocess.STDOUT), log))
+    failures = []
+    try:
+        for i, p, log in procs:
+            try:
+                rc = p.wait(timeout=FSX_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                rc = 'timeout'
+            log.seek(0)
+            out = log.read().decode(errors='replace')
+            if rc != 0 or 'completed OK' not in out:
+                failures.append('region %d: exit %s\n%s'
+                                % (i, rc, out[-6000:]))
+    finally:
+        for _, p, log in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            log.close()
+    if failures:
+        pytest.fail('\n\n'.join(failures))
+    check_source(ws, ['fsx.shared'])
+    ws.stop(proc)
+
+
 def test_fsx_file_survives_remount(ws):
     """After unmount and a fresh mount (same cache store), the file reads
     back as the exerciser left it."""
