@@ -1461,6 +1461,12 @@ static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 	if (conn->capable & FUSE_CAP_ASYNC_DIO)
 		conn->want |= FUSE_CAP_ASYNC_DIO;
+	/* with default_permissions the kernel checks access: let it see
+	 * the source's POSIX ACLs too (the source keeps modes and default
+	 * ACLs in step itself when hotfs sets them) */
+	if ((fs->o->default_permissions || fs->o->allow_other) &&
+	    (conn->capable & FUSE_CAP_POSIX_ACL))
+		conn->want |= FUSE_CAP_POSIX_ACL;
 	/* the source applies the umask (or a default ACL) itself */
 	if (conn->capable & FUSE_CAP_DONT_MASK) {
 		conn->want |= FUSE_CAP_DONT_MASK;
