@@ -13,7 +13,7 @@ import traceback
 import pytest
 
 import util
-from conftest import MODES
+from conftest import MODES, ignore_atime_in
 
 NPROC = 8
 OWN_SIZE = 2 << 20
@@ -143,6 +143,7 @@ def run_workers(mnt, n):
 
 @pytest.mark.parametrize('mode', sorted(MODES))
 def test_concurrent_readers_and_writers(ws, mode):
+    ignore_atime_in(mode)
     with open(os.path.join(ws.src, 'common'), 'wb') as f:
         f.write(pattern(7, COMMON_SIZE))
     proc = ws.start(opts=MODES[mode])
@@ -258,6 +259,7 @@ def run_contenders(mnt, n):
 
 @pytest.mark.parametrize('mode', sorted(MODES))
 def test_contended_names(ws, mode):
+    ignore_atime_in(mode)
     proc = ws.start(opts=MODES[mode])
     os.mkdir(os.path.join(ws.mnt, 'arena'))
     failures = run_contenders(ws.mnt, NPROC)
