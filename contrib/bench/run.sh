@@ -41,7 +41,9 @@
 #
 # Environment: HOTFS_BIN (default: build/hotfs in the repository),
 # BENCH_HOTFS_OPTS (extra -o options for every hotfs target),
-# BENCH_NOCACHE_OPTS (options that turn caching off; default "nocache").
+# BENCH_NOCACHE_OPTS (options that turn caching off; default "nocache"),
+# BENCH_META_GAP, BENCH_FIO_RATIO (above), BENCH_TREE_SRC (the source tree
+# copied into the repository; default /usr/share/go-1.19).
 
 set -euo pipefail
 shopt -s inherit_errexit
@@ -113,7 +115,7 @@ else
 			   [cp]=8 [gitgrep]=8 [scan]=5 [fio]=4 [restart]=4)
 fi
 if [ -n "$passes_override" ]; then
-	# scan's and fio's passes are steps, not repetitions
+	# scan's, fio's and restart's passes are steps, not repetitions
 	for w in "${!PASSES[@]}"; do
 		[[ $w == scan || $w == fio || $w == restart ]] ||
 			PASSES[$w]=$passes_override
@@ -121,7 +123,6 @@ if [ -n "$passes_override" ]; then
 fi
 FIO_RATIO=${BENCH_FIO_RATIO:-10}
 FIO_MIXES=(100 70 50 0)
-export BENCH_VERIFY_SECS
 
 skip() { bench_log "skipped: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root"
