@@ -353,10 +353,12 @@ wl_restart()
 wl_fio()
 {
 	local j=$out/fio-last.json mix=${FIO_MIXES[PASS - 1]}
+	# Buffered, as through the page cache, but every write is made durable
+	# (fdatasync) so that writes reach the disk under test in the pass.
 	fio_json "$j" --name=zipf --filename="$1/fio.dat" --rw=randrw \
 		--rwmixread="$mix" --bs=4k --ioengine=psync --direct=0 \
 		--random_distribution=zipf:1.2 --size="${BIG_MIB}M" \
-		--runtime="$RAND_SECS" --time_based --end_fsync=1
+		--runtime="$RAND_SECS" --time_based --fdatasync=1
 	RES=$(jq -r '.jobs[0] | [ ([.read.runtime, .write.runtime] | max) / 1000,
 		(.read.bw_bytes + .write.bw_bytes) / 1e6,
 		.read.iops + .write.iops,
