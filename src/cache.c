@@ -286,35 +286,29 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	uint32_t first = 0, count = 0, e, nb = 0;
 	char *bufs[8] = { 0 };
 	uint32_t lens[8] = { 0 }, exts[8] = { 0 };
-	uint64_t n;
+	bool have_now;
 	unsigned i;
-	int kept;
 
 	if (!c)
 		return;
-	pthread_mutex_lock(&in->m);
-	n = in->cached_extents_hint;
-	pthread_mutex_unlock(&in->m);
-	if (!n)
-		return;		/* nothing of this file is cached */
 	cache_key(c, in->dev, in->ino, &k);
-	if (!w->have_old || fstatat(in->fd, "", &st, AT_EMPTY_PATH) != 0) {
-		st_invalidate(c->st, &k, 0, 0, ST_INVAL_WRITE);
-		stats_add(&c->stats, STAT_INVAL_WRITE, 1);
-		return;
-	}
-	cache_stamp(&st, &now);
-	if (len) {
-		uint64_t last = len == CACHE_WR_TO_END || off + len < off ?
-				UINT32_MAX : (off + len - 1) >> c->ext_shift;
+	have_now = w->have_old && fstatat(in->fd, "", &st, AT_EMPTY_PATH) == 0;
+	if (have_now) {
+		cache_stamp(&st, &now);
+		if (len) {
+			uint64_t last = len == CACHE_WR_TO_END ||
+					off + len < off ? UINT32_MAX :
+					(off + len - 1) >> c->ext_shift;
 
-		first = (uint32_t)(off >> c->ext_shift);
-		count = last >= UINT32_MAX ? 0 : (uint32_t)(last - first + 1);
-		if (!count)	/* to the end of the file */
-			count = UINT32_MAX - first;
+			first = (uint32_t)(off >> c->ext_shift);
+			count = last >= UINT32_MAX ? 0 :
+				(uint32_t)(last - first + 1);
+			if (!count)	/* to the end of the file */
+				count = UINT32_MAX - first;
+		}
 	}
 	/* writethrough: the touched extents that were cached, patched */
-	if (c->writemode == HOTFS_WRITETHROUGH && data && len &&
+	if (have_now && c->writemode == HOTFS_WRITETHROUGH && data && len &&
 	    len != CACHE_WR_TO_END && count <= 8)
 		for (e = first; e < first + count; e++) {
 			bufs[nb] = patched_extent(c, &k, w, e, off, len, data,
@@ -322,22 +316,45 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 			if (bufs[nb])
 				exts[nb++] = e;
 		}
-	/* under the inode lock, like a promotion's insert: the hint then
-	 * says truly whether anything of the file is left */
+	/*
+	 * Under the inode lock, like a promotion's insert: the hint then
+	 * says truly whether anything of the file is left, and a promotion
+	 * either came before (and is dropped here) or sees the generation
+	 * bumped below (and gives up).
+	 */
 	pthread_mutex_lock(&in->m);
-	kept = st_restamp(c->st, &k, &w->old, &now, first, count);
-	if (kept == 0)
-		in->cached_extents_hint = 0;
-	/* insert the patched extents unless another write came meanwhile */
-	for (i = 0; i < nb; i++)
-		if (in->write_gen == w->gen &&
-		    st_insert(c->st, &k, exts[i], &now, bufs[i], lens[i]) >= 0) {
-			stats_add(&c->stats, STAT_WRITETHROUGH, 1);
-			if (in->cached_extents_hint <= exts[i])
-				in->cached_extents_hint = exts[i] + 1ull;
+	if (in->cached_extents_hint) {
+		if (!have_now) {
+			st_invalidate(c->st, &k, 0, 0, ST_INVAL_WRITE);
+			in->cached_extents_hint = 0;
+		} else if (st_restamp(c->st, &k, &w->old, &now, first,
+				      count) == 0) {
+			in->cached_extents_hint = 0;
 		}
+		/* the patched extents, unless another write came since */
+		for (i = 0; i < nb; i++)
+			if (in->write_gen == w->gen &&
+			    st_insert(c->st, &k, exts[i], &now, bufs[i],
+				      lens[i]) >= 0) {
+				stats_add(&c->stats, STAT_WRITETHROUGH, 1);
+				if (in->cached_extents_hint <= exts[i])
+					in->cached_extents_hint = exts[i] + 1ull;
+			}
+		stats_add(&c->stats, STAT_INVAL_WRITE, 1);
+	}
+	/* a read that began during the write may hold bytes from before it
+	 * landed: promotions it queued must not be inserted */
+	in->write_gen++;
+	/* our own write: the kernel's pages and attributes followed it */
+	if (have_now && in->stamp_valid &&
+	    in->stamp_mtime_ns == w->old.mtime_ns &&
+	    in->stamp_ctime_ns == w->old.ctime_ns &&
+	    (uint64_t)in->stamp_size == w->old.size) {
+		in->stamp_mtime_ns = now.mtime_ns;
+		in->stamp_ctime_ns = now.ctime_ns;
+		in->stamp_size = (off_t)now.size;
+	}
 	pthread_mutex_unlock(&in->m);
-	stats_add(&c->stats, STAT_INVAL_WRITE, 1);
 	for (i = 0; i < nb; i++)
 		free(bufs[i]);
 }

@@ -512,20 +512,35 @@ static int backing_flags(int flags)
 }
 
 /* Keep the kernel's page cache if the file is as we last saw it. */
-static void set_keep_cache(struct hotfs_inode *in, int fd,
+/*
+ * Keep the kernel's page cache if the file is as we last saw it.  Returns
+ * true if it changed behind the mount since: close-to-open then wants the
+ * kernel's cached attributes dropped too.
+ */
+static bool set_keep_cache(struct hotfs_inode *in, int fd,
 			   struct fuse_file_info *fi, bool never)
 {
 	struct stat st;
+	bool same, changed;
 
 	if (fstat(fd, &st) == -1)
-		return;
+		return false;
 	pthread_mutex_lock(&in->m);
-	fi->keep_cache = never || (in->stamp_valid &&
-			 in->stamp_mtime_ns == ts_ns(&st.st_mtim) &&
-			 in->stamp_ctime_ns == ts_ns(&st.st_ctim) &&
-			 in->stamp_size == st.st_size);
+	same = in->stamp_valid &&
+	       in->stamp_mtime_ns == ts_ns(&st.st_mtim) &&
+	       in->stamp_ctime_ns == ts_ns(&st.st_ctim) &&
+	       in->stamp_size == st.st_size;
+	changed = in->stamp_valid && !same;
+	fi->keep_cache = never || same;
+	/* the stamp the kernel's pages and attributes now go with (writes
+	 * through the mount move it along: cache_write_end) */
+	in->stamp_valid = true;
+	in->stamp_mtime_ns = ts_ns(&st.st_mtim);
+	in->stamp_ctime_ns = ts_ns(&st.st_ctim);
+	in->stamp_size = st.st_size;
 	in->nopen++;
 	pthread_mutex_unlock(&in->m);
+	return changed && !never;
 }
 
 static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
@@ -560,7 +575,9 @@ static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 	}
 	fh->append = (fi->flags & O_APPEND) != 0;
 	fi->fh = (uintptr_t)fh;
-	set_keep_cache(in, fd, fi, fs->o->revalidate == HOTFS_REVAL_NEVER);
+	if (set_keep_cache(in, fd, fi, fs->o->revalidate == HOTFS_REVAL_NEVER))
+		/* attributes only (offset < 0): the size is seen at once */
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* the open was interrupted: the kernel will not release */
 		pthread_mutex_lock(&in->m);
@@ -627,25 +644,15 @@ static void hotfs_release(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
 	struct hotfs_inode *in = hino(req, ino);
-	struct stat st;
-	int fd;
+
 	if (vd_is(ino)) {
 		vd_release(req, ino, fi);
 		return;
 	}
-	fd = fhfd(fi);
-
-	/* Remember the stamp: an unchanged file reopens with keep_cache. */
-	if (fstat(fd, &st) == 0) {
-		pthread_mutex_lock(&in->m);
-		in->stamp_valid = true;
-		in->stamp_mtime_ns = ts_ns(&st.st_mtim);
-		in->stamp_ctime_ns = ts_ns(&st.st_ctim);
-		in->stamp_size = st.st_size;
-		if (in->nopen)
-			in->nopen--;
-		pthread_mutex_unlock(&in->m);
-	}
+	pthread_mutex_lock(&in->m);
+	if (in->nopen)
+		in->nopen--;
+	pthread_mutex_unlock(&in->m);
 	cache_release(hfs(req)->cache, in, hfh(fi));
 	fh_free(hfh(fi));
 	fuse_reply_err(req, 0);
@@ -999,8 +1006,9 @@ static void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
 	}
 	fi->fh = (uintptr_t)d;
 	d->in = hino(req, ino);
-	dir_keep_cache(d->in, fd, fi,
-		       hfs(req)->o->revalidate == HOTFS_REVAL_NEVER);
+	/* listings are checked against the stamp in every mode: the
+	 * kernel's own invalidation races concurrent listers */
+	dir_keep_cache(d->in, fd, fi, false);
 	listing_open(hfs(req), d, fd);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		closedir(d->dp);

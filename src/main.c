@@ -42,15 +42,37 @@ static void usage(const char *prog)
 	       "    -V   --version         print version\n\n");
 }
 
-static void raise_nofile(void)
+/*
+ * One O_PATH fd per inode the kernel remembers (and per retained inode):
+ * as many as the system allows.  Root may raise the hard limit up to
+ * fs.nr_open.  Returns the soft limit now in force.
+ */
+static rlim_t raise_nofile(void)
 {
+	unsigned long nr_open = 0;
 	struct rlimit r;
+	FILE *f;
 
-	/* one O_PATH fd per inode the kernel remembers */
-	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
-		r.rlim_cur = r.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &r);
+	if (getrlimit(RLIMIT_NOFILE, &r) != 0)
+		return 1024;
+	f = fopen("/proc/sys/fs/nr_open", "r");
+	if (f) {
+		if (fscanf(f, "%lu", &nr_open) != 1)
+			nr_open = 0;
+		fclose(f);
 	}
+	if (nr_open > r.rlim_max) {
+		struct rlimit want = { nr_open, nr_open };
+
+		if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+			return nr_open;
+	}
+	if (r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &r) != 0)
+			getrlimit(RLIMIT_NOFILE, &r);
+	}
+	return r.rlim_cur;
 }
 
 static int add_fsname(struct fuse_args *args, const char *source)
@@ -91,6 +113,7 @@ int main(int argc, char *argv[])
 	struct hotfs_opts o = { 0 };
 	struct hotfs fs = { .o = &o, .root_fd = -1, .proc_self_fd = -1 };
 	char err[512];
+	rlim_t nofile = 1024;
 	int ret = 1, r;
 
 	log_init();
@@ -133,6 +156,7 @@ int main(int argc, char *argv[])
 			      &fs);
 	if (!se)
 		goto out0;	/* libfuse said why, through our log sink */
+	fs.se = se;
 	if (opt_validate(&o, err, sizeof(err)) < 0) {
 		fprintf(stderr, "hotfs: %s\n", err);
 		goto out1;
@@ -157,8 +181,6 @@ int main(int argc, char *argv[])
 	}
 	fs.root_fd = -1;	/* owned by the table now */
 	/* retained inodes are swept by the promotion thread's tick */
-	if (fs.cache)
-		ino_set_retain(fs.it, o.inode_cache);
 	/* listings live in retained inodes: both or neither */
 	fs.listings = fs.cache && o.inode_cache;
 	fs.as_root = geteuid() == 0;
@@ -179,7 +201,12 @@ int main(int argc, char *argv[])
 		     o.ctldir) < 0)
 		fs.opts_summary = NULL;
 	umask(0);		/* the kernel applied the caller's umask */
-	raise_nofile();
+	nofile = raise_nofile();
+	/* retained inodes hold fds: at most half the limit, the other half
+	 * for the inodes the kernel knows and the open files */
+	if (fs.cache)
+		ino_set_retain(fs.it, o.inode_cache < nofile / 2 ?
+			       o.inode_cache : nofile / 2);
 
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out3;

@@ -220,6 +220,7 @@ static int parse_sizes(struct hotfs_opts *o, char *err, size_t errlen)
 		       o->seqcutoff_str);
 		return -EINVAL;
 	}
+	o->promote_rate = HOTFS_PROMOTE_RATE_DEFAULT;
 	if (o->promote_rate_str &&
 	    opt_parse_size(o->promote_rate_str, &o->promote_rate, NULL) < 0) {
 		seterr(err, errlen,
@@ -570,7 +571,8 @@ void opt_help(void)
 "    -o threshold=N         accesses before an extent is promoted (2)\n"
 "    -o seqcutoff=SIZE      stop counting after SIZE of sequential reading\n"
 "                           through one handle, 0 = off (0)\n"
-"    -o promote_rate=SIZE   promotion bandwidth per second, 0 = unlimited\n"
+"    -o promote_rate=SIZE   bytes per second promotion may read from the\n"
+"                           source again, 0 = unlimited (8M)\n"
 "    -o writemode=MODE      writearound or writethrough (writearound)\n"
 "    -o revalidate=WHEN     open (check files at open, listings at\n"
 "                           opendir), N seconds, or never (the tree changes\n"

@@ -9,9 +9,10 @@
  * full new candidates are dropped (counted as "queue full"; they will be
  * counted again and retried on a later access).  Items carry the reader's
  * copy of the extent when its read covered the whole extent; otherwise
- * the thread reads the source itself.  promote_rate= bytes/s caps the
- * bytes promoted per second with a token bucket (like dm-cache's
- * migration_threshold), so warming never starves foreground I/O.
+ * the thread reads the source itself.  promote_rate= bytes/s caps those
+ * second reads of the source with a token bucket (like dm-cache's
+ * migration_threshold), so warming never starves foreground I/O on a
+ * disk that has few IOPS to spare.
  *
  * An extent is inserted only if, under the inode lock, the inode's write
  * generation is the one seen when it was queued and the source's stamp is
@@ -287,8 +288,10 @@ static void *pr_main(void *arg)
 		it = pr->q[pr->head++ & (PR_QUEUE - 1)];
 		pthread_mutex_unlock(&pr->lock);
 
-		if (pr->rate) {
-			need = it.buf ? it.len : pr->c->extent;
+		/* only what must read the slow disk again is limited: an
+		 * extent assembled from readers' own reads costs it nothing */
+		if (pr->rate && !it.buf) {
+			need = pr->c->extent;
 			for (;;) {
 				t = now_ns();
 				tokens += (t - last) * pr->rate / 1000000000ull;

@@ -14,6 +14,7 @@
 
 struct hotfs {
 	struct hotfs_opts *o;
+	struct fuse_session *se;
 	struct hotfs_itable *it;
 	int root_fd;			/* O_PATH on the source root */
 	int proc_self_fd;		/* O_PATH on /proc/self/fd */

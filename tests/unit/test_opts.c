@@ -125,6 +125,7 @@ static void test_defaults(void **state)
 	assert_int_equal(o.threshold, 2);
 	assert_int_equal(o.extent, 256 * 1024);
 	assert_int_equal(o.seqcutoff, 0);
+	assert_int_equal(o.promote_rate, 8u << 20);
 	assert_int_equal(o.writemode, HOTFS_WRITEAROUND);
 	assert_true(o.attr_timeout == 1.0);
 	assert_true(o.entry_timeout == 1.0);
