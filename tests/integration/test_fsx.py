@@ -150,10 +150,6 @@ def test_fsx_srcwrite_attr0(ws):
                  'threshold=1', 21)
 
 
-@pytest.mark.xfail(reason='close-to-open (DESIGN 6, 9): with the default '
-                   'attr_timeout=1 a reopen after a change in the source '
-                   'still sees the old size for up to a second',
-                   strict=False)
 def test_fsx_srcwrite_default_timeouts(ws):
     """The same with the default timeouts: revalidation on open
     (close-to-open) must make the change visible at once."""
