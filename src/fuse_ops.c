@@ -185,11 +185,11 @@ static void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fuse_entry_param e;
 	int err;
+
 	if (vd_is(parent) || vd_is_name(hfs(req), parent, name)) {
 		vd_lookup(req, parent, name);
 		return;
 	}
-
 	err = do_lookup(req, parent, name, &e);
 	if (err == -ENOENT) {
 		/* a negative entry: git probes many absent names */
@@ -235,11 +235,11 @@ static void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
 {
 	struct stat st;
 	int err;
+
 	if (vd_is(ino)) {
 		vd_getattr(req, ino);
 		return;
 	}
-
 	if (fi)
 		err = fstat(fhfd(fi), &st) == -1 ? -errno : 0;
 	else
@@ -262,11 +262,11 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct hotfs_inode *in = hino(req, ino);
 	char pn[32];
 	int r = 0;
+
 	if (vd_is(ino)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-
 	procname(pn, sizeof(pn), in->fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
 		if (fi)
@@ -339,11 +339,11 @@ static void hotfs_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	char buf[PATH_MAX + 1];
 	ssize_t n;
+
 	if (vd_is(ino)) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-
 	n = readlinkat(ifd(req, ino), "", buf, sizeof(buf));
 	if (n == -1) {
 		fuse_reply_err(req, errno);
@@ -427,6 +427,7 @@ static void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
 	struct hotfs *fs = hfs(req);
 	char pn[32];
 	int r;
+
 	if (vd_is(ino) || vd_is(parent) ||
 	    vd_is_name(hfs(req), parent, name)) {
 		fuse_reply_err(req, vd_is(ino) ? EPERM : vd_is(parent) ?
@@ -483,6 +484,7 @@ static void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct stat st;
 	bool have;
 	long r;
+
 	if (vd_is(parent) || vd_is(newparent) ||
 	    vd_is_name(hfs(req), parent, name) ||
 	    vd_is_name(hfs(req), newparent, newname)) {
@@ -552,11 +554,11 @@ static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 	struct cache_wr w;
 	char pn[32];
 	int fd;
+
 	if (vd_is(ino)) {
 		vd_open(req, ino, fi);
 		return;
 	}
-
 	procname(pn, sizeof(pn), in->fd);
 	if (fi->flags & O_TRUNC)
 		cache_write_begin(fs->cache, in, &w);
@@ -595,11 +597,11 @@ static void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct hotfs_fh *fh;
 	struct cred c;
 	int fd, err;
+
 	if (vd_is(parent) || vd_is_name(hfs(req), parent, name)) {
 		fuse_reply_err(req, vd_is(parent) ? EACCES : EEXIST);
 		return;
 	}
-
 	cred_enter(req, &c);
 	umask_enter(req);
 	fd = openat(ifd(req, parent), name,
@@ -662,6 +664,7 @@ static void hotfs_flush(fuse_req_t req, fuse_ino_t ino,
 			struct fuse_file_info *fi)
 {
 	int r;
+
 	if (vd_is(ino)) {
 		fuse_reply_err(req, 0);
 		return;
@@ -677,6 +680,7 @@ static void hotfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 			struct fuse_file_info *fi)
 {
 	int fd, r;
+
 	if (vd_is(ino)) {
 		fuse_reply_err(req, 0);
 		return;
@@ -693,11 +697,11 @@ static void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct hotfs *fs = hfs(req);
 	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+
 	if (vd_is(ino)) {
 		vd_read(req, ino, size, off, fi);
 		return;
 	}
-
 	if (fs->cache) {
 		cache_read(req, fs->cache, hino(req, ino), hfh(fi), size, off);
 		return;
@@ -817,6 +821,7 @@ static void hotfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 			struct fuse_file_info *fi)
 {
 	off_t r;
+
 	if (vd_is(ino)) {
 		fuse_reply_err(req, EINVAL);
 		return;
@@ -986,11 +991,11 @@ static void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
 {
 	struct hotfs_dirp *d;
 	int fd;
+
 	if (vd_is(ino)) {
 		vd_opendir(req, ino, fi);
 		return;
 	}
-
 	d = calloc(1, sizeof(*d));
 	if (!d) {
 		fuse_reply_err(req, ENOMEM);
@@ -1193,7 +1198,6 @@ static void hotfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 		vd_readdir(req, ino, size, offset, fi, false);
 		return;
 	}
-
 	do_readdir(req, ino, size, offset, fi, false);
 }
 
@@ -1204,7 +1208,6 @@ static void hotfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 		vd_readdir(req, ino, size, offset, fi, true);
 		return;
 	}
-
 	do_readdir(req, ino, size, offset, fi, true);
 }
 
@@ -1212,6 +1215,7 @@ static void hotfs_releasedir(fuse_req_t req, fuse_ino_t ino,
 			     struct fuse_file_info *fi)
 {
 	struct hotfs_dirp *d = dirp(fi);
+
 	if (vd_is(ino)) {
 		vd_releasedir(req, ino, fi);
 		return;
@@ -1229,6 +1233,7 @@ static void hotfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 			   struct fuse_file_info *fi)
 {
 	int fd, r;
+
 	if (vd_is(ino)) {
 		fuse_reply_err(req, 0);
 		return;
@@ -1243,6 +1248,7 @@ static void hotfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 static void hotfs_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct statvfs sv;
+
 	if (vd_is(ino))
 		ino = FUSE_ROOT_ID;
 
@@ -1258,12 +1264,12 @@ static void hotfs_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	struct cred c;
 	char pn[32];
 	int r;
+
 	if (vd_is(ino)) {
 		fuse_reply_err(req, (mask & W_OK) && ino != VINO_CTL ?
 			       EACCES : 0);
 		return;
 	}
-
 	procname(pn, sizeof(pn), ifd(req, ino));
 	cred_enter(req, &c);
 	r = faccessat(fs->proc_self_fd, pn, mask, AT_EACCESS);
@@ -1296,16 +1302,12 @@ static void reply_xattr(fuse_req_t req, size_t size, ssize_t n,
 		fuse_reply_buf(req, value, (size_t)n);
 }
 
-static void hotfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-			   size_t size)
+/* getxattr (name) or listxattr (name == NULL) on the source object */
+static void get_or_list_xattr(fuse_req_t req, struct hotfs_inode *in,
+			      const char *name, size_t size)
 {
-	struct hotfs_inode *in = hino(req, ino);
 	char path[64], *value = NULL;
 	ssize_t n;
-	if (vd_is(ino)) {
-		fuse_reply_err(req, ENODATA);
-		return;
-	}
 
 	if (size) {
 		value = malloc(size);
@@ -1315,16 +1317,24 @@ static void hotfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		}
 	}
 	xattr_path(in, path, sizeof(path));
-	n = getxattr(path, name, value, size);
+	n = name ? getxattr(path, name, value, size) :
+		   listxattr(path, value, size);
 	reply_xattr(req, size, n, value);
 	free(value);
 }
 
+static void hotfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			   size_t size)
+{
+	if (vd_is(ino)) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	get_or_list_xattr(req, hino(req, ino), name, size);
+}
+
 static void hotfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	struct hotfs_inode *in = hino(req, ino);
-	char path[64], *value = NULL;
-	ssize_t n;
 	if (vd_is(ino)) {
 		if (size)
 			fuse_reply_buf(req, NULL, 0);
@@ -1332,18 +1342,7 @@ static void hotfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 			fuse_reply_xattr(req, 0);
 		return;
 	}
-
-	if (size) {
-		value = malloc(size);
-		if (!value) {
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
-	}
-	xattr_path(in, path, sizeof(path));
-	n = listxattr(path, value, size);
-	reply_xattr(req, size, n, value);
-	free(value);
+	get_or_list_xattr(req, hino(req, ino), NULL, size);
 }
 
 static void hotfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
@@ -1352,11 +1351,11 @@ static void hotfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	struct hotfs_inode *in = hino(req, ino);
 	char path[64];
 	int r;
+
 	if (vd_is(ino)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-
 	xattr_path(in, path, sizeof(path));
 	r = setxattr(path, name, value, size, flags);
 	fuse_reply_err(req, r == -1 ? errno : 0);
@@ -1367,11 +1366,11 @@ static void hotfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct hotfs_inode *in = hino(req, ino);
 	char path[64];
 	int r;
+
 	if (vd_is(ino)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-
 	xattr_path(in, path, sizeof(path));
 	r = removexattr(path, name);
 	fuse_reply_err(req, r == -1 ? errno : 0);

@@ -180,8 +180,8 @@ int main(int argc, char *argv[])
 		}
 	}
 	fs.root_fd = -1;	/* owned by the table now */
-	/* retained inodes are swept by the promotion thread's tick */
-	/* listings live in retained inodes: both or neither */
+	/* listings live in retained inodes (swept by the promotion
+	 * thread's tick): both or neither */
 	fs.listings = fs.cache && o.inode_cache;
 	fs.as_root = geteuid() == 0;
 	fs.ctldir = o.ctldir;
