@@ -4,8 +4,10 @@ the counters and through what reaches the source (read_miss_bytes: bytes
 read from the source for readers)."""
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 
 import pytest
 
@@ -19,11 +21,23 @@ def ctl(*args, check=True, uid=None):
     if not CTL or not os.access(CTL, os.X_OK):
         pytest.fail('HOTFSCTL_BIN=%r is not an executable' % CTL)
     kw = {}
+    binary = CTL
     if uid is not None:
+        # the build tree may not be reachable by that user (a 0700 clone):
+        # run a copy from a world-readable place
+        tmp = tempfile.mkdtemp(prefix='hotfsctl-', dir='/tmp')
+        os.chmod(tmp, 0o755)
+        binary = os.path.join(tmp, 'hotfsctl')
+        shutil.copy(CTL, binary)
+        os.chmod(binary, 0o755)
         kw['preexec_fn'] = lambda: (os.setgroups([]), os.setgid(uid),
                                     os.setuid(uid))
-    r = subprocess.run([CTL] + list(args), stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, timeout=120, **kw)
+    try:
+        r = subprocess.run([binary] + list(args), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=120, **kw)
+    finally:
+        if binary != CTL:
+            shutil.rmtree(os.path.dirname(binary))
     if check:
         assert r.returncode == 0, (args, r.stdout, r.stderr)
     return r
