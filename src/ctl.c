@@ -22,10 +22,46 @@
 
 /* An open virtual file; requests on one open file may run at once. */
 struct vfh {
+	struct vfh *prev, *next;	/* open ones, under vfh_lock */
 	pthread_mutex_t m;	/* protects buf, len */
 	char *buf;
 	size_t len;
 };
+
+/* the kernel does not release what is open when the daemon is stopped */
+static pthread_mutex_t vfh_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vfh *vfh_list;
+
+static void vfh_link(struct vfh *h)
+{
+	pthread_mutex_lock(&vfh_lock);
+	h->next = vfh_list;
+	if (vfh_list)
+		vfh_list->prev = h;
+	vfh_list = h;
+	pthread_mutex_unlock(&vfh_lock);
+}
+
+static void vfh_free(struct vfh *h)
+{
+	pthread_mutex_lock(&vfh_lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		vfh_list = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&vfh_lock);
+	pthread_mutex_destroy(&h->m);
+	free(h->buf);
+	free(h);
+}
+
+void vd_free_all(void)
+{
+	while (vfh_list)
+		vfh_free(vfh_list);
+}
 
 static struct hotfs *vfs(fuse_req_t req)
 {
@@ -124,11 +160,12 @@ void vd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	pthread_mutex_init(&h->m, NULL);
+	vfh_link(h);
 	if (ino != VINO_CTL) {
 		r = stats_render(vfs(req), ino == VINO_STATS_JSON, &h->buf,
 				 &h->len);
 		if (r < 0) {
-			free(h);
+			vfh_free(h);
 			fuse_reply_err(req, -r);
 			return;
 		}
@@ -136,10 +173,8 @@ void vd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uintptr_t)h;
 	fi->direct_io = 1;
 	fi->nonseekable = 0;
-	if (fuse_reply_open(req, fi) == -ENOENT) {
-		free(h->buf);
-		free(h);
-	}
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		vfh_free(h);
 }
 
 void vd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -217,9 +252,7 @@ void vd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct vfh *h = (struct vfh *)(uintptr_t)fi->fh;
 
 	(void)ino;
-	pthread_mutex_destroy(&h->m);
-	free(h->buf);
-	free(h);
+	vfh_free(h);
 	fuse_reply_err(req, 0);
 }
 

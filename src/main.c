@@ -262,6 +262,7 @@ out4:
 	fuse_remove_signal_handlers(se);
 out3:
 	fh_free_all();
+	vd_free_all();
 	cache_close(fs.cache);	/* before the table: it holds inodes */
 	ino_table_free(fs.it);
 out2:

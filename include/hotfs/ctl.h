@@ -45,6 +45,8 @@ void vd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void vd_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void vd_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct fuse_file_info *fi, bool plus);
+/* At exit: free the open virtual files the kernel never released. */
+void vd_free_all(void);
 void vd_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
 /* Render the counters; *out is malloc'd.  Returns 0 or -errno. */
