@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,17 +44,23 @@
 #include "hotfs/fs.h"
 #include "hotfs/ioctl.h"
 #include "hotfs/log.h"
+#include "hotfs/watch.h"
 
 static struct hotfs *hfs(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
 }
 
-static struct hotfs_inode *hino(fuse_req_t req, fuse_ino_t ino)
+static struct hotfs_inode *hino_fs(struct hotfs *fs, fuse_ino_t ino)
 {
 	if (ino == FUSE_ROOT_ID)
-		return ino_root(hfs(req)->it);
+		return ino_root(fs->it);
 	return (struct hotfs_inode *)(uintptr_t)ino;
+}
+
+static struct hotfs_inode *hino(fuse_req_t req, fuse_ino_t ino)
+{
+	return hino_fs(hfs(req), ino);
 }
 
 static int ifd(fuse_req_t req, fuse_ino_t ino)
@@ -64,6 +71,11 @@ static int ifd(fuse_req_t req, fuse_ino_t ino)
 static struct hotfs_fh *hfh(struct fuse_file_info *fi)
 {
 	return (struct hotfs_fh *)(uintptr_t)fi->fh;
+}
+
+static void count(_Atomic uint64_t *c)
+{
+	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
 
 static int fhfd(struct fuse_file_info *fi)
@@ -153,6 +165,30 @@ static int stat_fd(int fd, struct stat *st)
 }
 
 /*
+ * The kernel's timeouts: the long one for what the source watch covers
+ * (hotfs/watch.h), unless the user set the timeouts.
+ */
+static bool watched(struct hotfs *fs, fuse_ino_t dir)
+{
+	return fs->watch && !vd_is(dir) &&
+	       hino_fs(fs, dir)->wd > 0;
+}
+
+static double entry_timeout(struct hotfs *fs, bool dir_watched)
+{
+	if (dir_watched && !fs->o->entry_timeout_str)
+		return HOTFS_WATCH_TIMEOUT;
+	return fs->o->entry_timeout;
+}
+
+static double attr_timeout(struct hotfs *fs, struct hotfs_inode *in)
+{
+	if (fs->watch && in->covered && !fs->o->attr_timeout_str)
+		return HOTFS_WATCH_TIMEOUT;
+	return fs->o->attr_timeout;
+}
+
+/*
  * Look name up in parent and fill e.  Returns 0 or -errno.  A missing
  * name is -ENOENT; the caller decides whether to cache it negatively.
  */
@@ -161,11 +197,11 @@ static int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct hotfs *fs = hfs(req);
 	struct hotfs_inode *in;
+	bool pw = watched(fs, parent);
 	int fd, err = 0;
 
 	memset(e, 0, sizeof(*e));
-	e->attr_timeout = fs->o->attr_timeout;
-	e->entry_timeout = fs->o->entry_timeout;
+	e->entry_timeout = entry_timeout(fs, pw);
 	fd = openat(ifd(req, parent), name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd == -1)
 		return -errno;
@@ -177,6 +213,11 @@ static int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
 	in = ino_get(fs->it, fd, &e->attr, &err);
 	if (!in)
 		return err;
+	if (S_ISDIR(e->attr.st_mode))
+		in->covered = watch_dir(fs->watch, in);
+	else
+		in->covered = pw && e->attr.st_nlink == 1;
+	e->attr_timeout = attr_timeout(fs, in);
 	e->ino = (uintptr_t)in;
 	return 0;
 }
@@ -190,11 +231,13 @@ static void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		vd_lookup(req, parent, name);
 		return;
 	}
+	count(&hfs(req)->n_lookup);
 	err = do_lookup(req, parent, name, &e);
 	if (err == -ENOENT) {
 		/* a negative entry: git probes many absent names */
 		e.ino = 0;
-		e.entry_timeout = hfs(req)->o->entry_timeout;
+		e.entry_timeout = entry_timeout(hfs(req),
+						watched(hfs(req), parent));
 		fuse_reply_entry(req, &e);
 		return;
 	}
@@ -240,14 +283,18 @@ static void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
 		vd_getattr(req, ino);
 		return;
 	}
+	count(&hfs(req)->n_getattr);
 	if (fi)
 		err = fstat(fhfd(fi), &st) == -1 ? -errno : 0;
 	else
 		err = stat_fd(ifd(req, ino), &st);
-	if (err)
+	if (err) {
 		fuse_reply_err(req, -err);
-	else
-		fuse_reply_attr(req, &st, hfs(req)->o->attr_timeout);
+		return;
+	}
+	if (!S_ISDIR(st.st_mode) && st.st_nlink != 1)
+		hino(req, ino)->covered = false;  /* a link elsewhere */
+	fuse_reply_attr(req, &st, attr_timeout(hfs(req), hino(req, ino)));
 }
 
 static void procname(char *buf, size_t len, int fd)
@@ -559,6 +606,7 @@ static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 		vd_open(req, ino, fi);
 		return;
 	}
+	count(&fs->n_open);
 	procname(pn, sizeof(pn), in->fd);
 	if (fi->flags & O_TRUNC)
 		cache_write_begin(fs->cache, in, &w);
@@ -996,6 +1044,7 @@ static void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
 		vd_opendir(req, ino, fi);
 		return;
 	}
+	count(&hfs(req)->n_opendir);
 	d = calloc(1, sizeof(*d));
 	if (!d) {
 		fuse_reply_err(req, ENOMEM);

@@ -33,6 +33,8 @@ struct hotfs_itable {
 	size_t retained;
 	struct hotfs_inode *lru_head, *lru_tail;	/* most recent first */
 	struct hotfs_inode root;
+	void (*on_free)(void *arg, struct hotfs_inode *in);
+	void *on_free_arg;
 };
 
 static void __lru_del(struct hotfs_itable *t, struct hotfs_inode *in);
@@ -112,8 +114,10 @@ bool listing_install(struct hotfs_inode *in, struct hotfs_listing *l)
 	return true;
 }
 
-static void free_inode(struct hotfs_inode *in)
+static void free_inode(struct hotfs_itable *t, struct hotfs_inode *in)
 {
+	if (in->wd > 0 && t->on_free)
+		t->on_free(t->on_free_arg, in);
 	listing_put(in->listing);
 	close(in->fd);
 	pthread_mutex_destroy(&in->m);
@@ -132,7 +136,7 @@ void ino_table_free(struct hotfs_itable *t)
 		for (; in; in = next) {
 			next = in->next;
 			if (in != &t->root)
-				free_inode(in);
+				free_inode(t, in);
 		}
 	}
 	listing_put(t->root.listing);
@@ -141,6 +145,26 @@ void ino_table_free(struct hotfs_itable *t)
 	pthread_mutex_destroy(&t->lock);
 	free(t->buckets);
 	free(t);
+}
+
+void ino_set_free_hook(struct hotfs_itable *t,
+		       void (*fn)(void *arg, struct hotfs_inode *in), void *arg)
+{
+	t->on_free = fn;
+	t->on_free_arg = arg;
+}
+
+struct hotfs_inode *ino_find(struct hotfs_itable *t, dev_t dev, ino_t ino)
+{
+	struct hotfs_inode *in;
+
+	pthread_mutex_lock(&t->lock);
+	for (in = t->buckets[hash_key(dev, ino, t->nbuckets)]; in;
+	     in = in->next)
+		if (in->ino == ino && in->dev == dev)
+			break;
+	pthread_mutex_unlock(&t->lock);
+	return in;
 }
 
 struct hotfs_inode *ino_root(struct hotfs_itable *t)
@@ -294,13 +318,13 @@ static struct hotfs_inode *__release(struct hotfs_itable *t,
 	return in;
 }
 
-static void free_list(struct hotfs_inode *in)
+static void free_list(struct hotfs_itable *t, struct hotfs_inode *in)
 {
 	struct hotfs_inode *next;
 
 	for (; in; in = next) {
 		next = in->next;
-		free_inode(in);
+		free_inode(t, in);
 	}
 }
 
@@ -314,7 +338,7 @@ void ino_forget(struct hotfs_itable *t, struct hotfs_inode *in, uint64_t n)
 	in->nlookup -= n;
 	dead = __release(t, in);
 	pthread_mutex_unlock(&t->lock);
-	free_list(dead);
+	free_list(t, dead);
 }
 
 void ino_hold(struct hotfs_itable *t, struct hotfs_inode *in)
@@ -332,7 +356,7 @@ void ino_unhold(struct hotfs_itable *t, struct hotfs_inode *in)
 	in->holds--;
 	dead = __release(t, in);
 	pthread_mutex_unlock(&t->lock);
-	free_list(dead);
+	free_list(t, dead);
 }
 
 void ino_set_retain(struct hotfs_itable *t, size_t n)
@@ -359,7 +383,7 @@ size_t ino_sweep(struct hotfs_itable *t)
 		n++;
 	}
 	pthread_mutex_unlock(&t->lock);
-	free_list(dead);
+	free_list(t, dead);
 	return n;
 }
 
@@ -380,7 +404,7 @@ void ino_unretain(struct hotfs_itable *t, dev_t dev, ino_t ino)
 	}
 	pthread_mutex_unlock(&t->lock);
 	if (in)
-		free_inode(in);
+		free_inode(t, in);
 }
 
 size_t ino_retained(struct hotfs_itable *t)

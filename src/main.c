@@ -30,6 +30,7 @@
 #include "config.h"
 #include "hotfs/fs.h"
 #include "hotfs/log.h"
+#include "hotfs/watch.h"
 #include "hotfs/opts.h"
 
 static void usage(const char *prog)
@@ -180,6 +181,15 @@ int main(int argc, char *argv[])
 		}
 	}
 	fs.root_fd = -1;	/* owned by the table now */
+	if (o.revalidate == HOTFS_REVAL_OPEN && !o.nowatch) {
+		r = watch_new(&fs.watch, fs.it);
+		if (r < 0)	/* the short timeouts still hold */
+			hotfs_log(LOG_WARNING, "source watch: %s\n",
+				  strerror(-r));
+		else
+			ino_root(fs.it)->covered =
+				watch_dir(fs.watch, ino_root(fs.it));
+	}
 	/* listings live in retained inodes (swept by the promotion
 	 * thread's tick): both or neither */
 	fs.listings = fs.cache && o.inode_cache;
@@ -230,6 +240,14 @@ int main(int argc, char *argv[])
 			goto out5;
 		}
 	}
+	if (fs.watch) {
+		r = watch_start(fs.watch, se);
+		if (r < 0) {
+			hotfs_log(LOG_ERR, "source watch thread: %s\n",
+				  strerror(-r));
+			goto out5;
+		}
+	}
 	hotfs_log(LOG_INFO, "mounted %s on %s\n", o.source, o.mountpoint);
 
 	if (copts.singlethread) {
@@ -264,6 +282,7 @@ out3:
 	fh_free_all();
 	vd_free_all();
 	cache_close(fs.cache);	/* before the table: it holds inodes */
+	watch_free(fs.watch);
 	ino_table_free(fs.it);
 out2:
 	if (fs.proc_self_fd != -1)

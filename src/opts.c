@@ -49,6 +49,7 @@ static const struct fuse_opt opt_table[] = {
 	HOTFS_OPT("entry_timeout=%s", entry_timeout_str, 0),
 	HOTFS_OPT("reset", reset, 1),
 	HOTFS_OPT("nocache", nocache, 1),
+	HOTFS_OPT("nowatch", nowatch, 1),
 	HOTFS_OPT("ctldir=%s", ctldir, 0),
 	HOTFS_OPT("inode_cache=%s", inode_cache_str, 0),
 	FUSE_OPT_KEY("rw", KEY_DISCARD),
@@ -577,8 +578,11 @@ void opt_help(void)
 "    -o revalidate=WHEN     open (check files at open, listings at\n"
 "                           opendir), N seconds, or never (the tree changes\n"
 "                           only through hotfs) (open)\n"
-"    -o attr_timeout=SECS   kernel attribute cache timeout (1)\n"
-"    -o entry_timeout=SECS  kernel name lookup cache timeout (1)\n"
+"    -o attr_timeout=SECS   kernel attribute cache timeout (1; 60 where\n"
+"                           the source is watched)\n"
+"    -o entry_timeout=SECS  kernel name lookup cache timeout (1; 60 where\n"
+"                           the source is watched)\n"
+"    -o nowatch             do not watch the source with inotify\n"
 "    -o reset               empty a cachedir made for another source\n"
 "    -o nocache             plain passthrough, no cache store\n"
 "    -o ctldir=NAME         name of the control directory (.hotfs)\n"

@@ -22,6 +22,7 @@
 #include "hotfs/cache.h"
 #include "hotfs/ctl.h"
 #include "hotfs/fs.h"
+#include "hotfs/watch.h"
 
 enum kind { K_U64, K_F64, K_STR };
 
@@ -72,6 +73,27 @@ static double ratio(uint64_t a, uint64_t b)
 	return b ? (double)a / (double)b : 0.0;
 }
 
+/* Metadata: requests that reached the daemon, and the source watch. */
+static void add_watch(struct hotfs *fs, struct kvlist *l)
+{
+	struct hotfs_watch_stats ws;
+
+	add_u(l, "lookup_requests", atomic_load_explicit(&fs->n_lookup,
+							 memory_order_relaxed));
+	add_u(l, "getattr_requests", atomic_load_explicit(&fs->n_getattr,
+							  memory_order_relaxed));
+	add_u(l, "open_requests", atomic_load_explicit(&fs->n_open,
+						       memory_order_relaxed));
+	add_u(l, "opendir_requests", atomic_load_explicit(&fs->n_opendir,
+							  memory_order_relaxed));
+	watch_get_stats(fs->watch, &ws);
+	add_u(l, "watched_dirs", ws.dirs);
+	add_u(l, "unwatched_dirs", ws.unwatched);
+	add_u(l, "watch_events", ws.events);
+	add_u(l, "watch_invalidations", ws.invalidations);
+	add_u(l, "watch_overflows", ws.overflows);
+}
+
 static void collect(struct hotfs *fs, struct kvlist *l,
 		    struct hotfs_store_stats *ss)
 {
@@ -88,6 +110,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 		add_s(l, "store_state", "off");
 		add_s(l, "store_reason", "mounted with -o nocache");
 		add_u(l, "inodes", ino_count(fs->it));
+		add_watch(fs, l);
 		return;
 	}
 	s = &c->stats;
@@ -160,6 +183,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_u(l, "policy_bytes", pol_memory(c->pol));
 	add_u(l, "inodes", ino_count(fs->it));
 	add_u(l, "retained_inodes", ino_retained(fs->it));
+	add_watch(fs, l);
 }
 
 /* JSON string escaping for the few free-text values. */
@@ -230,6 +254,10 @@ void stats_reset(struct hotfs *fs)
 	struct hotfs_cache *c = fs->cache;
 	unsigned i;
 
+	atomic_store_explicit(&fs->n_lookup, 0, memory_order_relaxed);
+	atomic_store_explicit(&fs->n_getattr, 0, memory_order_relaxed);
+	atomic_store_explicit(&fs->n_open, 0, memory_order_relaxed);
+	atomic_store_explicit(&fs->n_opendir, 0, memory_order_relaxed);
 	if (!c)
 		return;
 	for (i = 0; i < STAT__NR; i++)

@@ -5,6 +5,9 @@
 #ifndef HOTFS_FS_H
 #define HOTFS_FS_H
 
+#include <stdatomic.h>
+#include <stdint.h>
+
 #include <fuse_lowlevel.h>
 
 #include "hotfs/cache.h"
@@ -22,11 +25,14 @@ struct hotfs {
 	bool dont_mask;			/* the kernel left the umask to us */
 	bool listings;			/* keep directory listings */
 	struct hotfs_cache *cache;	/* NULL with -o nocache */
+	struct hotfs_watch *watch;	/* NULL unless revalidate=open */
 	const char *ctldir;		/* name of the control directory */
 	uid_t owner_uid;		/* who mounted: may use .hotfs/ctl */
 	gid_t owner_gid;
 	struct timespec mount_time;
 	char *opts_summary;		/* the effective options, for status */
+	/* metadata requests that reached the daemon (relaxed atomics) */
+	_Atomic uint64_t n_lookup, n_getattr, n_open, n_opendir;
 };
 
 extern const struct fuse_lowlevel_ops hotfs_ll_ops;

@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -79,6 +80,12 @@ struct hotfs_inode {
 	uint64_t cached_extents_hint;
 	unsigned nopen;			/* open file handles */
 	struct hotfs_listing *listing;	/* directories: the last listing */
+
+	/* Source watching (hotfs/watch.h): the directory's inotify watch
+	 * (0: none), and whether a change to this object's attributes
+	 * raises an event hotfs sees.  Set under m, read without it. */
+	_Atomic int wd;
+	_Atomic bool covered;
 };
 
 struct hotfs_itable;
@@ -118,6 +125,17 @@ size_t ino_retained(struct hotfs_itable *t);
 /* After an unlink, rmdir or rename over through the mount: close the
  * inode at once if it was retained and has no name left. */
 void ino_unretain(struct hotfs_itable *t, dev_t dev, ino_t ino);
+
+/*
+ * The inode for (dev, ino) if the table has one, without taking a
+ * reference: the result may be freed at any time, so it serves only as
+ * the kernel's node id (for a notification, which is harmless if stale).
+ */
+struct hotfs_inode *ino_find(struct hotfs_itable *t, dev_t dev, ino_t ino);
+/* Called for each inode about to be freed that has a watch. */
+void ino_set_free_hook(struct hotfs_itable *t,
+		       void (*fn)(void *arg, struct hotfs_inode *in),
+		       void *arg);
 
 /* Number of inodes in the table (for stats and tests). */
 size_t ino_count(struct hotfs_itable *t);

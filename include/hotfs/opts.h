@@ -55,6 +55,7 @@ struct hotfs_opts {
 	double entry_timeout;
 	int reset;		/* -o reset: empty a foreign/old cachedir */
 	int nocache;		/* -o nocache: plain passthrough, no store */
+	int nowatch;		/* -o nowatch: no inotify on the source */
 	char *ctldir;		/* name of the virtual control directory */
 	char *inode_cache_str;
 	uint64_t inode_cache;	/* forgotten inodes kept open */

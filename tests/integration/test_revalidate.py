@@ -38,7 +38,8 @@ def test_changes_through_the_mount(ws, mode):
 
 def test_open_mode_sees_source_changes(ws):
     """revalidate=open: a listing is checked at each opendir, a file's
-    data at each open; attributes within attr_timeout (1 s)."""
+    data at each open; names and attributes as soon as the source watch
+    reports the change."""
     with open(os.path.join(ws.src, 'f'), 'w') as f:
         f.write('one')
     ws.start(opts='revalidate=open')
@@ -88,3 +89,109 @@ def test_never_mode_trusts_the_kernel_caches(ws):
     assert reads() == n
     with open(os.path.join(m, '.hotfs', 'stats')) as f:
         assert 'revalidate=never' in f.read()
+
+
+def _meta(m):
+    st = util.hotfs_stats(m)
+    return {k: int(st[k]) for k in ('lookup_requests', 'getattr_requests')}
+
+
+def test_open_mode_watch_sees_every_kind_of_change(ws):
+    """The default mode watches the source: the kernel trusts names and
+    attributes for 60 s, and a change made behind the mount is still seen
+    within a moment, because the watch invalidates the kernel's copy."""
+    src = ws.src
+    os.mkdir(os.path.join(src, 'd'))
+    for n in ('f', 'gone', 'old', 'dir2file'):
+        with open(os.path.join(src, 'd', n), 'w') as f:
+            f.write(n)
+    os.mkdir(os.path.join(src, 'd', 'sub'))
+    ws.start()
+    m = ws.mnt
+    d = os.path.join(m, 'd')
+    # the kernel now holds all of these (and a negative entry for 'new')
+    for n in ('f', 'gone', 'old', 'dir2file', 'sub'):
+        os.stat(os.path.join(d, n))
+    assert not os.path.exists(os.path.join(d, 'new'))
+    with open(os.path.join(d, 'f')) as f:
+        held = f              # an open file: its fstat must follow too
+        sd = os.path.join(src, 'd')
+        with open(os.path.join(sd, 'new'), 'w') as g:
+            g.write('new')
+        os.unlink(os.path.join(sd, 'gone'))
+        os.rename(os.path.join(sd, 'old'), os.path.join(sd, 'renamed'))
+        os.chmod(os.path.join(sd, 'f'), 0o600)
+        with open(os.path.join(sd, 'f'), 'a') as g:
+            g.write('+more')
+        os.rmdir(os.path.join(sd, 'sub'))
+        with open(os.path.join(sd, 'sub'), 'w') as g:
+            g.write('a file now')
+        os.link(os.path.join(sd, 'dir2file'), os.path.join(sd, 'link'))
+        t = 3
+        util.wait_for(lambda: os.path.exists(os.path.join(d, 'new')),
+                      'a created name', t)
+        util.wait_for(lambda: not os.path.exists(os.path.join(d, 'gone')),
+                      'a removed name', t)
+        util.wait_for(lambda: not os.path.exists(os.path.join(d, 'old'))
+                      and os.path.exists(os.path.join(d, 'renamed')),
+                      'a rename', t)
+        util.wait_for(lambda: os.stat(os.path.join(d, 'f')).st_mode & 0o777
+                      == 0o600, 'a chmod', t)
+        util.wait_for(lambda: os.fstat(held.fileno()).st_size == 6,
+                      'the size of an open file', t)
+        util.wait_for(lambda: os.path.isfile(os.path.join(d, 'sub')),
+                      'a directory replaced by a file', t)
+        util.wait_for(lambda: os.stat(os.path.join(d, 'dir2file')).st_nlink
+                      == 2, 'a new link to a known file', t)
+    assert sorted(os.listdir(d)) == sorted(os.listdir(sd))
+    with open(os.path.join(d, 'sub')) as f:
+        assert f.read() == 'a file now'
+    st = util.hotfs_stats(m)
+    assert int(st["watched_dirs"]) >= 2
+    assert int(st["watch_invalidations"]) > 0
+
+
+def test_open_mode_trusts_watched_names_past_the_short_timeout(ws):
+    """What the watch covers is not asked again after the short timeout
+    (1 s): stats of an unchanged tree 1.5 s later reach the daemon as no
+    lookup and no getattr."""
+    import time
+    src = ws.src
+    os.mkdir(os.path.join(src, 'd'))
+    for i in range(20):
+        with open(os.path.join(src, 'd', 'f%d' % i), 'w') as f:
+            f.write('x')
+    ws.start()
+    m = ws.mnt
+    names = [os.path.join(m, 'd', 'f%d' % i) for i in range(20)]
+    for p in names:
+        os.stat(p)
+    assert not os.path.exists(os.path.join(m, 'd', 'absent'))
+    before = _meta(m)
+    t0 = time.monotonic()
+    util.wait_for(lambda: time.monotonic() - t0 > 1.5,
+                  'the short timeout to pass', 3)
+    for p in names:
+        os.stat(p)
+    assert not os.path.exists(os.path.join(m, 'd', 'absent'))
+    assert _meta(m) == before
+
+
+def test_nowatch_keeps_the_short_timeouts(ws):
+    """With -o nowatch nothing is watched and the 1 s timeouts apply: the
+    same stats 1.5 s later are asked again."""
+    import time
+    with open(os.path.join(ws.src, 'f'), 'w') as f:
+        f.write('x')
+    ws.start(opts='nowatch')
+    m = ws.mnt
+    os.stat(os.path.join(m, 'f'))
+    before = _meta(m)
+    t0 = time.monotonic()
+    util.wait_for(lambda: time.monotonic() - t0 > 1.5,
+                  'the short timeout to pass', 3)
+    os.stat(os.path.join(m, 'f'))
+    after = _meta(m)
+    assert after['lookup_requests'] + after['getattr_requests'] > \
+        before['lookup_requests'] + before['getattr_requests']
+    assert util.hotfs_stats(m)["watched_dirs"] == "0"

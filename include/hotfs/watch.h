@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Watching the source for changes made behind the mount (inotify), so
+ * that the kernel's caches of names and attributes can be trusted for
+ * long and are still dropped within a moment of a change.
+ *
+ * Every directory inode hotfs knows gets a watch (up to half the
+ * user's inotify budget).  A change reported in a watched directory
+ * invalidates the kernel's entry for that name and the attributes of the
+ * object, through the FUSE notification calls, from a thread of its own
+ * that never holds a lock while it notifies.  Directories on network
+ * filesystems (NFS, SMB, FUSE, ...) are not watched: other clients'
+ * changes raise no event there.
+ *
+ * An entry or an attribute is "covered" when a change to it raises an
+ * event hotfs sees: a name in a watched directory; the attributes of a
+ * watched directory, or of a non-directory with one link found in a
+ * watched directory.  Covered replies may carry the long timeout
+ * (watch_timeout()); the rest keep the short one.
+ */
+#ifndef HOTFS_WATCH_H
+#define HOTFS_WATCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include <fuse_lowlevel.h>
+
+#include "hotfs/inode.h"
+
+/* How long the kernel may trust a covered entry or attribute: the bound
+ * on staleness if an event is ever lost (a queue overflow). */
+#define HOTFS_WATCH_TIMEOUT	60.0
+
+struct hotfs_watch;
+
+struct hotfs_watch_stats {
+	uint64_t dirs;			/* directories watched now */
+	uint64_t unwatched;		/* not watched: budget, fs type */
+	uint64_t events;		/* events read */
+	uint64_t invalidations;		/* notifications sent to the kernel */
+	uint64_t overflows;		/* event queue overflows */
+};
+
+/* Returns 0 or -errno. */
+int watch_new(struct hotfs_watch **wp, struct hotfs_itable *it);
+/* Start the event thread; notifications go to se. */
+int watch_start(struct hotfs_watch *w, struct fuse_session *se);
+void watch_free(struct hotfs_watch *w);
+
+/* Watch the directory in (idempotent); true if it is watched. */
+bool watch_dir(struct hotfs_watch *w, struct hotfs_inode *in);
+/* The inode is being freed: drop its watch (called by the table). */
+void watch_drop(struct hotfs_watch *w, struct hotfs_inode *in);
+
+void watch_get_stats(struct hotfs_watch *w, struct hotfs_watch_stats *s);
+
+#endif
