@@ -186,6 +186,15 @@ static void test_revalidate(void **state)
 			       "-o", co, NULL), 0);
 	assert_int_equal(o.revalidate, HOTFS_REVAL_OPEN);
 	assert_true(o.attr_timeout == 1.0 && o.entry_timeout == 1.0);
+	assert_int_equal(o.nowatch, 0);
+	assert_null(o.attr_timeout_str);	/* watched: the long ones */
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+
+	snprintf(co, sizeof(co), "cachedir=%s,nowatch", f->cache);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->mnt,
+			       "-o", co, NULL), 0);
+	assert_int_equal(o.nowatch, 1);
 	fuse_opt_free_args(&a);
 	opt_free(&o);
 
