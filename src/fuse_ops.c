@@ -625,6 +625,10 @@ static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 	}
 	fh->append = (fi->flags & O_APPEND) != 0;
 	fi->fh = (uintptr_t)fh;
+	/* a read-only handle has no write error to report at close: no
+	 * flush round trip (locks are the kernel's own, see above) */
+	if ((fi->flags & O_ACCMODE) == O_RDONLY)
+		fi->noflush = 1;
 	if (set_keep_cache(in, fd, fi, fs->o->revalidate == HOTFS_REVAL_NEVER))
 		/* attributes only (offset < 0): the size is seen at once */
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
