@@ -214,7 +214,7 @@ hotfs_mount()
 	local src=$1 mnt=$2 opts=$3 log=$4 pid cg
 	mkdir -p "$mnt"
 	mountpoint -q "$mnt" && bench_die "$mnt is already a mountpoint"
-	"$BENCH_HOTFS_BIN" -f "$src" "$mnt" -o "$opts" >"$log" 2>&1 &
+	"$BENCH_HOTFS_BIN" -f "$src" "$mnt" -o "$opts" >>"$log" 2>&1 &
 	pid=$!
 	BENCH_HOTFS_MNTS+=("$mnt")
 	BENCH_HOTFS_ALL+=("$mnt")
