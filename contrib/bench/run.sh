@@ -431,6 +431,31 @@ check_same()
 	fi
 }
 
+# check_result WL WHAT RES: every pass must produce its figures: the
+# workload's metric a number above zero, the other fields numbers or "-"
+# (fio: all four numbers).
+check_result()
+{
+	local m all=0
+	[[ $1 != fio-* ]] || all=1
+	case $(wl_metric "$1") in
+	seconds) m=1 ;;
+	mb_per_s) m=2 ;;
+	iops) m=3 ;;
+	esac
+	awk -v r="$3" -v m="$m" -v all="$all" 'BEGIN {
+		if (split(r, f, " ") != 4)
+			exit 1
+		for (i = 1; i <= 4; i++) {
+			num = f[i] ~ /^[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$/
+			if (!num && (all || i == m || f[i] != "-"))
+				exit 1
+			if (i == m && f[i] + 0 <= 0)
+				exit 1
+		}
+	}' || bench_die "$2 produced no usable figures: '$3'"
+}
+
 # The function that runs one pass of a workload.
 wl_func()
 {
@@ -525,6 +550,7 @@ run_pass()
 		"$(wl_func "$wl")" "$root"
 		try=$(( try + 1 ))
 	done
+	check_result "$wl" "$wl pass $pass on $t" "$res"
 	printf '%s,%s,%s,%s,%s,%s,%s\n' "$wl" "$t" "$pass" "${res// /,}" \
 		"$(( s1[0] - s0[0] ))" "$(( (s1[1] - s0[1]) / 1048576 ))" \
 		"$(( s1[2] - s0[2] ))" >> "$CSV"
