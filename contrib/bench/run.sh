@@ -6,7 +6,8 @@
 #   contrib/bench/run.sh [--smoke] [--out DIR] [--work DIR] [--passes N]
 #                        [--targets LIST] [--keep-images] [WORKLOAD...]
 #
-# Workloads (default: seq rand meta cp gitgrep):
+# Workloads (default: all of them, in this order; about an hour at full
+# size, of which gitgrep takes ~25 min and fio ~16 min):
 #   seq      1 MiB sequential reads of one large file, page cache dropped
 #   rand     4 KiB random reads (fio, psync, buffered), page cache dropped
 #   meta     find and git status over a ~11.7k-file git repository with warm
@@ -19,9 +20,9 @@
 #   scan     scan resistance, with a small cache (-o cachesize=, 1/4 of the
 #            large file): passes 1-3 read a hot file (1/16 of the large
 #            file), pass 4 reads the large file once, pass 5 the hot file
-#            again; page cache dropped before each (not in the default list)
+#            again; page cache dropped before each
 #   restart  passes 1-3 read the hot file, pass 4 after a remount of hotfs:
-#            does the cache survive a restart? (not in the default list)
+#            does the cache survive a restart?
 #   fio      DESIGN.md's matrix: 4 KiB zipf(1.2) random I/O (fio psync,
 #            buffered, fdatasync after each write) for BENCH_FIO_SECS per
 #            pass, at the cache:data ratios 1:25, 1:10, 1:5 and 1:2 (the
@@ -40,10 +41,18 @@
 #   hotfs-nocache@ssd, hotfs@ssd   the same over the SSD tree (FUSE overhead
 #                             against a fast source; seq, rand and meta only)
 #
+# Sizes: a 1 GiB large file and a 1 GiB fio file, a 64 MiB hot file and the
+# Go tree, on sparse 8 GiB (HDD) and 16 GiB (SSD) images.  --smoke runs every
+# workload at tiny sizes (64 MiB and 4 MiB files, src/image's 170 files,
+# 1 GiB images, 1-2 passes, 1 s rand, 0.3 s per fio mix; every fio ratio then
+# gets the 32 MiB minimum cache): about a minute, under two.  Both exit
+# non-zero if any step or check failed (a pass without figures, targets
+# disagreeing on find's count, a wrong cp copy, git grep finding the string,
+# fio.dat differing through hotfs) or anything (mount, loop device,
+# throttle, daemon) was left behind.
+#
 # Needs root, loop devices, the cgroup-v1 blkio controller, fio, git, jq and
-# gnuplot.  Exits 77 when the machine cannot run it.  --smoke uses tiny sizes
-# (well under two minutes); it exits non-zero if any step failed or anything
-# (mount, loop device, throttle, daemon) was left behind.
+# gnuplot.  Exits 77 when the machine cannot run it.
 #
 # Environment: HOTFS_BIN (default: build/hotfs in the repository),
 # BENCH_HOTFS_OPTS (extra -o options for every hotfs target),
@@ -90,7 +99,8 @@ while (( $# )); do
 	esac
 	shift
 done
-(( ${#workloads[@]} )) || workloads=(seq rand meta cp gitgrep)
+(( ${#workloads[@]} )) ||
+	workloads=(seq rand meta cp gitgrep scan restart fio)
 
 # The fio matrix: cache:data ratios (1:N) and read percentages.
 FIO_RATIOS=(25 10 5 2)
