@@ -278,6 +278,17 @@ hotfs_force_umount()
 
 # -------------------------------------------------------------- teardown --
 
+# bench_is_ours DEV: is loop device DEV attached to one of our images?
+bench_is_ours()
+{
+	local back img
+	back=$(losetup -nO BACK-FILE "$1" 2>/dev/null) || return 1
+	for img in "${DISK_IMG[@]}"; do
+		[ "$back" = "$(realpath -m "$img")" ] && return 0
+	done
+	return 1
+}
+
 bench_cleanup()
 {
 	local rc=$? i m d
@@ -301,7 +312,9 @@ bench_cleanup()
 	done
 	for (( i = ${#BENCH_LOOP_DEVS[@]} - 1; i >= 0; i-- )); do
 		d=${BENCH_LOOP_DEVS[i]}
-		losetup "$d" >/dev/null 2>&1 || continue
+		# only while it still backs one of our images: once detached,
+		# the device may be another job's
+		bench_is_ours "$d" || continue
 		losetup -d "$d" || bench_log "could not detach $d"
 	done
 	bench_unthrottle_all
