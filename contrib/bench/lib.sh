@@ -112,6 +112,41 @@ disk_stat()
 BENCH_THROTTLE_FILES=(read_iops_device write_iops_device
 		      read_bps_device write_bps_device)
 
+# bench_can_throttle WORKDIR: can this machine attach a loop device and set
+# a blkio throttle on it for this shell's cgroup?  Tried on a tiny image
+# before anything else, so that a machine that cannot (no loop devices in a
+# container, cgroup v2 only, a kernel without blk-throttle) is told apart
+# from a failure.  Writing "MAJ:MIN 0" sets no limit, but the kernel checks
+# the device and the cgroup as for a real one.  On failure, BENCH_WHY says
+# why.  The loop device is registered for teardown as soon as it exists.
+bench_can_throttle()
+{
+	local img=$1/probe.img dev mm cg
+	BENCH_WHY=""
+	truncate -s 16M "$img"
+	DISK_IMG[probe]=$img
+	if ! dev=$(losetup --show -f "$img" 2>&1); then
+		BENCH_WHY="cannot attach a loop device: $dev"
+		return 1
+	fi
+	BENCH_LOOP_DEVS+=("$dev")
+	mm=$(lsblk -dno MAJ:MIN "$dev" | tr -d ' ')
+	if ! cg=$(bench_blkio_cgroup); then
+		BENCH_WHY="this shell is in no cgroup-v1 blkio cgroup (/proc/self/cgroup)"
+	elif [ ! -e "$cg/blkio.throttle.read_iops_device" ]; then
+		BENCH_WHY="no blkio throttling in $cg (CONFIG_BLK_DEV_THROTTLING?)"
+	elif ! (echo "$mm 0" > "$cg/blkio.throttle.read_iops_device") 2>/dev/null; then
+		BENCH_WHY="cannot write $cg/blkio.throttle.read_iops_device"
+	fi
+	if losetup -d "$dev"; then
+		unset 'BENCH_LOOP_DEVS[-1]'
+	else
+		bench_log "could not detach $dev"
+	fi
+	rm -f "$img"
+	[ -z "$BENCH_WHY" ]
+}
+
 bench_throttle_write()
 {
 	local cg=$1 mm=$2 riops=$3 wiops=$4 rbps=$5 wbps=$6

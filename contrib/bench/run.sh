@@ -180,6 +180,7 @@ CSV=$out/results.csv
 TABLES=$out/tables.md
 
 bench_install_traps
+bench_can_throttle "$work" || skip "$BENCH_WHY"
 
 # -------------------------------------------------------------- targets --
 
