@@ -443,8 +443,8 @@ check_same()
 }
 
 # check_result WL WHAT RES: every pass must produce its figures: the
-# workload's metric a number above zero, the other fields numbers or "-"
-# (fio: all four numbers).
+# workload's metric a number (a rate above zero: a time may round to 0 ms),
+# the other fields numbers or "-" (fio: all four numbers).
 check_result()
 {
 	local m all=0
@@ -461,7 +461,7 @@ check_result()
 			num = f[i] ~ /^[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$/
 			if (!num && (all || i == m || f[i] != "-"))
 				exit 1
-			if (i == m && f[i] + 0 <= 0)
+			if (i == m && m > 1 && f[i] + 0 <= 0)
 				exit 1
 		}
 	}' || bench_die "$2 produced no usable figures: '$3'"
