@@ -7,7 +7,7 @@
 #                        [--targets LIST] [--keep-images] [WORKLOAD...]
 #
 # Workloads (default: all of them, in this order; about an hour at full
-# size, of which gitgrep takes ~25 min and fio ~16 min):
+# size, of which gitgrep takes ~27 min and fio ~16 min, estimated):
 #   seq      1 MiB sequential reads of one large file, page cache dropped
 #   rand     4 KiB random reads (fio, psync, buffered), page cache dropped
 #   meta     find and git status over a ~11.7k-file git repository with warm
@@ -27,12 +27,13 @@
 #            buffered, fdatasync after each write) for BENCH_FIO_SECS per
 #            pass, at the cache:data ratios 1:25, 1:10, 1:5 and 1:2 (the
 #            workloads fio-25 fio-10 fio-5 fio-2; each may be named alone);
-#            pass N is read/write mix N of 100/0 70/30 50/50 0/100.
+#            pass N is read/write mix N of 100/0 70/30 50/50 0/100,
+#            page cache dropped before each.
 #            hdd, ssd and hotfs-nocache@hdd do not depend on the cache size
 #            and run only in the first of them; hotfs@hdd runs in each, with
 #            -o cachesize= the file's size / the ratio (at least 32 MiB).
-#            Afterwards the file read through each hotfs target must be
-#            byte-identical to the file on the disk
+#            Afterwards the file read through each hotfs target (page
+#            cache dropped) must have the checksum of the file on the disk
 #
 # Targets, side by side in the same run (--targets narrows them):
 #   hdd, ssd                  the trees read directly
