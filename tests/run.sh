@@ -1,13 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Run every test of hotfs: unit tests (cmocka) and integration tests that
-# mount a real hotfs (pytest), first in a normal build, then again in a
-# build with AddressSanitizer and UndefinedBehaviorSanitizer; then the
-# concurrency and crash tests under ThreadSanitizer, and a short run of the
-# libFuzzer targets.
+# mount a real hotfs (pytest), first in a normal build, followed by the
+# benchmark harness's smoke run against that build's daemon; then the tests
+# again in a build with AddressSanitizer and UndefinedBehaviorSanitizer;
+# then the concurrency and crash tests under ThreadSanitizer, and a short
+# run of the libFuzzer targets.
 #
 #   tests/run.sh            # everything (needs root for the mounts)
-#   tests/run.sh --quick    # normal build only
+#   tests/run.sh --quick    # normal build and benchmark smoke run only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,8 +26,36 @@ run_suite() {
 	meson test -C "$dir" --print-errorlogs --num-processes 2
 }
 
+# contrib/bench/run.sh --smoke: every benchmark at tiny sizes (about a
+# minute) against the emulated HDD, so that the harness never rots; it
+# fails on a wrong result or on anything left behind.  77 means this
+# machine cannot emulate the HDD (no loop devices, no cgroup-v1 blkio
+# throttling, a tool missing): a skip.  The log is printed on failure, and
+# the results are kept then.
+bench_smoke() {
+	local out rc=0 t0=$SECONDS
+	out=$(mktemp -d /var/tmp/hotfs-bench-smoke.XXXXXX)
+	HOTFS_BIN=$PWD/build-test/hotfs contrib/bench/run.sh --smoke \
+		--out "$out" > "$out/run.log" 2>&1 || rc=$?
+	case $rc in
+	0)
+		echo "benchmark smoke run passed ($(( SECONDS - t0 )) s)"
+		rm -rf "$out" ;;
+	77)
+		echo "benchmark smoke run SKIPPED:" \
+			"$(sed -n 's/.*skipped: //p' "$out/run.log")"
+		rm -rf "$out" ;;
+	*)
+		cat "$out/run.log"
+		echo "benchmark smoke run FAILED (exit $rc); results in $out"
+		return "$rc" ;;
+	esac
+}
+
 echo "== normal build =="
 run_suite build-test
+echo "== benchmark smoke run (contrib/bench/run.sh --smoke) =="
+bench_smoke
 if [ $quick = 0 ]; then
 	echo "== ASan + UBSan build =="
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \

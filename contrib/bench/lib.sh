@@ -112,6 +112,41 @@ disk_stat()
 BENCH_THROTTLE_FILES=(read_iops_device write_iops_device
 		      read_bps_device write_bps_device)
 
+# bench_can_throttle WORKDIR: can this machine attach a loop device and set
+# a blkio throttle on it for this shell's cgroup?  Tried on a tiny image
+# before anything else, so that a machine that cannot (no loop devices in a
+# container, cgroup v2 only, a kernel without blk-throttle) is told apart
+# from a failure.  Writing "MAJ:MIN 0" sets no limit, but the kernel checks
+# the device and the cgroup as for a real one.  On failure, BENCH_WHY says
+# why.  The loop device is registered for teardown as soon as it exists.
+bench_can_throttle()
+{
+	local img=$1/probe.img dev mm cg
+	BENCH_WHY=""
+	truncate -s 16M "$img"
+	DISK_IMG[probe]=$img
+	if ! dev=$(losetup --show -f "$img" 2>&1); then
+		BENCH_WHY="cannot attach a loop device: $dev"
+		return 1
+	fi
+	BENCH_LOOP_DEVS+=("$dev")
+	mm=$(lsblk -dno MAJ:MIN "$dev" | tr -d ' ')
+	if ! cg=$(bench_blkio_cgroup); then
+		BENCH_WHY="this shell is in no cgroup-v1 blkio cgroup (/proc/self/cgroup)"
+	elif [ ! -e "$cg/blkio.throttle.read_iops_device" ]; then
+		BENCH_WHY="no blkio throttling in $cg (CONFIG_BLK_DEV_THROTTLING?)"
+	elif ! (echo "$mm 0" > "$cg/blkio.throttle.read_iops_device") 2>/dev/null; then
+		BENCH_WHY="cannot write $cg/blkio.throttle.read_iops_device"
+	fi
+	if losetup -d "$dev"; then
+		unset 'BENCH_LOOP_DEVS[-1]'
+	else
+		bench_log "could not detach $dev"
+	fi
+	rm -f "$img"
+	[ -z "$BENCH_WHY" ]
+}
+
 bench_throttle_write()
 {
 	local cg=$1 mm=$2 riops=$3 wiops=$4 rbps=$5 wbps=$6
@@ -214,7 +249,7 @@ hotfs_mount()
 	local src=$1 mnt=$2 opts=$3 log=$4 pid cg
 	mkdir -p "$mnt"
 	mountpoint -q "$mnt" && bench_die "$mnt is already a mountpoint"
-	"$BENCH_HOTFS_BIN" -f "$src" "$mnt" -o "$opts" >"$log" 2>&1 &
+	"$BENCH_HOTFS_BIN" -f "$src" "$mnt" -o "$opts" >>"$log" 2>&1 &
 	pid=$!
 	BENCH_HOTFS_MNTS+=("$mnt")
 	BENCH_HOTFS_ALL+=("$mnt")
@@ -278,6 +313,17 @@ hotfs_force_umount()
 
 # -------------------------------------------------------------- teardown --
 
+# bench_is_ours DEV: is loop device DEV attached to one of our images?
+bench_is_ours()
+{
+	local back img
+	back=$(losetup -nO BACK-FILE "$1" 2>/dev/null) || return 1
+	for img in "${DISK_IMG[@]}"; do
+		[ "$back" = "$(realpath -m "$img")" ] && return 0
+	done
+	return 1
+}
+
 bench_cleanup()
 {
 	local rc=$? i m d
@@ -301,7 +347,9 @@ bench_cleanup()
 	done
 	for (( i = ${#BENCH_LOOP_DEVS[@]} - 1; i >= 0; i-- )); do
 		d=${BENCH_LOOP_DEVS[i]}
-		losetup "$d" >/dev/null 2>&1 || continue
+		# only while it still backs one of our images: once detached,
+		# the device may be another job's
+		bench_is_ours "$d" || continue
 		losetup -d "$d" || bench_log "could not detach $d"
 	done
 	bench_unthrottle_all

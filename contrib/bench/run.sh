@@ -6,7 +6,8 @@
 #   contrib/bench/run.sh [--smoke] [--out DIR] [--work DIR] [--passes N]
 #                        [--targets LIST] [--keep-images] [WORKLOAD...]
 #
-# Workloads (default: seq rand meta cp gitgrep):
+# Workloads (default: all of them, in this order; about an hour at full
+# size, of which gitgrep takes ~27 min and fio ~16 min, estimated):
 #   seq      1 MiB sequential reads of one large file, page cache dropped
 #   rand     4 KiB random reads (fio, psync, buffered), page cache dropped
 #   meta     find and git status over a ~11.7k-file git repository with warm
@@ -19,13 +20,20 @@
 #   scan     scan resistance, with a small cache (-o cachesize=, 1/4 of the
 #            large file): passes 1-3 read a hot file (1/16 of the large
 #            file), pass 4 reads the large file once, pass 5 the hot file
-#            again; page cache dropped before each (not in the default list)
+#            again; page cache dropped before each
 #   restart  passes 1-3 read the hot file, pass 4 after a remount of hotfs:
-#            does the cache survive a restart? (not in the default list)
-#   fio      4 KiB zipf(1.2) random I/O, cache:data 1:BENCH_FIO_RATIO
-#            (default 10); pass N is read/write mix N of 100/0 70/30 50/50
-#            0/100.  A first cut of DESIGN.md's matrix: run it once per
-#            ratio (not in the default list)
+#            does the cache survive a restart?
+#   fio      DESIGN.md's matrix: 4 KiB zipf(1.2) random I/O (fio psync,
+#            buffered, fdatasync after each write) for BENCH_FIO_SECS per
+#            pass, at the cache:data ratios 1:25, 1:10, 1:5 and 1:2 (the
+#            workloads fio-25 fio-10 fio-5 fio-2; each may be named alone);
+#            pass N is read/write mix N of 100/0 70/30 50/50 0/100,
+#            page cache dropped before each.
+#            hdd, ssd and hotfs-nocache@hdd do not depend on the cache size
+#            and run only in the first of them; hotfs@hdd runs in each, with
+#            -o cachesize= the file's size / the ratio (at least 32 MiB).
+#            Afterwards the file read through each hotfs target (page
+#            cache dropped) must have the checksum of the file on the disk
 #
 # Targets, side by side in the same run (--targets narrows them):
 #   hdd, ssd                  the trees read directly
@@ -34,16 +42,25 @@
 #   hotfs-nocache@ssd, hotfs@ssd   the same over the SSD tree (FUSE overhead
 #                             against a fast source; seq, rand and meta only)
 #
+# Sizes: a 1 GiB large file and a 1 GiB fio file, a 64 MiB hot file and the
+# Go tree, on sparse 8 GiB (HDD) and 16 GiB (SSD) images.  --smoke runs every
+# workload at tiny sizes (64 MiB and 4 MiB files, src/image's 170 files,
+# 1 GiB images, 1-2 passes, 1 s rand, 0.3 s per fio mix; every fio ratio then
+# gets the 32 MiB minimum cache): about a minute, under two.  Both exit
+# non-zero if any step or check failed (a pass without figures, targets
+# disagreeing on find's count, a wrong cp copy, git grep finding the string,
+# fio.dat differing through hotfs) or anything (mount, loop device,
+# throttle, daemon) was left behind.
+#
 # Needs root, loop devices, the cgroup-v1 blkio controller, fio, git, jq and
-# gnuplot.  Exits 77 when the machine cannot run it.  --smoke uses tiny sizes
-# (well under two minutes); it exits non-zero if any step failed or anything
-# (mount, loop device, throttle, daemon) was left behind.
+# gnuplot.  Exits 77 when the machine cannot run it.
 #
 # Environment: HOTFS_BIN (default: build/hotfs in the repository),
 # BENCH_HOTFS_OPTS (extra -o options for every hotfs target),
 # BENCH_NOCACHE_OPTS (options that turn caching off; default "nocache"),
-# BENCH_META_GAP, BENCH_FIO_RATIO (above), BENCH_TREE_SRC (the source tree
-# copied into the repository; default /usr/share/go-1.19).
+# BENCH_META_GAP, BENCH_FIO_SECS (above; default 30, 0.3 with --smoke),
+# BENCH_TREE_SRC (the source tree copied into the repository; default
+# /usr/share/go-1.19).
 
 set -euo pipefail
 shopt -s inherit_errexit
@@ -83,14 +100,21 @@ while (( $# )); do
 	esac
 	shift
 done
-(( ${#workloads[@]} )) || workloads=(seq rand meta cp gitgrep)
+(( ${#workloads[@]} )) ||
+	workloads=(seq rand meta cp gitgrep scan restart fio)
+
+# The fio matrix: cache:data ratios (1:N) and read percentages.
+FIO_RATIOS=(25 10 5 2)
+FIO_MIXES=(100 70 50 0)
 
 # Expand aliases and check names.
 wl_list=()
 for w in "${workloads[@]}"; do
 	case $w in
 	meta) wl_list+=(meta-find meta-gitstatus) ;;
-	seq|rand|meta-find|meta-gitstatus|cp|gitgrep|scan|fio|restart) wl_list+=("$w") ;;
+	fio) wl_list+=("${FIO_RATIOS[@]/#/fio-}") ;;
+	fio-[1-9]|fio-[1-9][0-9]|fio-[1-9][0-9][0-9]) wl_list+=("$w") ;;
+	seq|rand|meta-find|meta-gitstatus|cp|gitgrep|scan|restart) wl_list+=("$w") ;;
 	*) bench_die "unknown workload: $w" ;;
 	esac
 done
@@ -107,22 +131,30 @@ if (( smoke )); then
 	HDD_SIZE=1G SSD_SIZE=1G BIG_MIB=64 RAND_SECS=1 BENCH_VERIFY_SECS=2
 	TREE_SUB=src/image
 	declare -A PASSES=([seq]=1 [rand]=1 [meta-find]=1 [meta-gitstatus]=1
-			   [cp]=2 [gitgrep]=2 [scan]=5 [fio]=4 [restart]=4)
+			   [cp]=2 [gitgrep]=2 [scan]=5 [restart]=4)
+	FIO_SECS=${BENCH_FIO_SECS:-0.3}
 else
 	HDD_SIZE=8G SSD_SIZE=16G BIG_MIB=1024 RAND_SECS=20 BENCH_VERIFY_SECS=3
 	TREE_SUB=.
 	declare -A PASSES=([seq]=3 [rand]=3 [meta-find]=5 [meta-gitstatus]=5
-			   [cp]=8 [gitgrep]=8 [scan]=5 [fio]=4 [restart]=4)
+			   [cp]=8 [gitgrep]=8 [scan]=5 [restart]=4)
+	FIO_SECS=${BENCH_FIO_SECS:-30}
 fi
 if [ -n "$passes_override" ]; then
-	# scan's, fio's and restart's passes are steps, not repetitions
+	# scan's and restart's passes are steps, not repetitions
 	for w in "${!PASSES[@]}"; do
-		[[ $w == scan || $w == fio || $w == restart ]] ||
+		[[ $w == scan || $w == restart ]] ||
 			PASSES[$w]=$passes_override
 	done
 fi
-FIO_RATIO=${BENCH_FIO_RATIO:-10}
-FIO_MIXES=(100 70 50 0)
+# fio's passes are its mixes; the first fio workload runs the targets that
+# do not depend on the cache size.
+FIO_FIRST=""
+for w in "${wl_list[@]}"; do
+	[[ $w == fio-* ]] || continue
+	PASSES[$w]=${#FIO_MIXES[@]}
+	[ -n "$FIO_FIRST" ] || FIO_FIRST=$w
+done
 
 skip() { bench_log "skipped: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root"
@@ -149,6 +181,7 @@ CSV=$out/results.csv
 TABLES=$out/tables.md
 
 bench_install_traps
+bench_can_throttle "$work" || skip "$BENCH_WHY"
 
 # -------------------------------------------------------------- targets --
 
@@ -159,7 +192,8 @@ targets_for()
 {
 	local t list
 	case $1 in
-	cp|gitgrep|fio) list=(hdd ssd hotfs-nocache@hdd hotfs@hdd) ;;
+	cp|gitgrep|"$FIO_FIRST") list=(hdd ssd hotfs-nocache@hdd hotfs@hdd) ;;
+	fio-*) list=(hotfs@hdd) ;;
 	scan|restart) list=(hdd hotfs-nocache@hdd hotfs@hdd) ;;
 	*) list=("${ALL_TARGETS[@]}") ;;
 	esac
@@ -190,11 +224,12 @@ wl_hotfs_opts()
 {
 	case $1 in
 	scan) echo ",cachesize=$(cache_mib $(( BIG_MIB / 4 )))M" ;;
-	fio) echo ",cachesize=$(cache_mib $(( BIG_MIB / FIO_RATIO )))M" ;;
+	fio-*) echo ",cachesize=$(cache_mib $(( BIG_MIB / ${1#fio-} )))M" ;;
 	esac
 }
 
-# mount_target WL TARGET: mount one hotfs target, keeping its cachedir.
+# mount_target WL TARGET: mount one hotfs target, keeping its cachedir; its
+# log is hotfs-WL-TARGET.log (a remount appends to it).
 mount_target()
 {
 	local wl=$1 t=$2 base cache opts
@@ -206,7 +241,7 @@ mount_target()
 	esac
 	[ -z "$BENCH_HOTFS_OPTS" ] || opts+=,$BENCH_HOTFS_OPTS
 	hotfs_mount "${DISK_MNT[$base]}/data" "$(target_root "$t")" \
-		"$opts" "$out/hotfs-$t.log"
+		"$opts" "$out/hotfs-$wl-$t.log"
 }
 
 # Each workload starts with empty caches.
@@ -236,11 +271,12 @@ save_stats()
 
 umount_targets()
 {
-	local t
+	local wl=$1 t
+	shift
 	for t in "$@"; do
 		[[ $t == hotfs* ]] || continue
 		hotfs_umount "$(target_root "$t")" ||
-			bench_die "unmounting $t failed (see $out/hotfs-$t.log)"
+			bench_die "unmounting $t failed (see $out/hotfs-$wl-$t.log)"
 	done
 }
 
@@ -350,6 +386,8 @@ wl_restart()
 	timed read_file "$1/hot"
 }
 
+# fio-N (all ratios alike; the cache size is a mount option): PASS picks the
+# read/write mix.
 wl_fio()
 {
 	local j=$out/fio-last.json mix=${FIO_MIXES[PASS - 1]}
@@ -358,13 +396,39 @@ wl_fio()
 	fio_json "$j" --name=zipf --filename="$1/fio.dat" --rw=randrw \
 		--rwmixread="$mix" --bs=4k --ioengine=psync --direct=0 \
 		--random_distribution=zipf:1.2 --size="${BIG_MIB}M" \
-		--runtime="$RAND_SECS" --time_based --fdatasync=1
+		--runtime="$(awk -v s="$FIO_SECS" 'BEGIN { printf "%dms", s * 1000 }')" \
+		--time_based --fdatasync=1
+	# p99: of the reads, or of the writes in the write-only mix
 	RES=$(jq -r '.jobs[0] | [ ([.read.runtime, .write.runtime] | max) / 1000,
 		(.read.bw_bytes + .write.bw_bytes) / 1e6,
 		.read.iops + .write.iops,
 		(if .read.io_bytes > 0 then .read.clat_ns.percentile["99.000000"]
 		 else .write.clat_ns.percentile["99.000000"] end) / 1000 ]
 		| map(tostring) | join(" ")' "$j")
+}
+
+# After fio's writes, each hotfs target must show the bytes the disk holds:
+# a stale extent left in the cache would differ.  Each is read whole with
+# the page cache dropped, so that the cached target's reads reach its cache,
+# and its checksum compared with the file's read directly (afterwards: read
+# side by side, the two streams would defeat readahead).
+fio_check_data()
+{
+	local t base sum t0
+	local -A want=()
+	for t in "$@"; do
+		[[ $t == hotfs* ]] || continue
+		base=$(target_base "$t")
+		bench_drop_caches
+		t0=$SECONDS
+		sum=$(md5sum < "$(target_root "$t")/fio.dat")
+		[ -n "${want[$base]:-}" ] ||
+			want[$base]=$(md5sum < "${DISK_MNT[$base]}/data/fio.dat")
+		[ "$sum" = "${want[$base]}" ] ||
+			bench_die "$t: fio.dat read through hotfs differs from the file on the disk"
+		bench_log "fio.dat read through $t is identical to the file on" \
+			"the disk ($(( SECONDS - t0 )) s)"
+	done
 }
 
 # Results must not depend on the target: the first target's answer is the
@@ -379,6 +443,50 @@ check_same()
 	fi
 }
 
+# check_result WL WHAT RES: every pass must produce its figures: the
+# workload's metric a number (a rate above zero: a time may round to 0 ms),
+# the other fields numbers or "-" (fio: all four numbers).
+check_result()
+{
+	local m all=0
+	[[ $1 != fio-* ]] || all=1
+	case $(wl_metric "$1") in
+	seconds) m=1 ;;
+	mb_per_s) m=2 ;;
+	iops) m=3 ;;
+	esac
+	awk -v r="$3" -v m="$m" -v all="$all" 'BEGIN {
+		if (split(r, f, " ") != 4)
+			exit 1
+		for (i = 1; i <= 4; i++) {
+			num = f[i] ~ /^[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$/
+			if (!num && (all || i == m || f[i] != "-"))
+				exit 1
+			if (i == m && m > 1 && f[i] + 0 <= 0)
+				exit 1
+		}
+	}' || bench_die "$2 produced no usable figures: '$3'"
+}
+
+# The function that runs one pass of a workload.
+wl_func()
+{
+	case $1 in
+	fio-*) echo wl_fio ;;
+	*) echo "wl_$1" ;;
+	esac
+}
+
+# Checks a workload makes once its passes are done, before the unmount.
+wl_check()
+{
+	local wl=$1
+	shift
+	case $wl in
+	fio-*) fio_check_data "$@" ;;
+	esac
+}
+
 wl_desc()
 {
 	case $1 in
@@ -390,7 +498,12 @@ wl_desc()
 	gitgrep) echo "git grep -q (absent string) over $TREE_FILES files, page cache dropped (seconds; lower is better)" ;;
 	restart) echo "passes 1-3 read a $(( BIG_MIB / 16 )) MiB hot file, pass 4 reads it after hotfs was unmounted and mounted again (seconds; lower is better)" ;;
 	scan) echo "scan resistance, cachesize $(cache_mib $(( BIG_MIB / 4 ))) MiB: passes 1-3 and 5 read a $(( BIG_MIB / 16 )) MiB hot file, pass 4 the ${BIG_MIB} MiB file once (seconds; lower is better)" ;;
-	fio) echo "fio 4 KiB zipf(1.2) random I/O on a ${BIG_MIB} MiB file for ${RAND_SECS} s, cachesize $(cache_mib $(( BIG_MIB / FIO_RATIO ))) MiB; passes 1-4 are read/write mixes ${FIO_MIXES[*]}/100-that (IOPS, reads + writes; higher is better)" ;;
+	fio-*) printf 'fio 4 KiB zipf(1.2) random I/O (psync, buffered, fdatasync after each write) on a %s MiB file, %s s per mix, page cache dropped; cache:data 1:%s: hotfs@hdd with cachesize %s MiB' \
+		"$BIG_MIB" "$FIO_SECS" "${1#fio-}" \
+		"$(cache_mib $(( BIG_MIB / ${1#fio-} )))"
+	   [ "$1" = "$FIO_FIRST" ] ||
+		printf '; the other targets as measured in %s' "$FIO_FIRST"
+	   echo ;;
 	esac
 }
 
@@ -399,7 +512,7 @@ wl_metric()
 {
 	case $1 in
 	seq) echo mb_per_s ;;
-	rand|fio) echo iops ;;
+	rand|fio-*) echo iops ;;
 	*) echo seconds ;;
 	esac
 }
@@ -440,15 +553,16 @@ run_pass()
 	while :; do
 		! wl_warm "$wl" || sleep "$META_GAP"
 		read -r -a s0 < <(disk_stat "$base")
-		"wl_$wl" "$root"
+		"$(wl_func "$wl")" "$root"
 		res=$RES
 		read -r -a s1 < <(disk_stat "$base")
 		wl_warm "$wl" && (( s1[0] > s0[0] && try < 3 )) || break
 		bench_log "$wl pass $pass $t read the disk ($(( s1[0] - s0[0] ))" \
 			"requests) with warm caches: warming it again"
-		"wl_$wl" "$root"
+		"$(wl_func "$wl")" "$root"
 		try=$(( try + 1 ))
 	done
+	check_result "$wl" "$wl pass $pass on $t" "$res"
 	printf '%s,%s,%s,%s,%s,%s,%s\n' "$wl" "$t" "$pass" "${res// /,}" \
 		"$(( s1[0] - s0[0] ))" "$(( (s1[1] - s0[1]) / 1048576 ))" \
 		"$(( s1[2] - s0[2] ))" >> "$CSV"
@@ -466,7 +580,7 @@ run_workload()
 	mount_targets "$wl" "${targets[@]}"
 	if wl_warm "$wl"; then
 		for t in "${targets[@]}"; do
-			"wl_$wl" "$(target_root "$t")"
+			"$(wl_func "$wl")" "$(target_root "$t")"
 			for (( p = 1; p <= n; p++ )); do
 				run_pass "$wl" "$t" "$p"
 			done
@@ -480,11 +594,17 @@ run_workload()
 			done
 		done
 	fi
+	wl_check "$wl" "${targets[@]}"
 	save_stats "$wl" "${targets[@]}"
-	umount_targets "${targets[@]}"
+	umount_targets "$wl" "${targets[@]}"
 	{
 		printf '\n### %s\n\n%s\n\n' "$wl" "$(wl_desc "$wl")"
-		"$here/table.sh" "$CSV" "$wl" "$(wl_metric "$wl")" "$(wl_goal "$wl")"
+		if [[ $wl == fio-* ]]; then
+			"$here/fio_table.sh" "$CSV" "$wl"
+		else
+			"$here/table.sh" "$CSV" "$wl" "$(wl_metric "$wl")" \
+				"$(wl_goal "$wl")"
+		fi
 		printf '\nLoad average at the end (1, 5, 15 min): %s\n' \
 			"$(cut -d' ' -f1-3 /proc/loadavg)"
 	} | tee -a "$TABLES"
@@ -499,7 +619,7 @@ populate()
 	if [ "$1" = hdd ]; then
 		head -c "$(( BIG_MIB * 1048576 ))" /dev/urandom > "$d/data/big"
 		head -c "$(( BIG_MIB * 1048576 / 16 ))" /dev/urandom > "$d/data/hot"
-		if [[ " ${wl_list[*]} " == *" fio "* ]]; then
+		if [ -n "$FIO_FIRST" ]; then
 			head -c "$(( BIG_MIB * 1048576 ))" /dev/urandom > "$d/data/fio.dat"
 		fi
 		mkdir -p "$d/data/go"
@@ -569,7 +689,7 @@ main()
 		run_workload "$wl"
 	done
 
-	"$here/plot.sh" "$out" || bench_die "plotting failed"
+	"$here/plot.sh" "$out" "${FIO_MIXES[*]}" || bench_die "plotting failed"
 	rm -f "$out/fio-last.json" "$out/find-last.txt" "$out/status-last.txt"
 
 	bench_cleanup || exit $?
