@@ -818,7 +818,7 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 	uint64_t end, total, gen, pos;
 	uint32_t e0, e1;
 	unsigned n, i, hits = 0, promos = 0;
-	bool count, reuse = false;
+	bool count, insertable, reuse = false;
 	int data_fd = -1;
 
 	stats_add(&c->stats, STAT_READ_REQS, 1);
@@ -841,6 +841,7 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 	if (!s)
 		goto passthrough;
 	count = counts(c, fh, size, off);
+	insertable = st_state(c->st) == ST_OK;
 	for (i = 0; i < n; i++) {
 		struct seg *g = &s[i];
 		uint64_t h;
@@ -866,11 +867,17 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 			stats_add(&c->stats, STAT_NP_THRESHOLD, 1);
 		if (!cnt && count)
 			cnt = pol_estimate(c->pol, h);	/* same extent again */
-		if (cnt && pol_promote(c->pol, cnt)) {
-			g->promote = true;
-			promos++;
-			reuse = true;	/* keep the bytes: no second read */
+		if (!cnt || !pol_promote(c->pol, cnt))
+			continue;
+		if (!insertable) {
+			/* the store would refuse it after the promoter read
+			 * the source again: a degraded store costs no I/O */
+			stats_add(&c->stats, STAT_NP_STORE, 1);
+			continue;
 		}
+		g->promote = true;
+		promos++;
+		reuse = true;	/* keep the bytes: no second read */
 	}
 	total = end - (uint64_t)off;
 	/* this read may carry on an extent the handle is assembling */

@@ -251,6 +251,8 @@ int st_commit(struct hotfs_store *st);
 int st_tick(struct hotfs_store *st);
 
 void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s);
+/* The state alone, without locks (for the read path). */
+enum hotfs_store_state st_state(struct hotfs_store *st);
 const char *st_state_name(enum hotfs_store_state s);
 /* pct% of the size (or, of_free, of the free space) of dir's fs. */
 int st_size_from_fs(const char *dir, unsigned pct, bool of_free,
