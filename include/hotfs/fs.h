@@ -22,6 +22,7 @@ struct hotfs {
 	bool dont_mask;			/* the kernel left the umask to us */
 	bool listings;			/* keep directory listings */
 	struct hotfs_cache *cache;	/* NULL with -o nocache */
+	char *cache_off;		/* or why the store could not open */
 	const char *ctldir;		/* name of the control directory */
 	uid_t owner_uid;		/* who mounted: may use .hotfs/ctl */
 	gid_t owner_gid;

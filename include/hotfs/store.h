@@ -182,6 +182,12 @@ struct hotfs_store_stats {
  */
 int st_open(const char *cachedir, const struct hotfs_store_params *p,
 	    struct hotfs_store **out, char *err, size_t errlen);
+/*
+ * Is err (-errno) a fault of the cache device (I/O error, gone, read-only,
+ * full) rather than of the configuration?  The mount then goes on without
+ * the store, as it does when the device fails later.
+ */
+bool st_device_error(int err);
 /* Commit, release the cachedir and free; st may be NULL. */
 int st_close(struct hotfs_store *st);
 
