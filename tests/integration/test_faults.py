@@ -111,12 +111,12 @@ class LoopExt4:
             pytest.fail('umount %s: %s' % (self.dir, out))
         self.mounted = False
 
-    def fsck_and_mount(self):
+    def fsck_and_mount(self, opts='rw'):
         """Repair (journal replay) and mount again: healthy again."""
         r = run(['e2fsck', '-fy', self.dev])
         # 0: clean, 1: errors corrected, 2: corrected (reboot advised)
         assert r.returncode in (0, 1, 2), r.stdout
-        r = run(['mount', '-t', 'ext4', self.dev, self.dir])
+        r = run(['mount', '-t', 'ext4', '-o', opts, self.dev, self.dir])
         assert r.returncode == 0, r.stdout
         self.mounted = True
 
@@ -311,6 +311,39 @@ def test_cache_device_eio(ws, ext4):
     ws.stop(proc)
     # the extents made durable before the failure are still there
     remount_and_recover(ws, cdev, cache, files, min_recovered=durable)
+
+
+@pytest.mark.parametrize('fault', ['eio', 'ro'])
+def test_cache_device_dead_at_mount(ws, ext4, fault):
+    """hotfs mounted again while the cache device is still dead (EIO),
+    or mounted read-only: it comes up without the store, says why (one
+    log line, store_state off) and serves the source; once the device is
+    repaired, the next mount finds everything the store had committed."""
+    cdev = ext4('cachefs', 256 << 20)
+    cache = os.path.join(cdev.dir, 'cache')
+    files = make_tree(ws.src)
+    proc = ws.start(cachedir=cache, opts=CACHE_OPTS)
+    warm(ws.mnt, files)
+    ws.stop(proc)
+    if fault == 'eio':
+        cdev.shutdown()
+    else:
+        cdev.umount()
+        cdev.fsck_and_mount('ro')
+    proc = ws.start(cachedir=cache, opts=CACHE_OPTS)
+    s = stats(ws.mnt)
+    assert s['store_state'] == 'off', s
+    why = 'Input/output error' if fault == 'eio' else 'Read-only file system'
+    assert why in s['store_reason'], s
+    for _ in range(3):
+        check_all(ws.mnt, files)
+        read_pieces(ws.mnt, files)
+    lines = ws.log_text(proc).splitlines()[1:]     # after the command
+    assert len(lines) == 2 and 'mounted' in lines[0] and \
+        why in lines[1] and 'cache is off' in lines[1], lines
+    ws.stop(proc)
+    remount_and_recover(ws, cdev, cache, files, min_recovered=sum(
+        max(1, (len(d) + EXT - 1) // EXT) for d in files.values()))
 
 
 def test_cache_device_eio_while_promoting(ws, ext4):
