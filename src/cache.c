@@ -943,22 +943,22 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 		}
 		if (g->hit)
 			hits--;
-		if (!g->hit && g->res_data >= 0 && (size_t)g->res_data == want)
+		if (!g->hit && g->res_data >= 0 && (size_t)g->res_data == want) {
 			got = g->res_data;
-		else if (!g->hit && g->res_data >= 0)	/* short: finish */
-			got = g->res_data + pread_full(fh->fd,
-					dst + g->res_data,
-					want - (size_t)g->res_data,
-					(off_t)g->start + g->res_data);
-		else
+		} else if (!g->hit && g->res_data >= 0) {	/* short: finish */
+			got = pread_full(fh->fd, dst + g->res_data,
+					 want - (size_t)g->res_data,
+					 (off_t)g->start + g->res_data);
+			if (got >= 0)
+				got += g->res_data;
+		} else {
 			got = pread_full(fh->fd, dst, want, (off_t)g->start);
+		}
+		/* not the bytes before the failure: a short reply is EOF to
+		 * the kernel, and a reader would see the file end there */
 		if (got < 0) {
-			if (i == 0) {
-				fuse_reply_err(req, (int)-got);
-				goto out;
-			}
-			pos = g->start - (uint64_t)off;
-			break;
+			fuse_reply_err(req, (int)-got);
+			goto out;
 		}
 		stats_add(&c->stats, STAT_MISS_BYTES, (uint64_t)got);
 		if ((size_t)got < want) {	/* EOF moved: stop here */
