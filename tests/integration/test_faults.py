@@ -466,6 +466,32 @@ def read_file(path):
         return f.read()
 
 
+def read_range(path, off, size):
+    """size bytes at off, from the daemon (not the page cache)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        return os.pread(fd, size, off)
+    finally:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+
+
+def read_to_end(fd, off):
+    """Read from off in 8 KiB calls, as cat does: (the bytes, 'EOF' or
+    the Err that ended it)."""
+    got = []
+    while True:
+        try:
+            b = os.pread(fd, 8192, off)
+        except OSError as e:
+            return b''.join(got), Err(e.errno)
+        if not b:
+            return b''.join(got), 'EOF'
+        got.append(b)
+        off += len(b)
+
+
 def write_at(path, data, off, flags=0):
     fd = os.open(path, os.O_WRONLY | flags)
     try:
@@ -488,10 +514,21 @@ def test_source_eio(ws, ext4, mode):
         check_all(ws.mnt, files)
     # a file never read, so nothing of it is cached anywhere
     write_random(os.path.join(sdev.dir, 'cold'), 2 * EXT, 99)
+    # and one whose first extent only is cached
+    half = write_random(os.path.join(sdev.dir, 'half'), 4 * EXT, 98)
+    if mode != 'nocache':
+        for _ in range(2):
+            read_range(os.path.join(ws.mnt, 'half'), 0, EXT)
+        util.wait_for(lambda: stats(ws.mnt)['promotion_queue_depth'] == 0,
+                      'the first extent of half to be promoted')
     fds = {'m': os.open(os.path.join(ws.mnt, 'f1'), os.O_RDONLY),
            's': os.open(os.path.join(sdev.dir, 'f1'), os.O_RDONLY),
            'mcold': os.open(os.path.join(ws.mnt, 'cold'), os.O_RDONLY),
-           'scold': os.open(os.path.join(sdev.dir, 'cold'), os.O_RDONLY)}
+           'scold': os.open(os.path.join(sdev.dir, 'cold'), os.O_RDONLY),
+           'mhalf': os.open(os.path.join(ws.mnt, 'half'), os.O_RDONLY),
+           'shalf': os.open(os.path.join(sdev.dir, 'half'), os.O_RDONLY)}
+    for fd in fds.values():
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     mark = len(ws.log_text(proc))
     try:
         sdev.shutdown()
@@ -507,6 +544,13 @@ def test_source_eio(ws, ext4, mode):
             same('read an open, uncached file at %d' % off,
                  lambda r, t: os.pread(fds[t + 'cold'], EXT, off),
                  ws.mnt, sdev.dir)
+        # reading on from the end of a cached extent into one that is
+        # not: the cached bytes perhaps, then EIO, never an early EOF (a
+        # short reply is EOF to the kernel: cp would copy half a file)
+        for t in ('m', 's'):
+            got, end = read_to_end(fds[t + 'half'], EXT - 4096)
+            assert end == Err(errno.EIO), (t, len(got), end)
+            assert got == half[EXT - 4096:EXT - 4096 + len(got)], t
         for desc, fn in [
                 ('open and read', lambda r, t: read_file(r + '/f0')),
                 ('open and read, subdir', lambda r, t:
