@@ -818,7 +818,7 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 	uint64_t end, total, gen, pos;
 	uint32_t e0, e1;
 	unsigned n, i, hits = 0, promos = 0;
-	bool count, reuse = false;
+	bool count, insertable, reuse = false;
 	int data_fd = -1;
 
 	stats_add(&c->stats, STAT_READ_REQS, 1);
@@ -841,6 +841,7 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 	if (!s)
 		goto passthrough;
 	count = counts(c, fh, size, off);
+	insertable = st_state(c->st) == ST_OK;
 	for (i = 0; i < n; i++) {
 		struct seg *g = &s[i];
 		uint64_t h;
@@ -866,11 +867,17 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 			stats_add(&c->stats, STAT_NP_THRESHOLD, 1);
 		if (!cnt && count)
 			cnt = pol_estimate(c->pol, h);	/* same extent again */
-		if (cnt && pol_promote(c->pol, cnt)) {
-			g->promote = true;
-			promos++;
-			reuse = true;	/* keep the bytes: no second read */
+		if (!cnt || !pol_promote(c->pol, cnt))
+			continue;
+		if (!insertable) {
+			/* the store would refuse it after the promoter read
+			 * the source again: a degraded store costs no I/O */
+			stats_add(&c->stats, STAT_NP_STORE, 1);
+			continue;
 		}
+		g->promote = true;
+		promos++;
+		reuse = true;	/* keep the bytes: no second read */
 	}
 	total = end - (uint64_t)off;
 	/* this read may carry on an extent the handle is assembling */
@@ -936,22 +943,22 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 		}
 		if (g->hit)
 			hits--;
-		if (!g->hit && g->res_data >= 0 && (size_t)g->res_data == want)
+		if (!g->hit && g->res_data >= 0 && (size_t)g->res_data == want) {
 			got = g->res_data;
-		else if (!g->hit && g->res_data >= 0)	/* short: finish */
-			got = g->res_data + pread_full(fh->fd,
-					dst + g->res_data,
-					want - (size_t)g->res_data,
-					(off_t)g->start + g->res_data);
-		else
+		} else if (!g->hit && g->res_data >= 0) {	/* short: finish */
+			got = pread_full(fh->fd, dst + g->res_data,
+					 want - (size_t)g->res_data,
+					 (off_t)g->start + g->res_data);
+			if (got >= 0)
+				got += g->res_data;
+		} else {
 			got = pread_full(fh->fd, dst, want, (off_t)g->start);
+		}
+		/* not the bytes before the failure: a short reply is EOF to
+		 * the kernel, and a reader would see the file end there */
 		if (got < 0) {
-			if (i == 0) {
-				fuse_reply_err(req, (int)-got);
-				goto out;
-			}
-			pos = g->start - (uint64_t)off;
-			break;
+			fuse_reply_err(req, (int)-got);
+			goto out;
 		}
 		stats_add(&c->stats, STAT_MISS_BYTES, (uint64_t)got);
 		if ((size_t)got < want) {	/* EOF moved: stop here */

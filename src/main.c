@@ -7,7 +7,9 @@
  *
  * main() parses and checks the options, opens the source, mounts, then
  * daemonizes (unless -f) and runs the multithreaded session loop.  Every
- * error before the mount is one line on stderr and exit status 1.
+ * error before the mount is one line on stderr and exit status 1, except
+ * a fault of the cache device (st_device_error): the source is then
+ * mounted without the store, as when the device fails while mounted.
  * SIGTERM, SIGINT, SIGHUP and umount end the loop; the exit status is 0.
  *
  * Decision: with allow_other, hotfs adds default_permissions, so that the
@@ -32,6 +34,7 @@
 #include "hotfs/log.h"
 #include "hotfs/watch.h"
 #include "hotfs/opts.h"
+#include "hotfs/store.h"
 
 static void usage(const char *prog)
 {
@@ -175,7 +178,12 @@ int main(int argc, char *argv[])
 	}
 	if (!o.nocache) {
 		r = cache_open(&fs.cache, &o, fs.root_fd, err, sizeof(err));
-		if (r < 0) {
+		/* a dead cache device must not take the source down too:
+		 * as when it fails while mounted, go on without the store
+		 * (logged below, once the log goes where it should) */
+		if (r < 0 && st_device_error(r)) {
+			fs.cache_off = strdup(err);
+		} else if (r < 0) {
 			fprintf(stderr, "hotfs: %s\n", err);
 			goto out3;
 		}
@@ -249,6 +257,9 @@ int main(int argc, char *argv[])
 		}
 	}
 	hotfs_log(LOG_INFO, "mounted %s on %s\n", o.source, o.mountpoint);
+	if (!o.nocache && !fs.cache)
+		hotfs_log(LOG_ERR, "%s; cache is off until the next mount\n",
+			  fs.cache_off ? fs.cache_off : "store");
 
 	if (copts.singlethread) {
 		r = fuse_session_loop(se);
@@ -293,6 +304,7 @@ out1:
 	fuse_session_destroy(se);
 out0:
 	free(fs.opts_summary);
+	free(fs.cache_off);
 	free(copts.mountpoint);
 	fuse_opt_free_args(&args);
 	opt_free(&o);

@@ -216,6 +216,11 @@ static void promote_one(struct hotfs_promoter *pr, struct pr_item *it)
 	ssize_t n;
 	int r;
 
+	if (st_state(c->st) != ST_OK) {
+		/* queued before the store failed or filled up */
+		stats_add(&c->stats, STAT_NP_STORE, 1);
+		return;
+	}
 	if (it->buf) {
 		n = it->len;
 		stats_add(&c->stats, STAT_PROMO_REUSED, 1);
@@ -289,8 +294,9 @@ static void *pr_main(void *arg)
 		pthread_mutex_unlock(&pr->lock);
 
 		/* only what must read the slow disk again is limited: an
-		 * extent assembled from readers' own reads costs it nothing */
-		if (pr->rate && !it.buf) {
+		 * extent assembled from readers' own reads costs it nothing,
+		 * nor one that promote_one drops because of the store */
+		if (pr->rate && !it.buf && st_state(pr->c->st) == ST_OK) {
 			need = pr->c->extent;
 			for (;;) {
 				t = now_ns();

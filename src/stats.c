@@ -108,7 +108,8 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_s(l, "cachedir", fs->o->cachedir ? fs->o->cachedir : "");
 	if (!c) {
 		add_s(l, "store_state", "off");
-		add_s(l, "store_reason", "mounted with -o nocache");
+		add_s(l, "store_reason", fs->cache_off ? fs->cache_off :
+		      "mounted with -o nocache");
 		add_u(l, "inodes", ino_count(fs->it));
 		add_watch(fs, l);
 		return;

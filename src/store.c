@@ -115,6 +115,17 @@ ssize_t st_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
 	return done;
 }
 
+bool st_device_error(int err)
+{
+	return err == -EIO || err == -ENXIO || err == -ENODEV ||
+	       err == -EROFS || err == -ENOSPC || err == -EDQUOT;
+}
+
+enum hotfs_store_state st_state(struct hotfs_store *st)
+{
+	return atomic_load_explicit(&st->state, memory_order_relaxed);
+}
+
 const char *st_state_name(enum hotfs_store_state s)
 {
 	switch (s) {

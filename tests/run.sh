@@ -63,7 +63,7 @@ if [ $quick = 0 ]; then
 	run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
 fi
 if [ $quick = 0 ]; then
-	# the concurrency and crash tests, and the policy's thread test,
+	# the concurrency, crash and fault tests, and the policy's thread test,
 	# under ThreadSanitizer (tests/tsan.supp says what is suppressed)
 	echo "== ThreadSanitizer: concurrency, crash and read-path tests =="
 	if [ ! -f build-tsan/build.ninja ]; then
@@ -76,7 +76,7 @@ if [ $quick = 0 ]; then
 	HOTFS_BIN=$PWD/build-tsan/hotfs HOTFSCTL_BIN=$PWD/build-tsan/hotfsctl \
 		/usr/bin/python3 tests/integration/run_pytest.py \
 		test_concurrency.py test_crash.py test_readpath.py \
-		test_cache.py test_hotfsctl.py
+		test_cache.py test_hotfsctl.py test_faults.py
 	unset TSAN_OPTIONS
 fi
 if [ $quick = 0 ] && command -v clang >/dev/null; then

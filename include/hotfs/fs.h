@@ -26,6 +26,7 @@ struct hotfs {
 	bool listings;			/* keep directory listings */
 	struct hotfs_cache *cache;	/* NULL with -o nocache */
 	struct hotfs_watch *watch;	/* NULL unless revalidate=open */
+	char *cache_off;		/* or why the store could not open */
 	const char *ctldir;		/* name of the control directory */
 	uid_t owner_uid;		/* who mounted: may use .hotfs/ctl */
 	gid_t owner_gid;

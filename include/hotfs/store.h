@@ -182,6 +182,12 @@ struct hotfs_store_stats {
  */
 int st_open(const char *cachedir, const struct hotfs_store_params *p,
 	    struct hotfs_store **out, char *err, size_t errlen);
+/*
+ * Is err (-errno) a fault of the cache device (I/O error, gone, read-only,
+ * full) rather than of the configuration?  The mount then goes on without
+ * the store, as it does when the device fails later.
+ */
+bool st_device_error(int err);
 /* Commit, release the cachedir and free; st may be NULL. */
 int st_close(struct hotfs_store *st);
 
@@ -251,6 +257,8 @@ int st_commit(struct hotfs_store *st);
 int st_tick(struct hotfs_store *st);
 
 void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s);
+/* The state alone, without locks (for the read path). */
+enum hotfs_store_state st_state(struct hotfs_store *st);
 const char *st_state_name(enum hotfs_store_state s);
 /* pct% of the size (or, of_free, of the free space) of dir's fs. */
 int st_size_from_fs(const char *dir, unsigned pct, bool of_free,

@@ -1127,9 +1127,11 @@ static void test_io_error_off(void **state)
 	st_report_io_error(f->st, &loc, -EINTR);
 	get_stats(f, &s);
 	assert_int_equal(s.state, ST_OK);
+	assert_int_equal(st_state(f->st), ST_OK);
 	st_report_io_error(f->st, &loc, -EIO);
 	get_stats(f, &s);
 	assert_int_equal(s.state, ST_OFF);
+	assert_int_equal(st_state(f->st), ST_OFF);
 	assert_non_null(strstr(s.reason, "Input/output error"));
 	assert_int_equal(st_lookup(f->st, &k, 0, &t, &loc), -ENOENT);
 	assert_int_equal(insert(f, 6, 0, 0, 3000), -EROFS);
@@ -1502,6 +1504,7 @@ static void test_full_fs(void **state)
 		assert_int_equal(err, -ENOSPC);
 		get_stats(f, &s);
 		assert_int_equal(s.state, ST_READONLY);
+		assert_int_equal(st_state(f->st), ST_READONLY);
 		assert_non_null(strstr(s.reason, "No space"));
 		assert_int_equal(insert(f, 9200, 0, 0, len), -EROFS);
 		for (i = 0; i < 50; i++)
@@ -1513,6 +1516,7 @@ static void test_full_fs(void **state)
 		assert_int_equal(st_tick(f->st), 0);
 		get_stats(f, &s);
 		assert_int_equal(s.state, ST_OK);
+		assert_int_equal(st_state(f->st), ST_OK);
 		assert_int_equal(insert(f, 9300, 0, 0, len), 0);
 		assert_int_equal(check(f->st, 9300, 0, 0, len), 1);
 		/* tmpfs has no FALLOC_FL_ZERO_RANGE: resume punches */
