@@ -6,7 +6,9 @@
  * segments.  Each segment is an access for the policy (unless the same
  * handle's previous read was in the same extent, or the handle is past
  * seqcutoff), and is looked up in the store.  If no segment is cached the
- * read is spliced straight from the source (no copy); otherwise every
+ * read is answered from the source (read into a buffer, not spliced, so
+ * that a read failing part way is an error, not a short read: EOF to the
+ * kernel); otherwise every
  * segment is submitted at once on this thread's io_uring: cached ones from
  * the store's data file (with their block checksums when the read is not
  * the whole extent), uncached ones from the source, and the request is
@@ -424,16 +426,6 @@ struct seg {
 	int res_data, res_tab;
 };
 
-static void reply_splice(fuse_req_t req, int fd, size_t size, off_t off)
-{
-	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
-
-	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	buf.buf[0].fd = fd;
-	buf.buf[0].pos = off;
-	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
-}
-
 /* pread all of [off, off + len) unless EOF; returns bytes or -errno. */
 static ssize_t pread_full(int fd, char *buf, size_t len, off_t off)
 {
@@ -453,6 +445,29 @@ static ssize_t pread_full(int fd, char *buf, size_t len, off_t off)
 		done += (size_t)n;
 	}
 	return (ssize_t)done;
+}
+
+/*
+ * Answer a read from the source.  Not spliced: libfuse would answer a
+ * read that fails part way (a bad sector) with the bytes before it, and
+ * a short reply is end-of-file to the kernel; a reader must get the
+ * source's error instead, as it would reading the source directly.
+ */
+void cache_reply_source(fuse_req_t req, int fd, size_t size, off_t off)
+{
+	char *buf = malloc(size ? size : 1);
+	ssize_t n;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = pread_full(fd, buf, size, off);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
 }
 
 void fh_free_all(void)
@@ -891,7 +906,7 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 		if (promos)
 			queue_promotions(c, in, fh, &k, &stamp, gen, s, n,
 					 NULL, 0, 0);
-		reply_splice(req, fh->fd, size, off);
+		cache_reply_source(req, fh->fd, size, off);
 		free(s);
 		return;
 	}
@@ -982,7 +997,7 @@ passthrough_free:
 	free(s);
 passthrough:
 	stats_add(&c->stats, STAT_MISS_REQS, 1);
-	reply_splice(req, fh->fd, size, off);
+	cache_reply_source(req, fh->fd, size, off);
 }
 
 /* ------------------------------------------------------------------ */

@@ -748,7 +748,6 @@ static void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	struct hotfs *fs = hfs(req);
-	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
 
 	if (vd_is(ino)) {
 		vd_read(req, ino, size, off, fi);
@@ -758,10 +757,7 @@ static void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		cache_read(req, fs->cache, hino(req, ino), hfh(fi), size, off);
 		return;
 	}
-	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	buf.buf[0].fd = fhfd(fi);
-	buf.buf[0].pos = off;
-	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+	cache_reply_source(req, fhfd(fi), size, off);
 }
 
 static void write_virtual(fuse_req_t req, fuse_ino_t ino,

@@ -173,4 +173,7 @@ bool pr_enqueue(struct hotfs_promoter *pr, struct pr_item *item);
 unsigned pr_depth(struct hotfs_promoter *pr);
 void pr_free(struct hotfs_promoter *pr);
 
+/* Answer a read from the source fd (the error if it fails part way). */
+void cache_reply_source(fuse_req_t req, int fd, size_t size, off_t off);
+
 #endif
