@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <fuse_lowlevel.h>
@@ -106,6 +107,16 @@ static int add_fsname(struct fuse_args *args, const char *source)
 	}
 	free(opts);
 	return r;
+}
+
+/* Is a FUSE filesystem (this one, aborted) still mounted on mnt? */
+static bool fuse_still_mounted(const char *mnt)
+{
+	struct statfs sf;
+
+	if (statfs(mnt, &sf) == -1)
+		return errno == ENOTCONN;	/* aborted, not unmounted */
+	return sf.f_type == 0x65735546;		/* FUSE_SUPER_MAGIC */
 }
 
 int main(int argc, char *argv[])
@@ -278,7 +289,12 @@ int main(int argc, char *argv[])
 			fuse_loop_cfg_destroy(lcfg);
 		}
 	}
-	/* a signal handled by libfuse ends the loop with its number */
+	/* a signal handled by libfuse ends the loop with its number; an
+	 * unmount that races a worker taking a request ends it with
+	 * ECONNABORTED (libfuse knows only ENODEV): clean if the mount is
+	 * gone, an abort (/sys/fs/fuse/connections) if it is still there */
+	if (r == -ECONNABORTED && !fuse_still_mounted(o.mountpoint))
+		r = 0;
 	if (r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP)
 		ret = 0;
 	else
@@ -292,6 +308,7 @@ out4:
 out3:
 	fh_free_all();
 	vd_free_all();
+	dir_free_all();
 	cache_close(fs.cache);	/* before the table: it holds inodes */
 	watch_free(fs.watch);
 	ino_table_free(fs.it);
