@@ -1008,8 +1008,8 @@ static void rec_add(struct hotfs_dirp *d, const struct dirent *de)
 	d->rnlen += len;
 }
 
-/* The whole directory was read from the source: keep it. */
-static void rec_done(struct hotfs_dirp *d)
+/* The whole directory was read: make the listing (NULL: no memory). */
+static struct hotfs_listing *rec_make(struct hotfs_dirp *d)
 {
 	struct hotfs_listing *l;
 	size_t i;
@@ -1017,7 +1017,7 @@ static void rec_done(struct hotfs_dirp *d)
 	l = calloc(1, sizeof(*l));
 	if (!l) {
 		rec_stop(d);
-		return;
+		return NULL;
 	}
 	l->mtime_ns = d->mtime_ns;
 	l->ctime_ns = d->ctime_ns;
@@ -1031,7 +1031,178 @@ static void rec_done(struct hotfs_dirp *d)
 	d->rents = NULL;
 	d->rnames = NULL;
 	d->rec = false;
-	listing_install(d->in, l);
+	return l;
+}
+
+/* The whole directory was read from the source: keep it. */
+static void rec_done(struct hotfs_dirp *d)
+{
+	struct hotfs_listing *l = rec_make(d);
+
+	if (l)
+		listing_install(d->in, l);
+}
+
+/* ------------------------------------------------------------------ */
+/*
+ * Directories without opendir (FUSE_CAP_NO_OPENDIR_SUPPORT).  Once
+ * hotfs answers an opendir with ENOSYS the kernel opens directories by
+ * itself, keeps their entries in its page cache (FOPEN_CACHE_DIR:
+ * dropped when the directory's mtime changes, when the source watch
+ * reports a change, or by a change through the mount) and sends readdir
+ * without a handle: no opendir/releasedir round trips per directory.
+ * Such a readdir is answered from the directory's listing, checked
+ * against the directory's stamp when a pass starts (offset 0); offsets
+ * are positions in it.  Listings over the memory bound are kept in a
+ * small ring, for the passes under way.
+ */
+#define NTRANSIENT 16
+
+struct transient {
+	dev_t dev;
+	ino_t ino;
+	struct hotfs_listing *l;
+};
+
+static pthread_mutex_t transient_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct transient transient[NTRANSIENT];
+static unsigned transient_next;
+
+static bool listing_fresh(const struct hotfs_listing *l, const struct stat *st)
+{
+	return l->mtime_ns == ts_ns(&st->st_mtim) &&
+	       l->ctime_ns == ts_ns(&st->st_ctim) && l->size == st->st_size;
+}
+
+/* A referenced transient listing of in (fresh for st, unless NULL). */
+static struct hotfs_listing *transient_get(struct hotfs_inode *in,
+					   const struct stat *st)
+{
+	struct hotfs_listing *l = NULL;
+	unsigned i;
+
+	pthread_mutex_lock(&transient_lock);
+	for (i = 0; i < NTRANSIENT; i++) {
+		struct transient *t = &transient[i];
+
+		if (t->l && t->dev == in->dev && t->ino == in->ino &&
+		    (!st || listing_fresh(t->l, st))) {
+			l = t->l;
+			atomic_fetch_add(&l->refs, 1);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&transient_lock);
+	return l;
+}
+
+/* Keep l (its reference is taken over) in the ring. */
+static void transient_add(struct hotfs_inode *in, struct hotfs_listing *l)
+{
+	struct hotfs_listing *old;
+	struct transient *t;
+
+	pthread_mutex_lock(&transient_lock);
+	t = &transient[transient_next++ % NTRANSIENT];
+	old = t->l;
+	t->dev = in->dev;
+	t->ino = in->ino;
+	t->l = l;
+	pthread_mutex_unlock(&transient_lock);
+	listing_put(old);
+}
+
+void dir_free_all(void)
+{
+	unsigned i;
+
+	for (i = 0; i < NTRANSIENT; i++) {
+		listing_put(transient[i].l);
+		transient[i].l = NULL;
+	}
+}
+
+/* Read the whole directory; st is its stamp from before.  NULL: errno. */
+static struct hotfs_listing *listing_read(struct hotfs_inode *in,
+					  const struct stat *st)
+{
+	struct hotfs_dirp d = { .in = in, .rec = true };
+	struct hotfs_listing *l;
+	struct dirent *de;
+	DIR *dp;
+	int fd, err;
+
+	d.mtime_ns = ts_ns(&st->st_mtim);
+	d.ctime_ns = ts_ns(&st->st_ctim);
+	d.size = st->st_size;
+	fd = openat(in->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1)
+		return NULL;
+	dp = fdopendir(fd);
+	if (!dp) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return NULL;
+	}
+	for (;;) {
+		errno = 0;
+		de = readdir(dp);
+		if (!de)
+			break;
+		rec_add(&d, de);
+		if (!d.rec) {
+			errno = ENOMEM;
+			break;
+		}
+	}
+	err = errno;
+	closedir(dp);
+	if (err) {
+		rec_stop(&d);
+		errno = err;
+		return NULL;
+	}
+	l = rec_make(&d);
+	if (!l)
+		errno = ENOMEM;
+	return l;
+}
+
+/* The listing a handle-less readdir at off is answered from, referenced. */
+static struct hotfs_listing *stateless_listing(struct hotfs_inode *in,
+					       off_t off, int *err)
+{
+	struct hotfs_listing *l;
+	struct stat st;
+
+	if (fstat(in->fd, &st) == -1) {
+		*err = errno;
+		return NULL;
+	}
+	/* a pass under way goes on with the listing it started with */
+	pthread_mutex_lock(&in->m);
+	l = in->listing;
+	if (l && (off != 0 || listing_fresh(l, &st)))
+		atomic_fetch_add(&l->refs, 1);
+	else
+		l = NULL;
+	pthread_mutex_unlock(&in->m);
+	if (!l)
+		l = transient_get(in, off ? NULL : &st);
+	if (l)
+		return l;
+	l = listing_read(in, &st);
+	if (!l) {
+		*err = errno;
+		return NULL;
+	}
+	if (!listing_try_install(in, l)) {
+		l->bytes = 0;
+		transient_add(in, l);
+	}
+	atomic_fetch_add(&l->refs, 1);
+	return l;
 }
 
 static void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
@@ -1045,6 +1216,11 @@ static void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	count(&hfs(req)->n_opendir);
+	if (hfs(req)->no_opendir) {
+		/* success, and the kernel sends no more opendirs */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	d = calloc(1, sizeof(*d));
 	if (!d) {
 		fuse_reply_err(req, ENOMEM);
@@ -1148,18 +1324,33 @@ static void consume_entry(struct hotfs_dirp *d, off_t next)
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 		       off_t offset, struct fuse_file_info *fi, bool plus)
 {
-	struct hotfs_dirp *d = dirp(fi);
+	struct hotfs_dirp *d = dirp(fi), tmp;
 	char *buf, *p;
 	size_t rem = size;
 	int err = 0;
 
+	if (!d) {		/* no opendir: see stateless_listing() */
+		memset(&tmp, 0, sizeof(tmp));
+		tmp.in = hino(req, ino);
+		tmp.lst = stateless_listing(tmp.in, offset, &err);
+		if (!tmp.lst) {
+			fuse_reply_err(req, err);
+			return;
+		}
+		tmp.offset = offset;
+		d = &tmp;
+	}
 	buf = calloc(1, size);
 	if (!buf) {
+		if (d == &tmp)
+			listing_put(tmp.lst);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	p = buf;
-	if (offset == 0 && (d->offset != 0 || d->lst)) {
+	if (d == &tmp) {
+		/* positioned above */
+	} else if (offset == 0 && (d->offset != 0 || d->lst)) {
 		/* from the start (again): a rewinddir must see what changed
 		 * since opendir, and the kernel may have answered the first
 		 * pass from its own cache */
@@ -1232,6 +1423,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 		rem -= entsize;
 		consume_entry(d, nextoff);
 	}
+	if (d == &tmp)
+		listing_put(tmp.lst);
 	/* an error after some entries: return what we have */
 	if (err && p == buf)
 		fuse_reply_err(req, err);
@@ -1270,7 +1463,10 @@ static void hotfs_releasedir(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 
-	(void)ino;
+	if (!d) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 	closedir(d->dp);
 	listing_put(d->lst);
 	rec_stop(d);
@@ -1287,11 +1483,21 @@ static void hotfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 		fuse_reply_err(req, 0);
 		return;
 	}
-	fd = dirfd(dirp(fi)->dp);
-
-	(void)ino;
+	if (dirp(fi)) {
+		fd = dirfd(dirp(fi)->dp);
+		r = datasync ? fdatasync(fd) : fsync(fd);
+		fuse_reply_err(req, r == -1 ? errno : 0);
+		return;
+	}
+	/* no opendir: a descriptor for this call */
+	fd = openat(ifd(req, ino), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1) {
+		fuse_reply_err(req, errno);
+		return;
+	}
 	r = datasync ? fdatasync(fd) : fsync(fd);
 	fuse_reply_err(req, r == -1 ? errno : 0);
+	close(fd);
 }
 
 static void hotfs_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -1517,6 +1723,9 @@ static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 	if (conn->capable & FUSE_CAP_ASYNC_DIO)
 		conn->want |= FUSE_CAP_ASYNC_DIO;
+	/* directories answered from listings: no opendir round trips */
+	if (fs->listings && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT))
+		fs->no_opendir = true;
 	/* with default_permissions the kernel checks access: let it see
 	 * the source's POSIX ACLs too (the source keeps modes and default
 	 * ACLs in step itself when hotfs sets them) */

@@ -94,24 +94,29 @@ void listing_put(struct hotfs_listing *l)
 	free(l);
 }
 
-bool listing_install(struct hotfs_inode *in, struct hotfs_listing *l)
+bool listing_try_install(struct hotfs_inode *in, struct hotfs_listing *l)
 {
 	struct hotfs_listing *old;
 
-	if (listing_bytes() + l->bytes > LISTING_MAX_BYTES) {
-		atomic_store(&l->refs, 1);
-		l->bytes = 0;
-		listing_put(l);
-		return false;
-	}
-	atomic_fetch_add(&all_listing_bytes, l->bytes);
 	atomic_store(&l->refs, 1);
+	if (listing_bytes() + l->bytes > LISTING_MAX_BYTES)
+		return false;
+	atomic_fetch_add(&all_listing_bytes, l->bytes);
 	pthread_mutex_lock(&in->m);
 	old = in->listing;
 	in->listing = l;
 	pthread_mutex_unlock(&in->m);
 	listing_put(old);
 	return true;
+}
+
+bool listing_install(struct hotfs_inode *in, struct hotfs_listing *l)
+{
+	if (listing_try_install(in, l))
+		return true;
+	l->bytes = 0;
+	listing_put(l);
+	return false;
 }
 
 static void free_inode(struct hotfs_itable *t, struct hotfs_inode *in)

@@ -24,6 +24,7 @@ struct hotfs {
 	bool as_root;			/* daemon runs as root: act as caller */
 	bool dont_mask;			/* the kernel left the umask to us */
 	bool listings;			/* keep directory listings */
+	bool no_opendir;		/* directories need no opendir */
 	struct hotfs_cache *cache;	/* NULL with -o nocache */
 	struct hotfs_watch *watch;	/* NULL unless revalidate=open */
 	char *cache_off;		/* or why the store could not open */
@@ -37,5 +38,8 @@ struct hotfs {
 };
 
 extern const struct fuse_lowlevel_ops hotfs_ll_ops;
+
+/* Free what handle-less directory reads keep (at exit). */
+void dir_free_all(void);
 
 #endif

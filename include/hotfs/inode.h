@@ -46,6 +46,9 @@ void listing_put(struct hotfs_listing *l);
  * memory bound (l is then freed). */
 struct hotfs_inode;
 bool listing_install(struct hotfs_inode *in, struct hotfs_listing *l);
+/* The same, but over the bound l is left to the caller (one reference;
+ * l->bytes then counts nothing: zero it before listing_put). */
+bool listing_try_install(struct hotfs_inode *in, struct hotfs_listing *l);
 /* Bytes all listings use; new ones are not kept past LISTING_MAX_BYTES. */
 size_t listing_bytes(void);
 #define LISTING_MAX_BYTES	(64u << 20)
