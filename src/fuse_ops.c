@@ -899,6 +899,7 @@ struct hotfs_dirp {
 	struct dirent *entry;		/* read from dp, not yet returned */
 	off_t offset;
 	struct hotfs_listing *lst;	/* serving from this, or NULL */
+	uint64_t gen_tag;		/* handle-less: lst->gen << 32 */
 	/* the directory's stamp at opendir */
 	int64_t mtime_ns, ctime_ns;
 	off_t size;
@@ -1008,6 +1009,8 @@ static void rec_add(struct hotfs_dirp *d, const struct dirent *de)
 	d->rnlen += len;
 }
 
+static _Atomic uint32_t listing_gen;
+
 /* The whole directory was read: make the listing (NULL: no memory). */
 static struct hotfs_listing *rec_make(struct hotfs_dirp *d)
 {
@@ -1022,6 +1025,8 @@ static struct hotfs_listing *rec_make(struct hotfs_dirp *d)
 	l->mtime_ns = d->mtime_ns;
 	l->ctime_ns = d->ctime_ns;
 	l->size = d->size;
+	/* 31 bits: offsets stay positive loff_t values */
+	l->gen = atomic_fetch_add(&listing_gen, 1) % 0x7fffffffu + 1;
 	l->n = d->rn;
 	l->ents = d->rents;
 	l->names = d->rnames;
@@ -1074,9 +1079,10 @@ static bool listing_fresh(const struct hotfs_listing *l, const struct stat *st)
 	       l->ctime_ns == ts_ns(&st->st_ctim) && l->size == st->st_size;
 }
 
-/* A referenced transient listing of in (fresh for st, unless NULL). */
+/* A referenced transient listing of in: fresh for st, or of generation
+ * gen if st is NULL. */
 static struct hotfs_listing *transient_get(struct hotfs_inode *in,
-					   const struct stat *st)
+					   const struct stat *st, uint32_t gen)
 {
 	struct hotfs_listing *l = NULL;
 	unsigned i;
@@ -1086,7 +1092,7 @@ static struct hotfs_listing *transient_get(struct hotfs_inode *in,
 		struct transient *t = &transient[i];
 
 		if (t->l && t->dev == in->dev && t->ino == in->ino &&
-		    (!st || listing_fresh(t->l, st))) {
+		    (st ? listing_fresh(t->l, st) : t->l->gen == gen)) {
 			l = t->l;
 			atomic_fetch_add(&l->refs, 1);
 			break;
@@ -1169,35 +1175,51 @@ static struct hotfs_listing *listing_read(struct hotfs_inode *in,
 	return l;
 }
 
-/* The listing a handle-less readdir at off is answered from, referenced. */
+/*
+ * The listing a handle-less readdir at off is answered from, referenced.
+ * A pass goes on with the listing it started with (its generation is in
+ * the offsets), even if a newer one was made meanwhile for another
+ * reader: the old one is kept in the ring for that.
+ */
 static struct hotfs_listing *stateless_listing(struct hotfs_inode *in,
 					       off_t off, int *err)
 {
-	struct hotfs_listing *l;
+	uint32_t gen = (uint32_t)((uint64_t)off >> 32);
+	struct hotfs_listing *l, *old;
 	struct stat st;
 
 	if (fstat(in->fd, &st) == -1) {
 		*err = errno;
 		return NULL;
 	}
-	/* a pass under way goes on with the listing it started with */
 	pthread_mutex_lock(&in->m);
 	l = in->listing;
-	if (l && (off != 0 || listing_fresh(l, &st)))
+	if (l && (off != 0 ? l->gen == gen : listing_fresh(l, &st)))
 		atomic_fetch_add(&l->refs, 1);
 	else
 		l = NULL;
 	pthread_mutex_unlock(&in->m);
 	if (!l)
-		l = transient_get(in, off ? NULL : &st);
+		l = transient_get(in, off ? NULL : &st, gen);
 	if (l)
 		return l;
+	/* a new pass, or one whose listing is gone (then it may see an
+	 * entry twice or miss one, as after a seekdir across a change) */
 	l = listing_read(in, &st);
 	if (!l) {
 		*err = errno;
 		return NULL;
 	}
-	if (!listing_try_install(in, l)) {
+	pthread_mutex_lock(&in->m);
+	old = in->listing;
+	if (old)
+		atomic_fetch_add(&old->refs, 1);
+	pthread_mutex_unlock(&in->m);
+	if (listing_try_install(in, l)) {
+		if (old)
+			transient_add(in, old);	/* for passes under way */
+	} else {
+		listing_put(old);
 		l->bytes = 0;
 		transient_add(in, l);
 	}
@@ -1290,7 +1312,7 @@ static int peek_entry(struct hotfs_dirp *d, const char **name, uint64_t *ino,
 		*name = e->name;
 		*ino = e->ino;
 		*type = e->type;
-		*next = d->offset + 1;
+		*next = (off_t)((uint64_t)(d->offset + 1) | d->gen_tag);
 		return 1;
 	}
 	if (!d->entry) {
@@ -1318,7 +1340,9 @@ static int peek_entry(struct hotfs_dirp *d, const char **name, uint64_t *ino,
 static void consume_entry(struct hotfs_dirp *d, off_t next)
 {
 	d->entry = NULL;
-	d->offset = next;
+	/* a listing's offsets are positions (tagged with its generation
+	 * when read without a handle); a stream's are the source's */
+	d->offset = d->lst ? (off_t)((uint64_t)next & 0xffffffffu) : next;
 }
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
@@ -1337,7 +1361,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 			fuse_reply_err(req, err);
 			return;
 		}
-		tmp.offset = offset;
+		tmp.offset = (off_t)((uint64_t)offset & 0xffffffffu);
+		tmp.gen_tag = (uint64_t)tmp.lst->gen << 32;
 		d = &tmp;
 	}
 	buf = calloc(1, size);

@@ -37,6 +37,7 @@ struct hotfs_listing {
 	int64_t mtime_ns, ctime_ns;
 	off_t size;
 	size_t n, bytes;
+	uint32_t gen;			/* which listing: offsets carry it */
 	struct hotfs_lent *ents;
 	char *names;			/* all names, NUL-separated */
 };
