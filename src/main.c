@@ -302,6 +302,7 @@ int main(int argc, char *argv[])
 			  r < 0 ? strerror(-r) : strsignal(r));
 	hotfs_log(LOG_INFO, "unmounting %s\n", o.mountpoint);
 out5:
+	watch_stop(fs.watch);	/* it writes to the session's device */
 	fuse_session_unmount(se);
 out4:
 	fuse_remove_signal_handlers(se);

@@ -468,18 +468,25 @@ int watch_start(struct hotfs_watch *w, struct fuse_session *se)
 	return 0;
 }
 
-void watch_free(struct hotfs_watch *w)
+void watch_stop(struct hotfs_watch *w)
 {
 	uint64_t one = 1;
+
+	if (!w || !w->started)
+		return;
+	if (write(w->efd, &one, sizeof(one)) != sizeof(one))
+		hotfs_log(LOG_ERR, "source watch: cannot stop\n");
+	pthread_join(w->thread, NULL);
+	w->started = false;
+}
+
+void watch_free(struct hotfs_watch *w)
+{
 	size_t b;
 
 	if (!w)
 		return;
-	if (w->started) {
-		if (write(w->efd, &one, sizeof(one)) != sizeof(one))
-			hotfs_log(LOG_ERR, "source watch: cannot stop\n");
-		pthread_join(w->thread, NULL);
-	}
+	watch_stop(w);
 	ino_set_free_hook(w->it, NULL, NULL);
 	for (b = 0; b < NBUCKETS; b++) {
 		struct wentry *e, *next;

@@ -47,6 +47,8 @@ struct hotfs_watch_stats {
 int watch_new(struct hotfs_watch **wp, struct hotfs_itable *it);
 /* Start the event thread; notifications go to se. */
 int watch_start(struct hotfs_watch *w, struct fuse_session *se);
+/* Stop the thread: before the session's device is closed. */
+void watch_stop(struct hotfs_watch *w);
 void watch_free(struct hotfs_watch *w);
 
 /* Watch the directory in (idempotent); true if it is watched. */
