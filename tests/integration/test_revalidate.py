@@ -195,3 +195,46 @@ def test_nowatch_keeps_the_short_timeouts(ws):
     assert after['lookup_requests'] + after['getattr_requests'] > \
         before['lookup_requests'] + before['getattr_requests']
     assert util.hotfs_stats(m)["watched_dirs"] == "0"
+
+
+@pytest.mark.parametrize('mode', ['open', 'never'])
+def test_directories_read_without_opendir(ws, mode):
+    """With the store on, directories are read without opendir round
+    trips (the kernel opens them itself and keeps their entries); changes
+    through the mount are listed at once in every mode, changes behind it
+    within a moment in the default mode."""
+    src = ws.src
+    for i in range(20):
+        os.makedirs(os.path.join(src, 'd%d' % i))
+        for j in range(30):
+            with open(os.path.join(src, 'd%d' % i, 'f%d' % j), 'w') as f:
+                f.write('x')
+    ws.start(opts='revalidate=' + mode)
+    m = ws.mnt
+    for _ in range(3):
+        for i in range(20):
+            assert sorted(os.listdir(os.path.join(m, 'd%d' % i))) == \
+                sorted('f%d' % j for j in range(30))
+    assert int(util.hotfs_stats(m)['opendir_requests']) <= 1
+    # through the mount: seen at once, in any mode
+    os.rename(os.path.join(m, 'd3', 'f1'), os.path.join(m, 'd3', 'g1'))
+    with open(os.path.join(m, 'd3', 'new'), 'w') as f:
+        f.write('y')
+    os.unlink(os.path.join(m, 'd3', 'f2'))
+    assert sorted(os.listdir(os.path.join(m, 'd3'))) == \
+        sorted(os.listdir(os.path.join(src, 'd3')))
+    if mode == 'open':
+        os.unlink(os.path.join(src, 'd4', 'f0'))
+        with open(os.path.join(src, 'd4', 'behind'), 'w') as f:
+            f.write('z')
+        util.wait_for(lambda: sorted(os.listdir(os.path.join(m, 'd4'))) ==
+                      sorted(os.listdir(os.path.join(src, 'd4'))),
+                      'a change behind the mount in the listing', 3)
+    # a long directory read in several requests, and a seek into it
+    big = os.path.join(m, 'big')
+    os.mkdir(big)
+    names = ['n%04d-%s' % (k, 'x' * 40) for k in range(2000)]
+    for n in names:
+        os.close(os.open(os.path.join(big, n), os.O_CREAT | os.O_WRONLY))
+    assert sorted(os.listdir(big)) == names
+    assert sorted(os.listdir(os.path.join(src, 'big'))) == names
