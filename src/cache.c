@@ -301,7 +301,11 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 					off + len < off ? UINT32_MAX :
 					(off + len - 1) >> c->ext_shift;
 
-			first = (uint32_t)(off >> c->ext_shift);
+			/* past ST_EXT_LIMIT nothing is cached: first at
+			 * the limit and count 0 drop nothing */
+			first = off >> c->ext_shift < ST_EXT_LIMIT ?
+				(uint32_t)(off >> c->ext_shift) :
+				ST_EXT_LIMIT;
 			count = last >= UINT32_MAX ? 0 :
 				(uint32_t)(last - first + 1);
 			if (!count)	/* to the end of the file */
@@ -829,6 +833,9 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 	end = (uint64_t)off + size;
 	if (end > (uint64_t)st.st_size)
 		end = (uint64_t)st.st_size;
+	/* extent numbers are 32-bit: the source alone serves reads there */
+	if ((end - 1) >> c->ext_shift >= ST_EXT_LIMIT)
+		goto passthrough;
 	cache_stamp(&st, &stamp);
 	cache_key(c, in->dev, in->ino, &k);
 	pthread_mutex_lock(&in->m);

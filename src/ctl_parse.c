@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "hotfs/ctl.h"
+#include "hotfs/store.h"
 
 int ctl_parse_cmd(const char *buf, size_t size, char *cmd, size_t cmdsz)
 {
@@ -44,11 +45,13 @@ int ctl_ioc_decode(unsigned int cmd, unsigned int flags, const void *in,
 void ctl_ioc_extents(const struct hotfs_ioc *io, uint64_t size,
 		     unsigned int ext_shift, uint32_t *e0, uint32_t *e1)
 {
-	uint64_t end = io->len ? io->off + io->len : size;
+	uint64_t end = io->len ? io->off + io->len : size, r0, r1;
 
 	if (end > size || end < io->off)
 		end = size;
-	*e0 = (uint32_t)(io->off >> ext_shift);
-	*e1 = io->off >= end ? *e0 :
-	      (uint32_t)(((end - 1) >> ext_shift) + 1);
+	r0 = io->off >> ext_shift;
+	r1 = io->off >= end ? r0 : ((end - 1) >> ext_shift) + 1;
+	/* extents from ST_EXT_LIMIT on are never cached */
+	*e0 = (uint32_t)(r0 < ST_EXT_LIMIT ? r0 : ST_EXT_LIMIT);
+	*e1 = (uint32_t)(r1 < ST_EXT_LIMIT ? r1 : ST_EXT_LIMIT);
 }

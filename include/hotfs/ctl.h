@@ -76,7 +76,7 @@ int ctl_ioc_decode(unsigned int cmd, unsigned int flags, const void *in,
  * ctl_ioc_extents: the extents [*e0, *e1) that the request's range
  * [off, off + len) (len 0: to the end) touches in a file of size bytes,
  * with extents of 1 << ext_shift bytes.  Empty (e0 == e1) if the range
- * starts at or past the end.
+ * starts at or past the end; none from ST_EXT_LIMIT on.
  */
 void ctl_ioc_extents(const struct hotfs_ioc *io, uint64_t size,
 		     unsigned int ext_shift, uint32_t *e0, uint32_t *e1);
