@@ -25,7 +25,8 @@ int ctl_parse_cmd(const char *buf, size_t size, char *cmd, size_t cmdsz)
 	cmd[n] = '\0';
 	while (n && (cmd[n - 1] == '\n' || cmd[n - 1] == ' '))
 		cmd[--n] = '\0';
-	if (strcmp(cmd, "reset-stats") == 0)
+	/* "reset-stats\0junk" is not reset-stats */
+	if (strlen(cmd) == n && strcmp(cmd, "reset-stats") == 0)
 		return CTL_RESET_STATS;
 	return -EINVAL;
 }

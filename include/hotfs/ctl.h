@@ -58,7 +58,8 @@ void vd_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
  * ctl_parse_cmd: one write(2) of size bytes to ctl, copied NUL-terminated
  * into cmd (cmdsz bytes) without its trailing newlines and spaces.
  * Returns a CTL_* command, -E2BIG if it does not fit in cmd, or -EINVAL
- * for an unknown command (cmd then holds it, for the answer).
+ * for an unknown command, or one with a NUL byte (cmd then holds it, up
+ * to its first NUL, for the answer).
  */
 enum {
 	CTL_RESET_STATS,	/* "reset-stats": zero the counters */
