@@ -33,6 +33,7 @@
 #include <liburing.h>
 
 #include "hotfs/cache.h"
+#include "hotfs/ctl.h"
 #include "hotfs/log.h"
 #include "hotfs/uring.h"
 
@@ -302,7 +303,11 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 					off + len < off ? UINT32_MAX :
 					(off + len - 1) >> c->ext_shift;
 
-			first = (uint32_t)(off >> c->ext_shift);
+			/* past ST_EXT_LIMIT nothing is cached: first at
+			 * the limit and count 0 drop nothing */
+			first = off >> c->ext_shift < ST_EXT_LIMIT ?
+				(uint32_t)(off >> c->ext_shift) :
+				ST_EXT_LIMIT;
 			count = last >= UINT32_MAX ? 0 :
 				(uint32_t)(last - first + 1);
 			if (!count)	/* to the end of the file */
@@ -843,6 +848,9 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 	end = (uint64_t)off + size;
 	if (end > (uint64_t)st.st_size)
 		end = (uint64_t)st.st_size;
+	/* extent numbers are 32-bit: the source alone serves reads there */
+	if ((end - 1) >> c->ext_shift >= ST_EXT_LIMIT)
+		goto passthrough;
 	cache_stamp(&st, &stamp);
 	cache_key(c, in->dev, in->ino, &k);
 	pthread_mutex_lock(&in->m);
@@ -1027,19 +1035,6 @@ static int open_source(struct hotfs_cache *c, struct hotfs_inode *in,
 	return fd;
 }
 
-/* The range of extents [*e0, *e1) that [off, off+len) touches. */
-static void ext_range(struct hotfs_cache *c, const struct hotfs_ioc *io,
-		      uint64_t size, uint32_t *e0, uint32_t *e1)
-{
-	uint64_t end = io->len ? io->off + io->len : size;
-
-	if (end > size || end < io->off)
-		end = size;
-	*e0 = (uint32_t)(io->off >> c->ext_shift);
-	*e1 = io->off >= end ? *e0 :
-	      (uint32_t)(((end - 1) >> c->ext_shift) + 1);
-}
-
 static void fill_info(struct hotfs_cache *c, const struct hotfs_key *k,
 		      const struct hotfs_stamp *stamp, struct hotfs_ioc *io)
 {
@@ -1049,7 +1044,7 @@ static void fill_info(struct hotfs_cache *c, const struct hotfs_key *k,
 	io->bytes = io->extents = 0;
 	io->size = stamp->size;
 	io->extent = c->extent;
-	ext_range(c, io, stamp->size, &e0, &e1);
+	ctl_ioc_extents(io, stamp->size, c->ext_shift, &e0, &e1);
 	for (e = e0; e < e1; e++)
 		if (st_lookup(c->st, k, e, stamp, &loc) == 0) {
 			io->extents++;
@@ -1104,7 +1099,7 @@ int cache_warm(struct hotfs_cache *c, struct hotfs_inode *in,
 		return -ENOMEM;
 	}
 	cache_key(c, in->dev, in->ino, &k);
-	ext_range(c, io, stamp.size, &e0, &e1);
+	ctl_ioc_extents(io, stamp.size, c->ext_shift, &e0, &e1);
 	io->done = 0;
 	for (e = e0; e < e1 && !r; e++) {
 		uint32_t len = ext_len(c, e, stamp.size);

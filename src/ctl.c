@@ -7,6 +7,7 @@
  * size in stat is 0).  ctl takes one command per write(2) and keeps the
  * answer for the following read(2)s of the same open file:
  *   reset-stats          zero the read-path and promotion counters
+ * (parsed by ctl_parse_cmd, src/ctl_parse.c).
  * ctl is mode 0600 and owned by the mounting user; open checks that too,
  * so that without default_permissions other users are still refused.
  */
@@ -218,23 +219,20 @@ void vd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 {
 	struct vfh *h = (struct vfh *)(uintptr_t)fi->fh;
 	char cmd[4096];
-	size_t n = size;
+	int r;
 
 	(void)off;
 	if (ino != VINO_CTL) {
 		fuse_reply_err(req, EACCES);
 		return;
 	}
-	if (n >= sizeof(cmd)) {
+	r = ctl_parse_cmd(buf, size, cmd, sizeof(cmd));
+	if (r == -E2BIG) {
 		fuse_reply_err(req, E2BIG);
 		return;
 	}
-	memcpy(cmd, buf, n);
-	cmd[n] = '\0';
-	while (n && (cmd[n - 1] == '\n' || cmd[n - 1] == ' '))
-		cmd[--n] = '\0';
 	pthread_mutex_lock(&h->m);
-	if (strcmp(cmd, "reset-stats") == 0) {
+	if (r == CTL_RESET_STATS) {
 		stats_reset(vfs(req));
 		answer(h, "ok%s\n", "");
 	} else {

@@ -1671,13 +1671,13 @@ static void hotfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 
 	(void)arg;
 	(void)fi;
-	if (_IOC_TYPE(cmd) != 'H' || vd_is(ino)) {
+	if (vd_is(ino)) {
 		fuse_reply_err(req, ENOTTY);
 		return;
 	}
-	if ((flags & FUSE_IOCTL_COMPAT) || in_bufsz < sizeof(io) ||
-	    out_bufsz < sizeof(io)) {
-		fuse_reply_err(req, EINVAL);
+	r = ctl_ioc_decode(cmd, flags, in_buf, in_bufsz, out_bufsz, &io);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
 		return;
 	}
 	/* the control channel: root and the mounting user only */
@@ -1690,7 +1690,6 @@ static void hotfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 		fuse_reply_err(req, S_ISDIR(in->type) ? EISDIR : EINVAL);
 		return;
 	}
-	memcpy(&io, in_buf, sizeof(io));
 	if (!fs->cache) {
 		memset(&io, 0, sizeof(io));
 		io.flags = HOTFS_IOC_F_NOCACHE;

@@ -148,7 +148,9 @@ int opt_parse_size(const char *s, uint64_t *bytes, unsigned *pct)
 	char *end;
 	int shift = 0;
 
-	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+	/* a digit first: strtoull also takes leading white space and a
+	 * sign, and "\t-5" would be 2^64 - 5 */
+	if (!s || *s < '0' || *s > '9')
 		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);

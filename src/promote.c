@@ -9,10 +9,14 @@
  * full new candidates are dropped (counted as "queue full"; they will be
  * counted again and retried on a later access).  Items carry the reader's
  * copy of the extent when its read covered the whole extent; otherwise
- * the thread reads the source itself.  promote_rate= bytes/s caps those
- * second reads of the source with a token bucket (like dm-cache's
- * migration_threshold), so warming never starves foreground I/O on a
- * disk that has few IOPS to spare.
+ * the thread reads the source itself.  The copies queued are bounded too
+ * (PR_BUF_MAX bytes; a candidate whose copy does not fit is dropped as
+ * "queue full"): behind items that wait for promote_rate, a busy mount
+ * would otherwise keep up to PR_QUEUE extents in RAM (1 GiB with 256K
+ * extents), and the daemon's RSS would follow the backlog.
+ * promote_rate= bytes/s caps those second reads of the source with a
+ * token bucket (like dm-cache's migration_threshold), so warming never
+ * starves foreground I/O on a disk that has few IOPS to spare.
  *
  * An extent is inserted only if, under the inode lock, the inode's write
  * generation is the one seen when it was queued and the source's stamp is
@@ -35,6 +39,7 @@
 #include "hotfs/log.h"
 
 #define PR_QUEUE	4096u		/* power of two */
+#define PR_BUF_MAX	(64u << 20)	/* bytes of readers' copies queued */
 #define PR_SET		(PR_QUEUE * 2)
 #define PR_TICK_MS	100
 #define PR_SWEEP_MS	5000	/* retained inodes whose file was deleted */
@@ -50,6 +55,7 @@ struct hotfs_promoter {
 	bool stop;			/* protected by lock */
 	struct pr_item q[PR_QUEUE];	/* protected by lock */
 	unsigned head, tail;		/* protected by lock */
+	uint64_t buf_bytes;		/* in queued items' copies, by lock */
 	uint64_t set[PR_SET];		/* queued hashes, 0 = empty */
 };
 
@@ -118,9 +124,12 @@ bool pr_enqueue(struct hotfs_promoter *pr, struct pr_item *item)
 
 	item->h = h;
 	pthread_mutex_lock(&pr->lock);
-	if (!pr->stop && pr->tail - pr->head < PR_QUEUE) {
+	if (!pr->stop && pr->tail - pr->head < PR_QUEUE &&
+	    (!item->buf || pr->buf_bytes + item->len <= PR_BUF_MAX)) {
 		if (set_add(pr, h)) {
 			pr->q[pr->tail++ & (PR_QUEUE - 1)] = *item;
+			if (item->buf)
+				pr->buf_bytes += item->len;
 			ok = true;
 			pthread_cond_signal(&pr->cond);
 		}
@@ -265,6 +274,7 @@ static void *pr_main(void *arg)
 	for (;;) {
 		struct pr_item it;
 		uint64_t t, need;
+		uint32_t held;
 
 		while (!pr->stop && pr->head == pr->tail) {
 			struct timespec ts;
@@ -291,6 +301,7 @@ static void *pr_main(void *arg)
 		if (pr->stop)
 			break;
 		it = pr->q[pr->head++ & (PR_QUEUE - 1)];
+		held = it.buf ? it.len : 0;	/* read_source may set buf */
 		pthread_mutex_unlock(&pr->lock);
 
 		/* only what must read the slow disk again is limited: an
@@ -318,11 +329,10 @@ static void *pr_main(void *arg)
 			last_tick = t;
 			st_tick(pr->c->st);
 		}
-		pthread_mutex_lock(&pr->lock);
-		set_del(pr, it.h);
-		pthread_mutex_unlock(&pr->lock);
 		item_drop(pr, &it);
 		pthread_mutex_lock(&pr->lock);
+		set_del(pr, it.h);
+		pr->buf_bytes -= held;
 	}
 	pthread_mutex_unlock(&pr->lock);
 	return NULL;

@@ -13,8 +13,11 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <fuse_lowlevel.h>
+
+#include "hotfs/ioctl.h"
 
 struct hotfs;
 
@@ -48,6 +51,36 @@ void vd_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 /* At exit: free the open virtual files the kernel never released. */
 void vd_free_all(void);
 void vd_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+
+/*
+ * The parsers of what callers send (src/ctl_parse.c: pure functions).
+ *
+ * ctl_parse_cmd: one write(2) of size bytes to ctl, copied NUL-terminated
+ * into cmd (cmdsz bytes) without its trailing newlines and spaces.
+ * Returns a CTL_* command, -E2BIG if it does not fit in cmd, or -EINVAL
+ * for an unknown command, or one with a NUL byte (cmd then holds it, up
+ * to its first NUL, for the answer).
+ */
+enum {
+	CTL_RESET_STATS,	/* "reset-stats": zero the counters */
+};
+int ctl_parse_cmd(const char *buf, size_t size, char *cmd, size_t cmdsz);
+/*
+ * ctl_ioc_decode: an ioctl's command, flags and buffers, as FUSE passes
+ * them: 0 with *io filled, -ENOTTY if cmd is not one of hotfs's type, or
+ * -EINVAL for a 32-bit caller or buffers smaller than struct hotfs_ioc.
+ * The command number itself is checked by the caller.
+ */
+int ctl_ioc_decode(unsigned int cmd, unsigned int flags, const void *in,
+		   size_t insz, size_t outsz, struct hotfs_ioc *io);
+/*
+ * ctl_ioc_extents: the extents [*e0, *e1) that the request's range
+ * [off, off + len) (len 0: to the end) touches in a file of size bytes,
+ * with extents of 1 << ext_shift bytes.  Empty (e0 == e1) if the range
+ * starts at or past the end; none from ST_EXT_LIMIT on.
+ */
+void ctl_ioc_extents(const struct hotfs_ioc *io, uint64_t size,
+		     unsigned int ext_shift, uint32_t *e0, uint32_t *e1);
 
 /* Render the counters; *out is malloc'd.  Returns 0 or -errno. */
 int stats_render(struct hotfs *fs, bool json, char **out, size_t *len);

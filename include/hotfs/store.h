@@ -148,6 +148,12 @@ struct hotfs_store_params {
 
 #define ST_IDENT_MAX		1024u
 #define ST_REGION_DEFAULT	(16u << 20)
+/*
+ * Extent numbers are 32-bit and below this: the extents of a file from
+ * ST_EXT_LIMIT on (2^48 bytes and beyond with 64K extents, only sparse
+ * files get there) are never cached; reads there go to the source.
+ */
+#define ST_EXT_LIMIT		UINT32_MAX
 
 struct hotfs_store_stats {
 	enum hotfs_store_state state;

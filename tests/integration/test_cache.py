@@ -497,3 +497,66 @@ def test_hot_file_changed_without_write(ws, change, writemode):
                   'promotions to settle')
     assert read_cold(p) == bytes(content)
     ws.stop(proc)
+
+
+def test_sparse_file_past_the_extent_limit(ws):
+    """Extent numbers are 32-bit: in a sparse file of more than 2^48 bytes
+    with 64K extents (tmpfs allows 2^63), the extents from number 2^32 - 1
+    (ST_EXT_LIMIT) on are never cached.  A read there is served by the source, not by the
+    cached extent its number would wrap to (the daemon crashed doing so),
+    and hotfsctl's warm and info stop at the limit."""
+    import fcntl
+    import struct
+    import subprocess
+    ext = 64 * 1024
+    far = 1 << 48                       # extent 2^32
+    r = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=16m', 'tmpfs',
+                        ws.src], stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        pytest.skip('cannot mount a tmpfs: %s' % r.stderr.decode())
+    try:
+        head, tail = data(11, ext), data(12, ext)
+        with open(os.path.join(ws.src, 'sparse'), 'wb') as f:
+            f.write(head)
+            f.seek(far)
+            f.write(tail)
+        proc = ws.start(opts='extent=64K,threshold=1')
+        m = os.path.join(ws.mnt, 'sparse')
+        fd = os.open(m, os.O_RDONLY)
+        try:
+            for _ in range(3):
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                assert os.pread(fd, ext, 0) == head
+            util.wait_for(lambda: num(ws.mnt, 'cached_extents') > 0 and
+                          num(ws.mnt, 'promotion_queue_depth') == 0,
+                          'extent 0 to be promoted')
+            for _ in range(3):
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                assert os.pread(fd, ext, far) == tail
+                assert os.pread(fd, 200, far - 100) == \
+                    b'\0' * 100 + tail[:100]
+                assert os.pread(fd, ext, far - ext) == b'\0' * ext
+            # struct hotfs_ioc: off, len, bytes, extents, size, done,
+            # flags, extent; WARM = 1, INFO = 5
+            fmt = '6Q2I'
+            size = struct.calcsize(fmt)
+
+            def ioc(nr, off, length):
+                buf = bytearray(struct.pack(fmt, off, length, 0, 0, 0, 0,
+                                            0, 0))
+                fcntl.ioctl(fd, (3 << 30) | (size << 16) |
+                            (ord('H') << 8) | nr, buf)
+                return struct.unpack(fmt, buf)
+            # of extents 2^32 - 2 .. 2^32, only the first can be cached
+            assert ioc(1, far - 2 * ext, 3 * ext)[5] == ext     # done
+            info = ioc(5, far - 2 * ext, 3 * ext)
+            assert info[2:4] == (ext, 1), info              # bytes, extents
+            assert ioc(5, 0, ext)[2:4] == (ext, 1)
+        finally:
+            os.close(fd)
+        assert proc.poll() is None
+        ws.stop(proc)
+    finally:
+        for p, mnt, _ in ws.daemons:
+            util.cleanup_mount(p, mnt)
+        subprocess.run(['umount', '-l', ws.src])

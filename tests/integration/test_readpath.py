@@ -337,6 +337,9 @@ def test_ctl_reset_stats(cached):
         assert os.pread(fd, 100, 0) == b'ok\n'
         with pytest.raises(OSError):
             os.write(fd, b'no-such-command\n')
+        # a command is the whole write (not up to a NUL byte)
+        with pytest.raises(OSError):
+            os.write(fd, b'reset-stats\0junk\n')
     finally:
         os.close(fd)
     assert stats(ws.mnt)['read_requests'] == 0

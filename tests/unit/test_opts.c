@@ -103,6 +103,10 @@ static void test_size(void **state)
 	assert_int_equal(opt_parse_size("", &b, NULL), -EINVAL);
 	assert_int_equal(opt_parse_size("abc", &b, NULL), -EINVAL);
 	assert_int_equal(opt_parse_size("-1", &b, NULL), -EINVAL);
+	assert_int_equal(opt_parse_size("\t-5", &b, NULL), -EINVAL);
+	assert_int_equal(opt_parse_size("\n-3", &b, NULL), -EINVAL);
+	assert_int_equal(opt_parse_size(" 5M", &b, NULL), -EINVAL);
+	assert_int_equal(opt_parse_size("+5", &b, NULL), -EINVAL);
 	assert_int_equal(opt_parse_size("12X", &b, NULL), -EINVAL);
 	assert_int_equal(opt_parse_size("1M2", &b, NULL), -EINVAL);
 	assert_int_equal(opt_parse_size("99999999999T", &b, NULL), -ERANGE);
