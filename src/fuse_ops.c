@@ -1747,8 +1747,14 @@ static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 	if (conn->capable & FUSE_CAP_ASYNC_DIO)
 		conn->want |= FUSE_CAP_ASYNC_DIO;
-	/* directories answered from listings: no opendir round trips */
-	if (fs->listings && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT))
+	/* directories answered from listings, no opendir round trips,
+	 * where nothing has to be checked at opendir: the tree changes
+	 * only through hotfs, or the source watch reports every change
+	 * (and the user did not set the timeouts, asking for checks) */
+	if (fs->listings && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) &&
+	    (fs->o->revalidate == HOTFS_REVAL_NEVER ||
+	     (fs->watch && ino_root(fs->it)->wd > 0 &&
+	      !fs->o->attr_timeout_str && !fs->o->entry_timeout_str)))
 		fs->no_opendir = true;
 	/* with default_permissions the kernel checks access: let it see
 	 * the source's POSIX ACLs too (the source keeps modes and default
