@@ -539,11 +539,14 @@ int st_invalidate(struct hotfs_store *st, const struct hotfs_key *key,
 		return 0;
 	/* cheap when nothing of the file is cached: callers may always call */
 	pthread_rwlock_rdlock(&st->idx_lock);
+	st_rk_note(st, key->dev, key->ino);
 	n = idx_file_first(st, key->dev, key->ino) != ST_NIL;
 	pthread_rwlock_unlock(&st->idx_lock);
 	if (!n)
 		return 0;
 	pthread_rwlock_wrlock(&st->idx_lock);
+	/* again: an eviction may have taken its extents out meanwhile */
+	st_rk_note(st, key->dev, key->ino);
 	n = idx_drop_file(st, key->dev, key->ino, first, count, false, 0);
 	pthread_rwlock_unlock(&st->idx_lock);
 	if (!n)

@@ -202,6 +202,8 @@ struct st_counters {
 	_Atomic uint64_t regions_dropped, extents_recovered;
 };
 
+struct keeper;
+
 struct hotfs_store {
 	pthread_mutex_t lock;
 	pthread_rwlock_t idx_lock;
@@ -245,6 +247,20 @@ struct hotfs_store {
 	char reason[128];
 	struct st_sument tq[ST_TQ_MAX];	/* tombstones awaiting st->lock */
 	uint32_t ntq;
+
+	/*
+	 * While __st_evict_region copies a region's keepers forward they are
+	 * out of the index, so an invalidation or a restamp of their file
+	 * finds nothing of them to drop: it marks them instead (st_rk_note),
+	 * and a marked keeper is not put back (it would come back with the
+	 * bytes from before a write, under a stamp the write may not have
+	 * moved).  rk and rk_n change under idx_lock held exclusively; the
+	 * marks are set under idx_lock (either way) and state_lock, and read
+	 * under idx_lock held exclusively.
+	 */
+	struct keeper *rk;
+	uint32_t rk_n;
+	const struct st_sument *rk_sum;	/* the victim's summary */
 
 	uint8_t *tab;			/* record tails; under lock */
 	struct st_counters c;
@@ -312,6 +328,9 @@ void st_set_state(struct hotfs_store *st, int state, int err,
 void st_clear_space_state(struct hotfs_store *st);
 void st_tombstone_nowait(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 			 uint32_t first, uint32_t count);
+/* store_region.c: a file's extents change (invalidation, restamp); under
+ * idx_lock, either way. */
+void st_rk_note(struct hotfs_store *st, uint64_t dev, uint64_t ino);
 ssize_t st_pread_full(int fd, void *buf, size_t len, uint64_t off);
 ssize_t st_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
 

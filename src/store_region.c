@@ -308,7 +308,7 @@ static int write_record(struct hotfs_store *st, uint64_t off, uint64_t seed,
 static int append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		  uint32_t extno, uint64_t size, int64_t mtime_ns,
 		  int64_t ctime_ns, uint64_t stamp, const void *buf,
-		  uint32_t len)
+		  uint32_t len, const bool *changed)
 {
 	uint32_t reclen = st_reclen(len), align = st_align_of(len), r, i;
 	uint64_t seed;
@@ -353,6 +353,12 @@ static int append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 	t.off = off;
 	t.lenfl = len;
 	pthread_rwlock_wrlock(&st->idx_lock);
+	/* a keeper whose file changed since it left the index: its bytes
+	 * stay unreferenced (no index entry, no summary entry) */
+	if (changed && *changed) {
+		pthread_rwlock_unlock(&st->idx_lock);
+		return -ESTALE;
+	}
 	i = idx_put(st, &t);
 	pthread_rwlock_unlock(&st->idx_lock);
 	if (i == ST_NIL)
@@ -383,7 +389,8 @@ int __st_append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		int64_t ctime_ns, const void *buf, uint32_t len)
 {
 	return append(st, dev, ino, extno, size, mtime_ns, ctime_ns,
-		      st_stamp_hash(ino, size, mtime_ns, ctime_ns), buf, len);
+		      st_stamp_hash(ino, size, mtime_ns, ctime_ns), buf, len,
+		      NULL);
 }
 
 int __st_tombstone(struct hotfs_store *st, uint64_t dev, uint64_t ino,
@@ -435,7 +442,25 @@ struct keeper {
 	uint32_t si;		/* index in the victim's summary */
 	uint32_t boff;		/* offset of its bytes in the buffer */
 	uint64_t stamp;		/* the index's stamp (st_restamp moves it) */
+	bool changed;		/* its file changed while it was out of the
+				 * index (st_rk_note): not put back */
 };
+
+void st_rk_note(struct hotfs_store *st, uint64_t dev, uint64_t ino)
+{
+	uint32_t j;
+
+	if (!st->rk_n)
+		return;
+	pthread_mutex_lock(&st->state_lock);
+	for (j = 0; j < st->rk_n; j++) {
+		const struct st_sument *e = &st->rk_sum[st->rk[j].si];
+
+		if (e->dev == dev && e->ino == ino)
+			st->rk[j].changed = true;
+	}
+	pthread_mutex_unlock(&st->state_lock);
+}
 
 /*
  * Pick the extents of region r to copy forward and read them; returns
@@ -474,6 +499,7 @@ static uint32_t pick_keepers(struct hotfs_store *st, uint32_t r,
 		k[n].si = j;
 		k[n].boff = used;
 		k[n].stamp = en->stamp;
+		k[n].changed = false;
 		used += st_reclen(e->len) + 64;
 		n++;
 	}
@@ -498,6 +524,26 @@ static uint32_t pick_keepers(struct hotfs_store *st, uint32_t r,
 	}
 	*bufp = buf;
 	return m;
+}
+
+/*
+ * The keepers' stamps as the index has them now (under idx_lock,
+ * exclusive): st_restamp may have moved them since pick_keepers.
+ */
+static void refresh_keepers(struct hotfs_store *st, uint32_t r,
+			    const struct victim *vc, struct keeper *k,
+			    uint32_t nk)
+{
+	uint32_t j;
+
+	for (j = 0; j < nk; j++) {
+		const struct st_sument *e = &vc->v[k[j].si];
+		uint32_t i = idx_find(st, e->dev, e->ino, e->extno);
+
+		if (i != ST_NIL && st->ent[i].region == r &&
+		    st->ent[i].off == e->off)
+			k[j].stamp = st->ent[i].stamp;
+	}
 }
 
 /*
@@ -579,9 +625,15 @@ int __st_evict_region(struct hotfs_store *st, uint32_t r, bool reuse,
 	}
 
 	pthread_rwlock_wrlock(&st->idx_lock);
+	if (nk)
+		refresh_keepers(st, r, &vc, k, nk);
 	CNT_ADD(st, evicted_extents,
 		drop_region_entries(st, r, &vc, scan, alive));
 	atomic_store(&reg->gen, 0);
+	/* from here until they are back, changes to their files are noted */
+	st->rk = k;
+	st->rk_n = nk;
+	st->rk_sum = vc.v;
 	pthread_rwlock_unlock(&st->idx_lock);
 	CNT_ADD(st, evictions, 1);
 
@@ -612,11 +664,18 @@ int __st_evict_region(struct hotfs_store *st, uint32_t r, bool reuse,
 			continue;
 		if (!append(st, e->dev, e->ino, e->extno, e->size,
 			    e->mtime_ns, e->ctime_ns, k[j].stamp,
-			    kbuf + k[j].boff, e->len))
+			    kbuf + k[j].boff, e->len, &k[j].changed))
 			CNT_ADD(st, reinserted, 1);
 	}
 	st->reinserting = false;
 out:
+	if (st->rk_n) {
+		pthread_rwlock_wrlock(&st->idx_lock);
+		st->rk = NULL;
+		st->rk_n = 0;
+		st->rk_sum = NULL;
+		pthread_rwlock_unlock(&st->idx_lock);
+	}
 	free(alive);
 	free(kbuf);
 	free(k);

@@ -40,6 +40,7 @@ int st_restamp(struct hotfs_store *st, const struct hotfs_key *key,
 	 * or the size did not change */
 	keep_end = old->size < now->size ? old->size : now->size;
 	pthread_rwlock_wrlock(&st->idx_lock);
+	st_rk_note(st, key->dev, key->ino);
 	for (i = idx_file_first(st, key->dev, key->ino); i != ST_NIL;
 	     i = st->ent[i].fnext) {
 		struct st_entry *e = &st->ent[i];

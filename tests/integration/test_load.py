@@ -32,9 +32,10 @@ deadline (a hang fails the test, with the stuck workers' kernel stacks);
 at the end every file is the same through the mount and in the source,
 and equal to the model; promotions and evictions happened, also after the
 warm-up; and the daemon's RSS, sampled every second, is flat after the
-warm-up (the first third): over the rest, the second half's median and
-peak are within 10% + 8 MiB of the first half's (relative, so that it
-holds for a sanitizer build too).  The samples (with the daemon's thread
+warm-up (the first third, or longer until the daemon has started all
+its FUSE worker threads, of which there are at most 16): over the rest,
+the second half's median and peak are within 10% + 8 MiB of the first
+half's (relative, so that it holds for a sanitizer build too).  The samples (with the daemon's thread
 count and promotion queue depth) and the figures are printed: pytest -s
 shows them.
 
@@ -218,9 +219,9 @@ class Worker:
         with auto_inval_data, DONTNEED) and read again by a third
         process's readahead may hold the bytes from before the write,
         until the next invalidation.  FUSE itself, not hotfs: it happens
-        with -o nocache too, and never with O_DIRECT.  Such cells are
-        counted (stale_cells) and must still be whole versions of
-        themselves."""
+        with -o nocache too, not with O_DIRECT (no page cache).  Such
+        cells are counted (the count is printed) and must still be whole
+        versions of themselves."""
         f = self.rng.randrange(NSHARED)
         if self.rng.random() < 0.1:
             c0, c1 = 0, SHARED_CELLS
@@ -238,7 +239,8 @@ class Worker:
             got = pread_all(fd, (c1 - c0) * CELL, c0 * CELL)
             want = shared_bytes(f, c0, c1, self.versions)
             if got != want:
-                stale = None if direct else self.older(f, c0, got)
+                stale = None if direct or len(got) != len(want) else \
+                    self.older(f, c0, got)
                 if stale is None:
                     self.diagnose(fd, f, c0, got, want, direct, dropped)
                 self.stale += stale
@@ -415,7 +417,16 @@ def rss_kib(pid):
 
 
 def nthreads(pid):
-    return len(os.listdir('/proc/%d/task' % pid))
+    """The daemon's own threads (main, promotion, FUSE workers), not the
+    kernel's io_uring workers that come and go in its thread group."""
+    n = 0
+    for t in os.listdir('/proc/%d/task' % pid):
+        try:
+            with open('/proc/%d/task/%s/comm' % (pid, t)) as f:
+                n += not f.read().startswith('iou-')
+        except OSError:
+            pass
+    return n
 
 
 def stats(mnt):
@@ -547,7 +558,7 @@ def test_load(ws):
         w.close()
         workers.append((i, p, r))
 
-    samples = []         # (s since start, RSS KiB, threads, queue depth)
+    samples = []    # (s since start, RSS KiB, own threads, queue depth)
     at_warm = None
     results = {}
     pending = {p.sentinel: (i, p, r) for i, p, r in workers}
@@ -610,11 +621,17 @@ def test_load(ws):
             ops[k] = ops.get(k, 0) + v
     verified = sum(res['verified'] for _, res in results.values())
     stale = sum(res['stale'] for _, res in results.values())
-    after = [s[1] for s in samples if s[0] >= SECS / 3]
+    # the warm-up: the first third, and until the daemon has all the FUSE
+    # workers it will start (each brings buffers and a malloc arena; on a
+    # busy machine the last ones come late), keeping at least 6 samples
+    most = max(s[2] for s in samples)
+    warm = max(SECS / 3, next(s[0] for s in samples if s[2] == most))
+    warm = min(warm, samples[-6][0])
+    after = [s[1] for s in samples if s[0] >= warm]
     half = len(after) // 2
     a, b = after[:half], after[half:]
     print('\nload: %d processes, %.0fs (warm-up %.0fs), %s' % (
-        NPROC, SECS, SECS / 3, OPTS))
+        NPROC, SECS, warm, OPTS))
     print('ops: %d %r' % (sum(ops.values()), dict(sorted(ops.items()))))
     print('bytes verified: %d by workers, %d at the end; older versions '
           'of cells read through the page cache: %d' % (verified, final,
@@ -623,7 +640,7 @@ def test_load(ws):
             'read_misses', 'invalidations_write', 'invalidations_user',
             'not_promoted_admission', 'cached_bytes', 'inodes',
             'retained_inodes', 'index_bytes', 'policy_bytes')
-    print('stats at warm-up end: %r' % {k: at_warm[k] for k in keys})
+    print('stats at a third:     %r' % {k: at_warm[k] for k in keys})
     print('stats at the end:     %r' % {k: end[k] for k in keys})
     print('daemon (t, RSS KiB, threads, promotion queue) every second: %r'
           % samples)
@@ -640,6 +657,8 @@ def test_load(ws):
                'read_common', 'own_read'):
         assert ops.get(op, 0) > 0, ops
 
+    # main, promotion and at most 16 FUSE workers (main.c: max_threads)
+    assert most <= 20, 'the daemon has %d threads' % most
     # RSS flat after the warm-up: the second half of the rest neither
     # grows (median) nor peaks (max) beyond 10% + 8 MiB of the first half
     # (relative: a sanitizer build has a bigger RSS)
