@@ -37,6 +37,7 @@
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE (1 << 1)
 #endif
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -222,9 +223,106 @@ static int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
 	return 0;
 }
 
+/*
+ * Negative entries kept by the daemon: names a lookup found absent, per
+ * directory, with the directory's stamp from before that lookup.  A later
+ * lookup of such a name in the unchanged directory is answered from
+ * memory: git probes .gitattributes in every directory, and once the
+ * kernel's caches were dropped each probe would read the directory's
+ * blocks from the slow disk.  A change to the directory (through the
+ * mount or not) changes its stamp.  Not kept when the directory changed
+ * within RACY_NS of the lookup (2.1 s on filesystems with whole-second
+ * stamps): a change in the same clock tick could leave the stamp as it
+ * was.  Listings follow the same rule.
+ */
+#define RACY_NS		50000000LL	/* 50 ms: a few clock ticks */
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts_ns(&ts);
+}
+
+/* Whole-second times: a filesystem (or server) with 1 or 2 s stamps. */
+static int64_t racy_window(int64_t mtime_ns, int64_t ctime_ns)
+{
+	if (mtime_ns % 1000000000LL == 0 && ctime_ns % 1000000000LL == 0)
+		return 2100000000LL;
+	return RACY_NS;
+}
+
+static bool stamp_racy_ns(int64_t mtime_ns, int64_t ctime_ns, int64_t now)
+{
+	int64_t w = racy_window(mtime_ns, ctime_ns);
+
+	return now - mtime_ns < w || now - ctime_ns < w;
+}
+
+static bool stamp_racy(const struct stat *st, int64_t now)
+{
+	return stamp_racy_ns(ts_ns(&st->st_mtim), ts_ns(&st->st_ctim), now);
+}
+
+static bool neg_hit(struct hotfs_inode *dir, const struct stat *st,
+		    const char *name)
+{
+	struct hotfs_neg *n;
+	bool hit = false;
+	unsigned i;
+
+	pthread_mutex_lock(&dir->m);
+	n = dir->neg;
+	if (n && n->mtime_ns == ts_ns(&st->st_mtim) &&
+	    n->ctime_ns == ts_ns(&st->st_ctim))
+		for (i = 0; i < n->n && !hit; i++)
+			hit = strcmp(n->names[i], name) == 0;
+	pthread_mutex_unlock(&dir->m);
+	return hit;
+}
+
+static void neg_add(struct hotfs_inode *dir, const struct stat *st,
+		    const char *name)
+{
+	struct hotfs_neg *n, *stale = NULL;
+	char *copy = strdup(name);
+
+	if (!copy)
+		return;
+	pthread_mutex_lock(&dir->m);
+	n = dir->neg;
+	if (n && (n->mtime_ns != ts_ns(&st->st_mtim) ||
+		  n->ctime_ns != ts_ns(&st->st_ctim))) {
+		stale = n;		/* the directory changed: start over */
+		n = dir->neg = NULL;
+	}
+	if (!n)
+		n = dir->neg = calloc(1, sizeof(*n));
+	if (n) {
+		n->mtime_ns = ts_ns(&st->st_mtim);
+		n->ctime_ns = ts_ns(&st->st_ctim);
+		if (n->n < HOTFS_NEG_MAX) {
+			n->names[n->n++] = copy;
+		} else {		/* replace round-robin */
+			free(n->names[n->next]);
+			n->names[n->next] = copy;
+			n->next = (n->next + 1) % HOTFS_NEG_MAX;
+		}
+		copy = NULL;
+	}
+	pthread_mutex_unlock(&dir->m);
+	free(copy);
+	neg_free(stale);
+}
+
 static void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	struct hotfs_inode *dir = hino(req, parent);
 	struct fuse_entry_param e;
+	struct stat dst;
+	bool stamped;
+	int64_t now = 0;
 	int err;
 
 	if (vd_is(parent) || vd_is_name(hfs(req), parent, name)) {
@@ -232,7 +330,18 @@ static void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	count(&hfs(req)->n_lookup);
-	err = do_lookup(req, parent, name, &e);
+	/* the directory's stamp before the lookup (no disk: its inode is
+	 * held open) */
+	stamped = fstat(dir->fd, &dst) == 0;
+	if (stamped && neg_hit(dir, &dst, name)) {
+		err = -ENOENT;
+	} else {
+		if (stamped)
+			now = now_ns();
+		err = do_lookup(req, parent, name, &e);
+		if (err == -ENOENT && stamped && !stamp_racy(&dst, now))
+			neg_add(dir, &dst, name);
+	}
 	if (err == -ENOENT) {
 		/* a negative entry: git probes many absent names */
 		e.ino = 0;
@@ -953,8 +1062,8 @@ static void listing_open(struct hotfs *fs, struct hotfs_dirp *d, int fd)
 	d->size = st.st_size;
 	pthread_mutex_lock(&d->in->m);
 	l = d->in->listing;
-	if (l && l->mtime_ns == d->mtime_ns && l->ctime_ns == d->ctime_ns &&
-	    l->size == d->size) {
+	if (l && !l->racy && l->mtime_ns == d->mtime_ns &&
+	    l->ctime_ns == d->ctime_ns && l->size == d->size) {
 		atomic_fetch_add(&l->refs, 1);
 		d->lst = l;
 	}
@@ -1027,6 +1136,7 @@ static struct hotfs_listing *rec_make(struct hotfs_dirp *d)
 	l->size = d->size;
 	/* 31 bits: offsets stay positive loff_t values */
 	l->gen = atomic_fetch_add(&listing_gen, 1) % 0x7fffffffu + 1;
+	l->racy = stamp_racy_ns(d->mtime_ns, d->ctime_ns, now_ns());
 	l->n = d->rn;
 	l->ents = d->rents;
 	l->names = d->rnames;
@@ -1075,7 +1185,7 @@ static unsigned transient_next;
 
 static bool listing_fresh(const struct hotfs_listing *l, const struct stat *st)
 {
-	return l->mtime_ns == ts_ns(&st->st_mtim) &&
+	return !l->racy && l->mtime_ns == ts_ns(&st->st_mtim) &&
 	       l->ctime_ns == ts_ns(&st->st_ctim) && l->size == st->st_size;
 }
 

@@ -119,11 +119,23 @@ bool listing_install(struct hotfs_inode *in, struct hotfs_listing *l)
 	return false;
 }
 
+void neg_free(struct hotfs_neg *neg)
+{
+	unsigned i;
+
+	if (!neg)
+		return;
+	for (i = 0; i < neg->n; i++)
+		free(neg->names[i]);
+	free(neg);
+}
+
 static void free_inode(struct hotfs_itable *t, struct hotfs_inode *in)
 {
 	if (in->wd > 0 && t->on_free)
 		t->on_free(t->on_free_arg, in);
 	listing_put(in->listing);
+	neg_free(in->neg);
 	close(in->fd);
 	pthread_mutex_destroy(&in->m);
 	free(in);
@@ -145,6 +157,7 @@ void ino_table_free(struct hotfs_itable *t)
 		}
 	}
 	listing_put(t->root.listing);
+	neg_free(t->root.neg);
 	close(t->root.fd);
 	pthread_mutex_destroy(&t->root.m);
 	pthread_mutex_destroy(&t->lock);

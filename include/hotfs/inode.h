@@ -38,6 +38,9 @@ struct hotfs_listing {
 	off_t size;
 	size_t n, bytes;
 	uint32_t gen;			/* which listing: offsets carry it */
+	bool racy;			/* the directory changed within a clock
+					 * tick of the read: its stamp cannot
+					 * prove the listing current later */
 	struct hotfs_lent *ents;
 	char *names;			/* all names, NUL-separated */
 };
@@ -53,6 +56,19 @@ bool listing_try_install(struct hotfs_inode *in, struct hotfs_listing *l);
 /* Bytes all listings use; new ones are not kept past LISTING_MAX_BYTES. */
 size_t listing_bytes(void);
 #define LISTING_MAX_BYTES	(64u << 20)
+
+/*
+ * Names a lookup found absent in a directory, with the directory's stamp
+ * from before the lookup (fuse_ops.c).  Protected by the inode's m.
+ */
+#define HOTFS_NEG_MAX 8
+struct hotfs_neg {
+	int64_t mtime_ns, ctime_ns;
+	unsigned n, next;
+	char *names[HOTFS_NEG_MAX];
+};
+
+void neg_free(struct hotfs_neg *neg);
 
 struct hotfs_inode {
 	int fd;				/* O_PATH on the source object */
@@ -84,6 +100,7 @@ struct hotfs_inode {
 	uint64_t cached_extents_hint;
 	unsigned nopen;			/* open file handles */
 	struct hotfs_listing *listing;	/* directories: the last listing */
+	struct hotfs_neg *neg;		/* directories: names found absent */
 
 	/* Source watching (hotfs/watch.h): the directory's inotify watch
 	 * (0: none), and whether a change to this object's attributes
