@@ -4,7 +4,7 @@
 hotfsctl-style warms), remount on the same cachedir, and compare every
 file read through the mount with the source, byte for byte.
 
-HOTFS_CRASH_KILLS sets the number of kills (default 20, the CI run;
+HOTFS_CRASH_KILLS sets the number of kills (default 30, the CI run;
 contrib/ci/soak.sh uses 500).  HOTFS_CRASH_SEED replays a run.  The
 kill moment is drawn as a number of workload operations (and sometimes
 "while the promotion queue is busy"), so a seed replays the same
@@ -23,7 +23,7 @@ import pytest
 import util
 
 EXT = 256 * 1024
-KILLS = int(os.environ.get('HOTFS_CRASH_KILLS', '20'))
+KILLS = int(os.environ.get('HOTFS_CRASH_KILLS', '30'))
 SEED = int(os.environ.get('HOTFS_CRASH_SEED', random.randrange(1 << 30)))
 
 # struct hotfs_ioc (include/hotfs/ioctl.h): 6 u64 then 2 u32
