@@ -1049,6 +1049,13 @@ static void dir_keep_cache(struct hotfs_inode *in, int fd,
 	pthread_mutex_unlock(&in->m);
 }
 
+/* Is l the directory's current listing, by its stamp st? */
+static bool listing_fresh(const struct hotfs_listing *l, const struct stat *st)
+{
+	return !l->racy && l->mtime_ns == ts_ns(&st->st_mtim) &&
+	       l->ctime_ns == ts_ns(&st->st_ctim) && l->size == st->st_size;
+}
+
 /* Serve from the last listing if the directory has not changed since. */
 static void listing_open(struct hotfs *fs, struct hotfs_dirp *d, int fd)
 {
@@ -1062,8 +1069,7 @@ static void listing_open(struct hotfs *fs, struct hotfs_dirp *d, int fd)
 	d->size = st.st_size;
 	pthread_mutex_lock(&d->in->m);
 	l = d->in->listing;
-	if (l && !l->racy && l->mtime_ns == d->mtime_ns &&
-	    l->ctime_ns == d->ctime_ns && l->size == d->size) {
+	if (l && listing_fresh(l, &st)) {
 		atomic_fetch_add(&l->refs, 1);
 		d->lst = l;
 	}
@@ -1183,11 +1189,6 @@ static pthread_mutex_t transient_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct transient transient[NTRANSIENT];
 static unsigned transient_next;
 
-static bool listing_fresh(const struct hotfs_listing *l, const struct stat *st)
-{
-	return !l->racy && l->mtime_ns == ts_ns(&st->st_mtim) &&
-	       l->ctime_ns == ts_ns(&st->st_ctim) && l->size == st->st_size;
-}
 
 /* A referenced transient listing of in: fresh for st, or of generation
  * gen if st is NULL. */

@@ -172,15 +172,24 @@ void ino_set_free_hook(struct hotfs_itable *t,
 	t->on_free_arg = arg;
 }
 
+/* Called with the table lock held. */
+static struct hotfs_inode *__find(struct hotfs_itable *t, dev_t dev, ino_t ino)
+{
+	struct hotfs_inode *in;
+
+	for (in = t->buckets[hash_key(dev, ino, t->nbuckets)]; in;
+	     in = in->next)
+		if (in->ino == ino && in->dev == dev)
+			break;
+	return in;
+}
+
 struct hotfs_inode *ino_find(struct hotfs_itable *t, dev_t dev, ino_t ino)
 {
 	struct hotfs_inode *in;
 
 	pthread_mutex_lock(&t->lock);
-	for (in = t->buckets[hash_key(dev, ino, t->nbuckets)]; in;
-	     in = in->next)
-		if (in->ino == ino && in->dev == dev)
-			break;
+	in = __find(t, dev, ino);
 	pthread_mutex_unlock(&t->lock);
 	return in;
 }
@@ -223,10 +232,8 @@ struct hotfs_inode *ino_get(struct hotfs_itable *t, int fd,
 	/* Allocate outside the lock; usually the inode is new. */
 	nin = calloc(1, sizeof(*nin));
 	pthread_mutex_lock(&t->lock);
+	in = __find(t, st->st_dev, st->st_ino);
 	h = hash_key(st->st_dev, st->st_ino, t->nbuckets);
-	for (in = t->buckets[h]; in; in = in->next)
-		if (in->ino == st->st_ino && in->dev == st->st_dev)
-			break;
 	if (in) {
 		if (in->retained)
 			__lru_del(t, in);
@@ -410,10 +417,7 @@ void ino_unretain(struct hotfs_itable *t, dev_t dev, ino_t ino)
 	struct hotfs_inode *in;
 
 	pthread_mutex_lock(&t->lock);
-	for (in = t->buckets[hash_key(dev, ino, t->nbuckets)]; in;
-	     in = in->next)
-		if (in->ino == ino && in->dev == dev)
-			break;
+	in = __find(t, dev, ino);
 	if (in && in->retained && !keepable(in)) {
 		__lru_del(t, in);
 		__hash_del(t, in);

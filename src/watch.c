@@ -173,18 +173,16 @@ bool watch_dir(struct hotfs_watch *w, struct hotfs_inode *in)
 
 	if (!w)
 		return false;
-	if (atomic_load_explicit(&in->wd, memory_order_relaxed) > 0)
-		return true;
-	if (fstatfs(in->fd, &sfs) == 0 && remote_fs(sfs.f_type)) {
-		atomic_fetch_add_explicit(&w->unwatched, 1,
-					  memory_order_relaxed);
-		return false;
-	}
+	wd = atomic_load_explicit(&in->wd, memory_order_relaxed);
+	if (wd != 0)			/* decided already */
+		return wd > 0;
 	pthread_mutex_lock(&w->m);
-	if (in->wd > 0) {		/* another thread was first */
+	if (in->wd != 0) {		/* another thread was first */
 		pthread_mutex_unlock(&w->m);
-		return true;
+		return in->wd > 0;
 	}
+	if (fstatfs(in->fd, &sfs) == 0 && remote_fs(sfs.f_type))
+		goto unwatched;
 	if (w->ndirs >= w->max_dirs)
 		goto unwatched;
 	e = malloc(sizeof(*e));
@@ -209,6 +207,7 @@ bool watch_dir(struct hotfs_watch *w, struct hotfs_inode *in)
 	pthread_mutex_unlock(&w->m);
 	return true;
 unwatched:
+	in->wd = -1;			/* not asked again for this inode */
 	pthread_mutex_unlock(&w->m);
 	atomic_fetch_add_explicit(&w->unwatched, 1, memory_order_relaxed);
 	return false;
@@ -409,8 +408,7 @@ static void handle(struct hotfs_watch *w, const struct inotify_event *ev)
 		defer_add(w, dir, ev->name);
 	}
 	if (child)
-		inval_attr(w, child == ino_root(w->it) ? FUSE_ROOT_ID :
-			   (uintptr_t)child, false);
+		inval_attr(w, nodeid_of(w, child), false);
 	if (!named && (ev->mask & (IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)))
 		inval_attr(w, dir, false);
 }

@@ -103,7 +103,7 @@ struct hotfs_inode {
 	struct hotfs_neg *neg;		/* directories: names found absent */
 
 	/* Source watching (hotfs/watch.h): the directory's inotify watch
-	 * (0: none), and whether a change to this object's attributes
+	 * (0: not decided yet, -1: not watched), and whether a change to this object's attributes
 	 * raises an event hotfs sees.  Set under m, read without it. */
 	_Atomic int wd;
 	_Atomic bool covered;
