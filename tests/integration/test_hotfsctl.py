@@ -4,6 +4,7 @@ the counters and through what reaches the source (read_miss_bytes: bytes
 read from the source for readers)."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -30,6 +31,19 @@ def ctl(*args, check=True, uid=None):
         binary = os.path.join(tmp, 'hotfsctl')
         shutil.copy(CTL, binary)
         os.chmod(binary, 0o755)
+        # and the sanitizers' suppression files it is told to read
+        env = dict(os.environ)
+        for var in ('TSAN_OPTIONS', 'LSAN_OPTIONS', 'ASAN_OPTIONS',
+                    'UBSAN_OPTIONS'):
+            def reachable(m):
+                copy = os.path.join(tmp, var + '.supp')
+                shutil.copy(m.group(1), copy)
+                os.chmod(copy, 0o644)
+                return 'suppressions=' + copy
+            if 'suppressions=' in env.get(var, ''):
+                env[var] = re.sub(r'suppressions=([^ :]+)', reachable,
+                                  env[var])
+        kw['env'] = env
         kw['preexec_fn'] = lambda: (os.setgroups([]), os.setgid(uid),
                                     os.setuid(uid))
     try:
