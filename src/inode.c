@@ -31,6 +31,7 @@ struct hotfs_itable {
 	size_t count;
 	size_t retain_max;		/* 0 = free forgotten inodes at once */
 	size_t retained;
+	size_t fd_budget;		/* 0 = no bound on count */
 	struct hotfs_inode *lru_head, *lru_tail;	/* most recent first */
 	struct hotfs_inode root;
 	void (*on_free)(void *arg, struct hotfs_inode *in);
@@ -38,6 +39,9 @@ struct hotfs_itable {
 };
 
 static void __lru_del(struct hotfs_itable *t, struct hotfs_inode *in);
+static void __hash_del(struct hotfs_itable *t, struct hotfs_inode *in);
+static struct hotfs_inode *__trim(struct hotfs_itable *t);
+static void free_list(struct hotfs_itable *t, struct hotfs_inode *in);
 
 static size_t hash_key(dev_t dev, ino_t ino, size_t nbuckets)
 {
@@ -226,7 +230,7 @@ static void __grow(struct hotfs_itable *t)
 struct hotfs_inode *ino_get(struct hotfs_itable *t, int fd,
 			    const struct stat *st, int *err)
 {
-	struct hotfs_inode *in, *nin;
+	struct hotfs_inode *in, *nin, *dead;
 	size_t h;
 
 	/* Allocate outside the lock; usually the inode is new. */
@@ -260,7 +264,9 @@ struct hotfs_inode *ino_get(struct hotfs_itable *t, int fd,
 	t->buckets[h] = nin;
 	if (++t->count > t->nbuckets)
 		__grow(t);
+	dead = __trim(t);		/* one more fd: maybe one retained less */
 	pthread_mutex_unlock(&t->lock);
+	free_list(t, dead);
 	return nin;
 }
 
@@ -317,26 +323,37 @@ static bool keepable(struct hotfs_inode *in)
 }
 
 /*
+ * Let retained inodes go, least recently forgotten first, while there are
+ * more than retain_max of them or the table holds more fds than its
+ * budget.  Called with the table lock held; returns the inodes to free.
+ */
+static struct hotfs_inode *__trim(struct hotfs_itable *t)
+{
+	struct hotfs_inode *dead = NULL, *old;
+
+	while (t->lru_tail && (t->retained > t->retain_max ||
+			       (t->fd_budget && t->count > t->fd_budget))) {
+		old = t->lru_tail;
+		__lru_del(t, old);
+		__hash_del(t, old);
+		old->next = dead;
+		dead = old;
+	}
+	return dead;
+}
+
+/*
  * Called with the table lock held when in may be unused.  Returns the
  * inodes to free (a list through ->next, already out of the table).
  */
 static struct hotfs_inode *__release(struct hotfs_itable *t,
 				     struct hotfs_inode *in)
 {
-	struct hotfs_inode *dead = NULL, *old;
-
 	if (in->nlookup || in->holds || in == &t->root || in->retained)
 		return NULL;
 	if (t->retain_max && keepable(in)) {
 		__lru_add(t, in);
-		while (t->retained > t->retain_max) {
-			old = t->lru_tail;
-			__lru_del(t, old);
-			__hash_del(t, old);
-			old->next = dead;
-			dead = old;
-		}
-		return dead;
+		return __trim(t);
 	}
 	__hash_del(t, in);
 	in->next = NULL;
@@ -386,9 +403,24 @@ void ino_unhold(struct hotfs_itable *t, struct hotfs_inode *in)
 
 void ino_set_retain(struct hotfs_itable *t, size_t n)
 {
+	struct hotfs_inode *dead;
+
 	pthread_mutex_lock(&t->lock);
 	t->retain_max = n;
+	dead = __trim(t);
 	pthread_mutex_unlock(&t->lock);
+	free_list(t, dead);
+}
+
+void ino_set_fd_budget(struct hotfs_itable *t, size_t n)
+{
+	struct hotfs_inode *dead;
+
+	pthread_mutex_lock(&t->lock);
+	t->fd_budget = n;
+	dead = __trim(t);
+	pthread_mutex_unlock(&t->lock);
+	free_list(t, dead);
 }
 
 size_t ino_sweep(struct hotfs_itable *t)

@@ -139,6 +139,13 @@ void ino_unhold(struct hotfs_itable *t, struct hotfs_inode *in);
  * default) frees them at once.
  */
 void ino_set_retain(struct hotfs_itable *t, size_t n);
+/*
+ * Every inode in the table holds an fd: keep their number at most n (0:
+ * no bound) by letting retained inodes go, least recently forgotten
+ * first.  The inodes the kernel knows are never let go, so the table can
+ * still exceed n; what the budget bounds is what retaining adds.
+ */
+void ino_set_fd_budget(struct hotfs_itable *t, size_t n);
 /* Close retained inodes whose file was deleted (so that the source frees
  * its space); cheap, call it every few seconds.  Returns how many. */
 size_t ino_sweep(struct hotfs_itable *t);

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Unit tests for the inode table (src/inode.c): lookups counted and
+ * forgotten, forgotten inodes retained up to inode_cache, and the fd
+ * budget that bounds what retaining adds to the inodes the kernel knows.
+ * The objects are real files in a temporary directory, the fds real
+ * O_PATH fds: the test counts the process's open fds.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "hotfs/inode.h"
+
+#define NFILES 64
+
+struct fx {
+	char dir[64];
+	int dfd;
+	struct hotfs_itable *t;
+	struct hotfs_inode *in[NFILES];
+};
+
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1;		/* the DIR's own fd */
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	char name[32];
+	int i, fd;
+
+	assert_non_null(f);
+	strcpy(f->dir, "/tmp/hotfs-inode-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	f->dfd = open(f->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(f->dfd >= 0);
+	for (i = 0; i < NFILES; i++) {
+		snprintf(name, sizeof(name), "f%02d", i);
+		fd = openat(f->dfd, name, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	assert_int_equal(ino_table_new(&f->t, f->dfd), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[128];
+
+	ino_table_free(f->t);	/* closes the root fd too */
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	assert_int_equal(system(cmd), 0);
+	free(f);
+	return 0;
+}
+
+/* Look file i up: a new O_PATH fd, consumed by ino_get. */
+static struct hotfs_inode *lookup(struct fx *f, int i)
+{
+	struct hotfs_inode *in;
+	struct stat st;
+	char name[32];
+	int fd, err = 0;
+
+	snprintf(name, sizeof(name), "f%02d", i);
+	fd = openat(f->dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	in = ino_get(f->t, fd, &st, &err);
+	assert_non_null(in);
+	assert_int_equal(err, 0);
+	return in;
+}
+
+static void lookup_all(struct fx *f, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		f->in[i] = lookup(f, i);
+}
+
+static void forget_all(struct fx *f, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		ino_forget(f->t, f->in[i], 1);
+}
+
+/* Same object, same inode; a second lookup needs a second forget. */
+static void test_lookup_counts(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_inode *a = lookup(f, 3), *b = lookup(f, 3);
+	int fds = open_fds();
+
+	assert_ptr_equal(a, b);
+	assert_int_equal(ino_count(f->t), 2);	/* the root and f03 */
+	ino_forget(f->t, a, 1);
+	assert_int_equal(ino_count(f->t), 2);
+	assert_int_equal(open_fds(), fds);
+	ino_forget(f->t, a, 1);		/* no retaining: freed */
+	assert_int_equal(ino_count(f->t), 1);
+	assert_int_equal(open_fds(), fds - 1);
+}
+
+/* Forgotten inodes stay open up to inode_cache, oldest let go first. */
+static void test_retain_lru(void **state)
+{
+	struct fx *f = *state;
+	int fds0 = open_fds();
+
+	ino_set_retain(f->t, 10);
+	lookup_all(f, 20);
+	forget_all(f, 20);
+	assert_int_equal(ino_retained(f->t), 10);
+	assert_int_equal(ino_count(f->t), 11);
+	assert_int_equal(open_fds(), fds0 + 10);
+	/* the last ten forgotten are the ones kept */
+	assert_ptr_equal(lookup(f, 19), f->in[19]);
+	assert_int_equal(ino_retained(f->t), 9);
+	ino_forget(f->t, f->in[19], 1);
+	ino_set_retain(f->t, 4);	/* lowering the bound lets go at once */
+	assert_int_equal(ino_retained(f->t), 4);
+	assert_int_equal(open_fds(), fds0 + 4);
+}
+
+/*
+ * The fd budget: inodes the kernel knows are never let go, so the budget
+ * bounds only what retaining adds.  With 64 known and a budget of 40, none
+ * can be retained; once they are forgotten, 40 stay open, and looking up
+ * new objects lets retained ones go so that the total stays at 40.
+ */
+static void test_fd_budget(void **state)
+{
+	struct fx *f = *state;
+	int fds0 = open_fds(), i;
+
+	ino_set_retain(f->t, 1000);
+	ino_set_fd_budget(f->t, 40);
+	lookup_all(f, NFILES);
+	assert_int_equal(ino_count(f->t), NFILES + 1);	/* over: all known */
+	for (i = 0; i < 30; i++)
+		ino_forget(f->t, f->in[i], 1);
+	/* 34 known + root = 35: five of the forgotten fit */
+	assert_int_equal(ino_count(f->t), 40);
+	assert_int_equal(ino_retained(f->t), 5);
+	for (i = 30; i < NFILES; i++)
+		ino_forget(f->t, f->in[i], 1);
+	assert_int_equal(ino_count(f->t), 40);
+	assert_int_equal(ino_retained(f->t), 39);
+	assert_int_equal(open_fds(), fds0 + 39);
+	/* known again: a retained inode comes back without a new fd */
+	f->in[NFILES - 1] = lookup(f, NFILES - 1);
+	assert_int_equal(ino_count(f->t), 40);
+	assert_int_equal(ino_retained(f->t), 38);
+	/* the oldest forgotten were let go: a lookup makes a new inode,
+	 * and another retained one is let go for its fd */
+	f->in[0] = lookup(f, 0);
+	assert_int_equal(ino_count(f->t), 40);
+	assert_int_equal(ino_retained(f->t), 37);
+	assert_int_equal(open_fds(), fds0 + 39);
+	/* a bigger budget keeps more from then on */
+	ino_set_fd_budget(f->t, 0);
+	ino_forget(f->t, f->in[0], 1);
+	ino_forget(f->t, f->in[NFILES - 1], 1);
+	assert_int_equal(ino_retained(f->t), 39);
+}
+
+/* A retained file deleted behind the table's back is closed by a sweep. */
+static void test_sweep_deleted(void **state)
+{
+	struct fx *f = *state;
+
+	ino_set_retain(f->t, 100);
+	lookup_all(f, 8);
+	forget_all(f, 8);
+	assert_int_equal(ino_retained(f->t), 8);
+	assert_int_equal(unlinkat(f->dfd, "f02", 0), 0);
+	assert_int_equal(unlinkat(f->dfd, "f05", 0), 0);
+	assert_int_equal(ino_sweep(f->t), 2);
+	assert_int_equal(ino_retained(f->t), 6);
+	assert_int_equal(ino_count(f->t), 7);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_lookup_counts, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_retain_lru, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_fd_budget, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_sweep_deleted, setup,
+						teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
