@@ -59,10 +59,12 @@ class Workspace:
 
     # -- starting daemons -------------------------------------------------
     def start(self, src=None, mnt=None, opts='', args=(), foreground=True,
-              cachedir=True, wait=True, nofile=None, cwd=None):
+              cachedir=True, wait=True, nofile=None, cwd=None,
+              nofile_hard=None):
         """Start hotfs -f on src/mnt and wait for the mount.  opts are
         added to -o (after cachedir=); nofile is a soft RLIMIT_NOFILE to
-        start the daemon with."""
+        start the daemon with; nofile_hard a limit it cannot raise (soft
+        and hard, and CAP_SYS_RESOURCE dropped from its bounding set)."""
         src = src or self.src
         mnt = mnt or self.mnt
         o = []
@@ -86,9 +88,14 @@ class Workspace:
                     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
                     resource.setrlimit(resource.RLIMIT_NOFILE,
                                        (nofile, hard))
+                if nofile_hard:
+                    util.drop_cap_sys_resource()
+                    resource.setrlimit(resource.RLIMIT_NOFILE,
+                                       (nofile_hard, nofile_hard))
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                                     stdout=lf, stderr=lf, cwd=cwd,
-                                    preexec_fn=limit if nofile else None)
+                                    preexec_fn=limit if nofile or
+                                    nofile_hard else None)
         self.daemons.append((proc, mnt, log))
         if wait:
             util.wait_for_mount(proc, mnt)

@@ -91,6 +91,39 @@ def test_lookups_after_drop_caches_read_nothing(ws, loopsrc, keep):
         assert reads > 0
 
 
+def nofile_limits(pid):
+    with open('/proc/%d/limits' % pid) as f:
+        for line in f:
+            if line.startswith('Max open files'):
+                return [int(x) for x in line.split()[3:5]]
+    raise AssertionError('no open files limit for %d' % pid)
+
+
+def test_kept_within_a_limit_the_daemon_cannot_raise(ws, loopsrc):
+    """Where the daemon cannot raise its descriptor limit (a hard limit
+    of 2,000 and no CAP_SYS_RESOURCE), it still keeps all 1,020 forgotten
+    inodes of the tree open: retaining is bounded by the descriptors the
+    whole inode table holds (three quarters of the limit), not by half
+    the limit (1,000), which let some go at every drop_caches and made
+    their lookups read the disk again."""
+    make_tree(ws.src)
+    proc = ws.start(opts='cachesize=32M', nofile_hard=2000)
+    assert nofile_limits(proc.pid) == [2000, 2000]
+    def forgotten():
+        s = util.hotfs_stats(ws.mnt)
+        return int(s['inodes']) - int(s['retained_inodes']) <= 1  # root
+    for _ in range(2):
+        stat_all(ws.mnt)
+        drop_caches()
+        util.wait_for(forgotten, 'the kernel to forget the inodes')
+        assert int(util.hotfs_stats(ws.mnt)['retained_inodes']) == 1020
+    drop_caches()
+    before = disk_reads(loopsrc)
+    assert stat_all(ws.mnt) == 1000
+    reads = disk_reads(loopsrc) - before
+    assert reads == 0, '%d disk reads for lookups' % reads
+
+
 def test_deleted_files_free_their_space(ws, loopsrc):
     big = os.path.join(ws.src, 'big')
     with open(big, 'wb') as f:

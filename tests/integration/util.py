@@ -31,6 +31,20 @@ def hotfs_bin():
     return HOTFS_BIN
 
 
+PR_CAPBSET_DROP = 24
+CAP_SYS_RESOURCE = 24
+
+
+def drop_cap_sys_resource():
+    """In a child about to exec: drop CAP_SYS_RESOURCE from the bounding
+    set, so that the program cannot raise its hard rlimits (a daemon
+    started by an unprivileged service manager, or in a container)."""
+    libc = ctypes.CDLL(ctypes.util.find_library('c'), use_errno=True)
+    if libc.prctl(PR_CAPBSET_DROP, CAP_SYS_RESOURCE, 0, 0, 0) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, 'prctl(PR_CAPBSET_DROP): ' + os.strerror(e))
+
+
 def wait_for(cond, what, timeout=TIMEOUT, interval=0.01):
     """Poll cond() until it is true, fail after timeout seconds."""
     deadline = time.monotonic() + timeout
