@@ -1194,6 +1194,55 @@ static void test_truncated_data(void **state)
 	assert_int_equal(check(f->st, 9999, 0, 0, len), 1);
 }
 
+/*
+ * A region's last block that lost its summary's magic but is not zeros
+ * (a free region's) is damage, counted like a failed checksum; a block
+ * zeroed whole looks like a free region and is not.
+ */
+static void test_summary_magic_damaged(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	char data[512];
+	uint8_t *orig, *img;
+	size_t len;
+	uint32_t i, n = 60, found;
+
+	path_in(f, "data", data, sizeof(data));
+	open_store(f);
+	for (i = 0; i < n; i++)
+		assert_int_equal(insert(f, 1 + i, 0, 0, 9000), 0);
+	assert_int_equal(st_close(f->st), 0);
+	f->st = NULL;
+	orig = slurp(data, &len);
+	assert_true(len >= 2 * RSIZE);
+	img = malloc(len);
+
+	/* region 0 (sealed): a bit of its magic flipped */
+	memcpy(img, orig, len);
+	img[RSIZE - ST_BLOCK] ^= 0x10;
+	spew(data, img, len);
+	open_store(f);
+	get_stats(f, &s);
+	assert_int_equal(s.regions_dropped, 1);
+	for (i = 0, found = 0; i < n; i++)
+		found += check(f->st, 1 + i, 0, 0, 9000);
+	assert_true(found > 0 && found < n);
+	assert_int_equal(st_close(f->st), 0);
+	f->st = NULL;
+
+	/* the same block zeroed whole: a free region, nothing counted */
+	memcpy(img, orig, len);
+	memset(img + RSIZE - ST_BLOCK, 0, ST_BLOCK);
+	spew(data, img, len);
+	open_store(f);
+	get_stats(f, &s);
+	assert_int_equal(s.regions_dropped, 0);
+	assert_int_equal(s.extents, found);
+	free(orig);
+	free(img);
+}
+
 /* ---- the cachedir ----------------------------------------------------- */
 
 static void test_two_opens(void **state)
@@ -1648,6 +1697,7 @@ int main(void)
 		T(test_live_corruption),
 		T(test_io_error_off),
 		T(test_truncated_data),
+		T(test_summary_magic_damaged),
 		T(test_two_opens),
 		T(test_identity_and_reset),
 		T(test_foreign_files),
