@@ -797,6 +797,39 @@ static void test_evict_reinsert_hot(void **state)
 		assert_int_equal(check(f->st, 1 + i, 0, 0, len), 1);
 }
 
+/*
+ * A hot extent damaged on the device is not copied forward when its region
+ * is recycled: the copy is checked, and the damage counted.
+ */
+static void test_evict_damaged_keeper(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	struct hotfs_key k = key_of(1);
+	struct hotfs_stamp t = stamp_of(1, 0);
+	struct hotfs_loc loc;
+	uint32_t i, len = 9000;
+	uint8_t junk[512];
+
+	open_store(f);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(insert(f, 1 + i, 0, 0, len), 0);
+	for (i = 0; i < 3; i++)		/* all hot */
+		assert_int_equal(check(f->st, 1 + i, 0, 0, len), 1);
+	assert_int_equal(st_lookup(f->st, &k, 0, &t, &loc), 0);
+	memset(junk, 0x5a, sizeof(junk));
+	assert_int_equal(pwrite(loc.fd, junk, sizeof(junk), loc.off + 2048),
+			 (ssize_t)sizeof(junk));
+	for (i = 0; i < 600; i++)
+		assert_int_equal(insert(f, 100 + i, 0, 0, len), 0);
+	get_stats(f, &s);
+	assert_true(s.reinserted >= 2);
+	assert_int_equal(s.invalidations[ST_INVAL_CSUM], 1);
+	assert_int_equal(check(f->st, 1, 0, 0, len), 0);
+	for (i = 1; i < 3; i++)
+		assert_int_equal(check(f->st, 1 + i, 0, 0, len), 1);
+}
+
 /* An extent copied forward keeps the stamp st_restamp gave it. */
 static void test_reinsert_restamped(void **state)
 {
@@ -1689,6 +1722,7 @@ int main(void)
 		T(test_evict_fifo),
 		T(test_evict_big_file),
 		T(test_evict_reinsert_hot),
+		T(test_evict_damaged_keeper),
 		T(test_reinsert_restamped),
 		T(test_keep_callback_iterate),
 		T(test_stale_location),
