@@ -235,6 +235,12 @@ def test_cachedir_in_use_refused(ws):
         assert r.returncode != 0
         assert len(lines) == 1 and 'cachedir' in lines[0], lines
         assert not util.is_mounted(mnt2)
+    # also once the lock file is gone (the cachedir itself is locked)
+    os.unlink(os.path.join(ws.cache, 'lock'))
+    r = run([ws.src, mnt2, '-o', 'cachedir=' + ws.cache, '-f'])
+    lines = r.stderr.decode().splitlines()
+    assert r.returncode != 0 and not util.is_mounted(mnt2)
+    assert len(lines) == 1 and 'in use' in lines[0], lines
     # the first mount is unharmed
     with open(os.path.join(ws.mnt, 'f'), 'w') as f:
         f.write('still here')

@@ -1302,6 +1302,16 @@ static void test_two_opens(void **state)
 	f->p.reset = true;
 	assert_int_equal(st_open(f->cache, &f->p, &b, NULL, 0), -EBUSY);
 	f->p.reset = false;
+	/* nor a second store after the lock file was removed */
+	{
+		char lock[512];
+
+		path_in(f, "lock", lock, sizeof(lock));
+		assert_int_equal(unlink(lock), 0);
+		assert_int_equal(st_open(f->cache, &f->p, &b, NULL, 0),
+				 -EBUSY);
+		assert_null(b);
+	}
 	/* the first store still works; after close the cachedir is free */
 	assert_int_equal(insert(f, 1, 0, 0, 100), 0);
 	reopen(f);
