@@ -808,14 +808,19 @@ static bool finish_hit(struct hotfs_cache *c, struct seg *g, char *dst)
 		}
 		return false;
 	}
-	if ((uint32_t)g->res_data != g->sp.data_len ||
-	    (g->sp.tab_len && (uint32_t)g->res_tab != g->sp.tab_len)) {
-		/* a truncated data file: treat as corrupt */
-		r = -EIO;
-	} else {
-		r = st_verify(c->st, &g->loc, g->sp.ext_off, g->data,
-			      g->sp.data_len, g->sp.tab_len ? g->tab : NULL);
-	}
+	/*
+	 * A truncated data file: the bytes past its end are zeros, which
+	 * fail the checksum and drop the entry (if they pass, zeros were
+	 * what was cached), so that the extent is not looked up again.
+	 */
+	if ((uint32_t)g->res_data < g->sp.data_len)
+		memset(g->data + g->res_data, 0,
+		       g->sp.data_len - (uint32_t)g->res_data);
+	if (g->sp.tab_len && (uint32_t)g->res_tab < g->sp.tab_len)
+		memset(g->tab + g->res_tab, 0,
+		       g->sp.tab_len - (uint32_t)g->res_tab);
+	r = st_verify(c->st, &g->loc, g->sp.ext_off, g->data, g->sp.data_len,
+		      g->sp.tab_len ? g->tab : NULL);
 	if (r < 0) {
 		if (r != -ESTALE)
 			stats_add(&c->stats, STAT_CSUM_FAIL, 1);

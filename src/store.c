@@ -7,8 +7,9 @@
  * src/store_recover.c.
  *
  * Opening a cachedir:
- *	- flock(LOCK_EX | LOCK_NB) on cachedir/lock, held until st_close:
- *	  a second store on the same cachedir gets -EBUSY;
+ *	- flock(LOCK_EX | LOCK_NB) on cachedir/lock and on cachedir itself,
+ *	  held until st_close: a second store on the same cachedir gets
+ *	  -EBUSY, also if the lock file was removed meanwhile;
  *	- no superblock: a new store (a "data" file without a superblock is
  *	  not ours and is refused), of params.capacity bytes or, if 0, 90%
  *	  of the free space of the cachedir's filesystem;
@@ -375,6 +376,18 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 			errf(err, errlen, "cannot lock cachedir %s: %s",
 			     cachedir, strerror(-rc));
 		}
+		goto fail;
+	}
+	/*
+	 * And the directory itself: cachedir/lock removed while a store is
+	 * open must not let a second one in.  A filesystem that cannot lock
+	 * a directory (NFS maps flock to POSIX locks, which a read-only
+	 * descriptor cannot take) is left with the lock file alone.
+	 */
+	if (flock(st->dirfd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK) {
+		rc = -EBUSY;
+		errf(err, errlen, "cachedir %s is in use by another hotfs",
+		     cachedir);
 		goto fail;
 	}
 

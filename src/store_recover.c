@@ -16,8 +16,11 @@
  * before it.  Nothing but the cachedir is read: no source file is stat'ed
  * (stamps are checked by st_lookup).  A region whose first summary block
  * is torn is dropped whole; a chain that breaks keeps the blocks before
- * the break.  The newest region, unless sealed, is reopened for appending
- * (resume_newest).
+ * the break.  Both are counted (regions_dropped), as is a region whose
+ * last block is neither a summary nor zeros (a free region's is zeros:
+ * its summary was killed or never written), since only damage puts
+ * anything else there.  The newest region, unless sealed, is reopened
+ * for appending (resume_newest).
  *
  * Locks: st_recover runs inside st_open, before the store is shared.
  */
@@ -354,6 +357,11 @@ no:
 	st->nsum = 0;
 }
 
+static bool all_zero(const uint8_t *p, size_t len)
+{
+	return !len || (!p[0] && !memcmp(p, p + 1, len - 1));
+}
+
 struct rseq {
 	uint64_t seq;
 	uint32_t r;
@@ -416,7 +424,10 @@ int st_recover(struct hotfs_store *st)
 			v[n].seq = ((struct st_sumhdr *)blk)->seq;
 			v[n].r = r;
 			n++;
-		} else if (rc == -EBADMSG) {
+		} else if (rc == -EBADMSG ||
+			   (rc == -ENODATA && !all_zero(blk, ST_BLOCK))) {
+			/* a free region's last block is zeros (killed or
+			 * never written): anything else there is damage */
 			CNT_ADD(st, regions_dropped, 1);
 		}
 	}

@@ -516,10 +516,15 @@ static uint32_t pick_keepers(struct hotfs_store *st, uint32_t r,
 					    e->len, st_region_off(st, r) +
 					    e->off);
 
+		if (got < 0)
+			continue;	/* not worth keeping */
 		if (got != (ssize_t)e->len ||
 		    XXH3_64bits_withSeed(buf + k[j].boff, e->len, seed) !=
-		    e->csum)
-			continue;	/* not worth keeping */
+		    e->csum) {
+			/* damaged on the device: found, so counted */
+			CNT_ADD(st, inval[ST_INVAL_CSUM], 1);
+			continue;
+		}
 		k[m++] = k[j];
 	}
 	*bufp = buf;

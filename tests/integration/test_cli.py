@@ -3,10 +3,17 @@
 one line on stderr, a non-zero exit and nothing mounted (whether or not
 -f is given: the daemonizing parent must report the error too); --help
 and --version succeed; the generic fstab keywords are accepted and
-ignored; nocache and ro work.
+ignored; nocache and ro work.  A cachedir hotfs cannot use (in use, made
+for another source, of another format version, damaged) is refused the
+same way, and left as it was, to the byte.
 """
+import ctypes
+import ctypes.util
 import errno
+import hashlib
 import os
+import stat
+import struct
 import subprocess
 
 import pytest
@@ -60,6 +67,17 @@ def bad_cases(ws):
         'revalidate=-1': (o('revalidate=-1'), 'revalidate'),
         'promote_rate=fast': (o('promote_rate=fast'), 'promote_rate'),
         'entry_timeout=-1': (o('entry_timeout=-1'), 'entry_timeout'),
+        'attr_timeout=nan': (o('attr_timeout=nan'), 'attr_timeout'),
+        'threshold=': (o('threshold='), 'threshold'),
+        'cachesize=1K': (o('cachesize=1K'), 'cachesize'),
+        # a leading blank and a sign: strtoull would take them
+        'cachesize=<tab>-5M': (o('cachesize=\t-5M'), 'cachesize'),
+        'seqcutoff=<tab>-1M': (o('seqcutoff=\t-1M'), 'seqcutoff'),
+        'promote_rate=<tab>-1M': (o('promote_rate=\t-1M'), 'promote_rate'),
+        'ctldir=a/b': (o('ctldir=a/b'), 'ctldir'),
+        'ctldir=..': (o('ctldir=..'), 'ctldir'),
+        'inode_cache=-1': (o('inode_cache=-1'), 'inode_cache'),
+        'inode_cache=x': (o('inode_cache=x'), 'inode_cache'),
         'missing cachedir': ([src, mnt], 'cachedir'),
         'empty cachedir': ([src, mnt, '-o', 'cachedir='], 'cachedir'),
         'cachedir is a file': ([src, mnt, '-o', 'cachedir=' + cfile],
@@ -92,7 +110,10 @@ CASES = sorted([
     'threshold=-1', 'extent=3M', 'extent=32K', 'extent=8M', 'cachesize=abc',
     'cachesize=0', 'cachesize=101%', 'writemode=bogus', 'attr_timeout=abc',
     'seqcutoff=x', 'revalidate=bogus', 'revalidate=-1', 'promote_rate=fast',
-    'entry_timeout=-1', 'missing cachedir', 'empty cachedir', 'cachedir is a file',
+    'entry_timeout=-1', 'attr_timeout=nan', 'threshold=', 'cachesize=1K',
+    'cachesize=<tab>-5M', 'seqcutoff=<tab>-1M', 'promote_rate=<tab>-1M',
+    'ctldir=a/b', 'ctldir=..', 'inode_cache=-1', 'inode_cache=x',
+    'missing cachedir', 'empty cachedir', 'cachedir is a file',
     'cachedir inside source', 'cachedir is the source',
     'cachedir inside mountpoint', 'cachedir contains the source',
     'missing source', 'source is a file', 'missing mountpoint',
@@ -214,6 +235,12 @@ def test_cachedir_in_use_refused(ws):
         assert r.returncode != 0
         assert len(lines) == 1 and 'cachedir' in lines[0], lines
         assert not util.is_mounted(mnt2)
+    # also once the lock file is gone (the cachedir itself is locked)
+    os.unlink(os.path.join(ws.cache, 'lock'))
+    r = run([ws.src, mnt2, '-o', 'cachedir=' + ws.cache, '-f'])
+    lines = r.stderr.decode().splitlines()
+    assert r.returncode != 0 and not util.is_mounted(mnt2)
+    assert len(lines) == 1 and 'in use' in lines[0], lines
     # the first mount is unharmed
     with open(os.path.join(ws.mnt, 'f'), 'w') as f:
         f.write('still here')
@@ -248,6 +275,111 @@ def test_foreign_cachedir(ws):
     with open(os.path.join(ws.mnt, 'f')) as f:
         assert f.read() == 'this source'
     ws.stop(proc)
+
+
+def cachedir_state(path):
+    """A listing of path with every file's mode, size and hash."""
+    out = {}
+    if os.path.isfile(path):
+        with open(path, 'rb') as f:
+            return {'.': hashlib.sha256(f.read()).hexdigest()}
+    for dirpath, dirnames, files in os.walk(path):
+        for n in dirnames + files:
+            p = os.path.join(dirpath, n)
+            st = os.lstat(p)
+            h = None
+            if stat.S_ISREG(st.st_mode):
+                with open(p, 'rb') as f:
+                    h = hashlib.sha256(f.read()).hexdigest()
+            out[os.path.relpath(p, path)] = (st.st_mode, st.st_size, h)
+    return out
+
+
+def set_sb_version(cache, version):
+    """Rewrite the superblock's format version (struct st_sb in
+    src/store_i.h: u32 at offset 8), with its checksum made right again
+    (xxh3 of the 4088 bytes before it), as another hotfs would have."""
+    xxh = ctypes.CDLL(ctypes.util.find_library('xxhash') or
+                      'libxxhash.so.0')
+    xxh.XXH3_64bits.restype = ctypes.c_uint64
+    xxh.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    p = os.path.join(cache, 'superblock')
+    with open(p, 'rb') as f:
+        sb = bytearray(f.read())
+    assert len(sb) == 4096
+    struct.pack_into('<I', sb, 8, version)
+    struct.pack_into('<Q', sb, 4088, xxh.XXH3_64bits(bytes(sb[:4088]),
+                                                     4088))
+    with open(p, 'wb') as f:
+        f.write(sb)
+
+
+@pytest.mark.parametrize('case', [
+    'in use', 'foreign', 'older version', 'newer version',
+    'damaged superblock', 'data without superblock', 'not a superblock',
+    'cachedir is a file'])
+def test_refused_cachedir_unchanged(ws, case):
+    """A cachedir hotfs cannot use is refused with one line and a non-zero
+    exit, and nothing in it changes (a listing with every file's hash,
+    before and after); reset is named where it would help."""
+    with open(os.path.join(ws.src, 'f'), 'wb') as f:
+        f.write(b'x' * 300000)
+    cache = ws.cache
+    word = 'reset'
+    proc = None
+    if case == 'cachedir is a file':
+        cache = os.path.join(ws.root, 'cachefile')
+        with open(cache, 'w') as f:
+            f.write('not a dir')
+        word = 'cachedir'
+    else:
+        # a store with something in it
+        p = ws.start(opts='threshold=1')
+        for _ in range(2):
+            util.read_cold(os.path.join(ws.mnt, 'f'))
+        util.wait_for(lambda: int(util.hotfs_stats(ws.mnt)
+                                  ['cached_extents']) >= 2,
+                      'the file cached')
+        ws.stop(p)
+        if case == 'in use':
+            # idle: it has nothing to commit
+            mnt1 = os.path.join(ws.root, 'mnt1')
+            os.mkdir(mnt1)
+            proc = ws.start(mnt=mnt1, opts='threshold=1')
+            word = 'in use'
+    src = ws.src
+    if case == 'foreign':
+        src = os.path.join(ws.root, 'othersrc')
+        os.mkdir(src)
+    elif case == 'older version':
+        set_sb_version(cache, 0)
+    elif case == 'newer version':
+        set_sb_version(cache, 2)
+    elif case == 'damaged superblock':
+        with open(os.path.join(cache, 'superblock'), 'r+b') as f:
+            f.seek(100)
+            b = f.read(1)
+            f.seek(100)
+            f.write(bytes([b[0] ^ 0x20]))
+    elif case == 'data without superblock':
+        os.unlink(os.path.join(cache, 'superblock'))
+    elif case == 'not a superblock':
+        with open(os.path.join(cache, 'superblock'), 'wb') as f:
+            f.write(b'something else\n' * 300)
+    before = cachedir_state(cache)
+    mnt2 = os.path.join(ws.root, 'mnt2')
+    os.mkdir(mnt2)
+    ws.mounts.append(mnt2)
+    for fg in ([], ['-f']):
+        r = run([src, mnt2, '-o', 'cachedir=' + cache] + fg)
+        lines = r.stderr.decode(errors='replace').splitlines()
+        assert r.returncode != 0, case
+        assert not util.is_mounted(mnt2)
+        assert len(lines) == 1 and word in lines[0], lines
+        assert cachedir_state(cache) == before, \
+            '%s: the refused start changed the cachedir' % case
+    if proc is not None:
+        ws.stop(proc)
 
 
 def test_relative_paths_daemonized(ws):

@@ -797,6 +797,39 @@ static void test_evict_reinsert_hot(void **state)
 		assert_int_equal(check(f->st, 1 + i, 0, 0, len), 1);
 }
 
+/*
+ * A hot extent damaged on the device is not copied forward when its region
+ * is recycled: the copy is checked, and the damage counted.
+ */
+static void test_evict_damaged_keeper(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	struct hotfs_key k = key_of(1);
+	struct hotfs_stamp t = stamp_of(1, 0);
+	struct hotfs_loc loc;
+	uint32_t i, len = 9000;
+	uint8_t junk[512];
+
+	open_store(f);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(insert(f, 1 + i, 0, 0, len), 0);
+	for (i = 0; i < 3; i++)		/* all hot */
+		assert_int_equal(check(f->st, 1 + i, 0, 0, len), 1);
+	assert_int_equal(st_lookup(f->st, &k, 0, &t, &loc), 0);
+	memset(junk, 0x5a, sizeof(junk));
+	assert_int_equal(pwrite(loc.fd, junk, sizeof(junk), loc.off + 2048),
+			 (ssize_t)sizeof(junk));
+	for (i = 0; i < 600; i++)
+		assert_int_equal(insert(f, 100 + i, 0, 0, len), 0);
+	get_stats(f, &s);
+	assert_true(s.reinserted >= 2);
+	assert_int_equal(s.invalidations[ST_INVAL_CSUM], 1);
+	assert_int_equal(check(f->st, 1, 0, 0, len), 0);
+	for (i = 1; i < 3; i++)
+		assert_int_equal(check(f->st, 1 + i, 0, 0, len), 1);
+}
+
 /* An extent copied forward keeps the stamp st_restamp gave it. */
 static void test_reinsert_restamped(void **state)
 {
@@ -1194,6 +1227,55 @@ static void test_truncated_data(void **state)
 	assert_int_equal(check(f->st, 9999, 0, 0, len), 1);
 }
 
+/*
+ * A region's last block that lost its summary's magic but is not zeros
+ * (a free region's) is damage, counted like a failed checksum; a block
+ * zeroed whole looks like a free region and is not.
+ */
+static void test_summary_magic_damaged(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	char data[512];
+	uint8_t *orig, *img;
+	size_t len;
+	uint32_t i, n = 60, found;
+
+	path_in(f, "data", data, sizeof(data));
+	open_store(f);
+	for (i = 0; i < n; i++)
+		assert_int_equal(insert(f, 1 + i, 0, 0, 9000), 0);
+	assert_int_equal(st_close(f->st), 0);
+	f->st = NULL;
+	orig = slurp(data, &len);
+	assert_true(len >= 2 * RSIZE);
+	img = malloc(len);
+
+	/* region 0 (sealed): a bit of its magic flipped */
+	memcpy(img, orig, len);
+	img[RSIZE - ST_BLOCK] ^= 0x10;
+	spew(data, img, len);
+	open_store(f);
+	get_stats(f, &s);
+	assert_int_equal(s.regions_dropped, 1);
+	for (i = 0, found = 0; i < n; i++)
+		found += check(f->st, 1 + i, 0, 0, 9000);
+	assert_true(found > 0 && found < n);
+	assert_int_equal(st_close(f->st), 0);
+	f->st = NULL;
+
+	/* the same block zeroed whole: a free region, nothing counted */
+	memcpy(img, orig, len);
+	memset(img + RSIZE - ST_BLOCK, 0, ST_BLOCK);
+	spew(data, img, len);
+	open_store(f);
+	get_stats(f, &s);
+	assert_int_equal(s.regions_dropped, 0);
+	assert_int_equal(s.extents, found);
+	free(orig);
+	free(img);
+}
+
 /* ---- the cachedir ----------------------------------------------------- */
 
 static void test_two_opens(void **state)
@@ -1220,6 +1302,16 @@ static void test_two_opens(void **state)
 	f->p.reset = true;
 	assert_int_equal(st_open(f->cache, &f->p, &b, NULL, 0), -EBUSY);
 	f->p.reset = false;
+	/* nor a second store after the lock file was removed */
+	{
+		char lock[512];
+
+		path_in(f, "lock", lock, sizeof(lock));
+		assert_int_equal(unlink(lock), 0);
+		assert_int_equal(st_open(f->cache, &f->p, &b, NULL, 0),
+				 -EBUSY);
+		assert_null(b);
+	}
 	/* the first store still works; after close the cachedir is free */
 	assert_int_equal(insert(f, 1, 0, 0, 100), 0);
 	reopen(f);
@@ -1640,6 +1732,7 @@ int main(void)
 		T(test_evict_fifo),
 		T(test_evict_big_file),
 		T(test_evict_reinsert_hot),
+		T(test_evict_damaged_keeper),
 		T(test_reinsert_restamped),
 		T(test_keep_callback_iterate),
 		T(test_stale_location),
@@ -1648,6 +1741,7 @@ int main(void)
 		T(test_live_corruption),
 		T(test_io_error_off),
 		T(test_truncated_data),
+		T(test_summary_magic_damaged),
 		T(test_two_opens),
 		T(test_identity_and_reset),
 		T(test_foreign_files),
