@@ -16,7 +16,9 @@
  * extents), and the daemon's RSS would follow the backlog.
  * promote_rate= bytes/s caps those second reads of the source with a
  * token bucket (like dm-cache's migration_threshold), so warming never
- * starves foreground I/O on a disk that has few IOPS to spare.
+ * starves foreground I/O on a disk that has few IOPS to spare.  Admission
+ * (TinyLFU, once the store is full) is decided before such a read, not
+ * after it: a rejected extent costs the slow disk nothing.
  *
  * An extent is inserted only if, under the inode lock, the inode's write
  * generation is the one seen when it was queued and the source's stamp is
@@ -234,6 +236,7 @@ static void promote_one(struct hotfs_promoter *pr, struct pr_item *it)
 		n = it->len;
 		stats_add(&c->stats, STAT_PROMO_REUSED, 1);
 	} else {
+		/* pr_main asked admission before this read */
 		n = read_source(pr, it, &now);
 		stats_add(&c->stats, STAT_PROMO_SRC_READS, 1);
 		if (n <= 0 || !stamp_eq(&now, &it->stamp)) {
@@ -304,6 +307,15 @@ static void *pr_main(void *arg)
 		held = it.buf ? it.len : 0;	/* read_source may set buf */
 		pthread_mutex_unlock(&pr->lock);
 
+		/* an extent the store would not admit is not read from the
+		 * slow disk at all: once the store is full, most candidates
+		 * of a wide random workload lose to the victim, and reading
+		 * them first cost the readers one request each */
+		if (!it.buf && st_state(pr->c->st) == ST_OK &&
+		    !admit(pr->c, it.h)) {
+			stats_add(&pr->c->stats, STAT_NP_ADMISSION, 1);
+			goto done;
+		}
 		/* only what must read the slow disk again is limited: an
 		 * extent assembled from readers' own reads costs it nothing,
 		 * nor one that promote_one drops because of the store */
@@ -324,6 +336,7 @@ static void *pr_main(void *arg)
 			tokens = tokens > need ? tokens - need : 0;
 		}
 		promote_one(pr, &it);
+done:
 		t = now_ns();
 		if (t - last_tick >= PR_TICK_MS * 1000000ull) {
 			last_tick = t;
