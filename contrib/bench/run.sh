@@ -71,7 +71,8 @@
 # BENCH_HOTFS_OPTS (extra -o options for every hotfs target),
 # BENCH_NOCACHE_OPTS (options that turn caching off; default "nocache"),
 # BENCH_META_GAP, BENCH_FIO_SECS (above; default 30, 0.3 with --smoke),
-# BENCH_FIO_PASSES, BENCH_FIO_MIXES (above),
+# BENCH_FIO_PASSES, BENCH_FIO_MIXES (above), BENCH_QUIET_SECS (how long a
+# pass waits for the promotions queued before it; 120, 10 with --smoke),
 # BENCH_TREE_SRC (the source tree copied into the repository; default
 # /usr/share/go-1.19).
 
@@ -549,6 +550,30 @@ check_hits()
 			"its .hotfs/stats counts no reads)"
 }
 
+# Promotions a cached target still has queued read the disk it shares with
+# the other targets: a pass starts once every mounted target's queue is
+# empty (waiting at most BENCH_QUIET_SECS), so that one target's backlog is
+# not charged to the pass of the next.
+wait_promotions()
+{
+	local m d t0=$SECONDS
+	for m in "${BENCH_HOTFS_MNTS[@]}"; do
+		while :; do
+			d=$(awk -F': *' '$1 == "promotion_queue_depth" { print $2 }' \
+				"$m/.hotfs/stats" 2>/dev/null) || d=""
+			[[ $d =~ ^[1-9][0-9]*$ ]] || break
+			if (( SECONDS - t0 >= QUIET_SECS )); then
+				bench_log "warning: ${m##*/} still has $d promotions" \
+					"queued after ${QUIET_SECS} s"
+				return 0
+			fi
+			sleep 0.2
+		done
+	done
+	(( SECONDS - t0 < 2 )) ||
+		bench_log "waited $(( SECONDS - t0 )) s for queued promotions"
+}
+
 # wl_prepare WL TARGET PASS: what a pass needs done before it, outside its
 # timing and its disk and hit counts.
 wl_prepare()
@@ -635,6 +660,7 @@ wl_warm() { [[ $1 == meta-* ]]; }
 # dentries and attributes still valid and never ask the daemon, which is
 # not what a user sees.  This is think time, not a wait for a condition.
 META_GAP=${BENCH_META_GAP:-$( (( smoke )) && echo 1.1 || echo 2)}
+QUIET_SECS=${BENCH_QUIET_SECS:-$( (( smoke )) && echo 10 || echo 120)}
 
 # run_pass WL TARGET PASS: one measured pass, appended to the CSV.
 #
@@ -648,6 +674,7 @@ run_pass()
 	root=$(target_root "$t")
 	base=$(target_base "$t")
 	wl_prepare "$wl" "$t" "$pass"
+	wait_promotions
 	wl_warm "$wl" || bench_drop_caches
 	while :; do
 		! wl_warm "$wl" || sleep "$META_GAP"
