@@ -38,6 +38,8 @@ $1 ~ /^fio-/ {
 	rios[t, p] = $(col["disk_read_ios"])
 	wios[t, p] = $(col["disk_write_ios"])
 	hr[t, p] = "hit_ratio" in col ? $(col["hit_ratio"]) : "-"
+	if (("page_cache_drops" in col) && $(col["page_cache_drops"]) > 0 && $1 == wl)
+		drops = drops (drops == "" ? "" : ", ") t " pass " p " (" $(col["page_cache_drops"]) ")"
 	if ($1 == wl) nhere++
 }
 END {
@@ -90,6 +92,8 @@ END {
 	if (ext != "")
 		printf "  Measured in another fio workload of this run: %s.", ext
 	print ""
+	if (drops != "")
+		print "\nAnother job dropped the page cache during: " drops "."
 	if (g[1] == "min" && judged) {
 		print ""
 		p = judged

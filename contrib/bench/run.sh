@@ -30,9 +30,10 @@
 #            pass, at the cache:data ratios 1:25, 1:10, 1:5 and 1:2 (the
 #            workloads fio-25 fio-10 fio-5 fio-2; each may be named alone);
 #            each read/write mix of 100/0 70/30 50/50 0/100
-#            (BENCH_FIO_MIXES) runs BENCH_FIO_PASSES passes in a row (3;
-#            2 with --smoke) on the same cache, page cache dropped before
-#            each; the target is judged on the last read-only pass.
+#            (BENCH_FIO_MIXES; 100/0 50/50 0/100 with --smoke) runs
+#            BENCH_FIO_PASSES passes in a row (3; 2 with --smoke) on the
+#            same cache, page cache dropped before each; the target is
+#            judged on the last read-only pass.
 #            hdd, ssd and hotfs-nocache@hdd do not depend on the cache size
 #            and run only in the first of them; hotfs@hdd runs in each, with
 #            -o cachesize= the file's size / the ratio (at least 32 MiB).
@@ -45,6 +46,8 @@
 # / bytes read through the daemon), in the CSV, the tables and a
 # WORKLOAD-hitratio.png beside each WORKLOAD.png (fio-hitratio.png for fio);
 # the whole stats file after each pass goes to stats-WORKLOAD-TARGET.txt.
+# page_cache_drops counts drop_caches by anyone during the pass (another
+# job on the machine: drop_caches is global).
 #
 # Targets, side by side in the same run (--targets narrows them):
 #   hdd, ssd                  the trees read directly
@@ -56,13 +59,14 @@
 # Sizes: a 1 GiB large file and a 1 GiB fio file, a 64 MiB hot file and the
 # Go tree, on sparse 8 GiB (HDD) and 16 GiB (SSD) images.  --smoke runs every
 # workload at tiny sizes (64 MiB and 4 MiB files, src/image's 170 files,
-# 1 GiB images, 1-2 passes, 1 s rand, 2 x 0.3 s per fio mix; every fio ratio
-# then gets the 32 MiB minimum cache, so by default only fio-25 and fio-10
-# run): about a minute and a half, under two.  Both exit
-# non-zero if any step or check failed (a pass without figures, targets
-# disagreeing on find's count, a wrong cp copy, git grep finding the string,
-# fio.dat differing through hotfs) or anything (mount, loop device,
-# throttle, daemon) was left behind.
+# 1 GiB images, 1-2 passes, 1 s rand, three fio mixes of 2 x 0.3 s; every
+# fio ratio then gets the 32 MiB minimum cache, so by default only fio-25
+# and fio-10 run): about a minute and a half, under two.  Both exit non-zero
+# if any step or check failed (a pass without figures or, on a cached
+# target, without its hit ratio; a missing plot; targets disagreeing on
+# find's count, a wrong cp copy, git grep finding the string, fio.dat
+# differing through hotfs) or anything (mount, loop device, throttle,
+# daemon) was left behind.
 #
 # Needs root, loop devices, the cgroup-v1 blkio controller, fio, git, jq and
 # gnuplot.  Exits 77 when the machine cannot run it.
@@ -120,7 +124,6 @@ done
 
 # The fio matrix: cache:data ratios (1:N) and read percentages.
 FIO_RATIOS=(25 10 5 2)
-read -r -a FIO_MIXES <<< "${BENCH_FIO_MIXES:-100 70 50 0}"
 
 # Expand aliases and check names.
 wl_list=()
@@ -154,6 +157,9 @@ if (( smoke )); then
 			   [cp]=2 [gitgrep]=2 [scan]=5 [restart]=4)
 	FIO_SECS=${BENCH_FIO_SECS:-0.3}
 	FIO_REPS=${BENCH_FIO_PASSES:-2}
+	# read-only, mixed and write-only: each path once, in the time the
+	# four mixes took with one pass each
+	read -r -a FIO_MIXES <<< "${BENCH_FIO_MIXES:-100 50 0}"
 else
 	HDD_SIZE=8G SSD_SIZE=16G BIG_MIB=1024 RAND_SECS=20 BENCH_VERIFY_SECS=3
 	TREE_SUB=.
@@ -161,6 +167,7 @@ else
 			   [cp]=8 [gitgrep]=8 [scan]=5 [restart]=4)
 	FIO_SECS=${BENCH_FIO_SECS:-30}
 	FIO_REPS=${BENCH_FIO_PASSES:-3}
+	read -r -a FIO_MIXES <<< "${BENCH_FIO_MIXES:-100 70 50 0}"
 fi
 if [ -n "$passes_override" ]; then
 	# scan's and restart's passes are steps, not repetitions
@@ -535,6 +542,11 @@ check_result()
 	}' || bench_die "$2 produced no usable figures: '$3'"
 }
 
+# How often anyone dropped the page cache since boot: drop_caches is
+# machine-wide, and another job dropping it during a pass takes away the
+# page-cache hits the pass would have had (each pass records the count).
+drops() { awk '$1 == "drop_pagecache" { print $2; f = 1 } END { if (!f) print 0 }' /proc/vmstat; }
+
 # A cached hotfs target must report its hit ratio for every pass whose
 # reads reach the daemon: every pass with the page cache dropped, except
 # fio's write-only mix (no reads at all).  Warm passes may be served by the
@@ -669,7 +681,7 @@ QUIET_SECS=${BENCH_QUIET_SECS:-$( (( smoke )) && echo 10 || echo 120)}
 # the pass is warmed and run again, up to three times, and the log says so.
 run_pass()
 {
-	local wl=$1 t=$2 pass=$3 root base s0 s1 h0 h1 hits res try=1
+	local wl=$1 t=$2 pass=$3 root base s0 s1 h0 h1 d0 d1 hits res try=1
 	PASS=$pass TARGET=$t
 	root=$(target_root "$t")
 	base=$(target_base "$t")
@@ -680,8 +692,10 @@ run_pass()
 		! wl_warm "$wl" || sleep "$META_GAP"
 		read -r -a s0 < <(disk_stat "$base")
 		h0=$(hit_stat "$t")
+		d0=$(drops)
 		"$(wl_func "$wl")" "$root"
 		res=$RES
+		d1=$(drops)
 		h1=$(hit_stat "$t")
 		read -r -a s1 < <(disk_stat "$base")
 		wl_warm "$wl" && (( s1[0] > s0[0] && try < 3 )) || break
@@ -693,9 +707,12 @@ run_pass()
 	hits=$(hit_delta "$h0" "$h1")
 	check_result "$wl" "$wl pass $pass on $t" "$res"
 	check_hits "$wl" "$t" "$pass" "$hits"
-	printf '%s,%s,%s,%s,%s,%s,%s,%s\n' "$wl" "$t" "$pass" "${res// /,}" \
+	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$wl" "$t" "$pass" "${res// /,}" \
 		"$(( s1[0] - s0[0] ))" "$(( (s1[1] - s0[1]) / 1048576 ))" \
-		"$(( s1[2] - s0[2] ))" "${hits// /,}" >> "$CSV"
+		"$(( s1[2] - s0[2] ))" "${hits// /,}" "$(( d1 - d0 ))" >> "$CSV"
+	(( d1 == d0 )) || bench_log "warning: $wl pass $pass $t: the page" \
+		"cache was dropped $(( d1 - d0 )) times during the pass (not by" \
+		"this run: another job on the machine)"
 	save_stats "$wl" "after pass $pass" "$t"
 	bench_log "$wl pass $pass $t: $res (disk reads $(( s1[0] - s0[0] ))," \
 		"$(( (s1[1] - s0[1]) / 1048576 )) MiB; hit ratio ${hits##* })"
@@ -838,7 +855,7 @@ main()
 		printf '%s: %s\n' "$f" "$(tr '\n' ' ' < "${BENCH_THROTTLE_CGROUPS[0]}/blkio.throttle.$f")"
 	done >> "$out/machine.txt"
 
-	echo 'workload,target,pass,seconds,mb_per_s,iops,p99_us,disk_read_ios,disk_read_mib,disk_write_ios,read_hits,read_partial_hits,read_misses,read_hit_bytes,read_miss_bytes,hit_ratio' > "$CSV"
+	echo 'workload,target,pass,seconds,mb_per_s,iops,p99_us,disk_read_ios,disk_read_mib,disk_write_ios,read_hits,read_partial_hits,read_misses,read_hit_bytes,read_miss_bytes,hit_ratio,page_cache_drops' > "$CSV"
 	: > "$TABLES"
 	for wl in "${wl_list[@]}"; do
 		run_workload "$wl"

@@ -55,6 +55,8 @@ $1 == wl {
 	rios[t, p] = $(col["disk_read_ios"])
 	rmib[t, p] = $(col["disk_read_mib"])
 	p99[t, p] = $(col["p99_us"])
+	if (("page_cache_drops" in col) && $(col["page_cache_drops"]) > 0)
+		drops = drops (drops == "" ? "" : ", ") t " pass " p " (" $(col["page_cache_drops"]) ")"
 	if (("hit_ratio" in col) && $(col["hit_ratio"]) != "-" && $(col["hit_ratio"]) != "") {
 		hr[t, p] = $(col["hit_ratio"])
 		hashr[t] = 1
@@ -173,4 +175,6 @@ END {
 		}
 		print line tail
 	}
+	if (drops != "")
+		print "\nAnother job dropped the page cache during: " drops "."
 }' "$csv"
