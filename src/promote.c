@@ -156,7 +156,18 @@ unsigned pr_depth(struct hotfs_promoter *pr)
 	return d;
 }
 
-/* Read the extent from the source; returns its length or -errno. */
+static bool stamp_eq(const struct hotfs_stamp *a, const struct hotfs_stamp *b)
+{
+	return a->ino == b->ino && a->size == b->size &&
+	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
+}
+
+/*
+ * Read the extent from the source; returns its length or -errno (-ESTALE
+ * without reading when the file already changed since the extent was
+ * queued: a write mix changes it all the time, and the read would only be
+ * thrown away).
+ */
 static ssize_t read_source(struct hotfs_promoter *pr, struct pr_item *it,
 			   struct hotfs_stamp *now)
 {
@@ -178,6 +189,13 @@ static ssize_t read_source(struct hotfs_promoter *pr, struct pr_item *it,
 		fd = openat(c->proc_self_fd, pn, O_RDONLY | O_CLOEXEC);
 	if (fd == -1)
 		return -errno;
+	if (fstat(fd, &st) == 0) {
+		cache_stamp(&st, now);
+		if (!stamp_eq(now, &it->stamp)) {
+			close(fd);
+			return -ESTALE;
+		}
+	}
 	it->buf = malloc(len);
 	if (!it->buf) {
 		close(fd);
@@ -192,12 +210,6 @@ static ssize_t read_source(struct hotfs_promoter *pr, struct pr_item *it,
 		n = -errno;
 	close(fd);
 	return n;
-}
-
-static bool stamp_eq(const struct hotfs_stamp *a, const struct hotfs_stamp *b)
-{
-	return a->ino == b->ino && a->size == b->size &&
-	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
 }
 
 /*
@@ -238,7 +250,8 @@ static void promote_one(struct hotfs_promoter *pr, struct pr_item *it)
 	} else {
 		/* pr_main asked admission before this read */
 		n = read_source(pr, it, &now);
-		stats_add(&c->stats, STAT_PROMO_SRC_READS, 1);
+		if (n != -ESTALE)
+			stats_add(&c->stats, STAT_PROMO_SRC_READS, 1);
 		if (n <= 0 || !stamp_eq(&now, &it->stamp)) {
 			stats_add(&c->stats, STAT_NP_RACE, 1);
 			return;
