@@ -6,8 +6,9 @@
 #   contrib/bench/run.sh [--smoke] [--out DIR] [--work DIR] [--passes N]
 #                        [--targets LIST] [--keep-images] [WORKLOAD...]
 #
-# Workloads (default: all of them, in this order; about an hour at full
-# size, of which gitgrep takes ~27 min and fio ~16 min, estimated):
+# Workloads (default: all of them, in this order; about an hour and a half
+# at full size, of which gitgrep takes ~27 min and fio ~45 min: 84 passes
+# of 30 s; fio-10 alone, with its four targets, took 25 min):
 #   seq      1 MiB sequential reads of one large file, page cache dropped
 #   rand     4 KiB random reads (fio, psync, buffered), page cache dropped
 #   meta     find and git status over a ~11.7k-file git repository with warm
