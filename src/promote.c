@@ -16,7 +16,9 @@
  * extents), and the daemon's RSS would follow the backlog.
  * promote_rate= bytes/s caps those second reads of the source with a
  * token bucket (like dm-cache's migration_threshold), so warming never
- * starves foreground I/O on a disk that has few IOPS to spare.
+ * starves foreground I/O on a disk that has few IOPS to spare.  Admission
+ * (TinyLFU, once the store is full) is decided before such a read, not
+ * after it: a rejected extent costs the slow disk nothing.
  *
  * An extent is inserted only if, under the inode lock, the inode's write
  * generation is the one seen when it was queued and the source's stamp is
@@ -154,7 +156,18 @@ unsigned pr_depth(struct hotfs_promoter *pr)
 	return d;
 }
 
-/* Read the extent from the source; returns its length or -errno. */
+static bool stamp_eq(const struct hotfs_stamp *a, const struct hotfs_stamp *b)
+{
+	return a->ino == b->ino && a->size == b->size &&
+	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
+}
+
+/*
+ * Read the extent from the source; returns its length or -errno (-ESTALE
+ * without reading when the file already changed since the extent was
+ * queued: a write mix changes it all the time, and the read would only be
+ * thrown away).
+ */
 static ssize_t read_source(struct hotfs_promoter *pr, struct pr_item *it,
 			   struct hotfs_stamp *now)
 {
@@ -176,6 +189,13 @@ static ssize_t read_source(struct hotfs_promoter *pr, struct pr_item *it,
 		fd = openat(c->proc_self_fd, pn, O_RDONLY | O_CLOEXEC);
 	if (fd == -1)
 		return -errno;
+	if (fstat(fd, &st) == 0) {
+		cache_stamp(&st, now);
+		if (!stamp_eq(now, &it->stamp)) {
+			close(fd);
+			return -ESTALE;
+		}
+	}
 	it->buf = malloc(len);
 	if (!it->buf) {
 		close(fd);
@@ -190,12 +210,6 @@ static ssize_t read_source(struct hotfs_promoter *pr, struct pr_item *it,
 		n = -errno;
 	close(fd);
 	return n;
-}
-
-static bool stamp_eq(const struct hotfs_stamp *a, const struct hotfs_stamp *b)
-{
-	return a->ino == b->ino && a->size == b->size &&
-	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
 }
 
 /*
@@ -234,8 +248,10 @@ static void promote_one(struct hotfs_promoter *pr, struct pr_item *it)
 		n = it->len;
 		stats_add(&c->stats, STAT_PROMO_REUSED, 1);
 	} else {
+		/* pr_main asked admission before this read */
 		n = read_source(pr, it, &now);
-		stats_add(&c->stats, STAT_PROMO_SRC_READS, 1);
+		if (n != -ESTALE)
+			stats_add(&c->stats, STAT_PROMO_SRC_READS, 1);
 		if (n <= 0 || !stamp_eq(&now, &it->stamp)) {
 			stats_add(&c->stats, STAT_NP_RACE, 1);
 			return;
@@ -304,6 +320,15 @@ static void *pr_main(void *arg)
 		held = it.buf ? it.len : 0;	/* read_source may set buf */
 		pthread_mutex_unlock(&pr->lock);
 
+		/* an extent the store would not admit is not read from the
+		 * slow disk at all: once the store is full, most candidates
+		 * of a wide random workload lose to the victim, and reading
+		 * them first cost the readers one request each */
+		if (!it.buf && st_state(pr->c->st) == ST_OK &&
+		    !admit(pr->c, it.h)) {
+			stats_add(&pr->c->stats, STAT_NP_ADMISSION, 1);
+			goto done;
+		}
 		/* only what must read the slow disk again is limited: an
 		 * extent assembled from readers' own reads costs it nothing,
 		 * nor one that promote_one drops because of the store */
@@ -324,6 +349,7 @@ static void *pr_main(void *arg)
 			tokens = tokens > need ? tokens - need : 0;
 		}
 		promote_one(pr, &it);
+done:
 		t = now_ns();
 		if (t - last_tick >= PR_TICK_MS * 1000000ull) {
 			last_tick = t;

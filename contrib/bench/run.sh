@@ -6,8 +6,9 @@
 #   contrib/bench/run.sh [--smoke] [--out DIR] [--work DIR] [--passes N]
 #                        [--targets LIST] [--keep-images] [WORKLOAD...]
 #
-# Workloads (default: all of them, in this order; about an hour at full
-# size, of which gitgrep takes ~27 min and fio ~16 min, estimated):
+# Workloads (default: all of them, in this order; about an hour and a half
+# at full size, of which gitgrep takes ~27 min and fio ~45 min: 84 passes
+# of 30 s; fio-10 alone, with its four targets, took 25 min):
 #   seq      1 MiB sequential reads of one large file, page cache dropped
 #   rand     4 KiB random reads (fio, psync, buffered), page cache dropped
 #   meta     find and git status over a ~11.7k-file git repository with warm
@@ -20,20 +21,34 @@
 #   scan     scan resistance, with a small cache (-o cachesize=, 1/4 of the
 #            large file): passes 1-3 read a hot file (1/16 of the large
 #            file), pass 4 reads the large file once, pass 5 the hot file
-#            again; page cache dropped before each
+#            again; page cache dropped before each.  The target: pass 5's
+#            hit ratio at least 90% of pass 3's
 #   restart  passes 1-3 read the hot file, pass 4 after a remount of hotfs:
-#            does the cache survive a restart?
+#            does the cache survive a restart?  The target: pass 4 within
+#            10% of pass 3's time
 #   fio      DESIGN.md's matrix: 4 KiB zipf(1.2) random I/O (fio psync,
 #            buffered, fdatasync after each write) for BENCH_FIO_SECS per
 #            pass, at the cache:data ratios 1:25, 1:10, 1:5 and 1:2 (the
 #            workloads fio-25 fio-10 fio-5 fio-2; each may be named alone);
-#            pass N is read/write mix N of 100/0 70/30 50/50 0/100,
-#            page cache dropped before each.
+#            each read/write mix of 100/0 70/30 50/50 0/100
+#            (BENCH_FIO_MIXES; 100/0 50/50 0/100 with --smoke) runs
+#            BENCH_FIO_PASSES passes in a row (3; 2 with --smoke) on the
+#            same cache, page cache dropped before each; the target is
+#            judged on the last read-only pass.
 #            hdd, ssd and hotfs-nocache@hdd do not depend on the cache size
 #            and run only in the first of them; hotfs@hdd runs in each, with
 #            -o cachesize= the file's size / the ratio (at least 32 MiB).
 #            Afterwards the file read through each hotfs target (page
 #            cache dropped) must have the checksum of the file on the disk
+#
+# Every pass of a hotfs target with the cache on also records the daemon's
+# read counters (.hotfs/stats, before and after the pass): hits, partial
+# hits and misses in requests and bytes, and the pass's hit ratio (hit bytes
+# / bytes read through the daemon), in the CSV, the tables and a
+# WORKLOAD-hitratio.png beside each WORKLOAD.png (fio-hitratio.png for fio);
+# the whole stats file after each pass goes to stats-WORKLOAD-TARGET.txt.
+# page_cache_drops counts drop_caches by anyone during the pass (another
+# job on the machine: drop_caches is global).
 #
 # Targets, side by side in the same run (--targets narrows them):
 #   hdd, ssd                  the trees read directly
@@ -45,12 +60,14 @@
 # Sizes: a 1 GiB large file and a 1 GiB fio file, a 64 MiB hot file and the
 # Go tree, on sparse 8 GiB (HDD) and 16 GiB (SSD) images.  --smoke runs every
 # workload at tiny sizes (64 MiB and 4 MiB files, src/image's 170 files,
-# 1 GiB images, 1-2 passes, 1 s rand, 0.3 s per fio mix; every fio ratio then
-# gets the 32 MiB minimum cache): about a minute, under two.  Both exit
-# non-zero if any step or check failed (a pass without figures, targets
-# disagreeing on find's count, a wrong cp copy, git grep finding the string,
-# fio.dat differing through hotfs) or anything (mount, loop device,
-# throttle, daemon) was left behind.
+# 1 GiB images, 1-2 passes, 1 s rand, three fio mixes of 2 x 0.3 s; every
+# fio ratio then gets the 32 MiB minimum cache, so by default only fio-25
+# and fio-10 run): about a minute and a half, under two.  Both exit non-zero
+# if any step or check failed (a pass without figures or, on a cached
+# target, without its hit ratio; a missing plot; targets disagreeing on
+# find's count, a wrong cp copy, git grep finding the string, fio.dat
+# differing through hotfs) or anything (mount, loop device, throttle,
+# daemon) was left behind.
 #
 # Needs root, loop devices, the cgroup-v1 blkio controller, fio, git, jq and
 # gnuplot.  Exits 77 when the machine cannot run it.
@@ -59,6 +76,8 @@
 # BENCH_HOTFS_OPTS (extra -o options for every hotfs target),
 # BENCH_NOCACHE_OPTS (options that turn caching off; default "nocache"),
 # BENCH_META_GAP, BENCH_FIO_SECS (above; default 30, 0.3 with --smoke),
+# BENCH_FIO_PASSES, BENCH_FIO_MIXES (above), BENCH_QUIET_SECS (how long a
+# pass waits for the promotions queued before it; 120, 10 with --smoke),
 # BENCH_TREE_SRC (the source tree copied into the repository; default
 # /usr/share/go-1.19).
 
@@ -101,11 +120,11 @@ while (( $# )); do
 	shift
 done
 (( ${#workloads[@]} )) ||
-	workloads=(seq rand meta cp gitgrep scan restart fio)
+	workloads=(seq rand meta cp gitgrep scan restart
+		   "$( (( smoke )) && echo fio-smoke || echo fio)")
 
 # The fio matrix: cache:data ratios (1:N) and read percentages.
 FIO_RATIOS=(25 10 5 2)
-FIO_MIXES=(100 70 50 0)
 
 # Expand aliases and check names.
 wl_list=()
@@ -113,6 +132,11 @@ for w in "${workloads[@]}"; do
 	case $w in
 	meta) wl_list+=(meta-find meta-gitstatus) ;;
 	fio) wl_list+=("${FIO_RATIOS[@]/#/fio-}") ;;
+	fio-smoke)
+		# at smoke size every ratio gets the same 32 MiB minimum
+		# cache: beyond the first and the judged one, the others
+		# would repeat the same run
+		wl_list+=(fio-25 fio-10) ;;
 	fio-[1-9]|fio-[1-9][0-9]|fio-[1-9][0-9][0-9]) wl_list+=("$w") ;;
 	seq|rand|meta-find|meta-gitstatus|cp|gitgrep|scan|restart) wl_list+=("$w") ;;
 	*) bench_die "unknown workload: $w" ;;
@@ -133,12 +157,18 @@ if (( smoke )); then
 	declare -A PASSES=([seq]=1 [rand]=1 [meta-find]=1 [meta-gitstatus]=1
 			   [cp]=2 [gitgrep]=2 [scan]=5 [restart]=4)
 	FIO_SECS=${BENCH_FIO_SECS:-0.3}
+	FIO_REPS=${BENCH_FIO_PASSES:-2}
+	# read-only, mixed and write-only: each path once, in the time the
+	# four mixes took with one pass each
+	read -r -a FIO_MIXES <<< "${BENCH_FIO_MIXES:-100 50 0}"
 else
 	HDD_SIZE=8G SSD_SIZE=16G BIG_MIB=1024 RAND_SECS=20 BENCH_VERIFY_SECS=3
 	TREE_SUB=.
 	declare -A PASSES=([seq]=3 [rand]=3 [meta-find]=5 [meta-gitstatus]=5
 			   [cp]=8 [gitgrep]=8 [scan]=5 [restart]=4)
 	FIO_SECS=${BENCH_FIO_SECS:-30}
+	FIO_REPS=${BENCH_FIO_PASSES:-3}
+	read -r -a FIO_MIXES <<< "${BENCH_FIO_MIXES:-100 70 50 0}"
 fi
 if [ -n "$passes_override" ]; then
 	# scan's and restart's passes are steps, not repetitions
@@ -147,12 +177,18 @@ if [ -n "$passes_override" ]; then
 			PASSES[$w]=$passes_override
 	done
 fi
-# fio's passes are its mixes; the first fio workload runs the targets that
-# do not depend on the cache size.
+[[ $FIO_REPS =~ ^[1-9][0-9]*$ ]] || bench_die "BENCH_FIO_PASSES: not a count: $FIO_REPS"
+for m in "${FIO_MIXES[@]}"; do
+	[[ $m =~ ^[0-9]+$ ]] && (( m <= 100 )) ||
+		bench_die "BENCH_FIO_MIXES: not a read percentage: $m"
+done
+# fio's passes are its mixes, FIO_REPS in a row each (the cache stays warm
+# from one to the next); the first fio workload runs the targets that do
+# not depend on the cache size.
 FIO_FIRST=""
 for w in "${wl_list[@]}"; do
 	[[ $w == fio-* ]] || continue
-	PASSES[$w]=${#FIO_MIXES[@]}
+	PASSES[$w]=$(( ${#FIO_MIXES[@]} * FIO_REPS ))
 	[ -n "$FIO_FIRST" ] || FIO_FIRST=$w
 done
 
@@ -258,15 +294,57 @@ mount_targets()
 
 # The daemon's own account of the workload (hits, misses, promotions and
 # why not), kept beside the CSV: it explains the numbers in the tables.
+# stats-WL-TARGET.txt holds one snapshot after each pass ("== after pass N"),
+# then the final one ("== end"), taken after the workload's checks.
 save_stats()
 {
-	local wl=$1 t
-	shift
+	local wl=$1 what=$2 t f
+	shift 2
 	for t in "$@"; do
 		[[ $t == hotfs* ]] || continue
-		cat "$(target_root "$t")/.hotfs/stats" > "$out/stats-$wl-$t.txt" 2>/dev/null ||
-			rm -f "$out/stats-$wl-$t.txt"
+		f=$out/stats-$wl-$t.txt
+		[ "$what" != "pass 1" ] || : > "$f"
+		{
+			printf '== %s\n' "$what"
+			cat "$(target_root "$t")/.hotfs/stats" 2>/dev/null ||
+				echo "(no .hotfs/stats)"
+		} >> "$f"
 	done
+}
+
+# hit_stat TARGET: the target's read counters, "hits partial_hits misses
+# hit_bytes miss_bytes" (requests, then bytes), or "- - - - -" where there
+# are none (not hotfs, or hotfs with the cache off).
+hit_stat()
+{
+	local f
+	f=$(target_root "$1")/.hotfs/stats
+	[[ $1 == hotfs* ]] && [ -r "$f" ] || { echo "- - - - -"; return; }
+	awk -F': *' '{ v[$1] = $2 }
+		END {
+			if (!("read_hit_bytes" in v)) { print "- - - - -"; exit }
+			print v["read_hits"], v["read_partial_hits"],
+			      v["read_misses"], v["read_hit_bytes"],
+			      v["read_miss_bytes"]
+		}' "$f"
+}
+
+# hit_delta "BEFORE" "AFTER": the pass's share of hit_stat's counters, and
+# its hit ratio in bytes (hit bytes / bytes read through the daemon; "-"
+# when no read reached it).  A counter that went back (the daemon was
+# restarted) counts from zero.
+hit_delta()
+{
+	awk -v a="$1" -v b="$2" 'BEGIN {
+		n = split(a, x, " "); split(b, y, " ")
+		if (x[1] == "-" || y[1] == "-") { print "- - - - - -"; exit }
+		for (i = 1; i <= n; i++) {
+			d[i] = y[i] - x[i]
+			if (d[i] < 0) d[i] = y[i]
+		}
+		r = d[4] + d[5] > 0 ? sprintf("%.4f", d[4] / (d[4] + d[5])) : "-"
+		print d[1], d[2], d[3], d[4], d[5], r
+	}'
 }
 
 umount_targets()
@@ -374,23 +452,20 @@ wl_scan()
 }
 
 # restart: passes 1-3 read the hot file; before pass 4 each hotfs target is
-# unmounted and mounted again (outside the timing), so pass 4 shows whether
-# the cache survived the restart.
-wl_restart()
-{
-	if [ "$PASS" = 4 ] && [[ $TARGET == hotfs* ]]; then
-		hotfs_umount "$1" || bench_die "unmounting $TARGET failed"
-		mount_target restart "$TARGET"
-		bench_drop_caches
-	fi
-	timed read_file "$1/hot"
-}
+# unmounted and mounted again (wl_prepare: outside the timing and the pass's
+# disk and hit counts), so pass 4 shows whether the cache survived the
+# restart.
+wl_restart() { timed read_file "$1/hot"; }
+
+# The read/write mix of fio pass N: each mix runs FIO_REPS passes in a row.
+fio_mix() { echo "${FIO_MIXES[($1 - 1) / FIO_REPS]}"; }
 
 # fio-N (all ratios alike; the cache size is a mount option): PASS picks the
 # read/write mix.
 wl_fio()
 {
-	local j=$out/fio-last.json mix=${FIO_MIXES[PASS - 1]}
+	local j=$out/fio-last.json mix
+	mix=$(fio_mix "$PASS")
 	# Buffered, as through the page cache, but every write is made durable
 	# (fdatasync) so that writes reach the disk under test in the pass.
 	fio_json "$j" --name=zipf --filename="$1/fio.dat" --rw=randrw \
@@ -468,6 +543,61 @@ check_result()
 	}' || bench_die "$2 produced no usable figures: '$3'"
 }
 
+# How often anyone dropped the page cache since boot: drop_caches is
+# machine-wide, and another job dropping it during a pass takes away the
+# page-cache hits the pass would have had (each pass records the count).
+drops() { awk '$1 == "drop_pagecache" { print $2; f = 1 } END { if (!f) print 0 }' /proc/vmstat; }
+
+# A cached hotfs target must report its hit ratio for every pass whose
+# reads reach the daemon: every pass with the page cache dropped, except
+# fio's write-only mix (no reads at all).  Warm passes may be served by the
+# kernel alone.
+check_hits()
+{
+	local wl=$1 t=$2 pass=$3 hits=$4
+	[[ $t == hotfs@* ]] || return 0
+	! wl_warm "$wl" || return 0
+	[[ $wl != fio-* ]] || [ "$(fio_mix "$pass")" != 0 ] || return 0
+	[[ ${hits##* } =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
+		bench_die "$wl pass $pass on $t gave no hit ratio ('$hits';" \
+			"its .hotfs/stats counts no reads)"
+}
+
+# Promotions a cached target still has queued read the disk it shares with
+# the other targets: a pass starts once every mounted target's queue is
+# empty (waiting at most BENCH_QUIET_SECS), so that one target's backlog is
+# not charged to the pass of the next.
+wait_promotions()
+{
+	local m d t0=$SECONDS
+	for m in "${BENCH_HOTFS_MNTS[@]}"; do
+		while :; do
+			d=$(awk -F': *' '$1 == "promotion_queue_depth" { print $2 }' \
+				"$m/.hotfs/stats" 2>/dev/null) || d=""
+			[[ $d =~ ^[1-9][0-9]*$ ]] || break
+			if (( SECONDS - t0 >= QUIET_SECS )); then
+				bench_log "warning: ${m##*/} still has $d promotions" \
+					"queued after ${QUIET_SECS} s"
+				return 0
+			fi
+			sleep 0.2
+		done
+	done
+	(( SECONDS - t0 < 2 )) ||
+		bench_log "waited $(( SECONDS - t0 )) s for queued promotions"
+}
+
+# wl_prepare WL TARGET PASS: what a pass needs done before it, outside its
+# timing and its disk and hit counts.
+wl_prepare()
+{
+	if [ "$1" = restart ] && [ "$3" = 4 ] && [[ $2 == hotfs* ]]; then
+		hotfs_umount "$(target_root "$2")" ||
+			bench_die "unmounting $2 failed"
+		mount_target restart "$2"
+	fi
+}
+
 # The function that runs one pass of a workload.
 wl_func()
 {
@@ -498,8 +628,8 @@ wl_desc()
 	gitgrep) echo "git grep -q (absent string) over $TREE_FILES files, page cache dropped (seconds; lower is better)" ;;
 	restart) echo "passes 1-3 read a $(( BIG_MIB / 16 )) MiB hot file, pass 4 reads it after hotfs was unmounted and mounted again (seconds; lower is better)" ;;
 	scan) echo "scan resistance, cachesize $(cache_mib $(( BIG_MIB / 4 ))) MiB: passes 1-3 and 5 read a $(( BIG_MIB / 16 )) MiB hot file, pass 4 the ${BIG_MIB} MiB file once (seconds; lower is better)" ;;
-	fio-*) printf 'fio 4 KiB zipf(1.2) random I/O (psync, buffered, fdatasync after each write) on a %s MiB file, %s s per mix, page cache dropped; cache:data 1:%s: hotfs@hdd with cachesize %s MiB' \
-		"$BIG_MIB" "$FIO_SECS" "${1#fio-}" \
+	fio-*) printf 'fio 4 KiB zipf(1.2) random I/O (psync, buffered, fdatasync after each write) on a %s MiB file, %s passes of %s s per mix, page cache dropped before each; cache:data 1:%s: hotfs@hdd with cachesize %s MiB' \
+		"$BIG_MIB" "$FIO_REPS" "$FIO_SECS" "${1#fio-}" \
 		"$(cache_mib $(( BIG_MIB / ${1#fio-} )))"
 	   [ "$1" = "$FIO_FIRST" ] ||
 		printf '; the other targets as measured in %s' "$FIO_FIRST"
@@ -517,13 +647,19 @@ wl_metric()
 	esac
 }
 
-# The foundation issue's targets, for hotfs over the HDD against the HDD:
-# "min R" (ratio at least R) or "max R" (at most R); "-" for none yet.
+# The issues' targets, for hotfs over the HDD: "min R" (its metric at
+# least R x the HDD's) or "max R" (at most); "keep R A B" (the hit ratio of
+# pass B at least R x that of pass A); "same R A B" (pass B's metric within
+# R x pass A's); "-" for none.  fio's is judged on the last pass of the
+# read-only mix.
 wl_goal()
 {
 	case $1 in
 	seq|rand) echo "min 0.95" ;;
 	meta-*) echo "max 1.5" ;;
+	scan) echo "keep 0.9 3 5" ;;
+	restart) echo "same 1.1 3 4" ;;
+	fio-10) echo "min 10" ;;
 	*) echo - ;;
 	esac
 }
@@ -537,6 +673,7 @@ wl_warm() { [[ $1 == meta-* ]]; }
 # dentries and attributes still valid and never ask the daemon, which is
 # not what a user sees.  This is think time, not a wait for a condition.
 META_GAP=${BENCH_META_GAP:-$( (( smoke )) && echo 1.1 || echo 2)}
+QUIET_SECS=${BENCH_QUIET_SECS:-$( (( smoke )) && echo 10 || echo 120)}
 
 # run_pass WL TARGET PASS: one measured pass, appended to the CSV.
 #
@@ -545,16 +682,22 @@ META_GAP=${BENCH_META_GAP:-$( (( smoke )) && echo 1.1 || echo 2)}
 # the pass is warmed and run again, up to three times, and the log says so.
 run_pass()
 {
-	local wl=$1 t=$2 pass=$3 root base s0 s1 res try=1
+	local wl=$1 t=$2 pass=$3 root base s0 s1 h0 h1 d0 d1 hits res try=1
 	PASS=$pass TARGET=$t
 	root=$(target_root "$t")
 	base=$(target_base "$t")
+	wl_prepare "$wl" "$t" "$pass"
+	wait_promotions
 	wl_warm "$wl" || bench_drop_caches
 	while :; do
 		! wl_warm "$wl" || sleep "$META_GAP"
 		read -r -a s0 < <(disk_stat "$base")
+		h0=$(hit_stat "$t")
+		d0=$(drops)
 		"$(wl_func "$wl")" "$root"
 		res=$RES
+		d1=$(drops)
+		h1=$(hit_stat "$t")
 		read -r -a s1 < <(disk_stat "$base")
 		wl_warm "$wl" && (( s1[0] > s0[0] && try < 3 )) || break
 		bench_log "$wl pass $pass $t read the disk ($(( s1[0] - s0[0] ))" \
@@ -562,12 +705,18 @@ run_pass()
 		"$(wl_func "$wl")" "$root"
 		try=$(( try + 1 ))
 	done
+	hits=$(hit_delta "$h0" "$h1")
 	check_result "$wl" "$wl pass $pass on $t" "$res"
-	printf '%s,%s,%s,%s,%s,%s,%s\n' "$wl" "$t" "$pass" "${res// /,}" \
+	check_hits "$wl" "$t" "$pass" "$hits"
+	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$wl" "$t" "$pass" "${res// /,}" \
 		"$(( s1[0] - s0[0] ))" "$(( (s1[1] - s0[1]) / 1048576 ))" \
-		"$(( s1[2] - s0[2] ))" >> "$CSV"
+		"$(( s1[2] - s0[2] ))" "${hits// /,}" "$(( d1 - d0 ))" >> "$CSV"
+	(( d1 == d0 )) || bench_log "warning: $wl pass $pass $t: the page" \
+		"cache was dropped $(( d1 - d0 )) times during the pass (not by" \
+		"this run: another job on the machine)"
+	save_stats "$wl" "after pass $pass" "$t"
 	bench_log "$wl pass $pass $t: $res (disk reads $(( s1[0] - s0[0] ))," \
-		"$(( (s1[1] - s0[1]) / 1048576 )) MiB)"
+		"$(( (s1[1] - s0[1]) / 1048576 )) MiB; hit ratio ${hits##* })"
 }
 
 run_workload()
@@ -595,12 +744,13 @@ run_workload()
 		done
 	fi
 	wl_check "$wl" "${targets[@]}"
-	save_stats "$wl" "${targets[@]}"
+	save_stats "$wl" end "${targets[@]}"
 	umount_targets "$wl" "${targets[@]}"
 	{
 		printf '\n### %s\n\n%s\n\n' "$wl" "$(wl_desc "$wl")"
 		if [[ $wl == fio-* ]]; then
-			"$here/fio_table.sh" "$CSV" "$wl"
+			"$here/fio_table.sh" "$CSV" "$wl" "${FIO_MIXES[*]}" \
+				"$FIO_REPS" "$(wl_goal "$wl")"
 		else
 			"$here/table.sh" "$CSV" "$wl" "$(wl_metric "$wl")" \
 				"$(wl_goal "$wl")"
@@ -661,6 +811,29 @@ machine_info()
 	printf 'fio: %s, git: %s\n' "$(fio --version)" "$(git --version)"
 }
 
+# Every workload must have its plot, and a hit ratio plot where a cached
+# target's passes reached the daemon (check_hits required their figures).
+check_plots()
+{
+	local wl f want
+	for wl in "${wl_list[@]}"; do
+		want=()
+		case $wl in
+		fio-*) want+=(fio.png) ;;
+		*) want+=("$wl.png") ;;
+		esac
+		if ! wl_warm "$wl" && [[ $'\n'$(targets_for "$wl") == *$'\n'hotfs@* ]]; then
+			case $wl in
+			fio-*) want+=(fio-hitratio.png) ;;
+			*) want+=("$wl-hitratio.png") ;;
+			esac
+		fi
+		for f in "${want[@]}"; do
+			[ -s "$out/$f" ] || bench_die "no plot $f for $wl"
+		done
+	done
+}
+
 # The run is one function called last, so that any failure in it, even an
 # expansion error that bash does not count under set -e, ends the script
 # through the EXIT trap with a non-zero status.
@@ -683,13 +856,15 @@ main()
 		printf '%s: %s\n' "$f" "$(tr '\n' ' ' < "${BENCH_THROTTLE_CGROUPS[0]}/blkio.throttle.$f")"
 	done >> "$out/machine.txt"
 
-	echo 'workload,target,pass,seconds,mb_per_s,iops,p99_us,disk_read_ios,disk_read_mib,disk_write_ios' > "$CSV"
+	echo 'workload,target,pass,seconds,mb_per_s,iops,p99_us,disk_read_ios,disk_read_mib,disk_write_ios,read_hits,read_partial_hits,read_misses,read_hit_bytes,read_miss_bytes,hit_ratio,page_cache_drops' > "$CSV"
 	: > "$TABLES"
 	for wl in "${wl_list[@]}"; do
 		run_workload "$wl"
 	done
 
-	"$here/plot.sh" "$out" "${FIO_MIXES[*]}" || bench_die "plotting failed"
+	"$here/plot.sh" "$out" "${FIO_MIXES[*]}" "$FIO_REPS" ||
+		bench_die "plotting failed"
+	check_plots
 	rm -f "$out/fio-last.json" "$out/find-last.txt" "$out/status-last.txt"
 
 	bench_cleanup || exit $?

@@ -5,8 +5,12 @@
 # run.sh's results.csv: one row per pass and one column per target, then the
 # median, the best pass, the ratio of each median to the direct disk under it (hotfs@hdd
 # against hdd), the block requests the disk under the target saw per pass,
-# and, given GOAL ("min R" or "max R"), whether each hotfs target over the
-# HDD meets it.
+# and, given GOAL, whether each hotfs target over the HDD meets it: "min R"
+# or "max R" (its median against the HDD's), "keep R A B" (pass B's hit
+# ratio at least R x pass A's), "same R A B" (pass B's metric within R x
+# pass A's).  A target whose passes have hit ratios (hotfs with the cache
+# on) gets a second column with them: the hit ratio in bytes of the reads
+# that reached the daemon in that pass.
 
 set -euo pipefail
 
@@ -51,12 +55,25 @@ $1 == wl {
 	rios[t, p] = $(col["disk_read_ios"])
 	rmib[t, p] = $(col["disk_read_mib"])
 	p99[t, p] = $(col["p99_us"])
+	if (("page_cache_drops" in col) && $(col["page_cache_drops"]) > 0)
+		drops = drops (drops == "" ? "" : ", ") t " pass " p " (" $(col["page_cache_drops"]) ")"
+	if (("hit_ratio" in col) && $(col["hit_ratio"]) != "-" && $(col["hit_ratio"]) != "") {
+		hr[t, p] = $(col["hit_ratio"])
+		hashr[t] = 1
+	}
+}
+function hrcell(t, p) {
+	return (t, p) in hr ? sprintf("%.3f", hr[t, p]) : "-"
 }
 END {
 	if (nt == 0) { print "(no results for " wl ")"; exit 1 }
 	split(goal, g, " ")
 	line = "| pass |"; sep = "| --- |"
 	for (i = 1; i <= nt; i++) { line = line " " order[i] " |"; sep = sep " ---: |" }
+	for (i = 1; i <= nt; i++)
+		if (order[i] in hashr) {
+			line = line " " order[i] " hit ratio |"; sep = sep " ---: |"
+		}
 	print line; print sep
 	for (p = 1; p <= np; p++) {
 		line = "| " p " |"
@@ -64,11 +81,19 @@ END {
 			t = order[i]
 			line = line " " ((t, p) in val ? fmt(val[t, p]) : "") " |"
 		}
+		for (i = 1; i <= nt; i++)
+			if (order[i] in hashr)
+				line = line " " hrcell(order[i], p) " |"
 		print line
 	}
+	# the rows below have no value in the hit ratio columns
+	tail = ""
+	for (i = 1; i <= nt; i++)
+		if (order[i] in hashr)
+			tail = tail " |"
 	line = "| **median** |"
 	for (i = 1; i <= nt; i++) { med[order[i]] = median(order[i], val); line = line " **" fmt(med[order[i]]) "** |" }
-	print line
+	print line tail
 	# Load on the machine only ever slows a pass down: the best pass is
 	# the closest to what the code itself costs.
 	line = "| best |"
@@ -83,7 +108,7 @@ END {
 		}
 		line = line " " fmt(b) " |"
 	}
-	print line
+	print line tail
 	line = "| ratio to direct |"
 	for (i = 1; i <= nt; i++) {
 		t = order[i]; b = base(t)
@@ -95,19 +120,19 @@ END {
 		}
 		line = line " " r " |"
 	}
-	print line
+	print line tail
 	if (metric != "seconds") {
 		line = "| p99 latency, us |"
 		for (i = 1; i <= nt; i++) {
 			v = median(order[i], p99)
 			line = line " " (v == "-" ? "-" : sprintf("%.0f", v)) " |"
 		}
-		print line
+		print line tail
 	}
 	line = "| disk reads/pass (requests, MiB) |"
 	for (i = 1; i <= nt; i++)
 		line = line " " median(order[i], rios) ", " median(order[i], rmib) " |"
-	print line
+	print line tail
 	if (g[1] == "min" || g[1] == "max") {
 		line = "| target (" (g[1] == "min" ? ">= " : "<= ") g[2] " x direct) |"
 		for (i = 1; i <= nt; i++) {
@@ -121,6 +146,35 @@ END {
 				v = "**missed**"
 			line = line " " v " |"
 		}
-		print line
+		print line tail
 	}
+	if (g[1] == "keep" || g[1] == "same") {
+		a = g[3]; b = g[4]
+		if (g[1] == "keep")
+			line = "| target (pass " b " hit ratio >= " g[2] " x pass " a ") |"
+		else
+			line = "| target (pass " b " within " g[2] " x pass " a ") |"
+		for (i = 1; i <= nt; i++) {
+			t = order[i]; v = "-"
+			if (t ~ /^hotfs@hdd$/ && g[1] == "keep") {
+				if (!((t, a) in hr) || !((t, b) in hr))
+					v = "**no hit ratio**"
+				else if (hr[t, a] == 0)
+					v = "- (pass " a ": 0)"
+				else {
+					r = hr[t, b] / hr[t, a]
+					v = sprintf("%.3f / %.3f = %.3f %s", hr[t, b], hr[t, a], r,
+						    r >= g[2] ? "met" : "**missed**")
+				}
+			} else if (t ~ /^hotfs@hdd$/ && (t, a) in val && (t, b) in val &&
+				   val[t, a] > 0) {
+				r = val[t, b] / val[t, a]
+				v = sprintf("%.3f", r) " " (r <= g[2] ? "met" : "**missed**")
+			}
+			line = line " " v " |"
+		}
+		print line tail
+	}
+	if (drops != "")
+		print "\nAnother job dropped the page cache during: " drops "."
 }' "$csv"
