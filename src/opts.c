@@ -211,7 +211,7 @@ static int parse_sizes(struct hotfs_opts *o, char *err, size_t errlen)
 		if (r < 0 || v < HOTFS_EXTENT_MIN || v > HOTFS_EXTENT_MAX ||
 		    (v & (v - 1))) {
 			seterr(err, errlen,
-			       "invalid extent '%s': a power of two from 64K to 4M",
+			       "invalid extent '%s': a power of two from 4K to 4M",
 			       o->extent_str);
 			return -EINVAL;
 		}
@@ -570,7 +570,7 @@ void opt_help(void)
 "    -o cachedir=DIR        cache store on the fast device (required)\n"
 "    -o cachesize=SIZE      bytes of cache (K/M/G/T) or N%% of cachedir's fs\n"
 "                           (default 90%% of its free space at creation)\n"
-"    -o extent=SIZE         caching unit, power of two 64K..4M (256K)\n"
+"    -o extent=SIZE         caching unit, power of two 4K..4M (256K)\n"
 "    -o threshold=N         accesses before an extent is promoted (2)\n"
 "    -o seqcutoff=SIZE      stop counting after SIZE of sequential reading\n"
 "                           through one handle, 0 = off (0)\n"

@@ -77,7 +77,7 @@ struct hotfs_opts {
 #define HOTFS_INODE_CACHE_DEFAULT 100000
 #define HOTFS_PROMOTE_RATE_DEFAULT (8ull << 20)
 
-#define HOTFS_EXTENT_MIN	(64u * 1024)
+#define HOTFS_EXTENT_MIN	(4u * 1024)
 #define HOTFS_EXTENT_MAX	(4u * 1024 * 1024)
 #define HOTFS_EXTENT_DEFAULT	(256u * 1024)
 

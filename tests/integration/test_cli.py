@@ -55,7 +55,7 @@ def bad_cases(ws):
         'threshold=abc': (o('threshold=abc'), 'threshold'),
         'threshold=-1': (o('threshold=-1'), 'threshold'),
         'extent=3M': (o('extent=3M'), 'extent'),
-        'extent=32K': (o('extent=32K'), 'extent'),
+        'extent=2K': (o('extent=2K'), 'extent'),
         'extent=8M': (o('extent=8M'), 'extent'),
         'cachesize=abc': (o('cachesize=abc'), 'cachesize'),
         'cachesize=0': (o('cachesize=0'), 'cachesize'),
@@ -107,7 +107,7 @@ def bad_cases(ws):
 
 CASES = sorted([
     'unknown option', 'unknown option alone', 'threshold=0', 'threshold=abc',
-    'threshold=-1', 'extent=3M', 'extent=32K', 'extent=8M', 'cachesize=abc',
+    'threshold=-1', 'extent=3M', 'extent=2K', 'extent=8M', 'cachesize=abc',
     'cachesize=0', 'cachesize=101%', 'writemode=bogus', 'attr_timeout=abc',
     'seqcutoff=x', 'revalidate=bogus', 'revalidate=-1', 'promote_rate=fast',
     'entry_timeout=-1', 'attr_timeout=nan', 'threshold=', 'cachesize=1K',

@@ -107,12 +107,17 @@ def test_fsx(mount, run):
 READ_HEAVY = 'read=10,dread=40,mapread=10,write=5,dwrite=3,reopen=6'
 
 
-@pytest.mark.parametrize('writemode', ['writearound', 'writethrough'])
-def test_fsx_cached(ws, writemode):
+@pytest.mark.parametrize('writemode,extent', [('writearound', '64K'),
+                                            ('writethrough', '64K'),
+                                            ('writearound', '4K'),
+                                            ('writethrough', '4K')])
+def test_fsx_cached(ws, writemode, extent):
     """Small extents promoted on the first access and a read-heavy mix
     (O_DIRECT reads reach the daemon): reads are served from the cache
-    store between writes, and writes must invalidate or update it."""
-    proc = ws.start(opts='extent=64K,threshold=1,writemode=' + writemode)
+    store between writes, and writes must invalidate or update it.  4K:
+    an extent of one checksum block."""
+    proc = ws.start(opts='extent=%s,threshold=1,writemode=%s' %
+                    (extent, writemode))
     name = 'fsx.cached'
     r = subprocess.run(fsx_cmd(os.path.join(ws.mnt, name), 11,
                                args=['-l', '2M', '-o', '256K',
@@ -154,6 +159,11 @@ def test_fsx_srcwrite_default_timeouts(ws):
     """The same with the default timeouts: revalidation on open
     (close-to-open) must make the change visible at once."""
     run_srcwrite(ws, 'extent=64K,threshold=1', 22)
+
+
+def test_fsx_srcwrite_4k_extents(ws):
+    """The same with extents of one block."""
+    run_srcwrite(ws, 'extent=4K,threshold=1', 23)
 
 
 def test_fsx_concurrent(mount):

@@ -271,7 +271,8 @@ static void test_bad_values(void **state)
 	expect_bad(f, "threshold=256", "threshold");
 	expect_bad(f, "threshold=", "threshold");
 	expect_bad(f, "extent=3M", "extent");
-	expect_bad(f, "extent=32K", "extent");
+	expect_bad(f, "extent=2K", "extent");
+	expect_bad(f, "extent=48K", "extent");
 	expect_bad(f, "extent=8M", "extent");
 	expect_bad(f, "extent=abc", "extent");
 	expect_bad(f, "cachesize=abc", "cachesize");
