@@ -47,7 +47,7 @@ bool pol_promote(const struct hotfs_policy *p, unsigned count);
 /*
  * Cache full: admit cand if it is hotter than victim, not counting the
  * access that made cand a candidate (call it right after pol_access said
- * promote).  victim: pol_victim(), or the extent the store drops next.
+ * promote), and by one access more if victim was seen at all.  victim: pol_victim(), or the extent the store drops next.
  * See src/policy.c.
  */
 bool pol_admit(struct hotfs_policy *p, uint64_t cand, uint64_t victim);

@@ -9,8 +9,8 @@
  *		the future, never insert one that is not used again; with
  *		extents of different lengths only a good heuristic);
  *   hotfs	a model of the store (src/store_region.c): regions filled in
- *		log order, the oldest recycled whole, up to a quarter of a
- *		region of its live extents copied forward when pol_keep()
+ *		log order, the oldest recycled whole, up to 5/8 of a region
+ *		of its live extents copied forward when pol_keep()
  *		says so (hot = hit since written); an extent is inserted
  *		only when pol_promote() says so and, with admission, when
  *		the cache is full only if pol_admit() prefers it to a
@@ -554,7 +554,7 @@ static void hs_append(struct hsim *s, uint32_t r, uint32_t o)
 static void hs_new_region(struct hsim *s)
 {
 	uint32_t r, j, n, *old;
-	uint64_t kept = 0, budget = s->rsize / 4;
+	uint64_t kept = 0, budget = s->rsize * 5 / 8;
 	bool stop = false;
 
 	if (s->open != NIL)
@@ -615,7 +615,7 @@ static uint32_t hs_victim(struct hsim *s, const struct model *m)
 			continue;
 		return o;
 	}
-	/* all would be kept: but only a quarter fits, the head goes */
+	/* all would be kept: but only 5/8 fit, the head goes */
 	return head;
 }
 

@@ -209,6 +209,9 @@ static void test_admission(void **state)
 	 * extent the loop reads after it).
 	 */
 	assert_false(pol_admit(p, 4, 2));
+	/* and beat a victim that was seen by one access more */
+	pol_access(p, 4);
+	assert_false(pol_admit(p, 4, 2));
 	pol_access(p, 4);
 	assert_true(pol_admit(p, 4, 2));
 	/* admission does not count */
