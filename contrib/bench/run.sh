@@ -72,7 +72,9 @@
 # Needs root, loop devices, the cgroup-v1 blkio controller, fio, git, jq and
 # gnuplot.  Exits 77 when the machine cannot run it.
 #
-# Environment: HOTFS_BIN (default: build/hotfs in the repository),
+# Environment: HOTFS_BIN (default: build/hotfs in the repository, which
+# the script then builds, after installing what it needs with
+# contrib/ci/deps.sh: on a fresh Debian machine run.sh is the one command),
 # BENCH_HOTFS_OPTS (extra -o options for every hotfs target),
 # BENCH_NOCACHE_OPTS (options that turn caching off; default "nocache"),
 # BENCH_META_GAP, BENCH_FIO_SECS (above; default 30, 0.3 with --smoke),
@@ -197,6 +199,18 @@ skip() { bench_log "skipped: $*"; exit 77; }
 [ -e /dev/loop-control ] || skip "no loop devices"
 [ -d /sys/fs/cgroup/blkio ] || skip "no cgroup-v1 blkio controller"
 [ -e /dev/fuse ] || skip "no /dev/fuse"
+# Run on its own (no HOTFS_BIN: not from tests/run.sh, which has done
+# both), the suite sets itself up on a fresh machine: the packages it
+# needs, then the daemon built in build/ (ninja rebuilds what changed).
+if [ -z "${HOTFS_BIN:-}" ]; then
+	HOTFS_DEPS_EXTRA=1 "$repo/contrib/ci/deps.sh" ||
+		skip "could not install the packages it needs (contrib/ci/deps.sh)"
+	if [ ! -f "$repo/build/build.ninja" ]; then
+		meson setup "$repo/build" >/dev/null ||
+			bench_die "meson setup $repo/build failed"
+	fi
+	ninja -C "$repo/build" >/dev/null || bench_die "building hotfs failed"
+fi
 for t in fio git jq gnuplot losetup mkfs.ext4 lsblk; do
 	command -v "$t" >/dev/null || skip "$t is not installed"
 done
