@@ -401,26 +401,26 @@ void ino_unhold(struct hotfs_itable *t, struct hotfs_inode *in)
 	free_list(t, dead);
 }
 
-void ino_set_retain(struct hotfs_itable *t, size_t n)
+/* Set one of the table's bounds; a lower one lets retained inodes go. */
+static void set_bound(struct hotfs_itable *t, size_t *bound, size_t n)
 {
 	struct hotfs_inode *dead;
 
 	pthread_mutex_lock(&t->lock);
-	t->retain_max = n;
+	*bound = n;
 	dead = __trim(t);
 	pthread_mutex_unlock(&t->lock);
 	free_list(t, dead);
 }
 
+void ino_set_retain(struct hotfs_itable *t, size_t n)
+{
+	set_bound(t, &t->retain_max, n);
+}
+
 void ino_set_fd_budget(struct hotfs_itable *t, size_t n)
 {
-	struct hotfs_inode *dead;
-
-	pthread_mutex_lock(&t->lock);
-	t->fd_budget = n;
-	dead = __trim(t);
-	pthread_mutex_unlock(&t->lock);
-	free_list(t, dead);
+	set_bound(t, &t->fd_budget, n);
 }
 
 size_t ino_sweep(struct hotfs_itable *t)

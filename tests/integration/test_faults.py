@@ -206,6 +206,17 @@ def read_pieces(mnt, files):
                 os.close(fd)
 
 
+def warm_on_device(ws, ext4):
+    """A mount whose cachedir is on a small ext4 of its own, warmed with
+    make_tree's files.  Returns (device, cachedir, files, daemon)."""
+    cdev = ext4('cachefs', 256 << 20)
+    cache = os.path.join(cdev.dir, 'cache')
+    files = make_tree(ws.src)
+    proc = ws.start(cachedir=cache, opts=CACHE_OPTS)
+    warm(ws.mnt, files)
+    return cdev, cache, files, proc
+
+
 def warm(mnt, files):
     """Read files until the store holds them and serves them."""
     check_all(mnt, files)
@@ -259,11 +270,7 @@ def test_cache_device_eio(ws, ext4):
     """The cache device dies after warm-up: cached files, files promoted
     after the failure, and files written through the mount all read
     back as the source has them; one log line; store_state off."""
-    cdev = ext4('cachefs', 256 << 20)
-    cache = os.path.join(cdev.dir, 'cache')
-    files = make_tree(ws.src)
-    proc = ws.start(cachedir=cache, opts=CACHE_OPTS)
-    warm(ws.mnt, files)
+    cdev, cache, files, proc = warm_on_device(ws, ext4)
     # a clean unmount commits the store: these extents are durable
     ws.stop(proc)
     proc = ws.start(cachedir=cache, opts=CACHE_OPTS)
@@ -319,11 +326,7 @@ def test_cache_device_dead_at_mount(ws, ext4, fault):
     or mounted read-only: it comes up without the store, says why (one
     log line, store_state off) and serves the source; once the device is
     repaired, the next mount finds everything the store had committed."""
-    cdev = ext4('cachefs', 256 << 20)
-    cache = os.path.join(cdev.dir, 'cache')
-    files = make_tree(ws.src)
-    proc = ws.start(cachedir=cache, opts=CACHE_OPTS)
-    warm(ws.mnt, files)
+    cdev, cache, files, proc = warm_on_device(ws, ext4)
     ws.stop(proc)
     if fault == 'eio':
         cdev.shutdown()

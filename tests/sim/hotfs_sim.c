@@ -757,7 +757,15 @@ static void print_head(const struct trace *t, const char *what)
 	       t->n, t->footprint / 1073741824.0);
 }
 
-static int model_index(const char *name);
+static int model_index(const char *name)
+{
+	unsigned m;
+
+	for (m = 0; m < NMODELS; m++)
+		if (!strcmp(models[m].name, name))
+			return (int)m;
+	return -1;
+}
 
 static double miss_pct(const struct result *r, bool bytes)
 {
@@ -912,24 +920,11 @@ static int failures;
 	}								\
 } while (0)
 
-static int model_index(const char *name)
-{
-	unsigned m;
-
-	for (m = 0; m < NMODELS; m++)
-		if (!strcmp(models[m].name, name))
-			return (int)m;
-	return -1;
-}
-
 static const struct model *model_by_name(const char *name)
 {
-	unsigned m;
+	int m = model_index(name);
 
-	for (m = 0; m < NMODELS; m++)
-		if (!strcmp(models[m].name, name))
-			return &models[m];
-	return NULL;
+	return m < 0 ? NULL : &models[m];
 }
 
 static const struct model *chosen(void)
