@@ -18,6 +18,9 @@
 #   cp       cp of the large file off the tree onto the SSD, page cache dropped
 #   gitgrep  git grep -q for an absent string over the repository, page cache
 #            dropped
+#   gitstatus  git status over the repository, page cache dropped (the
+#            cold-start metadata issue's "git status likewise"; meta's
+#            git status keeps the kernel's caches warm)
 #   scan     scan resistance, with a small cache (-o cachesize=, 1/4 of the
 #            large file): passes 1-3 read a hot file (1/16 of the large
 #            file), pass 4 reads the large file once, pass 5 the hot file
@@ -54,8 +57,15 @@
 #   hdd, ssd                  the trees read directly
 #   hotfs-nocache@hdd         hotfs -o nocache over the HDD tree (FUSE floor)
 #   hotfs@hdd                 hotfs with defaults, cachedir on the SSD
+#   hotfs-never@hdd           hotfs -o revalidate=never, cachedir on the SSD
+#                             (meta, gitgrep and gitstatus only)
 #   hotfs-nocache@ssd, hotfs@ssd   the same over the SSD tree (FUSE overhead
-#                             against a fast source; seq, rand and meta only)
+#                             against a fast source; seq, rand and meta;
+#                             hotfs-nocache@ssd, a plain FUSE passthrough
+#                             of the SSD, also in gitgrep and gitstatus)
+# gitgrep and gitstatus are judged against the SSD: from pass 3 on, the
+# median of hotfs@hdd at most 1.5x the SSD's and of hotfs-never@hdd at most
+# 1.3x (the cold-start metadata issue's targets).
 #
 # Sizes: a 1 GiB large file and a 1 GiB fio file, a 64 MiB hot file and the
 # Go tree, on sparse 8 GiB (HDD) and 16 GiB (SSD) images.  --smoke runs every
@@ -122,7 +132,7 @@ while (( $# )); do
 	shift
 done
 (( ${#workloads[@]} )) ||
-	workloads=(seq rand meta cp gitgrep scan restart
+	workloads=(seq rand meta cp gitgrep gitstatus scan restart
 		   "$( (( smoke )) && echo fio-smoke || echo fio)")
 
 # The fio matrix: cache:data ratios (1:N) and read percentages.
@@ -140,7 +150,7 @@ for w in "${workloads[@]}"; do
 		# would repeat the same run
 		wl_list+=(fio-25 fio-10) ;;
 	fio-[1-9]|fio-[1-9][0-9]|fio-[1-9][0-9][0-9]) wl_list+=("$w") ;;
-	seq|rand|meta-find|meta-gitstatus|cp|gitgrep|scan|restart) wl_list+=("$w") ;;
+	seq|rand|meta-find|meta-gitstatus|cp|gitgrep|gitstatus|scan|restart) wl_list+=("$w") ;;
 	*) bench_die "unknown workload: $w" ;;
 	esac
 done
@@ -157,7 +167,7 @@ if (( smoke )); then
 	HDD_SIZE=1G SSD_SIZE=1G BIG_MIB=64 RAND_SECS=1 BENCH_VERIFY_SECS=2
 	TREE_SUB=src/image
 	declare -A PASSES=([seq]=1 [rand]=1 [meta-find]=1 [meta-gitstatus]=1
-			   [cp]=2 [gitgrep]=2 [scan]=5 [restart]=4)
+			   [cp]=2 [gitgrep]=2 [gitstatus]=2 [scan]=5 [restart]=4)
 	FIO_SECS=${BENCH_FIO_SECS:-0.3}
 	FIO_REPS=${BENCH_FIO_PASSES:-2}
 	# read-only, mixed and write-only: each path once, in the time the
@@ -167,7 +177,7 @@ else
 	HDD_SIZE=8G SSD_SIZE=16G BIG_MIB=1024 RAND_SECS=20 BENCH_VERIFY_SECS=3
 	TREE_SUB=.
 	declare -A PASSES=([seq]=3 [rand]=3 [meta-find]=5 [meta-gitstatus]=5
-			   [cp]=8 [gitgrep]=8 [scan]=5 [restart]=4)
+			   [cp]=8 [gitgrep]=8 [gitstatus]=8 [scan]=5 [restart]=4)
 	FIO_SECS=${BENCH_FIO_SECS:-30}
 	FIO_REPS=${BENCH_FIO_PASSES:-3}
 	read -r -a FIO_MIXES <<< "${BENCH_FIO_MIXES:-100 70 50 0}"
@@ -236,13 +246,17 @@ bench_can_throttle "$work" || skip "$BENCH_WHY"
 # -------------------------------------------------------------- targets --
 
 ALL_TARGETS=(hdd ssd hotfs-nocache@hdd hotfs@hdd hotfs-nocache@ssd hotfs@ssd)
+META_TARGETS=(hdd ssd hotfs-nocache@hdd hotfs@hdd hotfs-never@hdd
+	      hotfs-nocache@ssd)
 
 # The targets a workload runs against (--targets filters them).
 targets_for()
 {
 	local t list
 	case $1 in
-	cp|gitgrep|"$FIO_FIRST") list=(hdd ssd hotfs-nocache@hdd hotfs@hdd) ;;
+	cp|"$FIO_FIRST") list=(hdd ssd hotfs-nocache@hdd hotfs@hdd) ;;
+	gitgrep|gitstatus) list=("${META_TARGETS[@]}") ;;
+	meta-*) list=("${ALL_TARGETS[@]}" hotfs-never@hdd) ;;
 	fio-*) list=(hotfs@hdd) ;;
 	scan|restart) list=(hdd hotfs-nocache@hdd hotfs@hdd) ;;
 	*) list=("${ALL_TARGETS[@]}") ;;
@@ -287,6 +301,7 @@ mount_target()
 	cache=${DISK_MNT[ssd]}/cache/$t
 	case $t in
 	hotfs-nocache@*) opts=cachedir=$cache,$BENCH_NOCACHE_OPTS ;;
+	hotfs-never@*) opts=cachedir=$cache,revalidate=never$(wl_hotfs_opts "$wl") ;;
 	*) opts=cachedir=$cache$(wl_hotfs_opts "$wl") ;;
 	esac
 	[ -z "$BENCH_HOTFS_OPTS" ] || opts+=,$BENCH_HOTFS_OPTS
@@ -453,6 +468,13 @@ git_grep()
 
 wl_gitgrep() { timed git_grep "$1"; }
 
+wl_gitstatus()
+{
+	timed git_status "$1"
+	[ ! -s "$out/status-last.txt" ] ||
+		bench_log "warning: git status is not clean under $1: $(head -3 "$out/status-last.txt")"
+}
+
 # scan: PASS (set by run_pass) picks the step.
 read_file() { cat "$1" > /dev/null; }
 
@@ -569,13 +591,16 @@ drops() { awk '$1 == "drop_pagecache" { print $2; f = 1 } END { if (!f) print 0 
 check_hits()
 {
 	local wl=$1 t=$2 pass=$3 hits=$4
-	[[ $t == hotfs@* ]] || return 0
+	cached_target "$t" || return 0
 	! wl_warm "$wl" || return 0
 	[[ $wl != fio-* ]] || [ "$(fio_mix "$pass")" != 0 ] || return 0
 	[[ ${hits##* } =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
 		bench_die "$wl pass $pass on $t gave no hit ratio ('$hits';" \
 			"its .hotfs/stats counts no reads)"
 }
+
+# A hotfs target with the cache on.
+cached_target() { [[ $1 == hotfs@* || $1 == hotfs-never@* ]]; }
 
 # Promotions a cached target still has queued read the disk it shares with
 # the other targets: a pass starts once every mounted target's queue is
@@ -640,6 +665,7 @@ wl_desc()
 	meta-gitstatus) echo "git status over $TREE_FILES files, warm caches, ${META_GAP} s after the previous run (seconds; lower is better)" ;;
 	cp) echo "cp of a ${BIG_MIB} MiB file onto the SSD, page cache dropped (seconds; lower is better)" ;;
 	gitgrep) echo "git grep -q (absent string) over $TREE_FILES files, page cache dropped (seconds; lower is better)" ;;
+	gitstatus) echo "git status over $TREE_FILES files, page cache dropped (seconds; lower is better)" ;;
 	restart) echo "passes 1-3 read a $(( BIG_MIB / 16 )) MiB hot file, pass 4 reads it after hotfs was unmounted and mounted again (seconds; lower is better)" ;;
 	scan) echo "scan resistance, cachesize $(cache_mib $(( BIG_MIB / 4 ))) MiB: passes 1-3 and 5 read a $(( BIG_MIB / 16 )) MiB hot file, pass 4 the ${BIG_MIB} MiB file once (seconds; lower is better)" ;;
 	fio-*) printf 'fio 4 KiB zipf(1.2) random I/O (psync, buffered, fdatasync after each write) on a %s MiB file, %s passes of %s s per mix, page cache dropped before each; cache:data 1:%s: hotfs@hdd with cachesize %s MiB' \
@@ -671,6 +697,7 @@ wl_goal()
 	case $1 in
 	seq|rand) echo "min 0.95" ;;
 	meta-*) echo "max 1.5" ;;
+	gitgrep|gitstatus) echo "ssd 3 hotfs@hdd=1.5 hotfs-never@hdd=1.3" ;;
 	scan) echo "keep 0.9 3 5" ;;
 	restart) echo "same 1.1 3 4" ;;
 	fio-10) echo "min 10" ;;

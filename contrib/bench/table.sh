@@ -8,9 +8,10 @@
 # and, given GOAL, whether each hotfs target over the HDD meets it: "min R"
 # or "max R" (its median against the HDD's), "keep R A B" (pass B's hit
 # ratio at least R x pass A's), "same R A B" (pass B's metric within R x
-# pass A's).  A target whose passes have hit ratios (hotfs with the cache
-# on) gets a second column with them: the hit ratio in bytes of the reads
-# that reached the daemon in that pass.
+# pass A's), "ssd P T=R..." (from pass P on, target T's median at most R x
+# the SSD's median over the same passes).  A target whose passes have hit
+# ratios (hotfs with the cache on) gets a second column with them: the hit
+# ratio in bytes of the reads that reached the daemon in that pass.
 
 set -euo pipefail
 
@@ -18,9 +19,10 @@ set -euo pipefail
 csv=$1 wl=$2 metric=$3 goal=${4:--}
 
 awk -F, -v wl="$wl" -v metric="$metric" -v goal="$goal" '
-function median(t, key,    n, p, i, j, x, a) {
+function median(t, key) { return median_from(t, key, 1) }
+function median_from(t, key, p0,    n, p, i, j, x, a) {
 	n = 0
-	for (p = 1; p <= np; p++)
+	for (p = p0; p <= np; p++)
 		if ((t, p) in key && key[t, p] != "-")
 			a[++n] = key[t, p] + 0
 	if (n == 0)
@@ -172,6 +174,45 @@ END {
 				v = sprintf("%.3f", r) " " (r <= g[2] ? "met" : "**missed**")
 			}
 			line = line " " v " |"
+		}
+		print line tail
+	}
+	if (g[1] == "ssd") {
+		# targets against the SSD read directly, over the warm passes
+		p0 = g[2] + 0
+		if (p0 > np)	# a short run (--smoke): its last pass
+			p0 = np
+		for (j = 3; j in g; j++) {
+			split(g[j], tr, "=")
+			want[tr[1]] = tr[2]
+		}
+		line = "| median from pass " p0 " / median of ssd (target) |"
+		ms = median_from("ssd", val, p0)
+		for (i = 1; i <= nt; i++) {
+			t = order[i]; v = "-"
+			m = median_from(t, val, p0)
+			if (t != "ssd" && ms != "-" && ms > 0 && m != "-") {
+				r = m / ms
+				v = sprintf("%.3f", r)
+				if (t in want)
+					v = v " (<= " want[t] ": " (r <= want[t] ? "met" : "**missed**") ")"
+			}
+			line = line " " v " |"
+		}
+		print line tail
+		line = "| same-pass ratio to ssd, from pass " p0 " (min-max) |"
+		for (i = 1; i <= nt; i++) {
+			t = order[i]; lo = ""; hi = ""
+			for (p = p0; p <= np; p++) {
+				if (!((t, p) in val) || !(("ssd", p) in val) ||
+				    val[t, p] == "-" || val["ssd", p] == "-" ||
+				    val["ssd", p] <= 0)
+					continue
+				r = val[t, p] / val["ssd", p]
+				if (lo == "" || r < lo) lo = r
+				if (hi == "" || r > hi) hi = r
+			}
+			line = line " " (t == "ssd" || lo == "" ? "-" : sprintf("%.2f-%.2f", lo, hi)) " |"
 		}
 		print line tail
 	}
