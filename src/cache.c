@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <liburing.h>
@@ -369,7 +370,7 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 static pthread_mutex_t fh_list_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct hotfs_fh *fh_list;	/* protected by fh_list_lock */
 
-struct hotfs_fh *fh_new(int fd)
+static struct hotfs_fh *fh_alloc(int fd)
 {
 	struct hotfs_fh *fh = calloc(1, sizeof(*fh));
 
@@ -381,6 +382,25 @@ struct hotfs_fh *fh_new(int fd)
 		fh->recent[i] = FH_NO_EXT;
 	atomic_init(&fh->seq_next, -1);
 	atomic_init(&fh->seq_run, 0);
+	return fh;
+}
+
+struct hotfs_fh *fh_new_shared(void)
+{
+	struct hotfs_fh *fh = fh_alloc(-1);
+
+	if (fh)
+		fh->shared = true;
+	return fh;
+}
+
+struct hotfs_fh *fh_new(int fd)
+{
+	struct hotfs_fh *fh = fh_alloc(fd);
+
+	if (!fh)
+		return NULL;
+	fh->linked = true;
 	pthread_mutex_lock(&fh_list_lock);
 	fh->next = fh_list;
 	if (fh_list)
@@ -396,15 +416,18 @@ void fh_free(struct hotfs_fh *fh)
 
 	if (!fh)
 		return;
-	pthread_mutex_lock(&fh_list_lock);
-	if (fh->prev)
-		fh->prev->next = fh->next;
-	else
-		fh_list = fh->next;
-	if (fh->next)
-		fh->next->prev = fh->prev;
-	pthread_mutex_unlock(&fh_list_lock);
-	close(fh->fd);
+	if (fh->linked) {
+		pthread_mutex_lock(&fh_list_lock);
+		if (fh->prev)
+			fh->prev->next = fh->next;
+		else
+			fh_list = fh->next;
+		if (fh->next)
+			fh->next->prev = fh->prev;
+		pthread_mutex_unlock(&fh_list_lock);
+	}
+	if (fh->fd >= 0)
+		close(fh->fd);
 	for (i = 0; i < FH_STITCHES; i++) {
 		free(fh->stitch[i].buf);
 		free(fh->stitch[i].map);
@@ -481,30 +504,74 @@ void fh_free_all(void)
 		fh_free(fh_list);
 }
 
-/* Has this handle touched extno lately?  Remembers it if not. */
-static bool fh_seen(struct hotfs_fh *fh, uint32_t extno)
+static int64_t mono_ns(void)
 {
-	unsigned i;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/*
+ * The run a read belongs to: a shared handle starts a new one at every
+ * read that does not carry on where its last read ended (seq).
+ */
+static uint64_t fh_run(struct hotfs_fh *fh, bool seq)
+{
+	uint64_t run = 0;
+
+	if (fh->shared) {
+		pthread_mutex_lock(&fh->m);
+		run = seq ? fh->run : ++fh->run;
+		pthread_mutex_unlock(&fh->m);
+	}
+	return run;
+}
+
+/*
+ * Has this handle touched extno lately?  Remembers it if not.  A shared
+ * handle stands for every reader of its inode: what it touched counts
+ * again from another run (a reader starting over, another reader) once
+ * NOFH_WINDOW_NS have passed; within one run (readahead's requests of one
+ * reader) it does not.
+ */
+static bool fh_seen(struct hotfs_fh *fh, uint32_t extno, uint64_t run)
+{
+	int64_t now = fh->shared ? mono_ns() : 0;
+	unsigned i, slot;
 
 	pthread_mutex_lock(&fh->m);
 	for (i = 0; i < FH_RECENT; i++)
 		if (fh->recent[i] == extno) {
+			if (fh->shared && fh->recent_run[i] != run &&
+			    now - fh->recent_ns[i] > NOFH_WINDOW_NS) {
+				fh->recent_ns[i] = now;
+				fh->recent_run[i] = run;
+				break;
+			}
 			pthread_mutex_unlock(&fh->m);
 			return true;
 		}
-	fh->recent[fh->recent_next++ % FH_RECENT] = extno;
+	if (i == FH_RECENT) {
+		slot = fh->recent_next++ % FH_RECENT;
+		fh->recent[slot] = extno;
+		fh->recent_ns[slot] = now;
+		fh->recent_run[slot] = run;
+	}
 	pthread_mutex_unlock(&fh->m);
 	return false;
 }
 
-/* Does the policy count this read?  Updates the handle's state. */
+/* Does the policy count this read?  Updates the handle's state; *seq: the
+ * read carries on where the handle's last one ended. */
 static bool counts(struct hotfs_cache *c, struct hotfs_fh *fh, size_t size,
-		   off_t off)
+		   off_t off, bool *seq)
 {
 	int64_t next = atomic_load_explicit(&fh->seq_next,
 					    memory_order_relaxed);
 	uint64_t run;
 
+	*seq = next == off;
 	if (next == off)
 		run = atomic_fetch_add_explicit(&fh->seq_run, size,
 						memory_order_relaxed) + size;
@@ -717,7 +784,7 @@ static void queue_promotions(struct hotfs_cache *c, struct hotfs_inode *in,
  * Read every segment at once on this thread's ring.  Sets res_data and
  * res_tab (-ECANCELED for what was not run); never fails as a whole.
  */
-static void read_uring(struct hotfs_fh *fh, struct seg *s, unsigned n,
+static void read_uring(int src, struct seg *s, unsigned n,
 		       char *buf, uint64_t off, int data_fd)
 {
 	struct io_uring_cqe *cqe;
@@ -733,7 +800,7 @@ static void read_uring(struct hotfs_fh *fh, struct seg *s, unsigned n,
 		return;
 	for (i = 0; i < n; i++) {
 		struct io_uring_sqe *sqe;
-		int fd = s[i].hit ? (fixed ? 0 : s[i].loc.fd) : fh->fd;
+		int fd = s[i].hit ? (fixed ? 0 : s[i].loc.fd) : src;
 		bool fx = s[i].hit && fixed;
 
 		if (nsub + 2 > UR_DEPTH)
@@ -833,21 +900,21 @@ static bool finish_hit(struct hotfs_cache *c, struct seg *g, char *dst)
 }
 
 void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
-		struct hotfs_fh *fh, size_t size, off_t off)
+		struct hotfs_fh *fh, int src, size_t size, off_t off)
 {
 	struct hotfs_stamp stamp;
 	struct hotfs_key k;
 	struct stat st;
 	struct seg *s = NULL;
 	char *buf = NULL;
-	uint64_t end, total, gen, pos;
+	uint64_t end, total, gen, pos, run;
 	uint32_t e0, e1;
 	unsigned n, i, hits = 0, promos = 0;
-	bool count, insertable, reuse = false;
+	bool count, seq, insertable, reuse = false;
 	int data_fd = -1;
 
 	stats_add(&c->stats, STAT_READ_REQS, 1);
-	if (size == 0 || fstat(fh->fd, &st) == -1 ||
+	if (size == 0 || fstat(src, &st) == -1 ||
 	    (uint64_t)off >= (uint64_t)st.st_size)
 		goto passthrough;
 	end = (uint64_t)off + size;
@@ -868,7 +935,8 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 	s = calloc(n, sizeof(*s));
 	if (!s)
 		goto passthrough;
-	count = counts(c, fh, size, off);
+	count = counts(c, fh, size, off, &seq);
+	run = fh_run(fh, seq);
 	insertable = st_state(c->st) == ST_OK;
 	for (i = 0; i < n; i++) {
 		struct seg *g = &s[i];
@@ -882,7 +950,7 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 		if (g->end > end)
 			g->end = end;
 		h = pol_hash(&k, g->extno);
-		if (count && !fh_seen(fh, g->extno)) {
+		if (count && !fh_seen(fh, g->extno, run)) {
 			cnt = pol_access(c->pol, h);
 			stats_add(&c->stats, STAT_ACCESSES, 1);
 		}
@@ -919,7 +987,7 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 		if (promos)
 			queue_promotions(c, in, fh, &k, &stamp, gen, s, n,
 					 NULL, 0, 0);
-		cache_reply_source(req, fh->fd, size, off);
+		cache_reply_source(req, src, size, off);
 		free(s);
 		return;
 	}
@@ -955,7 +1023,7 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 		g->tab = g->bounce + (g->direct ? 0 : g->sp.data_len);
 		data_fd = g->loc.fd;
 	}
-	read_uring(fh, s, n, buf, (uint64_t)off, data_fd);
+	read_uring(src, s, n, buf, (uint64_t)off, data_fd);
 
 	/* cached segments: verify; uncached or failed: from the source */
 	pos = total;
@@ -974,13 +1042,13 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 		if (!g->hit && g->res_data >= 0 && (size_t)g->res_data == want) {
 			got = g->res_data;
 		} else if (!g->hit && g->res_data >= 0) {	/* short: finish */
-			got = pread_full(fh->fd, dst + g->res_data,
+			got = pread_full(src, dst + g->res_data,
 					 want - (size_t)g->res_data,
 					 (off_t)g->start + g->res_data);
 			if (got >= 0)
 				got += g->res_data;
 		} else {
-			got = pread_full(fh->fd, dst, want, (off_t)g->start);
+			got = pread_full(src, dst, want, (off_t)g->start);
 		}
 		/* not the bytes before the failure: a short reply is EOF to
 		 * the kernel, and a reader would see the file end there */
@@ -1010,7 +1078,7 @@ passthrough_free:
 	free(s);
 passthrough:
 	stats_add(&c->stats, STAT_MISS_REQS, 1);
-	cache_reply_source(req, fh->fd, size, off);
+	cache_reply_source(req, src, size, off);
 }
 
 /* ------------------------------------------------------------------ */

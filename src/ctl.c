@@ -10,6 +10,13 @@
  * (parsed by ctl_parse_cmd, src/ctl_parse.c).
  * ctl is mode 0600 and owned by the mounting user; open checks that too,
  * so that without default_permissions other users are still refused.
+ *
+ * Without open round trips (fs->no_open, revalidate=never; see
+ * src/fuse_ops.c) there is no open file to keep a snapshot in: each
+ * getattr renders one (the kernel asks before every read: the files'
+ * attributes time out at once, and a new mtime drops its cached pages),
+ * reads serve the last one, and ctl's answer is the last command's.
+ * Two readers at the same moment may then read each other's snapshot.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -69,6 +76,51 @@ static struct hotfs *vfs(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/* Without open: the last snapshot of each file, under snap_lock. */
+static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char *buf;
+	size_t len;
+	struct timespec time;
+} snap[VINO__END];
+
+/* Replace ino's snapshot with buf (taken over) and stamp it now. */
+static void snap_set(fuse_ino_t ino, char *buf, size_t len)
+{
+	char *old;
+
+	pthread_mutex_lock(&snap_lock);
+	old = snap[ino].buf;
+	snap[ino].buf = buf;
+	snap[ino].len = len;
+	clock_gettime(CLOCK_REALTIME, &snap[ino].time);
+	pthread_mutex_unlock(&snap_lock);
+	free(old);
+}
+
+/* Render stats or stats.json into its snapshot. */
+static int snap_render(struct hotfs *fs, fuse_ino_t ino)
+{
+	char *buf;
+	size_t len;
+	int r;
+
+	if (ino != VINO_STATS && ino != VINO_STATS_JSON)
+		return 0;
+	r = stats_render(fs, ino == VINO_STATS_JSON, &buf, &len);
+	if (r == 0)
+		snap_set(ino, buf, len);
+	return r;
+}
+
+void vd_free_snapshots(void)
+{
+	for (unsigned i = 0; i < VINO__END; i++) {
+		free(snap[i].buf);
+		snap[i].buf = NULL;
+	}
+}
+
 bool vd_is_name(struct hotfs *fs, fuse_ino_t parent, const char *name)
 {
 	return parent == FUSE_ROOT_ID && strcmp(name, fs->ctldir) == 0;
@@ -89,6 +141,13 @@ static void vstat(struct hotfs *fs, fuse_ino_t ino, struct stat *st)
 	st->st_gid = fs->owner_gid;
 	st->st_blksize = 4096;
 	st->st_atim = st->st_mtim = st->st_ctim = fs->mount_time;
+	if (fs->no_open && ino != VINO_DIR) {
+		pthread_mutex_lock(&snap_lock);
+		st->st_size = (off_t)snap[ino].len;
+		if (snap[ino].buf)
+			st->st_mtim = st->st_ctim = snap[ino].time;
+		pthread_mutex_unlock(&snap_lock);
+	}
 	if (ino == VINO_DIR) {
 		st->st_mode = S_IFDIR | 0555;
 		st->st_nlink = 2;
@@ -103,8 +162,10 @@ static void ventry(struct hotfs *fs, fuse_ino_t ino,
 {
 	memset(e, 0, sizeof(*e));
 	e->ino = ino;
-	e->attr_timeout = 1.0;
+	e->attr_timeout = fs->no_open && ino != VINO_DIR ? 0.0 : 1.0;
 	e->entry_timeout = 1.0;
+	if (fs->no_open)
+		snap_render(fs, ino);
 	vstat(fs, ino, &e->attr);
 }
 
@@ -129,10 +190,16 @@ void vd_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 void vd_getattr(fuse_req_t req, fuse_ino_t ino)
 {
+	struct hotfs *fs = vfs(req);
 	struct stat st;
+	int r;
 
-	vstat(vfs(req), ino, &st);
-	fuse_reply_attr(req, &st, 1.0);
+	if (fs->no_open && (r = snap_render(fs, ino)) < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	vstat(fs, ino, &st);
+	fuse_reply_attr(req, &st, fs->no_open && ino != VINO_DIR ? 0.0 : 1.0);
 }
 
 static bool may_control(fuse_req_t req)
@@ -178,24 +245,47 @@ void vd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		vfh_free(h);
 }
 
+/* size bytes of buf (len long) from off, copied; *size is cut to fit. */
+static char *copy_out(const char *buf, size_t len, size_t *size, off_t off)
+{
+	char *copy = NULL;
+
+	if (off >= 0 && (size_t)off < len) {
+		if (*size > len - (size_t)off)
+			*size = len - (size_t)off;
+		copy = malloc(*size);
+		if (copy)
+			memcpy(copy, buf + off, *size);
+	} else {
+		*size = 0;
+	}
+	return copy;
+}
+
 void vd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	     struct fuse_file_info *fi)
 {
 	struct vfh *h = (struct vfh *)(uintptr_t)fi->fh;
-	char *copy = NULL;
+	char *copy;
 
-	(void)ino;
-	pthread_mutex_lock(&h->m);
-	if (off >= 0 && (size_t)off < h->len) {
-		if (size > h->len - (size_t)off)
-			size = h->len - (size_t)off;
-		copy = malloc(size);
-		if (copy)
-			memcpy(copy, h->buf + off, size);
+	if (!h) {	/* without open: the last snapshot */
+		if (ino == VINO_CTL && !may_control(req)) {
+			fuse_reply_err(req, EACCES);
+			return;
+		}
+		pthread_mutex_lock(&snap_lock);
+		if (!snap[ino].buf && ino != VINO_CTL) {
+			pthread_mutex_unlock(&snap_lock);
+			snap_render(vfs(req), ino);
+			pthread_mutex_lock(&snap_lock);
+		}
+		copy = copy_out(snap[ino].buf, snap[ino].len, &size, off);
+		pthread_mutex_unlock(&snap_lock);
 	} else {
-		size = 0;
+		pthread_mutex_lock(&h->m);
+		copy = copy_out(h->buf, h->len, &size, off);
+		pthread_mutex_unlock(&h->m);
 	}
-	pthread_mutex_unlock(&h->m);
 	if (size && !copy)
 		fuse_reply_err(req, ENOMEM);
 	else
@@ -218,17 +308,33 @@ void vd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	      off_t off, struct fuse_file_info *fi)
 {
 	struct vfh *h = (struct vfh *)(uintptr_t)fi->fh;
-	char cmd[4096];
+	char cmd[4096], *ans = NULL;
 	int r;
 
 	(void)off;
-	if (ino != VINO_CTL) {
+	if (ino != VINO_CTL || (!h && !may_control(req))) {
 		fuse_reply_err(req, EACCES);
 		return;
 	}
 	r = ctl_parse_cmd(buf, size, cmd, sizeof(cmd));
 	if (r == -E2BIG) {
 		fuse_reply_err(req, E2BIG);
+		return;
+	}
+	if (!h) {	/* without open: the answer is the file's snapshot */
+		if (r == CTL_RESET_STATS)
+			stats_reset(vfs(req));
+		if (asprintf(&ans, r == CTL_RESET_STATS ? "ok%s\n" :
+			     "error: unknown command '%s'\n",
+			     r == CTL_RESET_STATS ? "" : cmd) < 0) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		snap_set(VINO_CTL, ans, strlen(ans));
+		if (r == CTL_RESET_STATS)
+			fuse_reply_write(req, size);
+		else
+			fuse_reply_err(req, EINVAL);
 		return;
 	}
 	pthread_mutex_lock(&h->m);
@@ -250,7 +356,8 @@ void vd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct vfh *h = (struct vfh *)(uintptr_t)fi->fh;
 
 	(void)ino;
-	vfh_free(h);
+	if (h)
+		vfh_free(h);
 	fuse_reply_err(req, 0);
 }
 

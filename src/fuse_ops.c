@@ -84,6 +84,46 @@ static int fhfd(struct fuse_file_info *fi)
 	return hfh(fi)->fd;
 }
 
+/*
+ * Files without open round trips (fs->no_open).  With revalidate=never
+ * nothing is checked when a file is opened, so the daemon answers the
+ * first open ENOSYS (FUSE_CAP_NO_OPEN_SUPPORT): the kernel then sends no
+ * open and no release for the rest of the connection, and, answered
+ * ENOSYS once, no flush.  Reading a small cached file costs a lookup and
+ * a read instead of four round trips.  Requests then come with fh 0: each
+ * opens the source for itself (src_fd, from the inode's O_PATH fd: no
+ * path walk, no disk read) and closes it after (src_done, which reports
+ * a failed close as NFS would at close(2)); reads share the inode's
+ * handle for counting accesses (cache.h, NOFH_WINDOW_NS), and O_TRUNC
+ * comes as a setattr (atomic_o_trunc is off).  The control files keep
+ * snapshots instead (src/ctl.c).  Handles opened before the first
+ * ENOSYS (control files) are freed at exit.
+ */
+static int src_fd(struct hotfs *fs, struct hotfs_inode *in,
+		  struct fuse_file_info *fi, int flags, bool *tmp)
+{
+	char pn[32];
+
+	*tmp = !(fi && fi->fh);
+	if (!*tmp)
+		return fhfd(fi);
+	snprintf(pn, sizeof(pn), "%d", in->fd);
+	return openat(fs->proc_self_fd, pn, flags | O_CLOEXEC);
+}
+
+/* Close what src_fd opened; -errno of a failed close, else 0. */
+static int src_done(int fd, bool tmp)
+{
+	return tmp && fd >= 0 && close(fd) == -1 && errno != EINTR ?
+	       -errno : 0;
+}
+
+/* The flags a handle-less write's own fd needs. */
+static int write_flags(const struct fuse_file_info *fi)
+{
+	return O_WRONLY | (fi->flags & (O_APPEND | O_SYNC | O_DSYNC));
+}
+
 /* ------------------------------------------------------------------ */
 /* Acting as the caller */
 
@@ -393,7 +433,7 @@ static void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	count(&hfs(req)->n_getattr);
-	if (fi)
+	if (fi && fi->fh)
 		err = fstat(fhfd(fi), &st) == -1 ? -errno : 0;
 	else
 		err = stat_fd(ifd(req, ino), &st);
@@ -420,9 +460,20 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	int r = 0;
 
 	if (vd_is(ino)) {
-		fuse_reply_err(req, EPERM);
+		/* without open, ctl's O_TRUNC comes as a setattr: nothing to
+		 * cut (its answers are not truncated by an open either) */
+		if (fs->no_open && ino == VINO_CTL &&
+		    !(valid & ~(FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME |
+				FUSE_SET_ATTR_MTIME_NOW |
+				FUSE_SET_ATTR_CTIME)) &&
+		    (!(valid & FUSE_SET_ATTR_SIZE) || attr->st_size == 0))
+			vd_getattr(req, ino);
+		else
+			fuse_reply_err(req, EPERM);
 		return;
 	}
+	if (fi && !fi->fh)	/* no open: by the inode */
+		fi = NULL;
 	procname(pn, sizeof(pn), in->fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
 		if (fi)
@@ -716,6 +767,10 @@ static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	count(&fs->n_open);
+	if (fs->no_open) {	/* see "Files without open round trips" */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	procname(pn, sizeof(pn), in->fd);
 	if (fi->flags & O_TRUNC)
 		cache_write_begin(fs->cache, in, &w);
@@ -775,14 +830,20 @@ static void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	err = do_lookup(req, parent, name, &e);
-	fh = err ? NULL : fh_new(fd);
-	if (!fh) {
+	/* without open the kernel sends no release: no handle to leak */
+	fh = err || hfs(req)->no_open ? NULL : fh_new(fd);
+	if (!fh && (err || !hfs(req)->no_open)) {
 		close(fd);
 		fuse_reply_err(req, err ? -err : ENOMEM);
 		return;
 	}
 	in = hino(req, e.ino);
-	fh->append = (fi->flags & O_APPEND) != 0;
+	if (fh)
+		fh->append = (fi->flags & O_APPEND) != 0;
+	else {
+		close(fd);
+		fi->noflush = 1;
+	}
 	if (fi->flags & O_TRUNC) {
 		/* an existing file opened with O_CREAT|O_TRUNC */
 		struct cache_wr w;
@@ -795,7 +856,7 @@ static void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	pthread_mutex_lock(&in->m);
 	in->nopen++;
 	pthread_mutex_unlock(&in->m);
-	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+	if (fuse_reply_create(req, &e, fi) == -ENOENT && fh) {
 		pthread_mutex_lock(&in->m);
 		in->nopen--;
 		pthread_mutex_unlock(&in->m);
@@ -812,6 +873,10 @@ static void hotfs_release(fuse_req_t req, fuse_ino_t ino,
 		vd_release(req, ino, fi);
 		return;
 	}
+	if (!fi->fh) {		/* made by create without open */
+		fuse_reply_err(req, 0);
+		return;
+	}
 	pthread_mutex_lock(&in->m);
 	if (in->nopen)
 		in->nopen--;
@@ -826,6 +891,10 @@ static void hotfs_flush(fuse_req_t req, fuse_ino_t ino,
 {
 	int r;
 
+	if (!fi->fh) {		/* no open: no flush round trips either */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	if (vd_is(ino)) {
 		fuse_reply_err(req, 0);
 		return;
@@ -840,17 +909,22 @@ static void hotfs_flush(fuse_req_t req, fuse_ino_t ino,
 static void hotfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 			struct fuse_file_info *fi)
 {
+	bool tmp;
 	int fd, r;
 
 	if (vd_is(ino)) {
 		fuse_reply_err(req, 0);
 		return;
 	}
-	fd = fhfd(fi);
-
-	(void)ino;
+	fd = src_fd(hfs(req), hino(req, ino), fi, O_RDONLY, &tmp);
+	if (fd == -1) {
+		fuse_reply_err(req, errno);
+		return;
+	}
 	r = datasync ? fdatasync(fd) : fsync(fd);
-	fuse_reply_err(req, r == -1 ? errno : 0);
+	r = r == -1 ? -errno : 0;
+	src_done(fd, tmp);
+	fuse_reply_err(req, -r);
 }
 
 static void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -858,15 +932,51 @@ static void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct hotfs *fs = hfs(req);
 
+	struct hotfs_inode *in;
+	struct hotfs_fh *fh;
+	bool tmp;
+	int fd;
+
 	if (vd_is(ino)) {
 		vd_read(req, ino, size, off, fi);
 		return;
 	}
-	if (fs->cache) {
-		cache_read(req, fs->cache, hino(req, ino), hfh(fi), size, off);
+	in = hino(req, ino);
+	if (fi->fh) {
+		if (fs->cache)
+			cache_read(req, fs->cache, in, hfh(fi), fhfd(fi), size,
+				   off);
+		else
+			cache_reply_source(req, fhfd(fi), size, off);
 		return;
 	}
-	cache_reply_source(req, fhfd(fi), size, off);
+	/* no open: this read's own fd (the reader's O_NOATIME too), the
+	 * inode's shared handle */
+	fd = src_fd(fs, in, fi, O_RDONLY | (fi->flags & O_NOATIME), &tmp);
+	if (fd == -1) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	fh = NULL;
+	if (fs->cache) {
+		pthread_mutex_lock(&in->m);
+		if (!in->nofh)
+			in->nofh = fh_new_shared();
+		fh = in->nofh;
+		pthread_mutex_unlock(&in->m);
+	}
+	if (!fh) {
+		cache_reply_source(req, fd, size, off);
+	} else {
+		/* the reply may be the kernel's last use of the inode: hold
+		 * it until the handle has given up what it assembled (a
+		 * partial extent: promoted from the source if it is hot) */
+		ino_hold(fs->it, in);
+		cache_read(req, fs->cache, in, fh, fd, size, off);
+		cache_release(fs->cache, in, fh);
+		ino_unhold(fs->it, in);
+	}
+	src_done(fd, tmp);
 }
 
 static void write_virtual(fuse_req_t req, fuse_ino_t ino,
@@ -900,14 +1010,22 @@ static void hotfs_write_buf(fuse_req_t req, fuse_ino_t ino,
 	struct hotfs *fs = hfs(req);
 	const void *data = NULL;
 	struct cache_wr w;
+	bool tmp, append;
 	ssize_t n;
+	int fd, r;
 
 	if (vd_is(ino)) {
 		write_virtual(req, ino, in_buf, off, fi);
 		return;
 	}
+	fd = src_fd(fs, in, fi, write_flags(fi), &tmp);
+	if (fd == -1) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	append = tmp ? (fi->flags & O_APPEND) != 0 : hfh(fi)->append;
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	out.buf[0].fd = fhfd(fi);
+	out.buf[0].fd = fd;
 	out.buf[0].pos = off;
 	/* the written bytes, for writethrough, when they are in memory */
 	if (in_buf->count == 1 && !(in_buf->buf[0].flags & FUSE_BUF_IS_FD))
@@ -915,12 +1033,16 @@ static void hotfs_write_buf(fuse_req_t req, fuse_ino_t ino,
 	cache_write_begin(fs->cache, in, &w);
 	n = fuse_buf_copy(&out, in_buf, 0);
 	/* O_APPEND: the kernel's offset may not be where it landed */
-	if (hfh(fi)->append && n > 0)
+	if (append && n > 0)
 		cache_write_end(fs->cache, in, &w, 0, CACHE_WR_TO_END, NULL);
 	else
 		cache_write_end(fs->cache, in, &w, (uint64_t)off,
 				n > 0 ? (uint64_t)n : fuse_buf_size(in_buf),
 				n > 0 ? data : NULL);
+	/* a write's own fd: its close reports what flush would have */
+	r = src_done(fd, tmp);
+	if (n >= 0 && r < 0)
+		n = r;
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
@@ -930,6 +1052,8 @@ static void hotfs_write_buf(fuse_req_t req, fuse_ino_t ino,
 static void hotfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 			    off_t off, off_t len, struct fuse_file_info *fi)
 {
+	bool tmp;
+	int fd, c;
 	struct hotfs_inode *in = hino(req, ino);
 	struct cache_wr w;
 	uint64_t wlen;
@@ -942,10 +1066,17 @@ static void hotfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 	/* collapse and insert move everything after off */
 	wlen = mode & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE) ?
 	       CACHE_WR_TO_END : (uint64_t)len;
+	fd = src_fd(hfs(req), in, fi, O_WRONLY, &tmp);
+	if (fd == -1) {
+		fuse_reply_err(req, errno);
+		return;
+	}
 	cache_write_begin(hfs(req)->cache, in, &w);
-	r = fallocate(fhfd(fi), mode, off, len);
+	r = fallocate(fd, mode, off, len);
+	r = r == -1 ? -errno : 0;
 	cache_write_end(hfs(req)->cache, in, &w, (uint64_t)off, wlen, NULL);
-	fuse_reply_err(req, r == -1 ? errno : 0);
+	c = src_done(fd, tmp);
+	fuse_reply_err(req, r ? -r : -c);
 }
 
 static void hotfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
@@ -954,6 +1085,8 @@ static void hotfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
 				  struct fuse_file_info *fi_out, size_t len,
 				  int flags)
 {
+	bool tmp_in, tmp_out;
+	int fd_in, fd_out, e, c;
 	struct hotfs_inode *out;
 	uint64_t at = (uint64_t)off_out;
 	struct cache_wr w;
@@ -964,12 +1097,29 @@ static void hotfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
 		return;
 	}
 	out = hino(req, ino_out);
-	cache_write_begin(hfs(req)->cache, out, &w);
-	n = copy_file_range(fhfd(fi_in), &off_in, fhfd(fi_out),
-			    &off_out, len, (unsigned)flags);
-	cache_write_end(hfs(req)->cache, out, &w, at, len, NULL);
-	if (n == -1)
+	fd_in = src_fd(hfs(req), hino(req, ino_in), fi_in, O_RDONLY, &tmp_in);
+	if (fd_in == -1) {
 		fuse_reply_err(req, errno);
+		return;
+	}
+	fd_out = src_fd(hfs(req), out, fi_out, write_flags(fi_out), &tmp_out);
+	if (fd_out == -1) {
+		e = errno;
+		src_done(fd_in, tmp_in);
+		fuse_reply_err(req, e);
+		return;
+	}
+	cache_write_begin(hfs(req)->cache, out, &w);
+	n = copy_file_range(fd_in, &off_in, fd_out, &off_out, len,
+			    (unsigned)flags);
+	e = n == -1 ? errno : 0;
+	cache_write_end(hfs(req)->cache, out, &w, at, len, NULL);
+	src_done(fd_in, tmp_in);
+	c = src_done(fd_out, tmp_out);
+	if (!e && c)
+		e = -c;
+	if (e)
+		fuse_reply_err(req, e);
 	else
 		fuse_reply_write(req, (size_t)n);
 }
@@ -977,6 +1127,8 @@ static void hotfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
 static void hotfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 			struct fuse_file_info *fi)
 {
+	bool tmp;
+	int fd, e;
 	off_t r;
 
 	if (vd_is(ino)) {
@@ -984,10 +1136,16 @@ static void hotfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		return;
 	}
 
-	(void)ino;
-	r = lseek(fhfd(fi), off, whence);
-	if (r == -1)
+	fd = src_fd(hfs(req), hino(req, ino), fi, O_RDONLY, &tmp);
+	if (fd == -1) {
 		fuse_reply_err(req, errno);
+		return;
+	}
+	r = lseek(fd, off, whence);
+	e = r == -1 ? errno : 0;
+	src_done(fd, tmp);
+	if (e)
+		fuse_reply_err(req, e);
 	else
 		fuse_reply_lseek(req, r);
 }
@@ -1838,6 +1996,11 @@ static void hotfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 
 /* ------------------------------------------------------------------ */
 
+static void nofh_free(void *nofh)
+{
+	fh_free(nofh);
+}
+
 static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct hotfs *fs = userdata;
@@ -1850,9 +2013,20 @@ static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_SPLICE_MOVE;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/* files without open round trips where nothing is checked at open
+	 * (see "Files without open round trips"); O_TRUNC then comes as a
+	 * setattr, since no open would carry it */
+	if (fs->o->revalidate == HOTFS_REVAL_NEVER &&
+	    (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT)) {
+		fs->no_open = true;
+		conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
+		ino_set_nofh_free(fs->it, nofh_free);
+	}
 	/* the kernel checks mtimes before using cached pages and listings;
-	 * with revalidate=never nothing is checked behind hotfs's back */
-	if (fs->o->revalidate == HOTFS_REVAL_NEVER)
+	 * with revalidate=never nothing is checked behind hotfs's back, but
+	 * for the control files, whose attributes time out at once (their
+	 * snapshot's mtime then drops their pages) */
+	if (fs->o->revalidate == HOTFS_REVAL_NEVER && !fs->no_open)
 		conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	else if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;

@@ -36,6 +36,7 @@ struct hotfs_itable {
 	struct hotfs_inode root;
 	void (*on_free)(void *arg, struct hotfs_inode *in);
 	void *on_free_arg;
+	void (*nofh_free)(void *nofh);
 };
 
 static void __lru_del(struct hotfs_itable *t, struct hotfs_inode *in);
@@ -138,6 +139,8 @@ static void free_inode(struct hotfs_itable *t, struct hotfs_inode *in)
 {
 	if (in->wd > 0 && t->on_free)
 		t->on_free(t->on_free_arg, in);
+	if (in->nofh && t->nofh_free)
+		t->nofh_free(in->nofh);
 	listing_put(in->listing);
 	neg_free(in->neg);
 	close(in->fd);
@@ -167,6 +170,11 @@ void ino_table_free(struct hotfs_itable *t)
 	pthread_mutex_destroy(&t->lock);
 	free(t->buckets);
 	free(t);
+}
+
+void ino_set_nofh_free(struct hotfs_itable *t, void (*fn)(void *nofh))
+{
+	t->nofh_free = fn;
 }
 
 void ino_set_free_hook(struct hotfs_itable *t,

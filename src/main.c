@@ -326,6 +326,7 @@ out4:
 	fuse_remove_signal_handlers(se);
 out3:
 	fh_free_all();
+	vd_free_snapshots();
 	vd_free_all();
 	dir_free_all();
 	cache_close(fs.cache);	/* before the table: it holds inodes */

@@ -54,9 +54,16 @@ struct fh_stitch {
 	uint64_t gen;
 };
 
-/* An open file through the mount (fuse_file_info.fh). */
+/*
+ * An open file through the mount (fuse_file_info.fh), or an inode's
+ * shared handle when the kernel sends no open (fh_new_shared: see
+ * src/fuse_ops.c, revalidate=never): its fd is -1 (each request brings
+ * its own), and an extent it touched counts again after NOFH_WINDOW_NS.
+ */
 struct hotfs_fh {
 	int fd;				/* the source file */
+	bool shared;			/* an inode's, without open */
+	bool linked;			/* on the list of open handles */
 	struct hotfs_fh *prev, *next;	/* all open handles, protected by
 					 * fh_list_lock (freed at exit: the
 					 * kernel does not release what is
@@ -68,6 +75,10 @@ struct hotfs_fh {
 	uint32_t recent[FH_RECENT];	/* extents counted lately, protected
 					 * by m; FH_NO_EXT = empty */
 	unsigned recent_next;		/* protected by m */
+	int64_t recent_ns[FH_RECENT];	/* shared: when, protected by m */
+	uint64_t recent_run[FH_RECENT];	/* shared: in which run, by m */
+	uint64_t run;			/* shared: reads so far that did not
+					 * carry on the last one, by m */
 	_Atomic int64_t seq_next;	/* where a sequential read goes on */
 	_Atomic uint64_t seq_run;	/* bytes read sequentially so far */
 };
@@ -131,12 +142,20 @@ struct hotfs_fh *fh_new(int fd);
 void cache_release(struct hotfs_cache *c, struct hotfs_inode *in,
 		   struct hotfs_fh *fh);
 void fh_free(struct hotfs_fh *fh);
+/* An inode's shared handle (no fd, not on the list); fh_free frees it. */
+struct hotfs_fh *fh_new_shared(void);
+/* Without open, one access is a handle-less read of an extent that the
+ * inode's reads had not touched in the last 200 ms, or only in other runs
+ * (reads going on where the last one ended: readahead splits one reader's
+ * extent into several requests, a second pass starts a new run). */
+#define NOFH_WINDOW_NS	200000000LL
 /* At exit: free the handles the kernel never released. */
 void fh_free_all(void);
 
-/* Serve a FUSE read; replies exactly once. */
+/* Serve a FUSE read from fd (the source, readable; fh->fd unless fh is
+ * shared); replies exactly once. */
 void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
-		struct hotfs_fh *fh, size_t size, off_t off);
+		struct hotfs_fh *fh, int fd, size_t size, off_t off);
 
 /*
  * hotfsctl's requests (include/hotfs/ioctl.h), each on one file.  They

@@ -45,6 +45,8 @@ void vd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void vd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	      off_t off, struct fuse_file_info *fi);
 void vd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* At exit: the snapshots kept for reads without open. */
+void vd_free_snapshots(void);
 void vd_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void vd_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct fuse_file_info *fi, bool plus);

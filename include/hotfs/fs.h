@@ -25,6 +25,7 @@ struct hotfs {
 	bool dont_mask;			/* the kernel left the umask to us */
 	bool listings;			/* keep directory listings */
 	bool no_opendir;		/* directories need no opendir */
+	bool no_open;			/* files need no open (revalidate=never) */
 	struct hotfs_cache *cache;	/* NULL with -o nocache */
 	struct hotfs_watch *watch;	/* NULL unless revalidate=open */
 	char *cache_off;		/* or why the store could not open */

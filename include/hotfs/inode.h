@@ -99,6 +99,10 @@ struct hotfs_inode {
 	 * a restart, so it starts at "the whole file". */
 	uint64_t cached_extents_hint;
 	unsigned nopen;			/* open file handles */
+	/* Without open round trips (revalidate=never): the handle all
+	 * reads of this file share (struct hotfs_fh, cache.h), made by the
+	 * first; freed with the inode by the table's nofh_free. */
+	void *nofh;
 	struct hotfs_listing *listing;	/* directories: the last listing */
 	struct hotfs_neg *neg;		/* directories: names found absent */
 
@@ -164,6 +168,8 @@ struct hotfs_inode *ino_find(struct hotfs_itable *t, dev_t dev, ino_t ino);
 void ino_set_free_hook(struct hotfs_itable *t,
 		       void (*fn)(void *arg, struct hotfs_inode *in),
 		       void *arg);
+/* How an inode's nofh is freed with it (set before any inode has one). */
+void ino_set_nofh_free(struct hotfs_itable *t, void (*fn)(void *nofh));
 
 /* Number of inodes in the table (for stats and tests). */
 size_t ino_count(struct hotfs_itable *t);
