@@ -264,3 +264,22 @@ def test_fsx_file_survives_remount(ws):
     assert digest(path) == before
     assert digest(path) == before
     ws.stop(proc)
+
+
+@pytest.mark.parametrize('opts,args', [
+    ('revalidate=never', []),
+    ('revalidate=never,extent=64K,threshold=1',
+     ['-l', '2M', '-o', '256K', '-w', READ_HEAVY]),
+], ids=['never', 'never-cached'])
+def test_fsx_never(ws, opts, args):
+    """revalidate=never: the kernel sends no open, release or flush, and
+    every read, write, truncate and mapping goes without a handle."""
+    proc = ws.start(opts=opts)
+    name = 'fsx.never'
+    r = subprocess.run(fsx_cmd(os.path.join(ws.mnt, name), 5, args=args),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=FSX_TIMEOUT)
+    check_result(name, r.returncode, r.stdout.decode(errors='replace'))
+    check_source(ws, [name])
+    assert int(util.hotfs_stats(ws.mnt)['open_requests']) <= 1
+    ws.stop(proc)
