@@ -241,12 +241,14 @@ static void test_bound(void **state)
 	void *buf;
 	size_t len;
 	int i;
+	struct stat sub = mkst(12, S_IFDIR | 0755, 4096);
 	bool ok = true;
 
 	(void)state;
 	meta_enc_dir(e, META_NONE, "", &root);
 	meta_enc_ent(e, "a", &f);
-	assert_int_equal(meta_enc_dir(e, 0, "", &root) != META_NONE, true);
+	meta_enc_ent(e, "d", &sub);
+	assert_int_equal(meta_enc_dir(e, 0, "d", &sub), 1);
 	for (i = 0; i < 100 && ok; i++) {
 		snprintf(name, sizeof(name), "file%d", i);
 		ok = meta_enc_ent(e, name, &f);
@@ -256,7 +258,8 @@ static void test_bound(void **state)
 	assert_true(len <= 1024);
 	assert_int_equal(meta_decode(buf, len, &s), 0);
 	assert_int_equal(s->ndirs, 1);
-	assert_int_equal(s->nents, 1);
+	assert_int_equal(s->nents, 2);
+	assert_int_equal(meta_find(&s->dirs[0], "d")->sub, META_NONE);
 	meta_snap_free(s);
 	free(buf);
 }
