@@ -522,11 +522,17 @@ out_err:
 static void hotfs_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	char buf[PATH_MAX + 1];
+	const char *t;
 	ssize_t n;
 	int fd;
 
 	if (vd_is(ino)) {
 		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	t = meta_fs_readlink(hfs(req), hino(req, ino));
+	if (t) {
+		fuse_reply_readlink(req, t);
 		return;
 	}
 	fd = ifd(req, ino);

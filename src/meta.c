@@ -183,14 +183,17 @@ uint32_t meta_enc_dir(struct meta_enc *e, uint32_t parent, const char *name,
 	return e->ndirs++;
 }
 
-bool meta_enc_ent(struct meta_enc *e, const char *name, const struct stat *st)
+bool meta_enc_ent(struct meta_enc *e, const char *name, const struct stat *st,
+		  const char *target)
 {
 	size_t nl = strlen(name);
+	size_t tl = target ? strlen(target) : 0;
 
 	if (!e->in_dir)
 		return false;
 	if (nl == 0 || nl > UINT16_MAX || e->nents == META_NONE - 1 ||
-	    !reserve(e, 2 + nl + STAT_BYTES)) {
+	    S_ISLNK(st->st_mode) != (target != NULL) || tl > UINT16_MAX ||
+	    (target && !tl) || !reserve(e, 2 + nl + STAT_BYTES + 2 + tl)) {
 		meta_enc_drop_dir(e);
 		return false;
 	}
@@ -198,6 +201,11 @@ bool meta_enc_ent(struct meta_enc *e, const char *name, const struct stat *st)
 	memcpy(e->buf + e->len, name, nl);
 	e->len += nl;
 	put_stat(e, st);
+	if (target) {
+		put(e, tl, 2);
+		memcpy(e->buf + e->len, target, tl);
+		e->len += tl;
+	}
 	e->dir_n++;
 	e->nents++;
 	return true;
@@ -311,6 +319,23 @@ static const char *take_name(struct cur *c, char **np, bool may_be_empty)
 	return dst;
 }
 
+/* A symlink's target: any bytes but NUL, at least one. */
+static const char *take_target(struct cur *c, char **np)
+{
+	size_t n = (size_t)take_le(c, 2);
+	const unsigned char *p = take(c, n);
+	char *dst = *np;
+
+	if (!p || !n || memchr(p, '\0', n)) {
+		c->bad = true;
+		return NULL;
+	}
+	memcpy(dst, p, n);
+	dst[n] = '\0';
+	*np = dst + n + 1;
+	return dst;
+}
+
 static bool take_stat(struct cur *c, struct stat *st)
 {
 	const unsigned char *p = take(c, STAT_BYTES);
@@ -380,6 +405,8 @@ int meta_decode(const void *buf, size_t len, struct meta_snap **out)
 			s->ents[k].name = take_name(&c, &np, false);
 			take_stat(&c, &s->ents[k].st);
 			s->ents[k].sub = META_NONE;
+			if (!c.bad && S_ISLNK(s->ents[k].st.st_mode))
+				s->ents[k].target = take_target(&c, &np);
 		}
 		if (c.bad)
 			goto bad;

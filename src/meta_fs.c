@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -281,6 +282,7 @@ int meta_fs_lookup(struct hotfs *fs, struct hotfs_inode *dir,
 		return 0;
 	ent = meta_find(d, name);
 	if (!ent) {
+		memset(e, 0, sizeof(*e));
 		count(&m->hits);
 		*err = -ENOENT;
 		return 1;
@@ -297,6 +299,7 @@ int meta_fs_lookup(struct hotfs *fs, struct hotfs_inode *dir,
 		in->snap_pdir1 = dir->snap_dir1;
 	if (fd < 0 && !in->snap_st) {
 		in->snap_st = &ent->st;
+		in->snap_target = ent->target;
 		if (!in->stamp_valid) {
 			/* what an open compares the source with */
 			in->stamp_valid = true;
@@ -311,6 +314,17 @@ int meta_fs_lookup(struct hotfs *fs, struct hotfs_inode *dir,
 		atomic_store(&in->snap_state, META_ST_UNCHECKED);
 	}
 	pthread_mutex_unlock(&in->m);
+	if (S_ISDIR(ent->st.st_mode) &&
+	    fs->o->revalidate != HOTFS_REVAL_NEVER) {
+		/* its own stamp now (the one fstat a directory costs): its
+		 * attributes are its own, not the parent's record of them */
+		trusted(fs, in);
+		fd = ino_fd(fs->it, in);
+		if (fd < 0) {		/* gone or replaced: ask the source */
+			ino_forget(fs->it, in, 1);
+			return 0;
+		}
+	}
 	memset(e, 0, sizeof(*e));
 	if (fd < 0 || fstat(fd, &e->attr) == -1)
 		e->attr = ent->st;
@@ -318,6 +332,7 @@ int meta_fs_lookup(struct hotfs *fs, struct hotfs_inode *dir,
 	e->attr_timeout = fs->o->attr_timeout;
 	e->entry_timeout = fs->o->entry_timeout;
 	count(&m->hits);
+	*err = 0;
 	return 1;
 }
 
@@ -337,6 +352,21 @@ bool meta_fs_getattr(struct hotfs *fs, struct hotfs_inode *in,
 	if (ok)
 		count(&fs->meta->hits);
 	return ok;
+}
+
+const char *meta_fs_readlink(struct hotfs *fs, struct hotfs_inode *in)
+{
+	const char *t = NULL;
+
+	if (!fs->meta)
+		return NULL;
+	pthread_mutex_lock(&in->m);
+	if (in->fd < 0)
+		t = in->snap_target;
+	pthread_mutex_unlock(&in->m);
+	if (t)
+		count(&fs->meta->hits);
+	return t;
 }
 
 static struct hotfs_listing *make_listing(struct hotfs_meta *m,
@@ -538,6 +568,7 @@ static void save_dir(struct hotfs_meta *m, struct meta_enc *enc,
 	uint32_t idx = find_byid(m, it->st.st_dev, it->st.st_ino), me;
 	const struct meta_dir *d = NULL;
 	struct stat dst, est;
+	char target[PATH_MAX + 1];
 	size_t i;
 	int fd = -1;
 
@@ -562,7 +593,9 @@ static void save_dir(struct hotfs_meta *m, struct meta_enc *enc,
 		for (i = 0; me != META_NONE && i < d->n; i++) {
 			est = d->ents[i].st;
 			fresh(m, &est);
-			if (!meta_enc_ent(enc, d->ents[i].name, &est))
+			if (!meta_enc_ent(enc, d->ents[i].name, &est,
+					  S_ISLNK(est.st_mode) ?
+					  d->ents[i].target : NULL))
 				me = META_NONE;
 			else if (S_ISDIR(est.st_mode) && wanted(m, &est))
 				push(q, me, d->ents[i].name, &est);
@@ -585,7 +618,18 @@ static void save_dir(struct hotfs_meta *m, struct meta_enc *enc,
 			meta_enc_drop_dir(enc);	/* changed meanwhile */
 			break;
 		}
-		if (!meta_enc_ent(enc, name, &est))
+		if (S_ISLNK(est.st_mode)) {
+			ssize_t n = readlinkat(fd, name, target,
+					       sizeof(target) - 1);
+
+			if (n <= 0) {
+				meta_enc_drop_dir(enc);
+				break;
+			}
+			target[n] = '\0';
+		}
+		if (!meta_enc_ent(enc, name, &est,
+				  S_ISLNK(est.st_mode) ? target : NULL))
 			me = META_NONE;
 		else if (S_ISDIR(est.st_mode) && wanted(m, &est))
 			push(q, me, name, &est);

@@ -117,6 +117,7 @@ struct hotfs_inode {
 	 * (index + 1, 0: none) of the directory it was found in, and for a
 	 * directory its own record and whether it is trusted yet. */
 	const struct stat *snap_st;
+	const char *snap_target;	/* a symlink's */
 	uint32_t snap_pdir1;
 	uint32_t snap_dir1;
 	_Atomic int snap_state;		/* enum meta_state */

@@ -14,7 +14,8 @@
  *              u32 parent index (UINT32_MAX: the root), u16 name length,
  *              name (its name in the parent), stat record (the
  *              directory's stamp when its listing was read), u32 entries,
- *              then per entry: u16 name length, name, stat record
+ *              then per entry: u16 name length, name, stat record, and
+ *              for a symlink u16 target length, target
  *   trailer  u64 XXH3-64 of everything before it
  *
  * A stat record is 13 u64: dev, ino, mode, nlink, uid, gid, rdev, size,
@@ -49,6 +50,7 @@ struct meta_ent {
 	const char *name;
 	struct stat st;
 	uint32_t sub;			/* its directory record, or META_NONE */
+	const char *target;		/* a symlink's, else NULL */
 };
 
 struct meta_dir {
@@ -86,7 +88,8 @@ struct meta_enc *meta_enc_new(const struct stat *root, size_t max_bytes);
 uint32_t meta_enc_dir(struct meta_enc *e, uint32_t parent, const char *name,
 		      const struct stat *st);
 /* false when the entry did not fit: the directory is then dropped. */
-bool meta_enc_ent(struct meta_enc *e, const char *name, const struct stat *st);
+bool meta_enc_ent(struct meta_enc *e, const char *name, const struct stat *st,
+		  const char *target);
 /* Finish a directory early (its entries did not all fit): drop it. */
 void meta_enc_drop_dir(struct meta_enc *e);
 /* The encoded file (malloc'd) and its length; frees e.  -ENOMEM. */

@@ -66,6 +66,8 @@ void meta_fs_attach(struct hotfs *fs, struct hotfs_inode *dir);
 /* Attributes of an inode without an fd, from the snapshot. */
 bool meta_fs_getattr(struct hotfs *fs, struct hotfs_inode *in,
 		     struct stat *st);
+/* A symlink's target (without an fd), from the snapshot, or NULL. */
+const char *meta_fs_readlink(struct hotfs *fs, struct hotfs_inode *in);
 /* A referenced listing of a trusted directory for a readdir at off. */
 struct hotfs_listing *meta_fs_listing(struct hotfs *fs,
 				      struct hotfs_inode *dir, off_t off);

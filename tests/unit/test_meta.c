@@ -58,13 +58,13 @@ static void build(void **buf, size_t *len)
 	assert_non_null(e);
 	r = meta_enc_dir(e, META_NONE, "", &root);
 	assert_int_equal(r, 0);
-	assert_true(meta_enc_ent(e, "z", &z));
-	assert_true(meta_enc_ent(e, "sub", &sub));
-	assert_true(meta_enc_ent(e, "a", &a));
+	assert_true(meta_enc_ent(e, "z", &z, NULL));
+	assert_true(meta_enc_ent(e, "sub", &sub, NULL));
+	assert_true(meta_enc_ent(e, "a", &a, NULL));
 	s = meta_enc_dir(e, r, "sub", &sub);
 	assert_int_equal(s, 1);
-	assert_true(meta_enc_ent(e, "x", &x));
-	assert_true(meta_enc_ent(e, "l", &l));
+	assert_true(meta_enc_ent(e, "x", &x, NULL));
+	assert_true(meta_enc_ent(e, "l", &l, "x/../y"));
 	assert_int_equal(meta_enc_finish(e, buf, len), 0);
 }
 
@@ -113,6 +113,10 @@ static void test_roundtrip(void **state)
 	assert_int_equal(e->sub, META_NONE);
 	want = mkst(14, S_IFREG | 0600, 1 << 20);
 	assert_same_stat(&e->st, &want);
+	e = meta_find(&s->dirs[1], "l");
+	assert_non_null(e);
+	assert_string_equal(e->target, "x/../y");
+	assert_null(meta_find(&s->dirs[1], "x")->target);
 	want = mkst(12, S_IFDIR | 0700, 4096);
 	assert_same_stat(&s->dirs[1].st, &want);
 	assert_string_equal(s->dirs[1].name, "sub");
@@ -180,7 +184,7 @@ static void test_structure(void **state)
 	/* a subdirectory record whose parent entry is a file */
 	e = meta_enc_new(&root, META_MAX_BYTES);
 	meta_enc_dir(e, META_NONE, "", &root);
-	meta_enc_ent(e, "f", &f);
+	meta_enc_ent(e, "f", &f, NULL);
 	meta_enc_dir(e, 0, "f", &sub);
 	assert_int_equal(meta_enc_finish(e, (void **)&buf, &len), 0);
 	assert_int_equal(meta_decode(buf, len, &s), -EINVAL);
@@ -189,7 +193,7 @@ static void test_structure(void **state)
 	/* a subdirectory whose inode differs from its parent's entry */
 	e = meta_enc_new(&root, META_MAX_BYTES);
 	meta_enc_dir(e, META_NONE, "", &root);
-	meta_enc_ent(e, "d", &sub);
+	meta_enc_ent(e, "d", &sub, NULL);
 	sub.st_ino = 99;
 	meta_enc_dir(e, 0, "d", &sub);
 	assert_int_equal(meta_enc_finish(e, (void **)&buf, &len), 0);
@@ -200,20 +204,20 @@ static void test_structure(void **state)
 	/* a name with a slash, a duplicate name, a parent after its child */
 	e = meta_enc_new(&root, META_MAX_BYTES);
 	meta_enc_dir(e, META_NONE, "", &root);
-	meta_enc_ent(e, "a/b", &f);
+	meta_enc_ent(e, "a/b", &f, NULL);
 	assert_int_equal(meta_enc_finish(e, (void **)&buf, &len), 0);
 	assert_int_equal(meta_decode(buf, len, &s), -EINVAL);
 	free(buf);
 	e = meta_enc_new(&root, META_MAX_BYTES);
 	meta_enc_dir(e, META_NONE, "", &root);
-	meta_enc_ent(e, "a", &f);
-	meta_enc_ent(e, "a", &f);
+	meta_enc_ent(e, "a", &f, NULL);
+	meta_enc_ent(e, "a", &f, NULL);
 	assert_int_equal(meta_enc_finish(e, (void **)&buf, &len), 0);
 	assert_int_equal(meta_decode(buf, len, &s), -EINVAL);
 	free(buf);
 	e = meta_enc_new(&root, META_MAX_BYTES);
 	meta_enc_dir(e, META_NONE, "", &root);
-	meta_enc_ent(e, "d", &sub);
+	meta_enc_ent(e, "d", &sub, NULL);
 	meta_enc_dir(e, 1, "d", &sub);
 	assert_int_equal(meta_enc_finish(e, (void **)&buf, &len), 0);
 	assert_int_equal(meta_decode(buf, len, &s), -EINVAL);
@@ -246,12 +250,12 @@ static void test_bound(void **state)
 
 	(void)state;
 	meta_enc_dir(e, META_NONE, "", &root);
-	meta_enc_ent(e, "a", &f);
-	meta_enc_ent(e, "d", &sub);
+	meta_enc_ent(e, "a", &f, NULL);
+	meta_enc_ent(e, "d", &sub, NULL);
 	assert_int_equal(meta_enc_dir(e, 0, "d", &sub), 1);
 	for (i = 0; i < 100 && ok; i++) {
 		snprintf(name, sizeof(name), "file%d", i);
-		ok = meta_enc_ent(e, name, &f);
+		ok = meta_enc_ent(e, name, &f, NULL);
 	}
 	assert_false(ok);
 	assert_int_equal(meta_enc_finish(e, &buf, &len), 0);
