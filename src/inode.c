@@ -383,7 +383,8 @@ int ino_fd(struct hotfs_itable *t, struct hotfs_inode *in)
 	pfd = ino_fd(t, p);
 	fd = pfd < 0 ? -1 : openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0 && (fstat(fd, &st) == -1 || st.st_dev != in->dev ||
-			st.st_ino != in->ino)) {
+			st.st_ino != in->ino ||
+			(st.st_mode & S_IFMT) != in->type)) {
 		close(fd);
 		fd = -1;
 		errno = ESTALE;

@@ -237,10 +237,12 @@ static const struct meta_dir *trusted(struct hotfs *fs, struct hotfs_inode *dir)
 		atomic_store(&dir->snap_state, META_ST_NONE);
 		return NULL;
 	}
-	if (s == META_ST_TRUSTED)
+	if (s == META_ST_TRUSTED && fs->o->revalidate == HOTFS_REVAL_NEVER)
 		return d;
 	if (fs->o->revalidate != HOTFS_REVAL_NEVER) {
-		/* the directory's own stamp: one fstat */
+		/* the directory's own stamp: one fstat that may read its
+		 * inode the first time, then on the fd held, from memory,
+		 * at every use (a change while mounted shows at once) */
 		fd = ino_fd(fs->it, dir);
 		if (fd < 0 || fstat(fd, &st) == -1 || !same_stamp(&st, &d->st)) {
 			drop_dir(m, dir, &m->stale);

@@ -71,7 +71,8 @@ struct hotfs_neg {
 void neg_free(struct hotfs_neg *neg);
 
 struct hotfs_inode {
-	int fd;				/* O_PATH on the source object */
+	_Atomic int fd;			/* O_PATH on the source object, or
+					 * -1: see lazy_parent */
 	dev_t dev;
 	ino_t ino;
 	mode_t type;			/* S_IFMT bits */
@@ -118,8 +119,8 @@ struct hotfs_inode {
 	 * directory its own record and whether it is trusted yet. */
 	const struct stat *snap_st;
 	const char *snap_target;	/* a symlink's */
-	uint32_t snap_pdir1;
-	uint32_t snap_dir1;
+	_Atomic uint32_t snap_pdir1;
+	_Atomic uint32_t snap_dir1;
 	_Atomic int snap_state;		/* enum meta_state */
 };
 
