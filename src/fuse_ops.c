@@ -684,6 +684,26 @@ static void hotfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	remove_name(req, parent, name, AT_REMOVEDIR);
 }
 
+/*
+ * The inode of dirfd/name, if the table has it without an fd (made from
+ * the metadata snapshot): open its fd now, by the name it still has.
+ */
+static void open_lazy(struct hotfs *fs, int dirfd, const char *name)
+{
+	struct hotfs_inode *in;
+	struct stat st;
+
+	if (!fs->meta ||
+	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return;
+	in = ino_find_hold(fs->it, st.st_dev, st.st_ino);
+	if (!in)
+		return;
+	if (in->fd < 0)
+		ino_fd(fs->it, in);	/* failing: it is stale anyway */
+	ino_unhold(fs->it, in);
+}
+
 static void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			 fuse_ino_t newparent, const char *newname,
 			 unsigned int flags)
@@ -705,6 +725,11 @@ static void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	meta_fs_change(hfs(req), hino(req, parent), NULL);
 	meta_fs_change(hfs(req), hino(req, newparent), NULL);
+	/* an object made from the snapshot is opened by the name it had:
+	 * open it before that name is gone (both, for an exchange) */
+	open_lazy(hfs(req), ifd(req, parent), name);
+	if (flags & RENAME_EXCHANGE)
+		open_lazy(hfs(req), ifd(req, newparent), newname);
 	/* a target replaced by the rename loses its name */
 	have = !(flags & RENAME_EXCHANGE) &&
 	       fstatat(ifd(req, newparent), newname, &st,

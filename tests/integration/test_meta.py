@@ -309,3 +309,28 @@ def test_kill9_then_remount(ws, loopsrc):
     drop_caches()
     ws.start(opts=opts)
     assert_same_tree(ws.mnt, ws.src)
+
+
+@pytest.mark.parametrize('mode', ['open', 'never'])
+def test_renamed_before_opened(ws, loopsrc, mode):
+    """A file and a directory known only from the snapshot (no source fd
+    yet) renamed through the mount are opened afterwards by their new
+    names: they must not be looked for under the old ones."""
+    make_tree(ws.src)
+    opts = 'cachesize=32M' + (',revalidate=never' if mode == 'never' else '')
+    warm(ws, opts)
+    ws.start(opts=opts)
+    m = lambda *p: os.path.join(ws.mnt, *p)
+    os.lstat(m('d01', 'f3'))
+    os.lstat(m('d02', 'sub', 'deep'))
+    os.lstat(m('d03', 'f4'))
+    os.rename(m('d01', 'f3'), m('d04', 'moved'))
+    os.rename(m('d02', 'sub'), m('d05', 'sub2'))
+    os.rename(m('d03'), m('d03-renamed'))
+    with open(m('d04', 'moved')) as f:
+        assert f.read() == 'xxx'
+    with open(m('d05', 'sub2', 'deep')) as f:
+        assert f.read() == 'deep'
+    with open(m('d03-renamed', 'f4')) as f:
+        assert f.read() == 'xxxx'
+    assert_same_tree(ws.mnt, ws.src)
