@@ -537,7 +537,8 @@ static bool wanted(struct hotfs_meta *m, const struct stat *st)
 	if (!in)
 		return false;
 	pthread_mutex_lock(&in->m);
-	yes = in->listing != NULL && in->fd >= 0;
+	/* listed, or looked up through: hot */
+	yes = in->fd >= 0;
 	pthread_mutex_unlock(&in->m);
 	ino_unhold(m->fs->it, in);
 	return yes;
@@ -560,6 +561,106 @@ static void fresh(struct hotfs_meta *m, struct stat *st)
 	ino_unhold(m->fs->it, in);
 }
 
+/* Entries names[0..n) of the directory fd (stamp dst): stat'ed now. */
+static void enc_names(struct hotfs_meta *m, struct meta_enc *enc,
+		      struct queue *q, const struct item *it, int fd,
+		      const struct stat *dst, const char **names, size_t n)
+{
+	char target[PATH_MAX + 1];
+	struct stat est;
+	uint32_t me;
+	size_t i;
+
+	me = meta_enc_dir(enc, it->parent, it->name, dst);
+	for (i = 0; me != META_NONE && i < n; i++) {
+		const char *name = names[i];
+
+		if (!strcmp(name, ".") || !strcmp(name, ".."))
+			continue;
+		if (fstatat(fd, name, &est, AT_SYMLINK_NOFOLLOW) == -1) {
+			meta_enc_drop_dir(enc);	/* changed meanwhile */
+			break;
+		}
+		if (S_ISLNK(est.st_mode)) {
+			ssize_t len = readlinkat(fd, name, target,
+						 sizeof(target) - 1);
+
+			if (len <= 0) {
+				meta_enc_drop_dir(enc);
+				break;
+			}
+			target[len] = '\0';
+		}
+		if (!meta_enc_ent(enc, name, &est,
+				  S_ISLNK(est.st_mode) ? target : NULL))
+			me = META_NONE;
+		else if (S_ISDIR(est.st_mode) && wanted(m, &est))
+			push(q, me, name, &est);
+	}
+}
+
+/* Whole-second stamps: a change within 2 s may leave them as they were. */
+static bool racy(const struct stat *st)
+{
+	struct timespec now;
+	int64_t w = 50000000LL, t;
+
+	if (st->st_mtim.tv_nsec == 0 && st->st_ctim.tv_nsec == 0)
+		w = 2100000000LL;
+	clock_gettime(CLOCK_REALTIME, &now);
+	t = ts_ns(&now);
+	return t - ts_ns(&st->st_mtim) < w || t - ts_ns(&st->st_ctim) < w;
+}
+
+/* Read the directory fd whole and encode it, if it holds still. */
+static void enc_read(struct hotfs_meta *m, struct meta_enc *enc,
+		     struct queue *q, const struct item *it, int fd)
+{
+	struct stat before, after;
+	const char **names = NULL;
+	struct dirent *de;
+	size_t n = 0, cap = 0;
+	DIR *dp;
+	int dfd;
+
+	if (fstat(fd, &before) == -1 || !S_ISDIR(before.st_mode) ||
+	    before.st_dev != it->st.st_dev || before.st_ino != it->st.st_ino ||
+	    racy(&before))
+		return;
+	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd == -1)
+		return;
+	dp = fdopendir(dfd);
+	if (!dp) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(dp))) {
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			const char **nn = realloc(names, ncap * sizeof(*nn));
+
+			if (!nn)
+				goto out;
+			names = nn;
+			cap = ncap;
+		}
+		names[n] = strdup(de->d_name);
+		if (!names[n])
+			goto out;
+		n++;
+	}
+	/* the listing is the directory's as of its stamp only if the stamp
+	 * did not move while it was read */
+	if (fstat(fd, &after) == 0 && same_stamp(&before, &after))
+		enc_names(m, enc, q, it, fd, &before, names, n);
+out:
+	closedir(dp);
+	while (n)
+		free((char *)names[--n]);
+	free(names);
+}
+
 /* One directory's record and entries; its subdirectories queued. */
 static void save_dir(struct hotfs_meta *m, struct meta_enc *enc,
 		     struct queue *q, const struct item *it)
@@ -570,7 +671,6 @@ static void save_dir(struct hotfs_meta *m, struct meta_enc *enc,
 	uint32_t idx = find_byid(m, it->st.st_dev, it->st.st_ino), me;
 	const struct meta_dir *d = NULL;
 	struct stat dst, est;
-	char target[PATH_MAX + 1];
 	size_t i;
 	int fd = -1;
 
@@ -605,37 +705,24 @@ static void save_dir(struct hotfs_meta *m, struct meta_enc *enc,
 		goto out;
 	}
 	/* else the live listing, if the directory has not changed since */
-	if (!l || fd < 0 || l->racy || fstat(fd, &dst) == -1 ||
-	    l->mtime_ns != ts_ns(&dst.st_mtim) ||
-	    l->ctime_ns != ts_ns(&dst.st_ctim) || l->size != dst.st_size ||
-	    dst.st_dev != it->st.st_dev || dst.st_ino != it->st.st_ino)
+	if (l && fd >= 0 && !l->racy && fstat(fd, &dst) == 0 &&
+	    l->mtime_ns == ts_ns(&dst.st_mtim) &&
+	    l->ctime_ns == ts_ns(&dst.st_ctim) && l->size == dst.st_size &&
+	    dst.st_dev == it->st.st_dev && dst.st_ino == it->st.st_ino) {
+		const char **names = calloc(l->n ? l->n : 1, sizeof(*names));
+
+		if (!names)
+			goto out;
+		for (i = 0; i < l->n; i++)
+			names[i] = l->ents[i].name;
+		enc_names(m, enc, q, it, fd, &dst, names, l->n);
+		free(names);
 		goto out;
-	me = meta_enc_dir(enc, it->parent, it->name, &dst);
-	for (i = 0; me != META_NONE && i < l->n; i++) {
-		const char *name = l->ents[i].name;
-
-		if (!strcmp(name, ".") || !strcmp(name, ".."))
-			continue;
-		if (fstatat(fd, name, &est, AT_SYMLINK_NOFOLLOW) == -1) {
-			meta_enc_drop_dir(enc);	/* changed meanwhile */
-			break;
-		}
-		if (S_ISLNK(est.st_mode)) {
-			ssize_t n = readlinkat(fd, name, target,
-					       sizeof(target) - 1);
-
-			if (n <= 0) {
-				meta_enc_drop_dir(enc);
-				break;
-			}
-			target[n] = '\0';
-		}
-		if (!meta_enc_ent(enc, name, &est,
-				  S_ISLNK(est.st_mode) ? target : NULL))
-			me = META_NONE;
-		else if (S_ISDIR(est.st_mode) && wanted(m, &est))
-			push(q, me, name, &est);
 	}
+	/* else a directory looked up through but never listed (git reads
+	 * paths from its index): list it now, from the fd held */
+	if (fd >= 0)
+		enc_read(m, enc, q, it, fd);
 out:
 	listing_put(l);
 	if (fd >= 0)

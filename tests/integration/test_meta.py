@@ -334,3 +334,27 @@ def test_renamed_before_opened(ws, loopsrc, mode):
     with open(m('d03-renamed', 'f4')) as f:
         assert f.read() == 'xxxx'
     assert_same_tree(ws.mnt, ws.src)
+
+
+def test_cold_start_paths_looked_up_without_listing(ws, loopsrc):
+    """Directories only looked up through (git reads its paths from its
+    index and never lists them) are in the snapshot too: after a remount
+    the same stats read nothing from the source's disk."""
+    make_tree(ws.src)
+    opts = 'cachesize=32M,revalidate=never'
+    paths = [os.path.join('d%02d' % d, 'f%d' % i)
+             for d in range(NDIRS) for i in range(0, NFILES, 3)]
+    proc = ws.start(opts=opts)
+    for p in paths:
+        os.lstat(os.path.join(ws.mnt, p))
+    ws.stop(proc)
+    drop_caches()
+    ws.start(opts=opts)
+    assert int(stats(ws)['meta_snapshot_dirs']) >= NDIRS + 1
+    drop_caches()
+    before = disk_reads(loopsrc)
+    got = [os.lstat(os.path.join(ws.mnt, p)) for p in paths]
+    assert disk_reads(loopsrc) - before == 0
+    want = [os.lstat(os.path.join(ws.src, p)) for p in paths]
+    assert [tuple(getattr(s, f) for f in FIELDS) for s in got] == \
+        [tuple(getattr(s, f) for f in FIELDS) for s in want]
