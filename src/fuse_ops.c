@@ -1846,6 +1846,7 @@ static void hotfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		return;
 	}
 	xattr_path(req, in, path, sizeof(path));
+	meta_fs_change(hfs(req), NULL, in);	/* its ctime moves */
 	r = setxattr(path, name, value, size, flags);
 	fuse_reply_err(req, r == -1 ? errno : 0);
 }
@@ -1861,6 +1862,7 @@ static void hotfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		return;
 	}
 	xattr_path(req, in, path, sizeof(path));
+	meta_fs_change(hfs(req), NULL, in);
 	r = removexattr(path, name);
 	fuse_reply_err(req, r == -1 ? errno : 0);
 }

@@ -216,6 +216,7 @@ def test_changes_through_the_mount_survive_a_remount(ws, loopsrc, mode):
     os.rename(m('d06'), m('d06-renamed'))
     os.symlink('x', m('d07', 'sub', 'l2'))
     os.link(m('d08', 'f5'), m('d08', 'f5-link'))
+    os.setxattr(m('d09', 'f6'), 'user.hotfs', b'1')   # its ctime
     os.rmdir(m('empty'))
     ws.stop(proc)
     drop_caches()
@@ -301,6 +302,7 @@ def test_kill9_then_remount(ws, loopsrc):
     with open(m('d01', 'new'), 'w') as f:
         f.write('new')
     os.unlink(m('d02', 'f3'))
+    os.setxattr(m('d04', 'f6'), 'user.hotfs', b'1')   # its ctime
     with open(m('d03', 'f9'), 'a') as f:
         f.write('grown')
     proc.send_signal(signal.SIGKILL)
@@ -358,3 +360,21 @@ def test_cold_start_paths_looked_up_without_listing(ws, loopsrc):
     want = [os.lstat(os.path.join(ws.src, p)) for p in paths]
     assert [tuple(getattr(s, f) for f in FIELDS) for s in got] == \
         [tuple(getattr(s, f) for f in FIELDS) for s in want]
+
+
+def test_kill9_after_an_xattr_change(ws, loopsrc):
+    """A change of an extended attribute moves the file's ctime: the
+    snapshot on disk goes before it is made, so a daemon killed right
+    after leaves none that shows the old ctime."""
+    make_tree(ws.src)
+    opts = 'cachesize=32M,revalidate=never'
+    warm(ws, opts)
+    proc = ws.start(opts=opts)
+    tree_stats(ws.mnt)
+    os.setxattr(os.path.join(ws.mnt, 'd04', 'f6'), 'user.hotfs', b'1')
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    util.cleanup_mount(proc, ws.mnt)
+    drop_caches()
+    ws.start(opts=opts)
+    assert_same_tree(ws.mnt, ws.src)
