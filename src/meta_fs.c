@@ -731,17 +731,20 @@ out:
 
 /* Write the file, unless something changed through the mount meanwhile
  * (then the next round tries again). */
-static void save(struct hotfs_meta *m)
+static void save(struct hotfs_meta *m, bool last)
 {
 	struct hotfs_inode *root = ino_root(m->fs->it);
 	struct queue q = { 0 };
 	struct meta_enc *enc;
 	struct meta_snap *check;
+	struct timespec t0, t1;
 	struct item it;
-	uint64_t gen;
+	uint64_t gen, ndirs = 0;
 	void *buf;
 	size_t len;
 	int r;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 
 	pthread_mutex_lock(&m->lock);
 	gen = m->change_gen;
@@ -764,7 +767,8 @@ static void save(struct hotfs_meta *m)
 	/* what cannot be read back is not written */
 	r = meta_decode(buf, len, &check);
 	if (r == 0) {
-		atomic_store(&m->saved_dirs, check->ndirs);
+		ndirs = check->ndirs;
+		atomic_store(&m->saved_dirs, ndirs);
 		meta_snap_free(check);
 		r = meta_write_file(m->dirfd, META_FILE ".new", buf, len);
 	}
@@ -779,6 +783,14 @@ static void save(struct hotfs_meta *m)
 		fsync(m->dirfd);
 		m->clean = true;
 		count(&m->saves);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		/* at unmount: how long it kept the daemon, and what it holds */
+		if (last)
+			hotfs_log(LOG_INFO, "metadata snapshot: %llu "
+				  "directories, %zu bytes, written in %.2f s\n",
+				  (unsigned long long)ndirs, len,
+				  (double)(t1.tv_sec - t0.tv_sec) +
+				  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	} else {
 		unlinkat(m->dirfd, META_FILE ".new", 0);
 	}
@@ -813,7 +825,7 @@ static void *writer(void *arg)
 			break;
 		pthread_mutex_unlock(&m->stop_lock);
 		if (dirty(m))
-			save(m);
+			save(m, false);
 		pthread_mutex_lock(&m->stop_lock);
 	}
 	pthread_mutex_unlock(&m->stop_lock);
@@ -849,7 +861,7 @@ void meta_fs_close(struct hotfs *fs)
 		pthread_join(m->thr, NULL);
 	}
 	if (dirty(m))
-		save(m);
+		save(m, true);
 	the_meta = NULL;
 	ino_set_stale_hook(fs->it, NULL, NULL);
 	fs->meta = NULL;
