@@ -490,7 +490,10 @@ int meta_read_file(int dirfd, const char *name, size_t max, void **bufp,
 	size_t got = 0;
 	int fd, err;
 
-	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* O_NONBLOCK: a FIFO put in its place must not hang the mount (a
+	 * regular file's reads ignore the flag) */
+	fd = openat(dirfd, name,
+		    O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd == -1)
 		return -errno;
 	if (fstat(fd, &st) == -1) {

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -292,6 +293,16 @@ static void test_file(void **state)
 	assert_int_equal(meta_read_file(dfd, META_FILE, len - 1, &back,
 					&blen), -EFBIG);
 	unlinkat(dfd, META_FILE, 0);
+	/* not a regular file: refused, and a FIFO without waiting for a
+	 * writer (this test would hang) */
+	assert_int_equal(mkfifoat(dfd, META_FILE, 0600), 0);
+	assert_int_equal(meta_read_file(dfd, META_FILE, META_MAX_BYTES,
+					&back, &blen), -EINVAL);
+	unlinkat(dfd, META_FILE, 0);
+	assert_int_equal(mkdirat(dfd, META_FILE, 0700), 0);
+	assert_int_equal(meta_read_file(dfd, META_FILE, META_MAX_BYTES,
+					&back, &blen), -EINVAL);
+	unlinkat(dfd, META_FILE, AT_REMOVEDIR);
 	close(dfd);
 	rmdir(dir);
 	free(buf);
