@@ -48,6 +48,9 @@ struct hotfs_meta {
 	bool clean;			/* under lock */
 	_Atomic uint64_t listing_seen;
 	_Atomic uint64_t hits, stale, ndropped, rejected, saves, saved_dirs;
+	/* the saver's own: how long until the directories it left out as
+	 * changed too recently can be read (0: none left out) */
+	int64_t racy_wait_ns;
 	/* the writer */
 	pthread_t thr;
 	bool started;
@@ -599,17 +602,25 @@ static void enc_names(struct hotfs_meta *m, struct meta_enc *enc,
 	}
 }
 
-/* Whole-second stamps: a change within 2 s may leave them as they were. */
-static bool racy(const struct stat *st)
+/*
+ * How long until st's stamp can prove a listing read now (0: it can): a
+ * change within a clock tick or two may leave the stamp as it was
+ * (within 2 s with whole-second stamps).
+ */
+static int64_t racy_left(const struct stat *st)
 {
 	struct timespec now;
-	int64_t w = 50000000LL, t;
+	int64_t w = 50000000LL, t, left;
 
 	if (st->st_mtim.tv_nsec == 0 && st->st_ctim.tv_nsec == 0)
 		w = 2100000000LL;
 	clock_gettime(CLOCK_REALTIME, &now);
 	t = ts_ns(&now);
-	return t - ts_ns(&st->st_mtim) < w || t - ts_ns(&st->st_ctim) < w;
+	left = w - (t - ts_ns(&st->st_mtim));
+	if (w - (t - ts_ns(&st->st_ctim)) > left)
+		left = w - (t - ts_ns(&st->st_ctim));
+	/* a stamp in the future (a clock set back): wait no longer */
+	return left < 0 ? 0 : left > w ? w : left;
 }
 
 /* Read the directory fd whole and encode it, if it holds still. */
@@ -621,12 +632,18 @@ static void enc_read(struct hotfs_meta *m, struct meta_enc *enc,
 	struct dirent *de;
 	size_t n = 0, cap = 0;
 	DIR *dp;
+	int64_t left;
 	int dfd;
 
 	if (fstat(fd, &before) == -1 || !S_ISDIR(before.st_mode) ||
-	    before.st_dev != it->st.st_dev || before.st_ino != it->st.st_ino ||
-	    racy(&before))
+	    before.st_dev != it->st.st_dev || before.st_ino != it->st.st_ino)
 		return;
+	left = racy_left(&before);
+	if (left) {
+		if (left > m->racy_wait_ns)
+			m->racy_wait_ns = left;
+		return;
+	}
 	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd == -1)
 		return;
@@ -730,30 +747,29 @@ out:
 }
 
 /* Write the file, unless something changed through the mount meanwhile
- * (then the next round tries again). */
-static void save(struct hotfs_meta *m, bool last)
+ * (then the next round tries again).  true if written (*ndirs
+ * directories, *lenp bytes). */
+static bool save_once(struct hotfs_meta *m, uint64_t *ndirsp, size_t *lenp)
 {
 	struct hotfs_inode *root = ino_root(m->fs->it);
 	struct queue q = { 0 };
 	struct meta_enc *enc;
 	struct meta_snap *check;
-	struct timespec t0, t1;
 	struct item it;
 	uint64_t gen, ndirs = 0;
+	bool written = false;
 	void *buf;
 	size_t len;
 	int r;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 
 	pthread_mutex_lock(&m->lock);
 	gen = m->change_gen;
 	pthread_mutex_unlock(&m->lock);
 	if (fstat(root->fd, &it.st) == -1)
-		return;
+		return false;
 	enc = meta_enc_new(&it.st, META_MAX_BYTES);
 	if (!enc)
-		return;
+		return false;
 	it.parent = META_NONE;
 	it.name = (char *)"";
 	save_dir(m, enc, &q, &it);
@@ -763,7 +779,7 @@ static void save(struct hotfs_meta *m, bool last)
 	}
 	free(q.v);
 	if (meta_enc_finish(enc, &buf, &len) < 0)
-		return;
+		return false;
 	/* what cannot be read back is not written */
 	r = meta_decode(buf, len, &check);
 	if (r == 0) {
@@ -775,7 +791,7 @@ static void save(struct hotfs_meta *m, bool last)
 	free(buf);
 	if (r < 0) {
 		hotfs_log(LOG_WARNING, "metadata snapshot: %s\n", strerror(-r));
-		return;
+		return false;
 	}
 	pthread_mutex_lock(&m->lock);
 	if (m->change_gen == gen &&
@@ -783,18 +799,50 @@ static void save(struct hotfs_meta *m, bool last)
 		fsync(m->dirfd);
 		m->clean = true;
 		count(&m->saves);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		/* at unmount: how long it kept the daemon, and what it holds */
-		if (last)
-			hotfs_log(LOG_INFO, "metadata snapshot: %llu "
-				  "directories, %zu bytes, written in %.2f s\n",
-				  (unsigned long long)ndirs, len,
-				  (double)(t1.tv_sec - t0.tv_sec) +
-				  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+		written = true;
+		*ndirsp = ndirs;
+		*lenp = len;
 	} else {
 		unlinkat(m->dirfd, META_FILE ".new", 0);
 	}
 	pthread_mutex_unlock(&m->lock);
+	return written;
+}
+
+/*
+ * A directory changed within a clock tick or two of the save is left out
+ * (with everything under it: a change in the root just before an unmount
+ * left the next mount no snapshot at all).  The periodic writer tries
+ * again later; at unmount, wait that out once (50 ms, 2.1 s at most with
+ * whole-second stamps) and write again.
+ */
+static void save(struct hotfs_meta *m, bool last)
+{
+	struct timespec t0, t1, ts;
+	uint64_t ndirs = 0;
+	size_t len = 0;
+	bool written;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	m->racy_wait_ns = 0;
+	written = save_once(m, &ndirs, &len);
+	if (last && m->racy_wait_ns) {
+		ts.tv_sec = m->racy_wait_ns / 1000000000LL;
+		ts.tv_nsec = m->racy_wait_ns % 1000000000LL;
+		while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+			;
+		m->racy_wait_ns = 0;
+		written = save_once(m, &ndirs, &len);
+	}
+	/* at unmount: how long it kept the daemon, and what it holds */
+	if (last && written) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		hotfs_log(LOG_INFO, "metadata snapshot: %llu directories, "
+			  "%zu bytes, written in %.2f s\n",
+			  (unsigned long long)ndirs, len,
+			  (double)(t1.tv_sec - t0.tv_sec) +
+			  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	}
 }
 
 /* Something to write: a change, or listings made since the last time. */

@@ -378,3 +378,23 @@ def test_kill9_after_an_xattr_change(ws, loopsrc):
     drop_caches()
     ws.start(opts=opts)
     assert_same_tree(ws.mnt, ws.src)
+
+
+@pytest.mark.parametrize('mode', ['open', 'never'])
+def test_change_just_before_unmount_keeps_the_tree(ws, loopsrc, mode):
+    """A directory changed through the mount just before the unmount (a
+    clock tick or two: its stamp cannot prove a listing read then) is
+    written once that has passed, not left out with everything under
+    it: a file created in the root right before the unmount used to
+    leave the next mount no snapshot at all."""
+    make_tree(ws.src)
+    opts = 'cachesize=32M' + (',revalidate=never' if mode == 'never' else '')
+    warm(ws, opts)
+    proc = ws.start(opts=opts)
+    tree_stats(ws.mnt)
+    with open(os.path.join(ws.mnt, 'rootfile'), 'w') as f:
+        f.write('r')
+    ws.stop(proc)
+    ws.start(opts=opts)
+    assert int(stats(ws)['meta_snapshot_dirs']) >= NDIRS * 2 + 1
+    assert_same_tree(ws.mnt, ws.src)
