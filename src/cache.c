@@ -36,6 +36,7 @@
 #include "hotfs/cache.h"
 #include "hotfs/ctl.h"
 #include "hotfs/log.h"
+#include "hotfs/meta_fs.h"
 #include "hotfs/uring.h"
 
 void cache_key(const struct hotfs_cache *c, dev_t dev, ino_t ino,
@@ -238,6 +239,7 @@ void cache_write_begin(struct hotfs_cache *c, struct hotfs_inode *in,
 {
 	struct stat st;
 
+	meta_note_write(in);	/* before the change: see meta_fs.h */
 	pthread_mutex_lock(&in->m);
 	w->gen = ++in->write_gen;
 	pthread_mutex_unlock(&in->m);

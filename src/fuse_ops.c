@@ -45,6 +45,7 @@
 #include "hotfs/fs.h"
 #include "hotfs/ioctl.h"
 #include "hotfs/log.h"
+#include "hotfs/meta_fs.h"
 #include "hotfs/watch.h"
 
 static struct hotfs *hfs(fuse_req_t req)
@@ -64,9 +65,11 @@ static struct hotfs_inode *hino(fuse_req_t req, fuse_ino_t ino)
 	return hino_fs(hfs(req), ino);
 }
 
+/* The inode's source fd, opened now if it was made from the metadata
+ * snapshot; -1 with errno if its name is gone. */
 static int ifd(fuse_req_t req, fuse_ino_t ino)
 {
-	return hino(req, ino)->fd;
+	return ino_fd(hfs(req)->it, hino(req, ino));
 }
 
 static struct hotfs_fh *hfh(struct fuse_file_info *fi)
@@ -107,6 +110,8 @@ static int src_fd(struct hotfs *fs, struct hotfs_inode *in,
 	*tmp = !(fi && fi->fh);
 	if (!*tmp)
 		return fhfd(fi);
+	if (ino_fd(fs->it, in) < 0)	/* known from the snapshot alone */
+		return -1;
 	snprintf(pn, sizeof(pn), "%d", in->fd);
 	return openat(fs->proc_self_fd, pn, flags | O_CLOEXEC);
 }
@@ -238,12 +243,18 @@ static int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct hotfs *fs = hfs(req);
 	struct hotfs_inode *in;
-	bool pw = watched(fs, parent);
-	int fd, err = 0;
+	bool pw;
+	int fd, pfd, err = 0;
 
+	if (meta_fs_lookup(fs, hino(req, parent), name, e, &err))
+		return err;
+	pw = watched(fs, parent);
 	memset(e, 0, sizeof(*e));
 	e->entry_timeout = entry_timeout(fs, pw);
-	fd = openat(ifd(req, parent), name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	pfd = ifd(req, parent);
+	if (pfd < 0)
+		return -errno;
+	fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd == -1)
 		return -errno;
 	err = stat_fd(fd, &e->attr);
@@ -254,8 +265,10 @@ static int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
 	in = ino_get(fs->it, fd, &e->attr, &err);
 	if (!in)
 		return err;
-	if (S_ISDIR(e->attr.st_mode))
+	if (S_ISDIR(e->attr.st_mode)) {
 		in->covered = watch_dir(fs->watch, in);
+		meta_fs_attach(fs, in);
+	}
 	else
 		in->covered = pw && e->attr.st_nlink == 1;
 	e->attr_timeout = attr_timeout(fs, in);
@@ -363,16 +376,23 @@ static void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct stat dst;
 	bool stamped;
 	int64_t now = 0;
-	int err;
+	int err, dfd;
 
 	if (vd_is(parent) || vd_is_name(hfs(req), parent, name)) {
 		vd_lookup(req, parent, name);
 		return;
 	}
 	count(&hfs(req)->n_lookup);
+	if (meta_fs_lookup(hfs(req), dir, name, &e, &err))
+		goto reply;
+	dfd = ino_fd(hfs(req)->it, dir);
+	if (dfd < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
 	/* the directory's stamp before the lookup (no disk: its inode is
 	 * held open) */
-	stamped = fstat(dir->fd, &dst) == 0;
+	stamped = fstat(dfd, &dst) == 0;
 	if (stamped && neg_hit(dir, &dst, name)) {
 		err = -ENOENT;
 	} else {
@@ -382,6 +402,7 @@ static void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		if (err == -ENOENT && stamped && !stamp_racy(&dst, now))
 			neg_add(dir, &dst, name);
 	}
+reply:
 	if (err == -ENOENT) {
 		/* a negative entry: git probes many absent names */
 		e.ino = 0;
@@ -426,17 +447,21 @@ static void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
 	struct stat st;
-	int err;
+	int err, fd;
 
 	if (vd_is(ino)) {
 		vd_getattr(req, ino);
 		return;
 	}
 	count(&hfs(req)->n_getattr);
-	if (fi && fi->fh)
+	if (fi && fi->fh) {
 		err = fstat(fhfd(fi), &st) == -1 ? -errno : 0;
-	else
-		err = stat_fd(ifd(req, ino), &st);
+	} else if (meta_fs_getattr(hfs(req), hino(req, ino), &st)) {
+		err = 0;
+	} else {
+		fd = ifd(req, ino);
+		err = fd < 0 ? -errno : stat_fd(fd, &st);
+	}
 	if (err) {
 		fuse_reply_err(req, -err);
 		return;
@@ -474,6 +499,11 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	if (fi && !fi->fh)	/* no open: by the inode */
 		fi = NULL;
+	if (ino_fd(fs->it, in) < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	meta_fs_change(fs, NULL, in);
 	procname(pn, sizeof(pn), in->fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
 		if (fi)
@@ -545,13 +575,21 @@ out_err:
 static void hotfs_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	char buf[PATH_MAX + 1];
+	const char *t;
 	ssize_t n;
+	int fd;
 
 	if (vd_is(ino)) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	n = readlinkat(ifd(req, ino), "", buf, sizeof(buf));
+	t = meta_fs_readlink(hfs(req), hino(req, ino));
+	if (t) {
+		fuse_reply_readlink(req, t);
+		return;
+	}
+	fd = ifd(req, ino);
+	n = fd < 0 ? -1 : readlinkat(fd, "", buf, sizeof(buf));
 	if (n == -1) {
 		fuse_reply_err(req, errno);
 		return;
@@ -592,6 +630,11 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	pfd = ifd(req, parent);
+	if (pfd < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	meta_fs_change(hfs(req), hino(req, parent), NULL);
 	cred_enter(req, &c);
 	umask_enter(req);
 	if (S_ISDIR(mode))
@@ -642,6 +685,11 @@ static void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
 		return;
 	}
 
+	if (ifd(req, ino) < 0 || ifd(req, parent) < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	meta_fs_change(fs, hino(req, parent), hino(req, ino));
 	procname(pn, sizeof(pn), ifd(req, ino));
 	r = linkat(ifd(req, ino), "", ifd(req, parent), name, AT_EMPTY_PATH);
 	if (r == -1 && (errno == ENOENT || errno == EINVAL))
@@ -666,6 +714,11 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, EPERM);
 		return;
 	}
+	if (ifd(req, parent) < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	meta_fs_change(hfs(req), hino(req, parent), NULL);
 	have = fstatat(ifd(req, parent), name, &st,
 		       AT_SYMLINK_NOFOLLOW) == 0;
 	r = unlinkat(ifd(req, parent), name, flags);
@@ -684,6 +737,26 @@ static void hotfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	remove_name(req, parent, name, AT_REMOVEDIR);
 }
 
+/*
+ * The inode of dirfd/name, if the table has it without an fd (made from
+ * the metadata snapshot): open its fd now, by the name it still has.
+ */
+static void open_lazy(struct hotfs *fs, int dirfd, const char *name)
+{
+	struct hotfs_inode *in;
+	struct stat st;
+
+	if (!fs->meta ||
+	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return;
+	in = ino_find_hold(fs->it, st.st_dev, st.st_ino);
+	if (!in)
+		return;
+	if (in->fd < 0)
+		ino_fd(fs->it, in);	/* failing: it is stale anyway */
+	ino_unhold(fs->it, in);
+}
+
 static void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			 fuse_ino_t newparent, const char *newname,
 			 unsigned int flags)
@@ -699,6 +772,17 @@ static void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 
+	if (ifd(req, parent) < 0 || ifd(req, newparent) < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	meta_fs_change(hfs(req), hino(req, parent), NULL);
+	meta_fs_change(hfs(req), hino(req, newparent), NULL);
+	/* an object made from the snapshot is opened by the name it had:
+	 * open it before that name is gone (both, for an exchange) */
+	open_lazy(hfs(req), ifd(req, parent), name);
+	if (flags & RENAME_EXCHANGE)
+		open_lazy(hfs(req), ifd(req, newparent), newname);
 	/* a target replaced by the rename loses its name */
 	have = !(flags & RENAME_EXCHANGE) &&
 	       fstatat(ifd(req, newparent), newname, &st,
@@ -771,6 +855,10 @@ static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, ENOSYS);
 		return;
 	}
+	if (ino_fd(fs->it, in) < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
 	procname(pn, sizeof(pn), in->fd);
 	if (fi->flags & O_TRUNC)
 		cache_write_begin(fs->cache, in, &w);
@@ -818,6 +906,11 @@ static void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, vd_is(parent) ? EACCES : EEXIST);
 		return;
 	}
+	if (ifd(req, parent) < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	meta_fs_change(hfs(req), hino(req, parent), NULL);
 	cred_enter(req, &c);
 	umask_enter(req);
 	fd = openat(ifd(req, parent), name,
@@ -1282,8 +1375,6 @@ static void rec_add(struct hotfs_dirp *d, const struct dirent *de)
 	d->rnlen += len;
 }
 
-static _Atomic uint32_t listing_gen;
-
 /* The whole directory was read: make the listing (NULL: no memory). */
 static struct hotfs_listing *rec_make(struct hotfs_dirp *d)
 {
@@ -1298,8 +1389,7 @@ static struct hotfs_listing *rec_make(struct hotfs_dirp *d)
 	l->mtime_ns = d->mtime_ns;
 	l->ctime_ns = d->ctime_ns;
 	l->size = d->size;
-	/* 31 bits: offsets stay positive loff_t values */
-	l->gen = atomic_fetch_add(&listing_gen, 1) % 0x7fffffffu + 1;
+	l->gen = listing_next_gen();
 	l->racy = stamp_racy_ns(d->mtime_ns, d->ctime_ns, now_ns());
 	l->n = d->rn;
 	l->ents = d->rents;
@@ -1450,14 +1540,20 @@ static struct hotfs_listing *listing_read(struct hotfs_inode *in,
  * the offsets), even if a newer one was made meanwhile for another
  * reader: the old one is kept in the ring for that.
  */
-static struct hotfs_listing *stateless_listing(struct hotfs_inode *in,
+static struct hotfs_listing *stateless_listing(struct hotfs *fs,
+					       struct hotfs_inode *in,
 					       off_t off, int *err)
 {
 	uint32_t gen = (uint32_t)((uint64_t)off >> 32);
 	struct hotfs_listing *l, *old;
 	struct stat st;
+	int fd;
 
-	if (fstat(in->fd, &st) == -1) {
+	l = meta_fs_listing(fs, in, off);
+	if (l)
+		return l;
+	fd = ino_fd(fs->it, in);
+	if (fd < 0 || fstat(fd, &st) == -1) {
 		*err = errno;
 		return NULL;
 	}
@@ -1517,7 +1613,9 @@ static void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	fd = openat(ifd(req, ino), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = ifd(req, ino);
+	if (fd != -1)
+		fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd == -1)
 		goto out_err;
 	d->dp = fdopendir(fd);
@@ -1625,7 +1723,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 	if (!d) {		/* no opendir: see stateless_listing() */
 		memset(&tmp, 0, sizeof(tmp));
 		tmp.in = hino(req, ino);
-		tmp.lst = stateless_listing(tmp.in, offset, &err);
+		tmp.lst = stateless_listing(hfs(req), tmp.in, offset, &err);
 		if (!tmp.lst) {
 			fuse_reply_err(req, err);
 			return;
@@ -1835,9 +1933,11 @@ static void hotfs_access(fuse_req_t req, fuse_ino_t ino, int mask)
  * symlink itself included (the magic link is not followed further), so
  * the path xattr calls work for every type.
  */
-static void xattr_path(struct hotfs_inode *in, char *buf, size_t len)
+static void xattr_path(fuse_req_t req, struct hotfs_inode *in, char *buf,
+		       size_t len)
 {
-	snprintf(buf, len, "/proc/self/fd/%d", in->fd);
+	/* a name gone from the source: -1, and the call fails ENOENT */
+	snprintf(buf, len, "/proc/self/fd/%d", ino_fd(hfs(req)->it, in));
 }
 
 static void reply_xattr(fuse_req_t req, size_t size, ssize_t n,
@@ -1865,7 +1965,7 @@ static void get_or_list_xattr(fuse_req_t req, struct hotfs_inode *in,
 			return;
 		}
 	}
-	xattr_path(in, path, sizeof(path));
+	xattr_path(req, in, path, sizeof(path));
 	n = name ? getxattr(path, name, value, size) :
 		   listxattr(path, value, size);
 	reply_xattr(req, size, n, value);
@@ -1905,7 +2005,8 @@ static void hotfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	xattr_path(in, path, sizeof(path));
+	xattr_path(req, in, path, sizeof(path));
+	meta_fs_change(hfs(req), NULL, in);	/* its ctime moves */
 	r = setxattr(path, name, value, size, flags);
 	fuse_reply_err(req, r == -1 ? errno : 0);
 }
@@ -1920,7 +2021,8 @@ static void hotfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	xattr_path(in, path, sizeof(path));
+	xattr_path(req, in, path, sizeof(path));
+	meta_fs_change(hfs(req), NULL, in);
 	r = removexattr(path, name);
 	fuse_reply_err(req, r == -1 ? errno : 0);
 }

@@ -17,6 +17,7 @@
  * Lock order: table lock -> inode lock (hotfs_inode.m).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,9 @@ struct hotfs_itable {
 	void (*on_free)(void *arg, struct hotfs_inode *in);
 	void *on_free_arg;
 	void (*nofh_free)(void *nofh);
+	void (*on_stale)(void *arg, struct hotfs_inode *in);
+	void *on_stale_arg;
+	bool dying;			/* ino_table_free: parents go too */
 };
 
 static void __lru_del(struct hotfs_itable *t, struct hotfs_inode *in);
@@ -83,6 +87,18 @@ int ino_table_new(struct hotfs_itable **tp, int root_fd)
 }
 
 static _Atomic size_t all_listing_bytes;
+static _Atomic uint32_t listing_gen;
+
+uint32_t listing_next_gen_peek(void)
+{
+	return atomic_load(&listing_gen);
+}
+
+uint32_t listing_next_gen(void)
+{
+	/* 31 bits: offsets stay positive loff_t values */
+	return atomic_fetch_add(&listing_gen, 1) % 0x7fffffffu + 1;
+}
 
 size_t listing_bytes(void)
 {
@@ -143,7 +159,11 @@ static void free_inode(struct hotfs_itable *t, struct hotfs_inode *in)
 		t->nofh_free(in->nofh);
 	listing_put(in->listing);
 	neg_free(in->neg);
-	close(in->fd);
+	if (in->fd >= 0)
+		close(in->fd);
+	if (in->lazy_parent && !t->dying)
+		ino_unhold(t, in->lazy_parent);
+	free(in->lazy_name);
 	pthread_mutex_destroy(&in->m);
 	free(in);
 }
@@ -154,6 +174,7 @@ void ino_table_free(struct hotfs_itable *t)
 
 	if (!t)
 		return;
+	t->dying = true;
 	for (i = 0; i < t->nbuckets; i++) {
 		struct hotfs_inode *in = t->buckets[i], *next;
 
@@ -206,6 +227,19 @@ struct hotfs_inode *ino_find(struct hotfs_itable *t, dev_t dev, ino_t ino)
 	return in;
 }
 
+struct hotfs_inode *ino_find_hold(struct hotfs_itable *t, dev_t dev,
+				  ino_t ino)
+{
+	struct hotfs_inode *in;
+
+	pthread_mutex_lock(&t->lock);
+	in = __find(t, dev, ino);
+	if (in)
+		in->holds++;
+	pthread_mutex_unlock(&t->lock);
+	return in;
+}
+
 struct hotfs_inode *ino_root(struct hotfs_itable *t)
 {
 	return &t->root;
@@ -235,14 +269,22 @@ static void __grow(struct hotfs_itable *t)
 	t->nbuckets = n;
 }
 
-struct hotfs_inode *ino_get(struct hotfs_itable *t, int fd,
-			    const struct stat *st, int *err)
+static struct hotfs_inode *get(struct hotfs_itable *t, int fd,
+			       const struct stat *st, int *err,
+			       struct hotfs_inode *parent, const char *name)
 {
-	struct hotfs_inode *in, *nin, *dead;
+	struct hotfs_inode *in, *nin, *dead, *lazy = NULL;
 	size_t h;
 
 	/* Allocate outside the lock; usually the inode is new. */
 	nin = calloc(1, sizeof(*nin));
+	if (nin && name) {
+		nin->lazy_name = strdup(name);
+		if (!nin->lazy_name) {
+			free(nin);
+			nin = NULL;
+		}
+	}
 	pthread_mutex_lock(&t->lock);
 	in = __find(t, st->st_dev, st->st_ino);
 	h = hash_key(st->st_dev, st->st_ino, t->nbuckets);
@@ -250,18 +292,39 @@ struct hotfs_inode *ino_get(struct hotfs_itable *t, int fd,
 		if (in->retained)
 			__lru_del(t, in);
 		in->nlookup++;
+		if (fd >= 0) {
+			/* made from the snapshot: it has its fd now */
+			pthread_mutex_lock(&in->m);
+			if (in->fd < 0) {
+				in->fd = fd;
+				fd = -1;
+				lazy = in->lazy_parent;
+				in->lazy_parent = NULL;
+			}
+			pthread_mutex_unlock(&in->m);
+		}
 		pthread_mutex_unlock(&t->lock);
-		close(fd);
+		if (lazy)
+			ino_unhold(t, lazy);
+		if (fd >= 0)
+			close(fd);
+		if (nin)
+			free(nin->lazy_name);
 		free(nin);
 		return in;
 	}
 	if (!nin) {
 		pthread_mutex_unlock(&t->lock);
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		*err = -ENOMEM;
 		return NULL;
 	}
 	nin->fd = fd;
+	if (parent) {
+		parent->holds++;
+		nin->lazy_parent = parent;
+	}
 	nin->dev = st->st_dev;
 	nin->ino = st->st_ino;
 	nin->type = st->st_mode & S_IFMT;
@@ -276,6 +339,94 @@ struct hotfs_inode *ino_get(struct hotfs_itable *t, int fd,
 	pthread_mutex_unlock(&t->lock);
 	free_list(t, dead);
 	return nin;
+}
+
+struct hotfs_inode *ino_get(struct hotfs_itable *t, int fd,
+			    const struct stat *st, int *err)
+{
+	return get(t, fd, st, err, NULL, NULL);
+}
+
+struct hotfs_inode *ino_get_lazy(struct hotfs_itable *t,
+				 struct hotfs_inode *parent, const char *name,
+				 const struct stat *st, int *err)
+{
+	return get(t, -1, st, err, parent, name);
+}
+
+void ino_set_stale_hook(struct hotfs_itable *t,
+			void (*fn)(void *arg, struct hotfs_inode *in), void *arg)
+{
+	t->on_stale = fn;
+	t->on_stale_arg = arg;
+}
+
+/*
+ * Open a lazily made inode's fd: by its name in its parent (opened the
+ * same way first if need be), checked to be the same object.
+ */
+int ino_fd(struct hotfs_itable *t, struct hotfs_inode *in)
+{
+	struct hotfs_inode *p, *lazy;
+	struct stat st;
+	char *name;
+	int fd, pfd;
+
+	pthread_mutex_lock(&in->m);
+	fd = in->fd;
+	p = in->lazy_parent;
+	name = fd < 0 && p ? strdup(in->lazy_name) : NULL;
+	pthread_mutex_unlock(&in->m);
+	if (fd >= 0)
+		return fd;
+	if (!p) {
+		errno = ESTALE;
+		return -1;
+	}
+	if (!name) {
+		errno = ENOMEM;
+		return -1;
+	}
+	ino_hold(t, p);		/* it may get its own fd meanwhile */
+	pfd = ino_fd(t, p);
+	fd = pfd < 0 ? -1 : openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) == -1 || st.st_dev != in->dev ||
+			st.st_ino != in->ino ||
+			(st.st_mode & S_IFMT) != in->type)) {
+		close(fd);
+		fd = -1;
+		errno = ESTALE;
+	}
+	if (fd < 0 && pfd >= 0) {
+		int e = errno;
+
+		if (t->on_stale)
+			t->on_stale(t->on_stale_arg, in);
+		errno = e;
+	}
+	free(name);
+	if (fd < 0) {
+		int e = errno;
+
+		ino_unhold(t, p);
+		errno = e;
+		return -1;
+	}
+	pthread_mutex_lock(&in->m);
+	if (in->fd >= 0) {		/* another thread was first */
+		close(fd);
+		fd = in->fd;
+		lazy = NULL;
+	} else {
+		in->fd = fd;
+		lazy = in->lazy_parent;
+		in->lazy_parent = NULL;
+	}
+	pthread_mutex_unlock(&in->m);
+	ino_unhold(t, p);
+	if (lazy)
+		ino_unhold(t, lazy);	/* the hold taken when it was made */
+	return fd;
 }
 
 /* LRU of retained inodes; all called with the table lock held. */

@@ -34,6 +34,7 @@
 #include "config.h"
 #include "hotfs/fs.h"
 #include "hotfs/log.h"
+#include "hotfs/meta_fs.h"
 #include "hotfs/watch.h"
 #include "hotfs/opts.h"
 #include "hotfs/store.h"
@@ -224,6 +225,9 @@ int main(int argc, char *argv[])
 	/* listings live in retained inodes (swept by the promotion
 	 * thread's tick): both or neither */
 	fs.listings = fs.cache && o.inode_cache;
+	/* the metadata snapshot goes with them: it is made of listings */
+	if (fs.listings)
+		meta_fs_open(&fs);
 	fs.as_root = geteuid() == 0;
 	fs.ctldir = o.ctldir;
 	fs.owner_uid = getuid();
@@ -277,6 +281,12 @@ int main(int argc, char *argv[])
 			goto out5;
 		}
 	}
+	r = meta_fs_start(&fs);
+	if (r < 0) {
+		hotfs_log(LOG_ERR, "metadata snapshot thread: %s\n",
+			  strerror(-r));
+		goto out5;
+	}
 	if (fs.watch) {
 		r = watch_start(fs.watch, se);
 		if (r < 0) {
@@ -325,6 +335,7 @@ out5:
 out4:
 	fuse_remove_signal_handlers(se);
 out3:
+	meta_fs_close(&fs);	/* writes it: the tree is still here */
 	fh_free_all();
 	vd_free_snapshots();
 	vd_free_all();

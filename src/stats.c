@@ -22,6 +22,7 @@
 #include "hotfs/cache.h"
 #include "hotfs/ctl.h"
 #include "hotfs/fs.h"
+#include "hotfs/meta_fs.h"
 #include "hotfs/watch.h"
 
 enum kind { K_U64, K_F64, K_STR };
@@ -92,6 +93,21 @@ static void add_watch(struct hotfs *fs, struct kvlist *l)
 	add_u(l, "watch_events", ws.events);
 	add_u(l, "watch_invalidations", ws.invalidations);
 	add_u(l, "watch_overflows", ws.overflows);
+}
+
+/* The metadata snapshot (hotfs/meta_fs.h). */
+static void add_meta(struct hotfs *fs, struct kvlist *l)
+{
+	struct meta_fs_stats ms;
+
+	meta_fs_get_stats(fs, &ms);
+	add_u(l, "meta_snapshot_dirs", ms.dirs);
+	add_u(l, "meta_snapshot_hits", ms.hits);
+	add_u(l, "meta_snapshot_stale", ms.stale);
+	add_u(l, "meta_snapshot_dropped", ms.dropped);
+	add_u(l, "meta_snapshot_rejected", ms.rejected);
+	add_u(l, "meta_snapshot_saves", ms.saves);
+	add_u(l, "meta_snapshot_saved_dirs", ms.saved_dirs);
 }
 
 static void collect(struct hotfs *fs, struct kvlist *l,
@@ -185,6 +201,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_u(l, "inodes", ino_count(fs->it));
 	add_u(l, "retained_inodes", ino_retained(fs->it));
 	add_watch(fs, l);
+	add_meta(fs, l);
 }
 
 /* JSON string escaping for the few free-text values. */

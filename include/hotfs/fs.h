@@ -28,6 +28,7 @@ struct hotfs {
 	bool no_open;			/* files need no open (revalidate=never) */
 	struct hotfs_cache *cache;	/* NULL with -o nocache */
 	struct hotfs_watch *watch;	/* NULL unless revalidate=open */
+	struct hotfs_meta *meta;	/* NULL without listings */
 	char *cache_off;		/* or why the store could not open */
 	const char *ctldir;		/* name of the control directory */
 	uid_t owner_uid;		/* who mounted: may use .hotfs/ctl */

@@ -71,7 +71,8 @@ struct hotfs_neg {
 void neg_free(struct hotfs_neg *neg);
 
 struct hotfs_inode {
-	int fd;				/* O_PATH on the source object */
+	_Atomic int fd;			/* O_PATH on the source object, or
+					 * -1: see lazy_parent */
 	dev_t dev;
 	ino_t ino;
 	mode_t type;			/* S_IFMT bits */
@@ -111,6 +112,20 @@ struct hotfs_inode {
 	 * raises an event hotfs sees.  Set under m, read without it. */
 	_Atomic int wd;
 	_Atomic bool covered;
+
+	/* Made from the metadata snapshot (hotfs/meta_fs.h) without asking
+	 * the source: fd is -1 until ino_fd() opens it by name in its
+	 * parent, which is held (ino_hold) until then.  Under m. */
+	struct hotfs_inode *lazy_parent;
+	char *lazy_name;
+	/* The snapshot's attributes, answered while fd is -1; the record
+	 * (index + 1, 0: none) of the directory it was found in, and for a
+	 * directory its own record and whether it is trusted yet. */
+	const struct stat *snap_st;
+	const char *snap_target;	/* a symlink's */
+	_Atomic uint32_t snap_pdir1;
+	_Atomic uint32_t snap_dir1;
+	_Atomic int snap_state;		/* enum meta_state */
 };
 
 struct hotfs_itable;
@@ -126,6 +141,32 @@ struct hotfs_inode *ino_root(struct hotfs_itable *t);
  */
 struct hotfs_inode *ino_get(struct hotfs_itable *t, int fd,
 			    const struct stat *st, int *err);
+
+/*
+ * The same for an object known only from the metadata snapshot: the
+ * inode gets no fd; ino_fd() opens name in parent when one is needed.
+ */
+struct hotfs_inode *ino_get_lazy(struct hotfs_itable *t,
+				 struct hotfs_inode *parent, const char *name,
+				 const struct stat *st, int *err);
+/*
+ * The inode's O_PATH fd, opened now through its parents if it was made
+ * lazily.  -1 with errno set if that fails: ENOENT if the name is gone,
+ * ESTALE if it now names another object (the stale hook is called then,
+ * with the inode whose name failed, so the snapshot is not trusted
+ * again).
+ */
+int ino_fd(struct hotfs_itable *t, struct hotfs_inode *in);
+void ino_set_stale_hook(struct hotfs_itable *t,
+			void (*fn)(void *arg, struct hotfs_inode *in),
+			void *arg);
+/* Like ino_find, but the inode is held (ino_unhold it). */
+struct hotfs_inode *ino_find_hold(struct hotfs_itable *t, dev_t dev,
+				  ino_t ino);
+/* A new generation for a listing (its offsets carry it). */
+uint32_t listing_next_gen(void);
+/* The generation counter now (changes when a listing is made). */
+uint32_t listing_next_gen_peek(void);
 
 /* Drop n lookup references; frees the inode at zero (not the root). */
 void ino_forget(struct hotfs_itable *t, struct hotfs_inode *in, uint64_t n);

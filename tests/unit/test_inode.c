@@ -210,6 +210,102 @@ static void test_sweep_deleted(void **state)
 	assert_int_equal(ino_count(f->t), 7);
 }
 
+static int stale_calls;
+static struct hotfs_inode *stale_in;
+
+static void on_stale(void *arg, struct hotfs_inode *in)
+{
+	(void)arg;
+	stale_calls++;
+	stale_in = in;
+}
+
+/*
+ * Inodes made from the metadata snapshot: no fd until ino_fd, which opens
+ * them by name through their parents; a name that now names another
+ * object is ESTALE (and reported), one gone ENOENT; the parent is held
+ * until the child has its own fd.
+ */
+static void test_lazy(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_inode *root = ino_root(f->t), *d, *x, *y;
+	struct stat dst, xst, yst, st;
+	int fds, err = 0, fd, keep;
+
+	assert_int_equal(mkdirat(f->dfd, "d", 0700), 0);
+	fd = openat(f->dfd, "d/x", O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	fd = openat(f->dfd, "d/y", O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(fstatat(f->dfd, "d", &dst, 0), 0);
+	assert_int_equal(fstatat(f->dfd, "d/x", &xst, 0), 0);
+	assert_int_equal(fstatat(f->dfd, "d/y", &yst, 0), 0);
+	ino_set_stale_hook(f->t, on_stale, NULL);
+
+	fds = open_fds();
+	d = ino_get_lazy(f->t, root, "d", &dst, &err);
+	x = ino_get_lazy(f->t, d, "x", &xst, &err);
+	y = ino_get_lazy(f->t, d, "y", &yst, &err);
+	assert_non_null(d);
+	assert_non_null(x);
+	assert_non_null(y);
+	assert_int_equal(d->fd, -1);
+	assert_int_equal(x->fd, -1);
+	assert_int_equal(open_fds(), fds);	/* nothing opened yet */
+	/* the kernel forgets the directory: its children keep it */
+	ino_forget(f->t, d, 1);
+	assert_int_equal(ino_count(f->t), 4);
+
+	fd = ino_fd(f->t, x);			/* opens d, then x */
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_ino, xst.st_ino);
+	assert_true(d->fd >= 0);
+	assert_int_equal(ino_fd(f->t, x), fd);	/* once */
+	assert_int_equal(open_fds(), fds + 2);
+
+	/* y replaced by another file of the same name (y kept open
+	 * meanwhile: its inode number is not reused) */
+	keep = openat(f->dfd, "d/y", O_PATH | O_CLOEXEC);
+	assert_true(keep >= 0);
+	assert_int_equal(unlinkat(f->dfd, "d/y", 0), 0);
+	fd = openat(f->dfd, "d/z", O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(renameat(f->dfd, "d/z", f->dfd, "d/y"), 0);
+	errno = 0;
+	assert_int_equal(ino_fd(f->t, y), -1);
+	assert_int_equal(errno, ESTALE);
+	assert_int_equal(stale_calls, 1);
+	assert_ptr_equal(stale_in, y);
+	close(keep);
+	/* and gone */
+	assert_int_equal(unlinkat(f->dfd, "d/y", 0), 0);
+	errno = 0;
+	assert_int_equal(ino_fd(f->t, y), -1);
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(stale_calls, 2);
+
+	/* a source lookup of a lazily made inode gives it its fd */
+	ino_forget(f->t, x, 1);
+	ino_forget(f->t, y, 1);			/* d goes with them */
+	assert_int_equal(ino_count(f->t), 1);
+	assert_int_equal(open_fds(), fds);
+	d = ino_get_lazy(f->t, root, "d", &dst, &err);
+	fd = openat(f->dfd, "d", O_PATH | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_ptr_equal(ino_get(f->t, fd, &dst, &err), d);
+	assert_int_equal(d->fd, fd);
+	ino_forget(f->t, d, 2);
+	assert_int_equal(ino_count(f->t), 1);
+	assert_int_equal(open_fds(), fds);
+	unlinkat(f->dfd, "d/x", 0);
+	unlinkat(f->dfd, "d", AT_REMOVEDIR);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -221,6 +317,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_sweep_deleted, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_lazy, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
