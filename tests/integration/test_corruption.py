@@ -96,11 +96,6 @@ def stats(mnt):
         return json.load(f)
 
 
-def drop_caches():
-    with open('/proc/sys/vm/drop_caches', 'w') as f:
-        f.write('3\n')
-
-
 def roundup(x, a):
     return (x + a - 1) // a * a
 
@@ -396,7 +391,7 @@ class Corruptor:
         """Pass 1 buffered (page cache dropped), pass 2 O_DIRECT; the
         checksum failures each pass counted."""
         c0 = stats(self.mnt)['checksum_failures']
-        drop_caches()
+        util.drop_caches()
         self.read_all(direct=False)
         c1 = stats(self.mnt)['checksum_failures']
         # the failed extents are promoted again at their next read

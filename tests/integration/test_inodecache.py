@@ -7,48 +7,10 @@ deleted through the mount or in the source still frees its space.
 The source is a real ext4 on a loop device, so that its disk reads can be
 counted (/sys/block/loopN/stat); the device is always detached."""
 import os
-import subprocess
 
 import pytest
 
 import util
-
-
-@pytest.fixture
-def loopsrc(ws):
-    img = os.path.join(ws.root, 'src.img')
-    with open(img, 'wb') as f:
-        f.truncate(128 << 20)
-    subprocess.run(['mkfs.ext4', '-q', '-F', '-I', '256', img], check=True)
-    r = subprocess.run(['losetup', '--show', '-f', img],
-                       stdout=subprocess.PIPE)
-    if r.returncode != 0:
-        pytest.skip('no loop device')
-    dev = r.stdout.decode().strip()
-    try:
-        subprocess.run(['mount', dev, ws.src], check=True)
-        try:
-            # mkfs made it seconds ago with whole-second times: hotfs
-            # would (rightly) not trust its stamp for 2 s
-            os.rmdir(os.path.join(ws.src, 'lost+found'))
-            yield dev
-        finally:
-            for p, mnt, _ in ws.daemons:
-                util.cleanup_mount(p, mnt)
-            subprocess.run(['umount', ws.src])
-    finally:
-        subprocess.run(['losetup', '-d', dev])
-
-
-def disk_reads(dev):
-    with open('/sys/block/%s/stat' % os.path.basename(dev)) as f:
-        return int(f.read().split()[0])
-
-
-def drop_caches():
-    subprocess.run(['sync'])
-    with open('/proc/sys/vm/drop_caches', 'w') as f:
-        f.write('3\n')
 
 
 def make_tree(root):
@@ -73,7 +35,7 @@ def test_lookups_after_drop_caches_read_nothing(ws, loopsrc, keep):
     make_tree(ws.src)
     ws.start(opts='cachesize=32M' + ('' if keep else ',inode_cache=0'))
     stat_all(ws.mnt)
-    drop_caches()              # the kernel forgets; hotfs keeps (or not)
+    util.drop_caches()         # the kernel forgets; hotfs keeps (or not)
     if keep:
         util.wait_for(lambda: int(util.hotfs_stats(ws.mnt)
                                   ['retained_inodes']) >= 1000,
@@ -81,10 +43,10 @@ def test_lookups_after_drop_caches_read_nothing(ws, loopsrc, keep):
     else:
         util.wait_for(lambda: int(util.hotfs_stats(ws.mnt)['inodes'])
                       < 100, 'the kernel to forget the inodes')
-    drop_caches()              # now what hotfs did not keep is gone
-    before = disk_reads(loopsrc)
+    util.drop_caches()         # now what hotfs did not keep is gone
+    before = util.disk_reads(loopsrc)
     assert stat_all(ws.mnt) == 1000
-    reads = disk_reads(loopsrc) - before
+    reads = util.disk_reads(loopsrc) - before
     if keep:
         assert reads == 0, '%d disk reads for lookups' % reads
     else:
@@ -114,13 +76,13 @@ def test_kept_within_a_limit_the_daemon_cannot_raise(ws, loopsrc):
         return int(s['inodes']) - int(s['retained_inodes']) <= 1  # root
     for _ in range(2):
         stat_all(ws.mnt)
-        drop_caches()
+        util.drop_caches()
         util.wait_for(forgotten, 'the kernel to forget the inodes')
         assert int(util.hotfs_stats(ws.mnt)['retained_inodes']) == 1020
-    drop_caches()
-    before = disk_reads(loopsrc)
+    util.drop_caches()
+    before = util.disk_reads(loopsrc)
     assert stat_all(ws.mnt) == 1000
-    reads = disk_reads(loopsrc) - before
+    reads = util.disk_reads(loopsrc) - before
     assert reads == 0, '%d disk reads for lookups' % reads
 
 
@@ -134,7 +96,7 @@ def test_deleted_files_free_their_space(ws, loopsrc):
     ws.start(opts='cachesize=32M')
     os.lstat(os.path.join(ws.mnt, 'big'))
     os.lstat(os.path.join(ws.mnt, 'other'))
-    drop_caches()
+    util.drop_caches()
     util.wait_for(lambda: util.hotfs_stats(ws.mnt)['retained_inodes']
                   != '0', 'the kernel to forget the inodes')
     free0 = os.statvfs(ws.src).f_bfree
@@ -177,13 +139,13 @@ def test_listings_after_drop_caches_read_nothing(ws, loopsrc):
     ws.start(opts='cachesize=32M')
     want = walk(ws.mnt)
     walk(ws.mnt)
-    drop_caches()
+    util.drop_caches()
     util.wait_for(lambda: int(util.hotfs_stats(ws.mnt)['retained_inodes'])
                   >= 1000, 'the kernel to forget the inodes')
-    drop_caches()
-    before = disk_reads(loopsrc)
+    util.drop_caches()
+    before = util.disk_reads(loopsrc)
     assert walk(ws.mnt) == want
-    reads = disk_reads(loopsrc) - before
+    reads = util.disk_reads(loopsrc) - before
     assert reads == 0, '%d disk reads for a warm walk' % reads
     # and a change in the source still shows in the listing (the source
     # watch drops the kernel's copy within a moment)
@@ -211,21 +173,21 @@ def test_absent_names_after_drop_caches_read_nothing(ws, loopsrc):
             p = os.path.join(ws.mnt, 'd%02d' % d, '.gitattributes')
             assert util.call(os.lstat, p) == util.Err(errno.ENOENT)
     probe()
-    drop_caches()
+    util.drop_caches()
     util.wait_for(lambda: int(util.hotfs_stats(ws.mnt)['retained_inodes'])
                   >= 20, 'the kernel to forget the directories')
-    drop_caches()
-    before = disk_reads(loopsrc)
+    util.drop_caches()
+    before = util.disk_reads(loopsrc)
     probe()
-    reads = disk_reads(loopsrc) - before
+    reads = util.disk_reads(loopsrc) - before
     assert reads == 0, '%d disk reads for absent names' % reads
     # created behind the mount, and through it: found
     open(os.path.join(ws.src, 'd01', '.gitattributes'), 'w').close()
     util.wait_for(lambda: os.path.exists(
         os.path.join(ws.mnt, 'd01', '.gitattributes')),
         'a name created in the source to be found', 3)
-    drop_caches()
+    util.drop_caches()
     assert os.path.exists(os.path.join(ws.mnt, 'd01', '.gitattributes'))
     open(os.path.join(ws.mnt, 'd02', '.gitattributes'), 'w').close()
-    drop_caches()
+    util.drop_caches()
     assert os.path.exists(os.path.join(ws.mnt, 'd02', '.gitattributes'))

@@ -25,41 +25,6 @@ NDIRS = 12
 NFILES = 40
 
 
-@pytest.fixture
-def loopsrc(ws):
-    img = os.path.join(ws.root, 'src.img')
-    with open(img, 'wb') as f:
-        f.truncate(128 << 20)
-    subprocess.run(['mkfs.ext4', '-q', '-F', '-I', '256', img], check=True)
-    r = subprocess.run(['losetup', '--show', '-f', img],
-                       stdout=subprocess.PIPE)
-    if r.returncode != 0:
-        pytest.skip('no loop device')
-    dev = r.stdout.decode().strip()
-    try:
-        subprocess.run(['mount', dev, ws.src], check=True)
-        try:
-            os.rmdir(os.path.join(ws.src, 'lost+found'))
-            yield dev
-        finally:
-            for p, mnt, _ in ws.daemons:
-                util.cleanup_mount(p, mnt)
-            subprocess.run(['umount', ws.src])
-    finally:
-        subprocess.run(['losetup', '-d', dev])
-
-
-def disk_reads(dev):
-    with open('/sys/block/%s/stat' % os.path.basename(dev)) as f:
-        return int(f.read().split()[0])
-
-
-def drop_caches():
-    subprocess.run(['sync'])
-    with open('/proc/sys/vm/drop_caches', 'w') as f:
-        f.write('3\n')
-
-
 def make_tree(root):
     """NDIRS directories of NFILES files, one nested level, a symlink and
     an empty directory; then wait until the newest stamp is older than a
@@ -123,10 +88,10 @@ def warm(ws, opts):
 def cold_walk(ws, dev):
     """Drop every cache, walk the mount; the source's disk reads it
     took."""
-    drop_caches()
-    before = disk_reads(dev)
+    util.drop_caches()
+    before = util.disk_reads(dev)
     got = tree_stats(ws.mnt)
-    return got, disk_reads(dev) - before
+    return got, util.disk_reads(dev) - before
 
 
 def stats(ws):
@@ -148,7 +113,7 @@ def test_cold_start_never_reads_nothing(ws, loopsrc):
     make_tree(ws.src)
     opts = 'cachesize=32M,revalidate=never'
     warm(ws, opts)
-    drop_caches()
+    util.drop_caches()
     ws.start(opts=opts)
     assert int(stats(ws)['meta_snapshot_dirs']) >= NDIRS * 2 + 1
     got, reads = cold_walk(ws, loopsrc)
@@ -157,11 +122,11 @@ def test_cold_start_never_reads_nothing(ws, loopsrc):
     want = tree_stats(ws.src)
     assert got == want
     # and a name the source does not have is absent without a read
-    drop_caches()
-    before = disk_reads(loopsrc)
+    util.drop_caches()
+    before = util.disk_reads(loopsrc)
     assert util.call(os.lstat, os.path.join(ws.mnt, 'd03', 'nope')) == \
         util.Err(errno.ENOENT)
-    assert disk_reads(loopsrc) - before == 0
+    assert util.disk_reads(loopsrc) - before == 0
     # reading a file (its fd opened only now, through its parents) works
     with open(os.path.join(ws.mnt, 'd05', 'sub', 'deep')) as f:
         assert f.read() == 'deep'
@@ -177,11 +142,11 @@ def test_cold_start_default_one_read_per_directory(ws, loopsrc):
     ndirs = NDIRS * 2 + 2
     # without a snapshot, for comparison
     os.unlink(os.path.join(ws.cache, 'meta'))
-    drop_caches()
+    util.drop_caches()
     proc = ws.start(opts=opts)
     got, reads_without = cold_walk(ws, loopsrc)
     ws.stop(proc)
-    drop_caches()
+    util.drop_caches()
     ws.start(opts=opts)
     got, reads = cold_walk(ws, loopsrc)
     print('disk reads for a cold walk of %d directories: %d without the '
@@ -219,7 +184,7 @@ def test_changes_through_the_mount_survive_a_remount(ws, loopsrc, mode):
     os.setxattr(m('d09', 'f6'), 'user.hotfs', b'1')   # its ctime
     os.rmdir(m('empty'))
     ws.stop(proc)
-    drop_caches()
+    util.drop_caches()
     ws.start(opts=opts)
     assert_same_tree(ws.mnt, ws.src)
 
@@ -247,7 +212,7 @@ def test_changes_while_unmounted_seen_by_default(ws, loopsrc):
     with open(s('d05', 'other'), 'w') as f:
         f.write('other')
     os.unlink(s('d06', 'sub', 'deep'))          # a nested directory
-    drop_caches()
+    util.drop_caches()
     ws.start(opts=opts)
     # close-to-open: a file's own stamp is compared when it is opened
     # (its directory's stamp does not change with its attributes)
@@ -308,7 +273,7 @@ def test_kill9_then_remount(ws, loopsrc):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     util.cleanup_mount(proc, ws.mnt)
-    drop_caches()
+    util.drop_caches()
     ws.start(opts=opts)
     assert_same_tree(ws.mnt, ws.src)
 
@@ -350,13 +315,13 @@ def test_cold_start_paths_looked_up_without_listing(ws, loopsrc):
     for p in paths:
         os.lstat(os.path.join(ws.mnt, p))
     ws.stop(proc)
-    drop_caches()
+    util.drop_caches()
     ws.start(opts=opts)
     assert int(stats(ws)['meta_snapshot_dirs']) >= NDIRS + 1
-    drop_caches()
-    before = disk_reads(loopsrc)
+    util.drop_caches()
+    before = util.disk_reads(loopsrc)
     got = [os.lstat(os.path.join(ws.mnt, p)) for p in paths]
-    assert disk_reads(loopsrc) - before == 0
+    assert util.disk_reads(loopsrc) - before == 0
     want = [os.lstat(os.path.join(ws.src, p)) for p in paths]
     assert [tuple(getattr(s, f) for f in FIELDS) for s in got] == \
         [tuple(getattr(s, f) for f in FIELDS) for s in want]
@@ -375,7 +340,7 @@ def test_kill9_after_an_xattr_change(ws, loopsrc):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     util.cleanup_mount(proc, ws.mnt)
-    drop_caches()
+    util.drop_caches()
     ws.start(opts=opts)
     assert_same_tree(ws.mnt, ws.src)
 

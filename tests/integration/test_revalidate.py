@@ -166,16 +166,22 @@ def test_open_mode_trusts_watched_names_past_the_short_timeout(ws):
     ws.start()
     m = ws.mnt
     names = [os.path.join(m, 'd', 'f%d' % i) for i in range(20)]
-    for p in names:
-        os.stat(p)
-    assert not os.path.exists(os.path.join(m, 'd', 'absent'))
-    before = _meta(m)
-    t0 = time.monotonic()
-    util.wait_for(lambda: time.monotonic() - t0 > 1.5,
-                  'the short timeout to pass', 3)
-    for p in names:
-        os.stat(p)
-    assert not os.path.exists(os.path.join(m, 'd', 'absent'))
+    # the kernel's dentries are machine-wide: a drop_caches by another
+    # job during the window makes it look up again (counted, retried)
+    for attempt in range(3):
+        for p in names:
+            os.stat(p)
+        assert not os.path.exists(os.path.join(m, 'd', 'absent'))
+        before = _meta(m)
+        drops = util.cache_drops()
+        t0 = time.monotonic()
+        util.wait_for(lambda: time.monotonic() - t0 > 1.5,
+                      'the short timeout to pass', 3)
+        for p in names:
+            os.stat(p)
+        assert not os.path.exists(os.path.join(m, 'd', 'absent'))
+        if util.cache_drops() == drops or attempt == 2:
+            break
     assert _meta(m) == before
 
 

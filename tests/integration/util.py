@@ -497,3 +497,28 @@ def listxattr_raw(path, size):
 
 def mkfifoat(dir_fd, name, mode):
     return os.mkfifo(name, mode, dir_fd=dir_fd)
+
+
+def cache_drops():
+    """How often anyone dropped the page cache or the dentries and inodes
+    since boot (drop_caches is machine-wide)."""
+    n = 0
+    with open('/proc/vmstat') as f:
+        for line in f:
+            k, _, v = line.partition(' ')
+            if k in ('drop_pagecache', 'drop_slab'):
+                n += int(v)
+    return n
+
+
+def drop_caches():
+    """Write back, then drop the page cache, dentries and inodes."""
+    subprocess.run(['sync'])
+    with open('/proc/sys/vm/drop_caches', 'w') as f:
+        f.write('3\n')
+
+
+def disk_reads(dev):
+    """Reads completed by a block device (/sys/block/X/stat)."""
+    with open('/sys/block/%s/stat' % os.path.basename(dev)) as f:
+        return int(f.read().split()[0])
