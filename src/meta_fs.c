@@ -46,7 +46,7 @@ struct hotfs_meta {
 	pthread_mutex_t lock;
 	uint64_t change_gen;		/* under lock */
 	bool clean;			/* under lock */
-	_Atomic uint64_t listing_seen;
+	_Atomic uint64_t listing_seen, inodes_seen;
 	_Atomic uint64_t hits, stale, ndropped, rejected, saves, saved_dirs;
 	/* the saver's own: how long until the directories it left out as
 	 * changed too recently can be read (0: none left out) */
@@ -849,12 +849,16 @@ static void save(struct hotfs_meta *m, bool last)
 static bool dirty(struct hotfs_meta *m)
 {
 	uint64_t g = listing_next_gen_peek();
+	uint64_t n = ino_count(m->fs->it);
 	bool d;
 
 	pthread_mutex_lock(&m->lock);
 	d = !m->clean;
 	pthread_mutex_unlock(&m->lock);
 	if (atomic_exchange(&m->listing_seen, g) != g)
+		d = true;
+	/* directories looked up through (no listing made) count too */
+	if (atomic_exchange(&m->inodes_seen, n) != n)
 		d = true;
 	return d;
 }
@@ -908,7 +912,9 @@ void meta_fs_close(struct hotfs *fs)
 		pthread_mutex_unlock(&m->stop_lock);
 		pthread_join(m->thr, NULL);
 	}
-	if (dirty(m))
+	/* at unmount always: what the last round saw may have grown since
+	 * by inodes the count above cannot tell apart */
+	if (m->started || dirty(m))
 		save(m, true);
 	the_meta = NULL;
 	ino_set_stale_hook(fs->it, NULL, NULL);
