@@ -24,7 +24,8 @@
 #   coldgrep gitgrep's passes with a cold start before each: hotfs unmounted
 #            and mounted again as well as the page cache dropped (the
 #            metadata snapshot and the store are all that is warm); against
-#            hdd and hotfs@hdd only.  Not in the default list: name it
+#            hdd, ssd, hotfs@hdd and hotfs-never@hdd.  Not in the default
+#            list: name it
 #   scan     scan resistance, with a small cache (-o cachesize=, 1/4 of the
 #            large file): passes 1-3 read a hot file (1/16 of the large
 #            file), pass 4 reads the large file once, pass 5 the hot file
@@ -263,7 +264,7 @@ targets_for()
 	meta-*) list=("${ALL_TARGETS[@]}" hotfs-never@hdd) ;;
 	fio-*) list=(hotfs@hdd) ;;
 	scan|restart) list=(hdd hotfs-nocache@hdd hotfs@hdd) ;;
-	coldgrep) list=(hdd hotfs@hdd) ;;
+	coldgrep) list=(hdd ssd hotfs@hdd hotfs-never@hdd) ;;
 	*) list=("${ALL_TARGETS[@]}") ;;
 	esac
 	for t in "${list[@]}"; do
