@@ -402,7 +402,6 @@ struct hotfs_fh *fh_new(int fd)
 
 	if (!fh)
 		return NULL;
-	fh->linked = true;
 	pthread_mutex_lock(&fh_list_lock);
 	fh->next = fh_list;
 	if (fh_list)
@@ -418,7 +417,7 @@ void fh_free(struct hotfs_fh *fh)
 
 	if (!fh)
 		return;
-	if (fh->linked) {
+	if (!fh->shared) {
 		pthread_mutex_lock(&fh_list_lock);
 		if (fh->prev)
 			fh->prev->next = fh->next;

@@ -87,6 +87,12 @@ static int fhfd(struct fuse_file_info *fi)
 	return hfh(fi)->fd;
 }
 
+/* The name of fd under /proc/self/fd (fs->proc_self_fd). */
+static void procname(char *buf, size_t len, int fd)
+{
+	snprintf(buf, len, "%d", fd);
+}
+
 /*
  * Files without open round trips (fs->no_open).  With revalidate=never
  * nothing is checked when a file is opened, so the daemon answers the
@@ -112,7 +118,7 @@ static int src_fd(struct hotfs *fs, struct hotfs_inode *in,
 		return fhfd(fi);
 	if (ino_fd(fs->it, in) < 0)	/* known from the snapshot alone */
 		return -1;
-	snprintf(pn, sizeof(pn), "%d", in->fd);
+	procname(pn, sizeof(pn), in->fd);
 	return openat(fs->proc_self_fd, pn, flags | O_CLOEXEC);
 }
 
@@ -469,11 +475,6 @@ static void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
 	if (!S_ISDIR(st.st_mode) && st.st_nlink != 1)
 		hino(req, ino)->covered = false;  /* a link elsewhere */
 	fuse_reply_attr(req, &st, attr_timeout(hfs(req), hino(req, ino)));
-}
-
-static void procname(char *buf, size_t len, int fd)
-{
-	snprintf(buf, len, "%d", fd);
 }
 
 static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,

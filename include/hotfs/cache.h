@@ -62,8 +62,8 @@ struct fh_stitch {
  */
 struct hotfs_fh {
 	int fd;				/* the source file */
-	bool shared;			/* an inode's, without open */
-	bool linked;			/* on the list of open handles */
+	bool shared;			/* an inode's, without open: not on
+					 * the list of open handles */
 	struct hotfs_fh *prev, *next;	/* all open handles, protected by
 					 * fh_list_lock (freed at exit: the
 					 * kernel does not release what is

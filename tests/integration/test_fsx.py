@@ -62,6 +62,14 @@ def check_result(desc, rc, out):
     assert 'completed OK' in out, out[-4000:]
 
 
+def excerpt(out):
+    """An exerciser's report for a failure message: its head (why it
+    stopped) and its tail (the last operations)."""
+    if len(out) <= 9000:
+        return out
+    return out[:3000] + '\n[...]\n' + out[-6000:]
+
+
 @pytest.fixture
 def mount(ws):
     """hotfs over an empty src/; at the end the daemon must be alive and
@@ -188,7 +196,7 @@ def test_fsx_concurrent(mount):
             log.seek(0)
             out = log.read().decode(errors='replace')
             if rc != 0 or 'completed OK' not in out:
-                failures.append('%s: exit %s\n%s' % (name, rc, out[-6000:]))
+                failures.append('%s: exit %s\n%s' % (name, rc, excerpt(out)))
     finally:
         for _, p, log in procs:
             if p.poll() is None:
@@ -231,7 +239,7 @@ def test_fsx_shared_file_regions(ws):
             out = log.read().decode(errors='replace')
             if rc != 0 or 'completed OK' not in out:
                 failures.append('region %d: exit %s\n%s'
-                                % (i, rc, out[-6000:]))
+                                % (i, rc, excerpt(out)))
     finally:
         for _, p, log in procs:
             if p.poll() is None:

@@ -73,6 +73,15 @@ def assert_same_tree(mnt, src):
     assert not bad, 'through the mount vs the source: %r' % bad[:5]
 
 
+def kill9_and_remount(ws, proc, opts):
+    """Kill the daemon, mount again from a cold kernel cache."""
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    util.cleanup_mount(proc, ws.mnt)
+    util.drop_caches()
+    ws.start(opts=opts)
+
+
 def warm(ws, opts):
     """Mount, list and stat everything twice, unmount: the snapshot is
     written.  Returns the snapshot's path."""
@@ -270,11 +279,7 @@ def test_kill9_then_remount(ws, loopsrc):
     os.setxattr(m('d04', 'f6'), 'user.hotfs', b'1')   # its ctime
     with open(m('d03', 'f9'), 'a') as f:
         f.write('grown')
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    util.cleanup_mount(proc, ws.mnt)
-    util.drop_caches()
-    ws.start(opts=opts)
+    kill9_and_remount(ws, proc, opts)
     assert_same_tree(ws.mnt, ws.src)
 
 
@@ -337,11 +342,7 @@ def test_kill9_after_an_xattr_change(ws, loopsrc):
     proc = ws.start(opts=opts)
     tree_stats(ws.mnt)
     os.setxattr(os.path.join(ws.mnt, 'd04', 'f6'), 'user.hotfs', b'1')
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    util.cleanup_mount(proc, ws.mnt)
-    util.drop_caches()
-    ws.start(opts=opts)
+    kill9_and_remount(ws, proc, opts)
     assert_same_tree(ws.mnt, ws.src)
 
 
