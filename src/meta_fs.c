@@ -13,6 +13,7 @@
  * without an open may show the attributes of the last mount until then.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -826,6 +827,9 @@ static void save(struct hotfs_meta *m, bool last)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	m->racy_wait_ns = 0;
 	written = save_once(m, &ndirs, &len);
+	/* the encoder's and the check's buffers, freed: give the heap back
+	 * (the daemon's trim threshold keeps it otherwise, see main.c) */
+	malloc_trim(0);
 	if (last && m->racy_wait_ns) {
 		ts.tv_sec = m->racy_wait_ns / 1000000000LL;
 		ts.tv_nsec = m->racy_wait_ns % 1000000000LL;
