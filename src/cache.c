@@ -234,14 +234,40 @@ static uint32_t ext_len(const struct hotfs_cache *c, uint32_t extno,
 	       c->extent;
 }
 
+/*
+ * The extents [*first, *last] of a write of len bytes at off (len 0, a
+ * size change, or no cache to say the extent size: the whole file).
+ */
+static void wr_span(const struct hotfs_cache *c, uint64_t off, uint64_t len,
+		    uint32_t *first, uint32_t *last)
+{
+	uint64_t f, l;
+
+	*first = 0;
+	*last = UINT32_MAX;
+	if (!c || !len)
+		return;
+	f = off >> c->ext_shift;
+	l = len == CACHE_WR_TO_END || off + len < off ? UINT32_MAX :
+	    (off + len - 1) >> c->ext_shift;
+	*first = f < UINT32_MAX ? (uint32_t)f : UINT32_MAX;
+	*last = l < UINT32_MAX ? (uint32_t)l : UINT32_MAX;
+}
+
 void cache_write_begin(struct hotfs_cache *c, struct hotfs_inode *in,
-		       struct cache_wr *w)
+		       struct cache_wr *w, uint64_t off, uint64_t len)
 {
 	struct stat st;
+	uint32_t first, last;
 
+	wr_span(c, off, len, &first, &last);
 	meta_note_write(in);	/* before the change: see meta_fs.h */
 	pthread_mutex_lock(&in->m);
 	w->gen = ++in->write_gen;
+	if (!in->wr_inflight++ || first < in->wr_lo)
+		in->wr_lo = first;
+	if (in->wr_inflight == 1 || last > in->wr_hi)
+		in->wr_hi = last;
 	pthread_mutex_unlock(&in->m);
 	w->have_old = c && fstatat(in->fd, "", &st, AT_EMPTY_PATH) == 0;
 	if (w->have_old)
@@ -295,8 +321,12 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	bool have_now;
 	unsigned i;
 
-	if (!c)
+	if (!c) {
+		pthread_mutex_lock(&in->m);
+		in->wr_inflight--;
+		pthread_mutex_unlock(&in->m);
 		return;
+	}
 	cache_key(c, in->dev, in->ino, &k);
 	have_now = w->have_old && fstatat(in->fd, "", &st, AT_EMPTY_PATH) == 0;
 	if (have_now) {
@@ -333,6 +363,28 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	 * bumped below (and gives up).
 	 */
 	pthread_mutex_lock(&in->m);
+	/*
+	 * Other writes in flight: the store may hold their extents as they
+	 * were before them, under the stamp this write found (they had not
+	 * landed then), which the restamp would carry over to the new
+	 * stamp, theirs included.  Drop their span as well.
+	 */
+	if (in->wr_inflight > 1 && have_now) {
+		uint64_t lo = in->wr_lo, hi = (uint64_t)in->wr_hi + 1;
+
+		if (count) {
+			lo = first < lo ? first : lo;
+			hi = (uint64_t)first + count > hi ?
+			     (uint64_t)first + count : hi;
+		}
+		if (lo > ST_EXT_LIMIT)
+			lo = ST_EXT_LIMIT;
+		first = (uint32_t)lo;
+		count = hi > UINT32_MAX ? UINT32_MAX - first :
+			(uint32_t)(hi - lo);
+		if (!count)
+			count = UINT32_MAX - first;
+	}
 	if (in->cached_extents_hint) {
 		if (!have_now) {
 			st_invalidate(c->st, &k, 0, 0, ST_INVAL_WRITE);
@@ -355,6 +407,7 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	/* a read that began during the write may hold bytes from before it
 	 * landed: promotions it queued must not be inserted */
 	in->write_gen++;
+	in->wr_inflight--;
 	/* our own write: the kernel's pages and attributes followed it */
 	if (have_now && in->stamp_valid &&
 	    in->stamp_mtime_ns == w->old.mtime_ns &&
@@ -911,7 +964,7 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 	uint64_t end, total, gen, pos, run;
 	uint32_t e0, e1;
 	unsigned n, i, hits = 0, promos = 0;
-	bool count, seq, insertable, reuse = false;
+	bool count, seq, insertable, busy, reuse = false;
 	int data_fd = -1;
 
 	stats_add(&c->stats, STAT_READ_REQS, 1);
@@ -926,12 +979,17 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 		goto passthrough;
 	cache_stamp(&st, &stamp);
 	cache_key(c, in->dev, in->ino, &k);
-	pthread_mutex_lock(&in->m);
-	gen = in->write_gen;
-	pthread_mutex_unlock(&in->m);
-
 	e0 = (uint32_t)((uint64_t)off >> c->ext_shift);
 	e1 = (uint32_t)((end - 1) >> c->ext_shift);
+	pthread_mutex_lock(&in->m);
+	gen = in->write_gen;
+	/* a write in flight there: the store's copy may predate it, under
+	 * a stamp that does not show it yet (same clock tick) */
+	busy = in->wr_inflight && e0 <= in->wr_hi && e1 >= in->wr_lo;
+	pthread_mutex_unlock(&in->m);
+	if (busy)
+		goto passthrough;
+
 	n = e1 - e0 + 1;
 	s = calloc(n, sizeof(*s));
 	if (!s)

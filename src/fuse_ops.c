@@ -528,7 +528,7 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	if (valid & FUSE_SET_ATTR_SIZE) {
 		struct cache_wr w;
 
-		cache_write_begin(fs->cache, in, &w);
+		cache_write_begin(fs->cache, in, &w, 0, 0);
 		if (fi)
 			r = ftruncate(fhfd(fi), attr->st_size);
 		else {
@@ -862,7 +862,7 @@ static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 	}
 	procname(pn, sizeof(pn), in->fd);
 	if (fi->flags & O_TRUNC)
-		cache_write_begin(fs->cache, in, &w);
+		cache_write_begin(fs->cache, in, &w, 0, 0);
 	fd = openat(fs->proc_self_fd, pn, backing_flags(fi->flags));
 	if (fi->flags & O_TRUNC)
 		cache_write_end(fs->cache, in, &w, 0, 0, NULL);
@@ -942,7 +942,7 @@ static void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		/* an existing file opened with O_CREAT|O_TRUNC */
 		struct cache_wr w;
 
-		cache_write_begin(NULL, in, &w);	/* no old stamp: */
+		cache_write_begin(NULL, in, &w, 0, 0);	/* no old stamp: */
 		w.have_old = false;			/* drop them all */
 		cache_write_end(hfs(req)->cache, in, &w, 0, 0, NULL);
 	}
@@ -1124,7 +1124,8 @@ static void hotfs_write_buf(fuse_req_t req, fuse_ino_t ino,
 	/* the written bytes, for writethrough, when they are in memory */
 	if (in_buf->count == 1 && !(in_buf->buf[0].flags & FUSE_BUF_IS_FD))
 		data = (const char *)in_buf->buf[0].mem + in_buf->off;
-	cache_write_begin(fs->cache, in, &w);
+	cache_write_begin(fs->cache, in, &w, append ? 0 : (uint64_t)off,
+			  append ? CACHE_WR_TO_END : fuse_buf_size(in_buf));
 	n = fuse_buf_copy(&out, in_buf, 0);
 	/* O_APPEND: the kernel's offset may not be where it landed */
 	if (append && n > 0)
@@ -1165,7 +1166,7 @@ static void hotfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 		fuse_reply_err(req, errno);
 		return;
 	}
-	cache_write_begin(hfs(req)->cache, in, &w);
+	cache_write_begin(hfs(req)->cache, in, &w, (uint64_t)off, wlen);
 	r = fallocate(fd, mode, off, len);
 	r = r == -1 ? -errno : 0;
 	cache_write_end(hfs(req)->cache, in, &w, (uint64_t)off, wlen, NULL);
@@ -1203,7 +1204,7 @@ static void hotfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
 		fuse_reply_err(req, e);
 		return;
 	}
-	cache_write_begin(hfs(req)->cache, out, &w);
+	cache_write_begin(hfs(req)->cache, out, &w, at, len);
 	n = copy_file_range(fd_in, &off_in, fd_out, &off_out, len,
 			    (unsigned)flags);
 	e = n == -1 ? errno : 0;

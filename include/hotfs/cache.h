@@ -122,6 +122,8 @@ void cache_stamp(const struct stat *st, struct hotfs_stamp *s);
  * bytes are at hand); the file's other cached extents stay valid.
  * len = 0: no range written (a size change); CACHE_WR_TO_END: everything
  * from off on (e.g. fallocate's collapse and insert).  c may be NULL.
+ * cache_write_begin takes the range the write may touch (len 0: the
+ * whole file), cache_write_end the range it did touch.
  */
 struct cache_wr {
 	uint64_t gen;			/* in->write_gen after the bump */
@@ -132,7 +134,7 @@ struct cache_wr {
 #define CACHE_WR_TO_END UINT64_MAX
 
 void cache_write_begin(struct hotfs_cache *c, struct hotfs_inode *in,
-		       struct cache_wr *w);
+		       struct cache_wr *w, uint64_t off, uint64_t len);
 void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 		     struct cache_wr *w, uint64_t off, uint64_t len,
 		     const void *data);

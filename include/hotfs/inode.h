@@ -95,6 +95,14 @@ struct hotfs_inode {
 	int64_t stamp_ctime_ns;
 	off_t stamp_size;
 	uint64_t write_gen;		/* bumped by every write/truncate */
+	/* Writes through the mount in flight (cache_write_begin to
+	 * cache_write_end) and the extents they may touch, as one span
+	 * that only grows until none is left.  A read there is not served
+	 * from the store, and a write that ends while others are in flight
+	 * drops their span too: a store copy from before them must not be
+	 * restamped as current (cache.c). */
+	unsigned wr_inflight;
+	uint32_t wr_lo, wr_hi;
 	/* Extents of this file that may be in the store, as a count from
 	 * extent 0 (0 = none): a write invalidates that many.  Unknown after
 	 * a restart, so it starts at "the whole file". */
