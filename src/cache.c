@@ -32,11 +32,13 @@
 #include <unistd.h>
 
 #include <liburing.h>
+#include <xxhash.h>
 
 #include "hotfs/cache.h"
 #include "hotfs/ctl.h"
 #include "hotfs/log.h"
 #include "hotfs/meta_fs.h"
+#include "hotfs/policy_state.h"
 #include "hotfs/uring.h"
 
 void cache_key(const struct hotfs_cache *c, dev_t dev, ino_t ino,
@@ -86,6 +88,58 @@ static bool keep_extent(void *arg, const struct hotfs_extent_info *x)
 	return pol_keep(c->pol, pol_hash(&x->key, x->extno), x->hot);
 }
 
+/*
+ * The access counts of the last run, if they are about this source and
+ * extent size (the tag): a file read once before the restart is then
+ * promoted at its next read, as without the restart.  Counts are only
+ * hints: a damaged file costs them, never the mount.
+ */
+static void load_counts(struct hotfs_cache *c, const struct hotfs_opts *o,
+			const char *ident, size_t len)
+{
+	char why[96];
+	int r;
+
+	c->counts_tag = XXH3_64bits_withSeed(ident, len, o->extent);
+	c->dirfd = open(o->cachedir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c->dirfd < 0) {
+		hotfs_log(LOG_WARNING, "cachedir '%s': %s; access counts "
+			  "will not be kept\n", o->cachedir, strerror(errno));
+		return;
+	}
+	if (o->reset) {
+		unlinkat(c->dirfd, POL_STATE_FILE, 0);
+		return;
+	}
+	r = pol_state_load(c->pol, c->dirfd, c->counts_tag, why, sizeof(why));
+	if (r == 0) {
+		c->counts_saved = pol_accesses(c->pol);
+		hotfs_log(LOG_INFO, "access counts of the last run restored "
+			  "(%llu accesses counted)\n",
+			  (unsigned long long)c->counts_saved);
+	} else if (r != -ENOENT) {
+		hotfs_log(LOG_WARNING, "cachedir '%s': %s: %s; access counts "
+			  "start from zero\n", o->cachedir, POL_STATE_FILE,
+			  why);
+	}
+}
+
+void cache_save_counts(struct hotfs_cache *c)
+{
+	uint64_t n = pol_accesses(c->pol);
+	int r;
+
+	if (c->dirfd < 0 || n == c->counts_saved)
+		return;
+	r = pol_state_save(c->pol, c->dirfd, c->counts_tag);
+	if (r < 0) {
+		hotfs_log(LOG_WARNING, "saving the access counts: %s\n",
+			  strerror(-r));
+		return;
+	}
+	c->counts_saved = n;
+}
+
 int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	       int root_fd, char *err, size_t errlen)
 {
@@ -113,6 +167,7 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	c->seqcutoff = o->seqcutoff;
 	c->writemode = o->writemode;
 	c->proc_self_fd = -1;
+	c->dirfd = -1;
 	clock_gettime(CLOCK_MONOTONIC, &c->stats.started);
 	c->stats.reset = c->stats.started;
 
@@ -177,6 +232,7 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 		st_get_stats(c->st, &ss);
 		pol_set_cache(c->pol, ss.capacity >> c->ext_shift);
 	}
+	load_counts(c, o, ident, (size_t)len);
 	r = pins_open(&c->pins, o->cachedir, o->reset);
 	if (r < 0) {
 		snprintf(err, errlen, "cachedir '%s': pins: %s", o->cachedir,
@@ -194,6 +250,8 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 bad_pins:
 	pins_close(c->pins);
 bad_store:
+	if (c->dirfd >= 0)
+		close(c->dirfd);
 	st_close(c->st);
 bad_pol:
 	pol_free(c->pol);
@@ -216,6 +274,9 @@ void cache_close(struct hotfs_cache *c)
 	if (!c)
 		return;
 	pr_free(c->pr);		/* stops the thread, drops the queue */
+	cache_save_counts(c);
+	if (c->dirfd >= 0)
+		close(c->dirfd);
 	st_commit(c->st);
 	st_close(c->st);
 	pins_close(c->pins);

@@ -475,3 +475,82 @@ uint64_t pol_agings(const struct hotfs_policy *p)
 {
 	return atomic_load_explicit(&p->agings, memory_order_relaxed);
 }
+
+/*
+ * The state as bytes, little-endian words: counters per row, the
+ * doorkeeper generation in use, accesses counted, agings done, then the
+ * table.  Taken word by word with relaxed loads while others count: a
+ * snapshot that is fuzzy by the accesses counted meanwhile, which is all
+ * counts need.
+ */
+#define POL_STATE_HDR	4	/* words before the table */
+
+size_t pol_state_size(const struct hotfs_policy *p)
+{
+	return (POL_STATE_HDR + p->nblocks * BLOCK_WORDS) * sizeof(uint64_t);
+}
+
+static void put64(unsigned char *b, uint64_t v)
+{
+	int i;
+
+	for (i = 0; i < 8; i++)
+		b[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get64(const unsigned char *b)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v |= (uint64_t)b[i] << (8 * i);
+	return v;
+}
+
+void pol_export(struct hotfs_policy *p, void *buf)
+{
+	unsigned char *b = buf;
+	size_t i, n = p->nblocks * BLOCK_WORDS;
+
+	/* no aging half done: a halved word beside an unhalved one */
+	pthread_mutex_lock(&p->age_lock);
+	put64(b, p->counters);
+	put64(b + 8, atomic_load_explicit(&p->cur, memory_order_relaxed));
+	put64(b + 16, atomic_load_explicit(&p->ops, memory_order_relaxed));
+	put64(b + 24, atomic_load_explicit(&p->agings, memory_order_relaxed));
+	b += POL_STATE_HDR * 8;
+	for (i = 0; i < n; i++)
+		put64(b + 8 * i, atomic_load_explicit(&p->tab[i],
+						      memory_order_relaxed));
+	pthread_mutex_unlock(&p->age_lock);
+}
+
+int pol_import(struct hotfs_policy *p, const void *buf, size_t len)
+{
+	const unsigned char *b = buf;
+	size_t i, n = p->nblocks * BLOCK_WORDS;
+	uint64_t cur;
+
+	if (len != pol_state_size(p) || get64(b) != p->counters)
+		return -EINVAL;
+	cur = get64(b + 8);
+	if (cur > 1)
+		return -EINVAL;
+	pthread_mutex_lock(&p->age_lock);
+	atomic_store_explicit(&p->cur, (unsigned)cur, memory_order_relaxed);
+	atomic_store_explicit(&p->ops, get64(b + 16), memory_order_relaxed);
+	atomic_store_explicit(&p->agings, get64(b + 24),
+			      memory_order_relaxed);
+	b += POL_STATE_HDR * 8;
+	for (i = 0; i < n; i++)
+		atomic_store_explicit(&p->tab[i], get64(b + 8 * i),
+				      memory_order_relaxed);
+	pthread_mutex_unlock(&p->age_lock);
+	return 0;
+}
+
+uint64_t pol_accesses(const struct hotfs_policy *p)
+{
+	return atomic_load_explicit(&p->ops, memory_order_relaxed);
+}

@@ -45,6 +45,7 @@
 #define PR_SET		(PR_QUEUE * 2)
 #define PR_TICK_MS	100
 #define PR_SWEEP_MS	5000	/* retained inodes whose file was deleted */
+#define PR_COUNTS_MS	(CACHE_COUNTS_SAVE_S * 1000ull)
 
 struct hotfs_promoter {
 	struct hotfs_cache *c;
@@ -284,7 +285,7 @@ static void *pr_main(void *arg)
 {
 	struct hotfs_promoter *pr = arg;
 	uint64_t tokens = 0, last = now_ns(), last_tick = last;
-	uint64_t last_sweep = last;
+	uint64_t last_sweep = last, last_counts = last;
 
 	pthread_mutex_lock(&pr->lock);
 	for (;;) {
@@ -310,6 +311,10 @@ static void *pr_main(void *arg)
 				if (t - last_sweep >= PR_SWEEP_MS * 1000000ull) {
 					last_sweep = t;
 					ino_sweep(pr->c->it);
+				}
+				if (t - last_counts >= PR_COUNTS_MS * 1000000ull) {
+					last_counts = t;
+					cache_save_counts(pr->c);
 				}
 				pthread_mutex_lock(&pr->lock);
 			}

@@ -100,6 +100,10 @@ struct hotfs_cache {
 	uint64_t seqcutoff;
 	enum hotfs_writemode writemode;
 	int proc_self_fd;
+	/* the policy's counts in the cachedir (hotfs/policy_state.h) */
+	int dirfd;
+	uint64_t counts_tag;
+	uint64_t counts_saved;		/* pol_accesses() at the last save */
 };
 
 /* Open the store (before mounting: errors go to the caller's stderr). */
@@ -109,6 +113,11 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 int cache_start(struct hotfs_cache *c, struct hotfs_itable *it,
 		int proc_self_fd);
 void cache_close(struct hotfs_cache *c);
+/* Save the policy's access counts if they moved since the last save
+ * (the promoter every CACHE_COUNTS_SAVE_S, and cache_close).  Not
+ * concurrently with itself. */
+#define CACHE_COUNTS_SAVE_S	120
+void cache_save_counts(struct hotfs_cache *c);
 
 void cache_key(const struct hotfs_cache *c, dev_t dev, ino_t ino,
 	       struct hotfs_key *k);

@@ -76,6 +76,17 @@ size_t pol_memory(const struct hotfs_policy *p);
 int pol_set_cache(struct hotfs_policy *p, uint64_t extents);
 
 /*
+ * Counts across restarts (hotfs/policy_state.h keeps them in the
+ * cachedir): the whole state as pol_state_size() bytes, and back.
+ * pol_import refuses (-EINVAL) a state of another size; it is meant for
+ * a policy nobody counts with yet.  pol_accesses: accesses counted.
+ */
+size_t pol_state_size(const struct hotfs_policy *p);
+void pol_export(struct hotfs_policy *p, void *buf);
+int pol_import(struct hotfs_policy *p, const void *buf, size_t len);
+uint64_t pol_accesses(const struct hotfs_policy *p);
+
+/*
  * Additions for the simulator (tests/sim) and the unit tests; the daemon
  * needs none of them.
  */

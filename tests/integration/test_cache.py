@@ -705,3 +705,58 @@ def test_writes_during_region_recycling_with_coarse_timestamps(ws):
         for p, mnt, _ in ws.daemons:
             util.cleanup_mount(p, mnt)
         subprocess.run(['umount', ws.src], stderr=subprocess.DEVNULL)
+
+
+def _read_once_settled(mnt, path, expect):
+    """Read path once (page cache dropped) and wait until nothing is
+    queued for promotion; return the promotions counted then."""
+    assert read_cold(path) == expect
+    util.wait_for(lambda: num(mnt, 'promotion_queue_depth') == 0,
+                  'the promotion queue to drain')
+    return num(mnt, 'promotions')
+
+
+def test_access_counts_survive_a_restart(ws):
+    """With threshold 2, a file read once and then hotfs restarted is
+    promoted at its first read after the restart, and then served from
+    the store: the counts were kept in cachedir/counts.  A damaged counts
+    file costs only the counts: the mount works, says so in one line, and
+    a file read once before it is not promoted by one read after it."""
+    names = ('once', 'once2')
+    for i, n in enumerate(names):
+        with open(os.path.join(ws.src, n), 'wb') as f:
+            f.write(data(40 + i))
+    path = {n: os.path.join(ws.mnt, n) for n in names}
+    proc = ws.start()
+    for i, n in enumerate(names):
+        assert _read_once_settled(ws.mnt, path[n], data(40 + i)) == 0
+    assert num(ws.mnt, 'cached_extents') == 0, 'one read promoted'
+    ws.stop(proc)
+    counts = os.path.join(ws.cache, 'counts')
+    assert os.path.getsize(counts) > 4 << 20
+
+    proc = ws.start()
+    assert 'access counts of the last run restored' in ws.log_text(proc)
+    assert _read_once_settled(ws.mnt, path['once'], data(40)) > 0, \
+        'the first read after the restart did not promote: %r' % \
+        stats(ws.mnt)
+    hits = num(ws.mnt, 'read_hits')
+    assert read_cold(path['once']) == data(40)
+    assert num(ws.mnt, 'read_hits') > hits, 'not served from the store'
+    ws.stop(proc)
+
+    # damaged: a bit flipped in the middle of the sketch
+    with open(counts, 'r+b') as f:
+        f.seek(os.path.getsize(counts) // 2)
+        b = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([b[0] ^ 0x40]))
+    proc = ws.start()
+    lines = [ln for ln in ws.log_text(proc).splitlines() if 'counts' in ln]
+    assert len(lines) == 1 and 'checksum mismatch' in lines[0] and \
+        'start from zero' in lines[0], lines
+    before = num(ws.mnt, 'promotions')
+    assert _read_once_settled(ws.mnt, path['once2'], data(41)) == before, \
+        'a read after the counts were lost promoted'
+    assert read_cold(path['once']) == data(40)   # still cached, still right
+    ws.stop(proc)

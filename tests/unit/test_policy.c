@@ -2,12 +2,14 @@
 /*
  * Unit tests for the promotion/admission policy (src/policy.c): counting,
  * saturation, aging, threshold, admission, reinsertion rules, the memory
- * bound, false promotions of a one-time scan, and counting from several
- * threads at once.
+ * bound, false promotions of a one-time scan, counting from several
+ * threads at once, and the counts kept across restarts
+ * (src/policy_state.c).
  *
  * Extent hashes here are small integers: the policy mixes them itself.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,10 +17,14 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "hotfs/policy.h"
+#include "hotfs/policy_state.h"
 
 #define SMALL	1024u		/* counters: period of 512 accesses */
 
@@ -421,6 +427,121 @@ static void test_threads(void **state)
 	pol_free(p);
 }
 
+/* Counts survive an export and import: a second policy answers as the
+ * first did, and keeps aging from where the first was. */
+static void test_state_roundtrip(void **state)
+{
+	struct hotfs_policy *a = mk(2, SMALL), *b = mk(2, SMALL);
+	void *buf;
+	size_t len;
+	uint64_t h;
+
+	(void)state;
+	for (h = 1; h <= 100; h++) {
+		pol_access(a, h);
+		if (h <= 10)		/* 1..10 twice: promoted next time */
+			pol_access(a, h);
+	}
+	assert_int_equal(pol_estimate(b, 5), 0);
+	assert_int_equal(pol_state_encode(a, 42, &buf, &len), 0);
+	assert_int_equal(pol_state_decode(b, 42, buf, len, (char[64]){ 0 },
+					  64), 0);
+	munmap(buf, len);
+	for (h = 1; h <= 100; h++)
+		assert_int_equal(pol_estimate(b, h), pol_estimate(a, h));
+	assert_int_equal(pol_estimate(b, 5), 2);
+	assert_int_equal(pol_estimate(b, 50), 1);
+	/* a file read once before the restart is promoted at its next
+	 * read after it */
+	assert_true(pol_promote(b, pol_access(b, 50)));
+	assert_int_equal(pol_accesses(b), pol_accesses(a) + 1);
+	pol_free(a);
+	pol_free(b);
+}
+
+/* A damaged or foreign counts file changes nothing and says why. */
+static void test_state_refused(void **state)
+{
+	struct hotfs_policy *a = mk(2, SMALL), *b = mk(2, SMALL);
+	struct hotfs_policy *big = mk(2, SMALL * 2);
+	unsigned char *buf;
+	char why[64];
+	size_t len;
+
+	(void)state;
+	pol_access(a, 7);
+	assert_int_equal(pol_state_encode(a, 42, (void **)&buf, &len), 0);
+	/* another tag: another source or extent size */
+	assert_int_equal(pol_state_decode(b, 43, buf, len, why, sizeof(why)),
+			 -EINVAL);
+	assert_non_null(strstr(why, "another source"));
+	/* another sketch size */
+	assert_int_equal(pol_state_decode(big, 42, buf, len, why,
+					  sizeof(why)), -EINVAL);
+	/* one bit flipped in the table, the checksum, the header */
+	buf[len / 2] ^= 0x10;
+	assert_int_equal(pol_state_decode(b, 42, buf, len, why, sizeof(why)),
+			 -EINVAL);
+	assert_string_equal(why, "checksum mismatch");
+	buf[len / 2] ^= 0x10;
+	buf[len - 1] ^= 1;
+	assert_int_equal(pol_state_decode(b, 42, buf, len, why, sizeof(why)),
+			 -EINVAL);
+	buf[len - 1] ^= 1;
+	buf[0] = 'X';
+	assert_int_equal(pol_state_decode(b, 42, buf, len, why, sizeof(why)),
+			 -EINVAL);
+	buf[0] = 'H';
+	/* truncated anywhere */
+	assert_int_equal(pol_state_decode(b, 42, buf, len - 8, why,
+					  sizeof(why)), -EINVAL);
+	assert_int_equal(pol_state_decode(b, 42, buf, 16, why, sizeof(why)),
+			 -EINVAL);
+	assert_int_equal(pol_estimate(b, 7), 0);	/* b untouched */
+	/* intact, it loads */
+	assert_int_equal(pol_state_decode(b, 42, buf, len, why, sizeof(why)),
+			 0);
+	assert_int_equal(pol_estimate(b, 7), 1);
+	munmap(buf, len);
+	pol_free(a);
+	pol_free(b);
+	pol_free(big);
+}
+
+/* Through a directory: saved, loaded, absent, damaged on disk. */
+static void test_state_file(void **state)
+{
+	struct hotfs_policy *a = mk(2, SMALL), *b = mk(2, SMALL);
+	char dir[] = "/tmp/hotfs-test-counts.XXXXXX", why[64];
+	int dfd, fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	assert_int_equal(pol_state_load(b, dfd, 1, why, sizeof(why)),
+			 -ENOENT);
+	pol_access(a, 9);
+	assert_int_equal(pol_state_save(a, dfd, 1), 0);
+	assert_int_equal(pol_state_load(b, dfd, 1, why, sizeof(why)), 0);
+	assert_int_equal(pol_estimate(b, 9), 1);
+	/* a torn file: shorter than the state */
+	fd = openat(dfd, POL_STATE_FILE, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 1000), 0);
+	close(fd);
+	pol_free(b);
+	b = mk(2, SMALL);
+	assert_int_equal(pol_state_load(b, dfd, 1, why, sizeof(why)),
+			 -EINVAL);
+	assert_int_equal(pol_estimate(b, 9), 0);
+	assert_int_equal(unlinkat(dfd, POL_STATE_FILE, 0), 0);
+	close(dfd);
+	assert_int_equal(rmdir(dir), 0);
+	pol_free(a);
+	pol_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -438,6 +559,9 @@ int main(void)
 		cmocka_unit_test(test_victim),
 		cmocka_unit_test(test_memory),
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_state_roundtrip),
+		cmocka_unit_test(test_state_refused),
+		cmocka_unit_test(test_state_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
