@@ -39,6 +39,7 @@
 #include "hotfs/log.h"
 #include "hotfs/meta_fs.h"
 #include "hotfs/policy_state.h"
+#include "hotfs/stamp.h"
 #include "hotfs/uring.h"
 
 void cache_key(const struct hotfs_cache *c, dev_t dev, ino_t ino,
@@ -321,6 +322,8 @@ void cache_write_begin(struct hotfs_cache *c, struct hotfs_inode *in,
 	struct stat st;
 	uint32_t first, last;
 
+	bool have;
+
 	wr_span(c, off, len, &first, &last);
 	meta_note_write(in);	/* before the change: see meta_fs.h */
 	pthread_mutex_lock(&in->m);
@@ -329,10 +332,23 @@ void cache_write_begin(struct hotfs_cache *c, struct hotfs_inode *in,
 		in->wr_lo = first;
 	if (in->wr_inflight == 1 || last > in->wr_hi)
 		in->wr_hi = last;
+	/* under m: a change that ends meanwhile has recorded its stamp */
+	have = fstatat(in->fd, "", &st, AT_EMPTY_PATH) == 0;
+	stamp_change_begin(in, have ? &st : NULL);
 	pthread_mutex_unlock(&in->m);
-	w->have_old = c && fstatat(in->fd, "", &st, AT_EMPTY_PATH) == 0;
+	w->have_old = c && have;
 	if (w->have_old)
 		cache_stamp(&st, &w->old);
+}
+
+/* The end of a change of the mount's own (hotfs/stamp.h); m held. */
+static void change_end(struct hotfs_inode *in)
+{
+	struct stat st;
+	bool have = stamp_change_last(in) &&
+		    fstatat(in->fd, "", &st, AT_EMPTY_PATH) == 0;
+
+	stamp_change_end(in, have ? &st : NULL);
 }
 
 /*
@@ -385,6 +401,7 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	if (!c) {
 		pthread_mutex_lock(&in->m);
 		in->wr_inflight--;
+		change_end(in);
 		pthread_mutex_unlock(&in->m);
 		return;
 	}
@@ -470,14 +487,7 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	in->write_gen++;
 	in->wr_inflight--;
 	/* our own write: the kernel's pages and attributes followed it */
-	if (have_now && in->stamp_valid &&
-	    in->stamp_mtime_ns == w->old.mtime_ns &&
-	    in->stamp_ctime_ns == w->old.ctime_ns &&
-	    (uint64_t)in->stamp_size == w->old.size) {
-		in->stamp_mtime_ns = now.mtime_ns;
-		in->stamp_ctime_ns = now.ctime_ns;
-		in->stamp_size = (off_t)now.size;
-	}
+	change_end(in);
 	pthread_mutex_unlock(&in->m);
 	for (i = 0; i < nb; i++)
 		free(bufs[i]);

@@ -13,9 +13,10 @@
  *
  * Without open round trips (fs->no_open, revalidate=never; see
  * src/fuse_ops.c) there is no open file to keep a snapshot in: each
- * getattr renders one (the kernel asks before every read: the files'
- * attributes time out at once, and a new mtime drops its cached pages),
- * reads serve the last one, and ctl's answer is the last command's.
+ * getattr renders one and drops the file's pages from the kernel's cache
+ * (the kernel asks before a read that goes past the size it knows: the
+ * files' attributes time out at once), reads serve the last one, and
+ * ctl's answer is the last command's.
  * Two readers at the same moment may then read each other's snapshot.
  */
 #include <errno.h>
@@ -81,6 +82,7 @@ static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	char *buf;
 	size_t len;
+	size_t told;		/* the size last given to the kernel */
 	struct timespec time;
 } snap[VINO__END];
 
@@ -144,6 +146,7 @@ static void vstat(struct hotfs *fs, fuse_ino_t ino, struct stat *st)
 	if (fs->no_open && ino != VINO_DIR) {
 		pthread_mutex_lock(&snap_lock);
 		st->st_size = (off_t)snap[ino].len;
+		snap[ino].told = snap[ino].len;
 		if (snap[ino].buf)
 			st->st_mtim = st->st_ctim = snap[ino].time;
 		pthread_mutex_unlock(&snap_lock);
@@ -197,6 +200,22 @@ void vd_getattr(fuse_req_t req, fuse_ino_t ino)
 	if (fs->no_open && (r = snap_render(fs, ino)) < 0) {
 		fuse_reply_err(req, -r);
 		return;
+	}
+	/*
+	 * The read that asked must not find the last snapshot's pages (or
+	 * ctl's written command) in the kernel's cache.  A new size in the
+	 * reply drops them; at the same size they are dropped here, before
+	 * the reply (the kernel then ignores the reply's attributes, which
+	 * only matters for the size).
+	 */
+	if (fs->no_open && ino != VINO_DIR) {
+		bool same;
+
+		pthread_mutex_lock(&snap_lock);
+		same = snap[ino].len == snap[ino].told;
+		pthread_mutex_unlock(&snap_lock);
+		if (same)
+			fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
 	}
 	vstat(fs, ino, &st);
 	fuse_reply_attr(req, &st, fs->no_open && ino != VINO_DIR ? 0.0 : 1.0);

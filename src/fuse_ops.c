@@ -46,6 +46,7 @@
 #include "hotfs/ioctl.h"
 #include "hotfs/log.h"
 #include "hotfs/meta_fs.h"
+#include "hotfs/stamp.h"
 #include "hotfs/watch.h"
 
 static struct hotfs *hfs(fuse_req_t req)
@@ -452,18 +453,23 @@ static void hotfs_forget_multi(fuse_req_t req, size_t count,
 static void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
+	struct hotfs *fs = hfs(req);
+	struct hotfs_inode *in;
 	struct stat st;
+	bool fresh = true, changed;
 	int err, fd;
 
 	if (vd_is(ino)) {
 		vd_getattr(req, ino);
 		return;
 	}
-	count(&hfs(req)->n_getattr);
+	in = hino(req, ino);
+	count(&fs->n_getattr);
 	if (fi && fi->fh) {
 		err = fstat(fhfd(fi), &st) == -1 ? -errno : 0;
-	} else if (meta_fs_getattr(hfs(req), hino(req, ino), &st)) {
+	} else if (meta_fs_getattr(fs, in, &st)) {
 		err = 0;
+		fresh = false;
 	} else {
 		fd = ifd(req, ino);
 		err = fd < 0 ? -errno : stat_fd(fd, &st);
@@ -473,8 +479,15 @@ static void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	if (!S_ISDIR(st.st_mode) && st.st_nlink != 1)
-		hino(req, ino)->covered = false;  /* a link elsewhere */
-	fuse_reply_attr(req, &st, attr_timeout(hfs(req), hino(req, ino)));
+		in->covered = false;  /* a link elsewhere */
+	/* a file changed behind the mount: its cached pages go too (the
+	 * kernel's own check on a new mtime is off: hotfs/stamp.h) */
+	changed = fresh && S_ISREG(st.st_mode) &&
+		  fs->o->revalidate != HOTFS_REVAL_NEVER &&
+		  stamp_check(in, &st) == STAMP_CHANGED;
+	fuse_reply_attr(req, &st, attr_timeout(fs, in));
+	if (changed)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
 }
 
 static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
@@ -506,6 +519,8 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	meta_fs_change(fs, NULL, in);
 	procname(pn, sizeof(pn), in->fd);
+	/* the new ctime or mtime is the mount's own (hotfs/stamp.h) */
+	stamp_begin(in, in->fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
 		if (fi)
 			r = fchmod(fhfd(fi), attr->st_mode);
@@ -567,10 +582,13 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		if (r == -1)
 			goto out_err;
 	}
+	stamp_end(in, in->fd);
 	hotfs_getattr(req, ino, fi);
 	return;
 out_err:
-	fuse_reply_err(req, errno);
+	r = errno;
+	stamp_end(in, in->fd);
+	fuse_reply_err(req, r);
 }
 
 static void hotfs_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -805,7 +823,6 @@ static int backing_flags(int flags)
 	return flags | O_CLOEXEC;
 }
 
-/* Keep the kernel's page cache if the file is as we last saw it. */
 /*
  * Keep the kernel's page cache if the file is as we last saw it.  Returns
  * true if it changed behind the mount since: close-to-open then wants the
@@ -814,27 +831,18 @@ static int backing_flags(int flags)
 static bool set_keep_cache(struct hotfs_inode *in, int fd,
 			   struct fuse_file_info *fi, bool never)
 {
+	enum stamp_verdict v = STAMP_NEW;	/* unknown: drop them */
 	struct stat st;
-	bool same, changed;
 
-	if (fstat(fd, &st) == -1)
-		return false;
 	pthread_mutex_lock(&in->m);
-	same = in->stamp_valid &&
-	       in->stamp_mtime_ns == ts_ns(&st.st_mtim) &&
-	       in->stamp_ctime_ns == ts_ns(&st.st_ctim) &&
-	       in->stamp_size == st.st_size;
-	changed = in->stamp_valid && !same;
-	fi->keep_cache = never || same;
-	/* the stamp the kernel's pages and attributes now go with (writes
-	 * through the mount move it along: cache_write_end) */
-	in->stamp_valid = true;
-	in->stamp_mtime_ns = ts_ns(&st.st_mtim);
-	in->stamp_ctime_ns = ts_ns(&st.st_ctim);
-	in->stamp_size = st.st_size;
+	/* under m: a write of the mount's own that ends meanwhile has
+	 * recorded its stamp (hotfs/stamp.h) */
+	if (fstat(fd, &st) == 0)
+		v = stamp_check_locked(in, &st);
+	fi->keep_cache = never || v == STAMP_SAME;
 	in->nopen++;
 	pthread_mutex_unlock(&in->m);
-	return changed && !never;
+	return v == STAMP_CHANGED && !never;
 }
 
 static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
@@ -2126,14 +2134,11 @@ static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 		ino_set_nofh_free(fs->it, nofh_free);
 	}
-	/* the kernel checks mtimes before using cached pages and listings;
-	 * with revalidate=never nothing is checked behind hotfs's back, but
-	 * for the control files, whose attributes time out at once (their
-	 * snapshot's mtime then drops their pages) */
-	if (fs->o->revalidate == HOTFS_REVAL_NEVER && !fs->no_open)
-		conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
-	else if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
-		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+	/* the kernel would drop a file's cached pages at every new mtime it
+	 * sees, its own writes' too, and so race them (hotfs/stamp.h): the
+	 * daemon drops them itself when the file changed behind the mount
+	 * (open, getattr, the source watch; the control files at getattr) */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	if (conn->capable & FUSE_CAP_ASYNC_DIO)
 		conn->want |= FUSE_CAP_ASYNC_DIO;
 	/* directories answered from listings, no opendir round trips,

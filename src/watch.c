@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "hotfs/log.h"
+#include "hotfs/stamp.h"
 #include "hotfs/watch.h"
 
 #define WATCH_MASK	(IN_ATTRIB | IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | \
@@ -366,6 +367,7 @@ static void handle(struct hotfs_watch *w, const struct inotify_event *ev)
 {
 	struct hotfs_inode *child = NULL;
 	struct wentry *e, *gone = NULL;
+	struct stat st;
 	uint64_t dir = 0;
 	bool named = ev->len && ev->name[0];
 
@@ -385,12 +387,11 @@ static void handle(struct hotfs_watch *w, const struct inotify_event *ev)
 		 * watchers */
 		if (named && (ev->mask & (DATA_EVENTS | IN_CREATE |
 					  IN_MOVED_TO))) {
-			struct stat st;
-
 			/* under the lock: e->fd stays open meanwhile */
 			if (fstatat(e->fd, ev->name, &st,
 				    AT_SYMLINK_NOFOLLOW) == 0)
-				child = ino_find(w->it, st.st_dev, st.st_ino);
+				child = ino_find_hold(w->it, st.st_dev,
+						      st.st_ino);
 		}
 		if (ev->mask & IN_IGNORED)
 			gone = unmap(w, ev->wd);	/* the directory went */
@@ -407,8 +408,16 @@ static void handle(struct hotfs_watch *w, const struct inotify_event *ev)
 		inval_attr(w, dir, true);
 		defer_add(w, dir, ev->name);
 	}
-	if (child)
-		inval_attr(w, nodeid_of(w, child), false);
+	if (child) {
+		/* a file changed behind the mount: its cached pages too
+		 * (not for the mount's own writes: hotfs/stamp.h) */
+		bool data = S_ISREG(st.st_mode) &&
+			    stamp_check(child, &st) == STAMP_CHANGED;
+		uint64_t id = nodeid_of(w, child);
+
+		ino_unhold(w->it, child);
+		inval_attr(w, id, data);
+	}
 	if (!named && (ev->mask & (IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)))
 		inval_attr(w, dir, false);
 }

@@ -88,12 +88,15 @@ struct hotfs_inode {
 	struct hotfs_inode *next;	/* hash chain, protected by table lock */
 
 	pthread_mutex_t m;		/* protects the fields below */
-	/* Source stamp seen when the last handle was released: an open
-	 * that finds the same stamp keeps the kernel's page cache. */
+	/* The source stamp the kernel's pages and attributes go with, and
+	 * the mount's own changes in flight (hotfs/stamp.h): an open that
+	 * finds the same stamp keeps the kernel's page cache. */
 	bool stamp_valid;
 	int64_t stamp_mtime_ns;
 	int64_t stamp_ctime_ns;
 	off_t stamp_size;
+	unsigned chg_inflight;
+	bool chg_ours;
 	uint64_t write_gen;		/* bumped by every write/truncate */
 	/* Writes through the mount in flight (cache_write_begin to
 	 * cache_write_end) and the extents they may touch, as one span

@@ -159,6 +159,7 @@ static struct {
 	bool op_on[OP_NR];
 	unsigned int weight[OP_NR];
 	char *srcpath;		/* -s: the same file, not through the mount */
+	char *verifypath;	/* -V: the same file, read on a mismatch */
 	bool shared;		/* -r: one region of a file others also use */
 	off_t region;		/* -r: where the region starts in the file */
 	bool fa_on[FA_NR];
@@ -325,6 +326,65 @@ static void guess_writer(off_t off, uint8_t val)
 	}
 }
 
+/*
+ * After a mismatch at @off (relative to the region): where are the wrong
+ * bytes?  Reads the page holding @off again through the mount with
+ * O_DIRECT (what the daemon serves now, past the kernel's page cache),
+ * with a buffered read (what the page cache holds), and from the source
+ * file itself if -V named it.
+ */
+static void locate_mismatch(off_t off)
+{
+	const off_t pg = (fx.region + off) & ~(off_t)(fx.pagesize - 1);
+	const off_t rel = pg - fx.region;
+	size_t len = (size_t)fx.pagesize;
+	const char *how[3] = { "O_DIRECT read through the mount",
+			       "buffered read through the mount",
+			       "read of the source file" };
+	int k;
+
+	if (rel < 0 || rel >= fx.size)
+		return;
+	if ((off_t)len > fx.size - rel)
+		len = (size_t)(fx.size - rel);
+	for (k = 0; k < 3; k++) {
+		int fd = k == 0 ? fx.dfd : k == 1 ? fx.fd : -1;
+		uint8_t *b = fx.dbuf;
+		ssize_t n;
+		size_t i;
+
+		if (k == 2) {
+			if (!fx.verifypath)
+				break;
+			fd = open(fx.verifypath, O_RDONLY);
+			if (fd == -1) {
+				fprintf(stderr, "  %s: open: %s\n", how[k],
+					strerror(errno));
+				break;
+			}
+		}
+		if (fd == -1)
+			continue;
+		n = pread(fd, b, k == 0 ? (size_t)fx.pagesize : len, pg);
+		if (k == 2)
+			close(fd);
+		if (n < (ssize_t)len) {
+			fprintf(stderr, "  %s of page %jd: %s\n", how[k],
+				(intmax_t)pg, n < 0 ? strerror(errno) : "short");
+			continue;
+		}
+		for (i = 0; i < len && b[i] == fx.good[rel + i]; i++)
+			;
+		if (i == len)
+			fprintf(stderr, "  %s of page %jd now matches the model\n",
+				how[k], (intmax_t)pg);
+		else
+			fprintf(stderr, "  %s of page %jd differs at %jd: 0x%02x, model 0x%02x\n",
+				how[k], (intmax_t)pg, (intmax_t)(pg + (off_t)i),
+				b[i], fx.good[rel + i]);
+	}
+}
+
 /* Compare @got (file bytes at @off) with the model; fail on a difference. */
 static void check_data(const char *what, off_t off, const uint8_t *got,
 		       size_t len)
@@ -361,6 +421,7 @@ static void check_data(const char *what, off_t off, const uint8_t *got,
 	hexdump("expected", want + start, off + start, n);
 	hexdump("observed", got + start, off + start, n);
 	guess_writer(off + first, got[first]);
+	locate_mismatch(off + (off_t)first);
 	fail("%s returned data that differs from the model", what);
 }
 
@@ -1135,6 +1196,8 @@ static void usage(void)
 "  -r OFFSET   share FILE with other exercisers: use only the -l bytes\n"
 "              from OFFSET (no truncate, size-changing fallocate, seek or\n"
 "              srcwrite; O_DIRECT only if OFFSET is aligned)\n"
+"  -V SRCPATH  on a data mismatch, also read the page from SRCPATH (the\n"
+"              same file, not through the mount) to tell where it went wrong\n"
 "  -I N        test the exerciser: after op N, change one byte of the file\n"
 "              behind the model's back (the run must then fail)\n"
 "exit: 0 success, 1 data mismatch or failed operation, 2 usage/setup\n");
@@ -1239,7 +1302,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < FA_NR; i++)
 		fx.fa_on[i] = true;
 
-	while ((c = getopt(argc, argv, "S:N:l:o:a:f:x:w:s:r:RWZFKHzTCynL:dD:p:quI:h")) != -1) {
+	while ((c = getopt(argc, argv, "S:N:l:o:a:f:x:w:s:r:V:RWZFKHzTCynL:dD:p:quI:h")) != -1) {
 		switch (c) {
 		case 'S':
 			fx.seed = parse_num(optarg, "seed");
@@ -1270,6 +1333,9 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			fx.srcpath = optarg;
+			break;
+		case 'V':
+			fx.verifypath = optarg;
 			break;
 		case 'r':
 			fx.region = parse_num(optarg, "region offset");

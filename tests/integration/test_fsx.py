@@ -223,7 +223,8 @@ def test_fsx_shared_file_regions(ws):
                '-L', '60', '-l', str(region), '-o', '30000',
                '-w', 'read=10,dread=20,mapread=10,write=10,dwrite=5,'
                'mapwrite=5,reopen=4,dropcache=6,falloc=4',
-               '-r', str(i * region), path]
+               '-r', str(i * region),
+               '-V', os.path.join(ws.src, 'fsx.shared'), path]
         procs.append((i, subprocess.Popen(cmd, stdout=log,
                                           stderr=subprocess.STDOUT), log))
     failures = []

@@ -246,3 +246,73 @@ def test_directories_read_without_opendir(ws, mode):
         os.close(os.open(os.path.join(big, n), os.O_CREAT | os.O_WRONLY))
     assert sorted(os.listdir(big)) == names
     assert sorted(os.listdir(os.path.join(src, 'big'))) == names
+
+
+@pytest.mark.parametrize('mode', ['open', '30', 'never'])
+def test_writes_through_the_mount_keep_the_cached_pages(ws, mode):
+    """A write through the mount is not a change behind its back: the
+    kernel keeps the file's other cached pages (a stat and a new open
+    after it included), so that reads are still answered from them.
+    Dropping them while another writer's write is in flight would let a
+    concurrent read put the old bytes back for good (hotfs/stamp.h)."""
+    size = 1 << 20
+    data = bytearray(os.urandom(size))
+    with open(os.path.join(ws.src, 'f'), 'wb') as f:
+        f.write(data)
+    ws.start(opts='revalidate=' + mode)
+    p = os.path.join(ws.mnt, 'f')
+    with open(p, 'rb') as f:
+        assert f.read() == data
+    before = int(util.hotfs_stats(ws.mnt)['read_requests'])
+    with open(p, 'r+b') as f:
+        f.seek(size // 2)
+        f.write(b'w' * 4096)
+        data[size // 2:size // 2 + 4096] = b'w' * 4096
+    os.stat(p)          # the attributes the write made the kernel drop
+    with open(p, 'rb') as f:
+        assert f.read() == data
+    after = int(util.hotfs_stats(ws.mnt)['read_requests'])
+    assert after == before, \
+        '%d read requests after a write through the mount' % (after - before)
+    with open(os.path.join(ws.src, 'f'), 'rb') as f:
+        assert f.read() == data
+
+
+def test_open_file_sees_a_change_behind_the_mount(ws):
+    """revalidate=open with the source watched: a file kept open and read
+    again sees a change made behind the mount within a moment (the watch
+    drops its cached pages), same size and all."""
+    with open(os.path.join(ws.src, 'f'), 'wb') as f:
+        f.write(b'a' * 8192)
+    ws.start(opts='revalidate=open')
+    fd = os.open(os.path.join(ws.mnt, 'f'), os.O_RDONLY)
+    try:
+        assert os.pread(fd, 8192, 0) == b'a' * 8192
+        with open(os.path.join(ws.src, 'f'), 'r+b') as f:
+            f.write(b'b' * 8192)
+        util.wait_for(lambda: os.pread(fd, 8192, 0) == b'b' * 8192,
+                      'the new content through the open file', 5)
+    finally:
+        os.close(fd)
+
+
+def test_nowatch_stat_sees_a_change_behind_the_mount(ws):
+    """With -o nowatch, a file kept open sees a change made behind the
+    mount once its attributes are asked again (after attr_timeout): the
+    daemon then drops its cached pages, as NFS does at revalidation."""
+    with open(os.path.join(ws.src, 'f'), 'wb') as f:
+        f.write(b'a' * 8192)
+    ws.start(opts='nowatch')
+    p = os.path.join(ws.mnt, 'f')
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        assert os.pread(fd, 8192, 0) == b'a' * 8192
+        with open(os.path.join(ws.src, 'f'), 'r+b') as f:
+            f.write(b'b' * 8192)
+
+        def seen():
+            os.fstat(fd)
+            return os.pread(fd, 8192, 0) == b'b' * 8192
+        util.wait_for(seen, 'the new content after a stat', 5)
+    finally:
+        os.close(fd)

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The stamp the kernel's cached pages and attributes of a file go with,
+ * and the mount's own changes to the file.
+ *
+ * A file's stamp (mtime, ctime, size) is recorded when it is opened.  The
+ * kernel's copy of its pages is dropped only when the file changed
+ * behind the mount: at an open that finds another stamp (close-to-open),
+ * at a getattr that finds one, or at a source watch event for it.  A
+ * change the mount makes itself (a write, a truncate, a chmod: a
+ * "change" from stamp_change_begin to stamp_change_end) moves the
+ * recorded stamp along instead, when the last change in flight ends, if
+ * the first of them started from the recorded stamp.
+ *
+ * Dropping the kernel's pages of a file while one of its writes is in
+ * flight loses data: the kernel's write(2) puts the new bytes in pages
+ * and sends them; a drop removes those pages, a concurrent read of the
+ * same range (another reader's readahead) makes new ones from the
+ * source before the write lands there, and the stale pages stay, to be
+ * read, or written back over the new bytes by a shared mapping.  So a
+ * stamp seen while a change of the mount's own is in flight is taken as
+ * the mount's own (STAMP_SAME), and the kernel's own invalidation on a
+ * new mtime (FUSE_CAP_AUTO_INVAL_DATA), which cannot tell, is off.
+ *
+ * Functions named _locked, and stamp_change_*, take the inode's m held;
+ * the others take it themselves.
+ */
+#ifndef HOTFS_STAMP_H
+#define HOTFS_STAMP_H
+
+#include <stdbool.h>
+#include <sys/stat.h>
+
+#include "hotfs/inode.h"
+
+enum stamp_verdict {
+	STAMP_SAME,	/* as recorded, or a change of the mount in flight */
+	STAMP_NEW,	/* nothing was recorded: now it is */
+	STAMP_CHANGED,	/* changed behind the mount: now recorded */
+};
+
+/*
+ * The source's stamp st (fstat of the file) against the recorded one:
+ * records st unless a change of the mount's own is in flight.  Takes m.
+ */
+enum stamp_verdict stamp_check(struct hotfs_inode *in, const struct stat *st);
+
+/* Same as stamp_check, m held. */
+enum stamp_verdict stamp_check_locked(struct hotfs_inode *in,
+				      const struct stat *st);
+
+/*
+ * The mount begins a change of the file; st is the source's stat taken
+ * under m just now (NULL if it failed).  m held.
+ */
+void stamp_change_begin(struct hotfs_inode *in, const struct stat *st);
+
+/*
+ * The change ended.  If it was the last in flight (stamp_change_last()
+ * said so before), st is the source's stat taken under m just now (NULL
+ * if it failed); otherwise it is not looked at.  m held.
+ */
+void stamp_change_end(struct hotfs_inode *in, const struct stat *st);
+
+/*
+ * Both, for a change that is not a write (chmod, chown, utimes): take m
+ * and stat the source through fd (an O_PATH one will do) themselves.
+ */
+void stamp_begin(struct hotfs_inode *in, int fd);
+void stamp_end(struct hotfs_inode *in, int fd);
+
+/* Is the change about to end the last in flight?  m held. */
+static inline bool stamp_change_last(const struct hotfs_inode *in)
+{
+	return in->chg_inflight == 1;
+}
+
+/* Is a change of the mount's own in flight?  m held. */
+static inline bool stamp_change_busy(const struct hotfs_inode *in)
+{
+	return in->chg_inflight != 0;
+}
+
+#endif

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The stamp the kernel's pages of a file go with (see
+ * include/hotfs/stamp.h).
+ */
+#include <fcntl.h>
+
+#include "hotfs/stamp.h"
+
+static bool same(const struct hotfs_inode *in, const struct stat *st)
+{
+	return in->stamp_valid &&
+	       in->stamp_mtime_ns == ts_ns(&st->st_mtim) &&
+	       in->stamp_ctime_ns == ts_ns(&st->st_ctim) &&
+	       in->stamp_size == st->st_size;
+}
+
+static void record(struct hotfs_inode *in, const struct stat *st)
+{
+	in->stamp_valid = true;
+	in->stamp_mtime_ns = ts_ns(&st->st_mtim);
+	in->stamp_ctime_ns = ts_ns(&st->st_ctim);
+	in->stamp_size = st->st_size;
+}
+
+enum stamp_verdict stamp_check_locked(struct hotfs_inode *in,
+				      const struct stat *st)
+{
+	bool valid = in->stamp_valid;
+
+	if (in->chg_inflight || same(in, st))
+		return STAMP_SAME;
+	record(in, st);
+	return valid ? STAMP_CHANGED : STAMP_NEW;
+}
+
+enum stamp_verdict stamp_check(struct hotfs_inode *in, const struct stat *st)
+{
+	enum stamp_verdict v;
+
+	pthread_mutex_lock(&in->m);
+	v = stamp_check_locked(in, st);
+	pthread_mutex_unlock(&in->m);
+	return v;
+}
+
+void stamp_change_begin(struct hotfs_inode *in, const struct stat *st)
+{
+	/* the first of a burst decides: did it start from what the
+	 * kernel's pages go with?  (If not, the file changed behind the
+	 * mount before, and the next open or check must see that.) */
+	if (!in->chg_inflight++)
+		in->chg_ours = st && same(in, st);
+}
+
+void stamp_change_end(struct hotfs_inode *in, const struct stat *st)
+{
+	if (!in->chg_inflight)
+		return;
+	if (--in->chg_inflight == 0 && in->chg_ours && st)
+		record(in, st);
+}
+
+void stamp_begin(struct hotfs_inode *in, int fd)
+{
+	struct stat st;
+	bool have;
+
+	pthread_mutex_lock(&in->m);
+	have = fstatat(fd, "", &st, AT_EMPTY_PATH) == 0;
+	stamp_change_begin(in, have ? &st : NULL);
+	pthread_mutex_unlock(&in->m);
+}
+
+void stamp_end(struct hotfs_inode *in, int fd)
+{
+	struct stat st;
+	bool have;
+
+	pthread_mutex_lock(&in->m);
+	have = stamp_change_last(in) &&
+	       fstatat(fd, "", &st, AT_EMPTY_PATH) == 0;
+	stamp_change_end(in, have ? &st : NULL);
+	pthread_mutex_unlock(&in->m);
+}

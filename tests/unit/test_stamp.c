@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Unit tests for the stamp the kernel's pages of a file go with
+ * (src/stamp.c): a change behind the mount is told from the mount's own
+ * changes, overlapping ones included.  The file is a real file; its
+ * stamps are made distinct by setting its mtime explicitly.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "hotfs/stamp.h"
+
+struct fx {
+	char path[64];
+	int fd;
+	time_t t;
+	struct hotfs_inode in;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	strcpy(f->path, "/tmp/hotfs-stamp-XXXXXX");
+	f->fd = mkstemp(f->path);
+	assert_true(f->fd >= 0);
+	f->t = 1000000;
+	pthread_mutex_init(&f->in.m, NULL);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	close(f->fd);
+	unlink(f->path);
+	pthread_mutex_destroy(&f->in.m);
+	free(f);
+	return 0;
+}
+
+/* Change the file (as anyone would: a write and a new mtime). */
+static void modify(struct fx *f)
+{
+	struct timespec ts[2] = { { 0, UTIME_OMIT }, { ++f->t, 0 } };
+
+	assert_int_equal(pwrite(f->fd, "x", 1, (off_t)(f->t % 4096)), 1);
+	assert_int_equal(futimens(f->fd, ts), 0);
+}
+
+static struct stat now(struct fx *f)
+{
+	struct stat st;
+
+	assert_int_equal(fstat(f->fd, &st), 0);
+	return st;
+}
+
+static enum stamp_verdict check(struct fx *f)
+{
+	struct stat st = now(f);
+
+	return stamp_check(&f->in, &st);
+}
+
+static void begin(struct fx *f)
+{
+	stamp_begin(&f->in, f->fd);
+}
+
+static void end(struct fx *f)
+{
+	stamp_end(&f->in, f->fd);
+}
+
+static void test_behind_the_mount(void **state)
+{
+	struct fx *f = *state;
+
+	assert_int_equal(check(f), STAMP_NEW);
+	assert_int_equal(check(f), STAMP_SAME);
+	modify(f);
+	assert_int_equal(check(f), STAMP_CHANGED);
+	/* recorded: the next check finds it the same */
+	assert_int_equal(check(f), STAMP_SAME);
+}
+
+static void test_own_change(void **state)
+{
+	struct fx *f = *state;
+
+	assert_int_equal(check(f), STAMP_NEW);
+	begin(f);
+	modify(f);
+	/* in flight: taken as the mount's own, not recorded yet */
+	assert_int_equal(check(f), STAMP_SAME);
+	assert_true(f->in.stamp_mtime_ns != (int64_t)f->t * 1000000000LL);
+	end(f);
+	assert_int_equal(f->in.stamp_mtime_ns, (int64_t)f->t * 1000000000LL);
+	assert_int_equal(check(f), STAMP_SAME);
+	assert_int_equal(f->in.chg_inflight, 0);
+}
+
+static void test_overlapping_changes(void **state)
+{
+	struct fx *f = *state;
+	int64_t first;
+
+	assert_int_equal(check(f), STAMP_NEW);
+	begin(f);			/* A */
+	modify(f);
+	begin(f);			/* B, after A landed */
+	modify(f);
+	end(f);				/* A ends: B still in flight */
+	first = f->in.stamp_mtime_ns;
+	assert_true(first != (int64_t)f->t * 1000000000LL);
+	modify(f);			/* B lands more */
+	assert_int_equal(check(f), STAMP_SAME);
+	end(f);				/* B, the last: recorded */
+	assert_int_equal(f->in.stamp_mtime_ns, (int64_t)f->t * 1000000000LL);
+	assert_int_equal(check(f), STAMP_SAME);
+}
+
+static void test_change_after_one_behind(void **state)
+{
+	struct fx *f = *state;
+
+	assert_int_equal(check(f), STAMP_NEW);
+	modify(f);			/* behind the mount, not checked */
+	begin(f);			/* the mount's own, from there */
+	modify(f);
+	end(f);
+	/* the change behind the mount must still show */
+	assert_int_equal(check(f), STAMP_CHANGED);
+	assert_int_equal(check(f), STAMP_SAME);
+}
+
+static void test_end_without_begin(void **state)
+{
+	struct fx *f = *state;
+
+	assert_int_equal(check(f), STAMP_NEW);
+	end(f);				/* tolerated: nothing in flight */
+	assert_int_equal(f->in.chg_inflight, 0);
+	modify(f);
+	assert_int_equal(check(f), STAMP_CHANGED);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_behind_the_mount, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_own_change, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_overlapping_changes,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_change_after_one_behind,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_end_without_begin, setup,
+						teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
