@@ -34,8 +34,10 @@ and equal to the model; promotions and evictions happened, also after the
 warm-up; and the daemon's RSS, sampled every second, is flat after the
 warm-up (the first third, or longer until the daemon has started all
 its FUSE worker threads, of which there are at most 16): over the rest,
-the second half's median and peak are within 10% + 8 MiB of the first
-half's (relative, so that it holds for a sanitizer build too).  The samples (with the daemon's thread
+the second half's median and peak are within 10% + 8 MiB of the highest
+RSS before that half, warm-up included (relative, so that it holds for a
+sanitizer build too; the promotion queue's biggest burst, which sets the
+RSS glibc keeps, may come after the warm-up).  The samples (with the daemon's thread
 count and promotion queue depth) and the figures are printed: pytest -s
 shows them.
 
@@ -630,6 +632,10 @@ def test_load(ws):
     after = [s[1] for s in samples if s[0] >= warm]
     half = len(after) // 2
     a, b = after[:half], after[half:]
+    # the highest RSS before the second half, warm-up included: the
+    # promotion queue's bursts raise it (glibc keeps what they freed),
+    # and the run's biggest burst may come after the warm-up
+    ref = max(s[1] for s in samples[:len(samples) - len(b)])
     print('\nload: %d processes, %.0fs (warm-up %.0fs), %s' % (
         NPROC, SECS, warm, OPTS))
     print('ops: %d %r' % (sum(ops.values()), dict(sorted(ops.items()))))
@@ -645,9 +651,10 @@ def test_load(ws):
     print('daemon (t, RSS KiB, threads, promotion queue) every second: %r'
           % samples)
     print('RSS after warm-up: min %d, max %d KiB; first half median %d, '
-          'max %d; second half median %d, max %d; after the final check '
-          '%d KiB' % (min(after), max(after), median(a), max(a),
-                      median(b), max(b), rss_end))
+          'max %d; highest before the second half %d; second half median '
+          '%d, max %d; after the final check %d KiB'
+          % (min(after), max(after), median(a), max(a), ref, median(b),
+             max(b), rss_end))
 
     # the cache was exercised, also while RSS was measured
     assert end['promotions'] > at_warm['promotions'] > 0, (at_warm, end)
@@ -660,13 +667,13 @@ def test_load(ws):
     # main, promotion and at most 16 FUSE workers (main.c: max_threads)
     assert most <= 20, 'the daemon has %d threads' % most
     # RSS flat after the warm-up: the second half of the rest neither
-    # grows (median) nor peaks (max) beyond 10% + 8 MiB of the first half
-    # (relative: a sanitizer build has a bigger RSS)
+    # settles (median) nor peaks (max) beyond 10% + 8 MiB of the highest
+    # RSS before it (relative: a sanitizer build has a bigger RSS)
     assert len(a) >= 3, samples
-    assert median(b) <= median(a) * 1.10 + 8192, (
-        'daemon RSS grew after the warm-up: median %d -> %d KiB'
-        % (median(a), median(b)))
-    assert max(b) <= max(a) * 1.10 + 8192, (
+    assert median(b) <= ref * 1.10 + 8192, (
+        'daemon RSS grew after the warm-up: highest before %d, second '
+        'half median %d KiB' % (ref, median(b)))
+    assert max(b) <= ref * 1.10 + 8192, (
         'daemon RSS peaked higher after the warm-up: %d -> %d KiB'
-        % (max(a), max(b)))
+        % (ref, max(b)))
     ws.stop(proc)
