@@ -457,7 +457,7 @@ static void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
 	struct hotfs_inode *in;
 	struct stat st;
 	bool fresh = true, changed;
-	int err, fd;
+	int err, fd = -1;
 
 	if (vd_is(ino)) {
 		vd_getattr(req, ino);
@@ -466,7 +466,8 @@ static void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
 	in = hino(req, ino);
 	count(&fs->n_getattr);
 	if (fi && fi->fh) {
-		err = fstat(fhfd(fi), &st) == -1 ? -errno : 0;
+		fd = fhfd(fi);
+		err = fstat(fd, &st) == -1 ? -errno : 0;
 	} else if (meta_fs_getattr(fs, in, &st)) {
 		err = 0;
 		fresh = false;
@@ -484,7 +485,7 @@ static void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
 	 * kernel's own check on a new mtime is off: hotfs/stamp.h) */
 	changed = fresh && S_ISREG(st.st_mode) &&
 		  fs->o->revalidate != HOTFS_REVAL_NEVER &&
-		  stamp_check(in, &st) == STAMP_CHANGED;
+		  stamp_check_fd(in, fd) == STAMP_CHANGED;
 	fuse_reply_attr(req, &st, attr_timeout(fs, in));
 	if (changed)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);

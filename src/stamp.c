@@ -44,6 +44,18 @@ enum stamp_verdict stamp_check(struct hotfs_inode *in, const struct stat *st)
 	return v;
 }
 
+enum stamp_verdict stamp_check_fd(struct hotfs_inode *in, int fd)
+{
+	enum stamp_verdict v = STAMP_SAME;
+	struct stat st;
+
+	pthread_mutex_lock(&in->m);
+	if (!in->chg_inflight && fstatat(fd, "", &st, AT_EMPTY_PATH) == 0)
+		v = stamp_check_locked(in, &st);
+	pthread_mutex_unlock(&in->m);
+	return v;
+}
+
 void stamp_change_begin(struct hotfs_inode *in, const struct stat *st)
 {
 	/* the first of a burst decides: did it start from what the

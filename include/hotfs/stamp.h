@@ -45,6 +45,14 @@ enum stamp_verdict {
  */
 enum stamp_verdict stamp_check(struct hotfs_inode *in, const struct stat *st);
 
+/*
+ * The same with the source's stat taken under m through fd (an O_PATH
+ * one will do): no change of the mount's own can end between the stat
+ * and the check, so that a stat older than such a change is never taken
+ * for a change behind the mount.  STAMP_SAME if the stat fails.
+ */
+enum stamp_verdict stamp_check_fd(struct hotfs_inode *in, int fd);
+
 /* Same as stamp_check, m held. */
 enum stamp_verdict stamp_check_locked(struct hotfs_inode *in,
 				      const struct stat *st);
