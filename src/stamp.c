@@ -4,6 +4,7 @@
  * include/hotfs/stamp.h).
  */
 #include <fcntl.h>
+#include <stdatomic.h>
 
 #include "hotfs/stamp.h"
 
@@ -51,6 +52,21 @@ enum stamp_verdict stamp_check_fd(struct hotfs_inode *in, int fd)
 
 	pthread_mutex_lock(&in->m);
 	if (!in->chg_inflight && fstatat(fd, "", &st, AT_EMPTY_PATH) == 0)
+		v = stamp_check_locked(in, &st);
+	pthread_mutex_unlock(&in->m);
+	return v;
+}
+
+enum stamp_verdict stamp_check_ino(struct hotfs_inode *in)
+{
+	enum stamp_verdict v = STAMP_SAME;
+	struct stat st;
+	int fd;
+
+	pthread_mutex_lock(&in->m);
+	fd = atomic_load(&in->fd);
+	if (!in->chg_inflight && fd >= 0 &&
+	    fstatat(fd, "", &st, AT_EMPTY_PATH) == 0)
 		v = stamp_check_locked(in, &st);
 	pthread_mutex_unlock(&in->m);
 	return v;

@@ -411,9 +411,8 @@ static void handle(struct hotfs_watch *w, const struct inotify_event *ev)
 	if (child) {
 		/* a file changed behind the mount: its cached pages too
 		 * (not for the mount's own writes: hotfs/stamp.h) */
-		int cfd = atomic_load(&child->fd);
-		bool data = S_ISREG(st.st_mode) && cfd >= 0 &&
-			    stamp_check_fd(child, cfd) == STAMP_CHANGED;
+		bool data = S_ISREG(st.st_mode) &&
+			    stamp_check_ino(child) == STAMP_CHANGED;
 		uint64_t id = nodeid_of(w, child);
 
 		ino_unhold(w->it, child);

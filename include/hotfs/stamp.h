@@ -53,6 +53,12 @@ enum stamp_verdict stamp_check(struct hotfs_inode *in, const struct stat *st);
  */
 enum stamp_verdict stamp_check_fd(struct hotfs_inode *in, int fd);
 
+/*
+ * The same through the inode's own O_PATH fd, read under m (where the fd
+ * budget closes it): STAMP_SAME if it has none open.
+ */
+enum stamp_verdict stamp_check_ino(struct hotfs_inode *in);
+
 /* Same as stamp_check, m held. */
 enum stamp_verdict stamp_check_locked(struct hotfs_inode *in,
 				      const struct stat *st);
