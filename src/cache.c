@@ -316,8 +316,16 @@ static void wr_span(const struct hotfs_cache *c, uint64_t off, uint64_t len,
 	*last = l < UINT32_MAX ? (uint32_t)l : UINT32_MAX;
 }
 
-void cache_write_begin(struct hotfs_cache *c, struct hotfs_inode *in,
-		       struct cache_wr *w, uint64_t off, uint64_t len)
+/* The source object's attributes now, through the O_PATH fd the write
+ * holds (w->fd, -1: none). */
+static bool stat_inode(const struct cache_wr *w, struct stat *st)
+{
+	return w->fd >= 0 && fstatat(w->fd, "", st, AT_EMPTY_PATH) == 0;
+}
+
+void cache_write_begin(struct hotfs_cache *c, struct hotfs_itable *it,
+		       struct hotfs_inode *in, struct cache_wr *w,
+		       uint64_t off, uint64_t len)
 {
 	struct stat st;
 	uint32_t first, last;
@@ -326,6 +334,9 @@ void cache_write_begin(struct hotfs_cache *c, struct hotfs_inode *in,
 
 	wr_span(c, off, len, &first, &last);
 	meta_note_write(in);	/* before the change: see meta_fs.h */
+	/* in use until cache_write_end: the fd budget never closes it
+	 * meanwhile (before m: ino_fd takes it) */
+	w->fd = ino_fd(it, in);
 	pthread_mutex_lock(&in->m);
 	w->gen = ++in->write_gen;
 	if (!in->wr_inflight++ || first < in->wr_lo)
@@ -333,7 +344,7 @@ void cache_write_begin(struct hotfs_cache *c, struct hotfs_inode *in,
 	if (in->wr_inflight == 1 || last > in->wr_hi)
 		in->wr_hi = last;
 	/* under m: a change that ends meanwhile has recorded its stamp */
-	have = fstatat(in->fd, "", &st, AT_EMPTY_PATH) == 0;
+	have = stat_inode(w, &st);
 	stamp_change_begin(in, have ? &st : NULL);
 	pthread_mutex_unlock(&in->m);
 	w->have_old = c && have;
@@ -342,11 +353,10 @@ void cache_write_begin(struct hotfs_cache *c, struct hotfs_inode *in,
 }
 
 /* The end of a change of the mount's own (hotfs/stamp.h); m held. */
-static void change_end(struct hotfs_inode *in)
+static void change_end(struct hotfs_inode *in, const struct cache_wr *w)
 {
 	struct stat st;
-	bool have = stamp_change_last(in) &&
-		    fstatat(in->fd, "", &st, AT_EMPTY_PATH) == 0;
+	bool have = stamp_change_last(in) && stat_inode(w, &st);
 
 	stamp_change_end(in, have ? &st : NULL);
 }
@@ -401,12 +411,14 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	if (!c) {
 		pthread_mutex_lock(&in->m);
 		in->wr_inflight--;
-		change_end(in);
+		change_end(in, w);
 		pthread_mutex_unlock(&in->m);
+		if (w->fd >= 0)
+			ino_fd_put(in);
 		return;
 	}
 	cache_key(c, in->dev, in->ino, &k);
-	have_now = w->have_old && fstatat(in->fd, "", &st, AT_EMPTY_PATH) == 0;
+	have_now = w->have_old && stat_inode(w, &st);
 	if (have_now) {
 		cache_stamp(&st, &now);
 		if (len) {
@@ -487,8 +499,10 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	in->write_gen++;
 	in->wr_inflight--;
 	/* our own write: the kernel's pages and attributes followed it */
-	change_end(in);
+	change_end(in, w);
 	pthread_mutex_unlock(&in->m);
+	if (w->fd >= 0)
+		ino_fd_put(in);
 	for (i = 0; i < nb; i++)
 		free(bufs[i]);
 }
@@ -1222,12 +1236,20 @@ static int open_source(struct hotfs_cache *c, struct hotfs_inode *in,
 	char pn[32];
 	int fd;
 
-	snprintf(pn, sizeof(pn), "%d", in->fd);
+	fd = ino_fd(c->it, in);
+	if (fd < 0)
+		return -errno;
+	snprintf(pn, sizeof(pn), "%d", fd);
 	fd = openat(c->proc_self_fd, pn, O_RDONLY | O_CLOEXEC | O_NOATIME);
 	if (fd == -1 && errno == EPERM)
 		fd = openat(c->proc_self_fd, pn, O_RDONLY | O_CLOEXEC);
-	if (fd == -1)
-		return -errno;
+	if (fd == -1) {
+		int r = -errno;
+
+		ino_fd_put(in);
+		return r;
+	}
+	ino_fd_put(in);
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
 		int r = S_ISREG(st.st_mode) ? -errno : -EINVAL;
 

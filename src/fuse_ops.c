@@ -67,10 +67,16 @@ static struct hotfs_inode *hino(fuse_req_t req, fuse_ino_t ino)
 }
 
 /* The inode's source fd, opened now if it was made from the metadata
- * snapshot; -1 with errno if its name is gone. */
+ * snapshot or closed for the fd budget; -1 with errno if its name is
+ * gone.  In use until iput(req, ino) (ino_fd_put). */
 static int ifd(fuse_req_t req, fuse_ino_t ino)
 {
 	return ino_fd(hfs(req)->it, hino(req, ino));
+}
+
+static void iput(fuse_req_t req, fuse_ino_t ino)
+{
+	ino_fd_put(hino(req, ino));
 }
 
 static struct hotfs_fh *hfh(struct fuse_file_info *fi)
@@ -113,14 +119,18 @@ static int src_fd(struct hotfs *fs, struct hotfs_inode *in,
 		  struct fuse_file_info *fi, int flags, bool *tmp)
 {
 	char pn[32];
+	int fd;
 
 	*tmp = !(fi && fi->fh);
 	if (!*tmp)
 		return fhfd(fi);
-	if (ino_fd(fs->it, in) < 0)	/* known from the snapshot alone */
+	fd = ino_fd(fs->it, in);
+	if (fd < 0)
 		return -1;
-	procname(pn, sizeof(pn), in->fd);
-	return openat(fs->proc_self_fd, pn, flags | O_CLOEXEC);
+	procname(pn, sizeof(pn), fd);
+	fd = openat(fs->proc_self_fd, pn, flags | O_CLOEXEC);
+	ino_fd_put(in);
+	return fd;
 }
 
 /* Close what src_fd opened; -errno of a failed close, else 0. */
@@ -262,8 +272,10 @@ static int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (pfd < 0)
 		return -errno;
 	fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd == -1)
-		return -errno;
+	err = fd == -1 ? -errno : 0;
+	iput(req, parent);
+	if (err)
+		return err;
 	err = stat_fd(fd, &e->attr);
 	if (err) {
 		close(fd);
@@ -400,6 +412,7 @@ static void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	/* the directory's stamp before the lookup (no disk: its inode is
 	 * held open) */
 	stamped = fstat(dfd, &dst) == 0;
+	ino_fd_put(dir);
 	if (stamped && neg_hit(dir, &dst, name)) {
 		err = -ENOENT;
 	} else {
@@ -474,6 +487,8 @@ static void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
 	} else {
 		fd = ifd(req, ino);
 		err = fd < 0 ? -errno : stat_fd(fd, &st);
+		if (fd >= 0)
+			iput(req, ino);
 	}
 	if (err) {
 		fuse_reply_err(req, -err);
@@ -497,7 +512,7 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct hotfs *fs = hfs(req);
 	struct hotfs_inode *in = hino(req, ino);
 	char pn[32];
-	int r = 0;
+	int r = 0, fd;
 
 	if (vd_is(ino)) {
 		/* without open, ctl's O_TRUNC comes as a setattr: nothing to
@@ -514,14 +529,15 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	if (fi && !fi->fh)	/* no open: by the inode */
 		fi = NULL;
-	if (ino_fd(fs->it, in) < 0) {
+	fd = ino_fd(fs->it, in);
+	if (fd < 0) {
 		fuse_reply_err(req, errno);
 		return;
 	}
 	meta_fs_change(fs, NULL, in);
-	procname(pn, sizeof(pn), in->fd);
+	procname(pn, sizeof(pn), fd);
 	/* the new ctime or mtime is the mount's own (hotfs/stamp.h) */
-	stamp_begin(in, in->fd);
+	stamp_begin(in, fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
 		if (fi)
 			r = fchmod(fhfd(fi), attr->st_mode);
@@ -536,7 +552,7 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid :
 			    (gid_t)-1;
 
-		r = fchownat(in->fd, "", uid, gid,
+		r = fchownat(fd, "", uid, gid,
 			     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 		if (r == -1)
 			goto out_err;
@@ -544,14 +560,13 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	if (valid & FUSE_SET_ATTR_SIZE) {
 		struct cache_wr w;
 
-		cache_write_begin(fs->cache, in, &w, 0, 0);
+		cache_write_begin(fs->cache, fs->it, in, &w, 0, 0);
 		if (fi)
 			r = ftruncate(fhfd(fi), attr->st_size);
 		else {
 			char path[64];
 
-			snprintf(path, sizeof(path), "/proc/self/fd/%d",
-				 in->fd);
+			snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 			r = truncate(path, attr->st_size);
 		}
 		cache_write_end(fs->cache, in, &w, 0, 0, NULL);
@@ -576,19 +591,21 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		if (fi)
 			r = futimens(fhfd(fi), tv);
 		else if (S_ISLNK(in->type))
-			r = utimensat(in->fd, "", tv,
+			r = utimensat(fd, "", tv,
 				      AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 		else
 			r = utimensat(fs->proc_self_fd, pn, tv, 0);
 		if (r == -1)
 			goto out_err;
 	}
-	stamp_end(in, in->fd);
+	stamp_end(in, fd);
+	ino_fd_put(in);
 	hotfs_getattr(req, ino, fi);
 	return;
 out_err:
 	r = errno;
-	stamp_end(in, in->fd);
+	stamp_end(in, fd);
+	ino_fd_put(in);
 	fuse_reply_err(req, r);
 }
 
@@ -610,6 +627,12 @@ static void hotfs_readlink(fuse_req_t req, fuse_ino_t ino)
 	}
 	fd = ifd(req, ino);
 	n = fd < 0 ? -1 : readlinkat(fd, "", buf, sizeof(buf));
+	if (fd >= 0) {
+		int e = errno;
+
+		iput(req, ino);
+		errno = e;
+	}
 	if (n == -1) {
 		fuse_reply_err(req, errno);
 		return;
@@ -667,6 +690,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		r = -errno;
 	umask_exit(req);
 	cred_exit(&c);
+	iput(req, parent);
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
@@ -696,7 +720,7 @@ static void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
 {
 	struct hotfs *fs = hfs(req);
 	char pn[32];
-	int r;
+	int r, fd, pfd;
 
 	if (vd_is(ino) || vd_is(parent) ||
 	    vd_is_name(hfs(req), parent, name)) {
@@ -705,46 +729,96 @@ static void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
 		return;
 	}
 
-	if (ifd(req, ino) < 0 || ifd(req, parent) < 0) {
+	fd = ifd(req, ino);
+	if (fd < 0) {
 		fuse_reply_err(req, errno);
+		return;
+	}
+	pfd = ifd(req, parent);
+	if (pfd < 0) {
+		r = errno;
+		iput(req, ino);
+		fuse_reply_err(req, r);
 		return;
 	}
 	meta_fs_change(fs, hino(req, parent), hino(req, ino));
-	procname(pn, sizeof(pn), ifd(req, ino));
-	r = linkat(ifd(req, ino), "", ifd(req, parent), name, AT_EMPTY_PATH);
+	procname(pn, sizeof(pn), fd);
+	r = linkat(fd, "", pfd, name, AT_EMPTY_PATH);
 	if (r == -1 && (errno == ENOENT || errno == EINVAL))
-		r = linkat(fs->proc_self_fd, pn, ifd(req, parent), name,
+		r = linkat(fs->proc_self_fd, pn, pfd, name,
 			   AT_SYMLINK_FOLLOW);
-	if (r == -1) {
-		fuse_reply_err(req, errno);
+	r = r == -1 ? errno : 0;
+	iput(req, ino);
+	iput(req, parent);
+	if (r) {
+		fuse_reply_err(req, r);
 		return;
 	}
 	reply_new_entry(req, parent, name);
+}
+
+/*
+ * The inode of dirfd/name, if the table has one, with its fd open and in
+ * use (unpin_name after): before an operation that may take that name
+ * away.  An inode made from the metadata snapshot is opened by the name
+ * it still has; one whose fd the budget closed is reopened by handle,
+ * since a handle finds no deleted file again (ESTALE) while the kernel
+ * may still use the inode (unlinked but open); once the file has no link
+ * the budget leaves its fd alone.  NULL if none, or failing (stale
+ * anyway).
+ */
+static struct hotfs_inode *pin_name(struct hotfs *fs, int dirfd,
+				    const char *name, struct stat *st)
+{
+	struct hotfs_inode *in;
+
+	if (fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) == -1)
+		return NULL;
+	in = ino_find_hold(fs->it, st->st_dev, st->st_ino);
+	if (in && ino_fd(fs->it, in) < 0) {
+		ino_unhold(fs->it, in);
+		in = NULL;
+	}
+	return in;
+}
+
+static void unpin_name(struct hotfs *fs, struct hotfs_inode *in)
+{
+	if (!in)
+		return;
+	ino_fd_put(in);
+	ino_unhold(fs->it, in);
 }
 
 /* unlink and rmdir: a retained inode that lost its last name is let go */
 static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
 			int flags)
 {
+	struct hotfs *fs = hfs(req);
+	struct hotfs_inode *in;
 	struct stat st;
 	bool have;
-	int r;
+	int r, pfd;
 
-	if (vd_is(parent) || vd_is_name(hfs(req), parent, name)) {
+	if (vd_is(parent) || vd_is_name(fs, parent, name)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	if (ifd(req, parent) < 0) {
+	pfd = ifd(req, parent);
+	if (pfd < 0) {
 		fuse_reply_err(req, errno);
 		return;
 	}
-	meta_fs_change(hfs(req), hino(req, parent), NULL);
-	have = fstatat(ifd(req, parent), name, &st,
-		       AT_SYMLINK_NOFOLLOW) == 0;
-	r = unlinkat(ifd(req, parent), name, flags);
+	meta_fs_change(fs, hino(req, parent), NULL);
+	in = pin_name(fs, pfd, name, &st);
+	have = in || fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	r = unlinkat(pfd, name, flags);
+	r = r == -1 ? errno : 0;
+	unpin_name(fs, in);
+	iput(req, parent);
 	if (r == 0 && have)
-		ino_unretain(hfs(req)->it, st.st_dev, st.st_ino);
-	fuse_reply_err(req, r == -1 ? errno : 0);
+		ino_unretain(fs->it, st.st_dev, st.st_ino);
+	fuse_reply_err(req, r);
 }
 
 static void hotfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -757,32 +831,15 @@ static void hotfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	remove_name(req, parent, name, AT_REMOVEDIR);
 }
 
-/*
- * The inode of dirfd/name, if the table has it without an fd (made from
- * the metadata snapshot): open its fd now, by the name it still has.
- */
-static void open_lazy(struct hotfs *fs, int dirfd, const char *name)
-{
-	struct hotfs_inode *in;
-	struct stat st;
-
-	if (!fs->meta ||
-	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
-		return;
-	in = ino_find_hold(fs->it, st.st_dev, st.st_ino);
-	if (!in)
-		return;
-	if (in->fd < 0)
-		ino_fd(fs->it, in);	/* failing: it is stale anyway */
-	ino_unhold(fs->it, in);
-}
-
 static void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			 fuse_ino_t newparent, const char *newname,
 			 unsigned int flags)
 {
-	struct stat st;
+	struct hotfs *fs = hfs(req);
+	struct hotfs_inode *from, *to;
+	struct stat st, fst;
 	bool have;
+	int pfd, npfd;
 	long r;
 
 	if (vd_is(parent) || vd_is(newparent) ||
@@ -792,26 +849,36 @@ static void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 
-	if (ifd(req, parent) < 0 || ifd(req, newparent) < 0) {
+	pfd = ifd(req, parent);
+	if (pfd < 0) {
 		fuse_reply_err(req, errno);
 		return;
 	}
-	meta_fs_change(hfs(req), hino(req, parent), NULL);
-	meta_fs_change(hfs(req), hino(req, newparent), NULL);
+	npfd = ifd(req, newparent);
+	if (npfd < 0) {
+		r = errno;
+		iput(req, parent);
+		fuse_reply_err(req, r);
+		return;
+	}
+	meta_fs_change(fs, hino(req, parent), NULL);
+	meta_fs_change(fs, hino(req, newparent), NULL);
 	/* an object made from the snapshot is opened by the name it had:
-	 * open it before that name is gone (both, for an exchange) */
-	open_lazy(hfs(req), ifd(req, parent), name);
-	if (flags & RENAME_EXCHANGE)
-		open_lazy(hfs(req), ifd(req, newparent), newname);
-	/* a target replaced by the rename loses its name */
+	 * open it before that name is gone (both, for an exchange); a
+	 * target replaced by the rename loses its name (see pin_name) */
+	from = fs->meta ? pin_name(fs, pfd, name, &fst) : NULL;
+	to = pin_name(fs, npfd, newname, &st);
 	have = !(flags & RENAME_EXCHANGE) &&
-	       fstatat(ifd(req, newparent), newname, &st,
-		       AT_SYMLINK_NOFOLLOW) == 0;
-	r = syscall(SYS_renameat2, ifd(req, parent), name,
-		    ifd(req, newparent), newname, flags);
+	       (to || fstatat(npfd, newname, &st, AT_SYMLINK_NOFOLLOW) == 0);
+	r = syscall(SYS_renameat2, pfd, name, npfd, newname, flags);
+	r = r == -1 ? errno : 0;
+	unpin_name(fs, from);
+	unpin_name(fs, to);
+	iput(req, parent);
+	iput(req, newparent);
 	if (r == 0 && have)
-		ino_unretain(hfs(req)->it, st.st_dev, st.st_ino);
-	fuse_reply_err(req, r == -1 ? errno : 0);
+		ino_unretain(fs->it, st.st_dev, st.st_ino);
+	fuse_reply_err(req, r);
 }
 
 /* ------------------------------------------------------------------ */
@@ -854,7 +921,7 @@ static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 	struct hotfs_fh *fh;
 	struct cache_wr w;
 	char pn[32];
-	int fd;
+	int fd, err;
 
 	if (vd_is(ino)) {
 		vd_open(req, ino, fi);
@@ -865,18 +932,21 @@ static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, ENOSYS);
 		return;
 	}
-	if (ino_fd(fs->it, in) < 0) {
+	fd = ino_fd(fs->it, in);
+	if (fd < 0) {
 		fuse_reply_err(req, errno);
 		return;
 	}
-	procname(pn, sizeof(pn), in->fd);
+	procname(pn, sizeof(pn), fd);
 	if (fi->flags & O_TRUNC)
-		cache_write_begin(fs->cache, in, &w, 0, 0);
+		cache_write_begin(fs->cache, fs->it, in, &w, 0, 0);
 	fd = openat(fs->proc_self_fd, pn, backing_flags(fi->flags));
+	err = fd == -1 ? errno : 0;
 	if (fi->flags & O_TRUNC)
 		cache_write_end(fs->cache, in, &w, 0, 0, NULL);
-	if (fd == -1) {
-		fuse_reply_err(req, errno);
+	ino_fd_put(in);
+	if (err) {
+		fuse_reply_err(req, err);
 		return;
 	}
 	fh = fh_new(fd);
@@ -910,24 +980,25 @@ static void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct hotfs_inode *in;
 	struct hotfs_fh *fh;
 	struct cred c;
-	int fd, err;
+	int fd, err, pfd;
 
 	if (vd_is(parent) || vd_is_name(hfs(req), parent, name)) {
 		fuse_reply_err(req, vd_is(parent) ? EACCES : EEXIST);
 		return;
 	}
-	if (ifd(req, parent) < 0) {
+	pfd = ifd(req, parent);
+	if (pfd < 0) {
 		fuse_reply_err(req, errno);
 		return;
 	}
 	meta_fs_change(hfs(req), hino(req, parent), NULL);
 	cred_enter(req, &c);
 	umask_enter(req);
-	fd = openat(ifd(req, parent), name,
-		    backing_flags(fi->flags) | O_CREAT, mode);
+	fd = openat(pfd, name, backing_flags(fi->flags) | O_CREAT, mode);
 	err = fd == -1 ? -errno : 0;
 	umask_exit(req);
 	cred_exit(&c);
+	iput(req, parent);
 	if (err) {
 		fuse_reply_err(req, -err);
 		return;
@@ -951,8 +1022,9 @@ static void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		/* an existing file opened with O_CREAT|O_TRUNC */
 		struct cache_wr w;
 
-		cache_write_begin(NULL, in, &w, 0, 0);	/* no old stamp: */
-		w.have_old = false;			/* drop them all */
+		/* no old stamp: drop them all */
+		cache_write_begin(NULL, hfs(req)->it, in, &w, 0, 0);
+		w.have_old = false;
 		cache_write_end(hfs(req)->cache, in, &w, 0, 0, NULL);
 	}
 	fi->fh = (uintptr_t)fh;
@@ -1133,7 +1205,8 @@ static void hotfs_write_buf(fuse_req_t req, fuse_ino_t ino,
 	/* the written bytes, for writethrough, when they are in memory */
 	if (in_buf->count == 1 && !(in_buf->buf[0].flags & FUSE_BUF_IS_FD))
 		data = (const char *)in_buf->buf[0].mem + in_buf->off;
-	cache_write_begin(fs->cache, in, &w, append ? 0 : (uint64_t)off,
+	cache_write_begin(fs->cache, fs->it, in, &w,
+			  append ? 0 : (uint64_t)off,
 			  append ? CACHE_WR_TO_END : fuse_buf_size(in_buf));
 	n = fuse_buf_copy(&out, in_buf, 0);
 	/* O_APPEND: the kernel's offset may not be where it landed */
@@ -1175,7 +1248,8 @@ static void hotfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 		fuse_reply_err(req, errno);
 		return;
 	}
-	cache_write_begin(hfs(req)->cache, in, &w, (uint64_t)off, wlen);
+	cache_write_begin(hfs(req)->cache, hfs(req)->it, in, &w,
+			  (uint64_t)off, wlen);
 	r = fallocate(fd, mode, off, len);
 	r = r == -1 ? -errno : 0;
 	cache_write_end(hfs(req)->cache, in, &w, (uint64_t)off, wlen, NULL);
@@ -1213,7 +1287,7 @@ static void hotfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
 		fuse_reply_err(req, e);
 		return;
 	}
-	cache_write_begin(hfs(req)->cache, out, &w, at, len);
+	cache_write_begin(hfs(req)->cache, hfs(req)->it, out, &w, at, len);
 	n = copy_file_range(fd_in, &off_in, fd_out, &off_out, len,
 			    (unsigned)flags);
 	e = n == -1 ? errno : 0;
@@ -1498,8 +1572,9 @@ void dir_free_all(void)
 	}
 }
 
-/* Read the whole directory; st is its stamp from before.  NULL: errno. */
-static struct hotfs_listing *listing_read(struct hotfs_inode *in,
+/* Read the whole directory (dfd: its O_PATH fd); st is its stamp from
+ * before.  NULL: errno. */
+static struct hotfs_listing *listing_read(struct hotfs_inode *in, int dfd,
 					  const struct stat *st)
 {
 	struct hotfs_dirp d = { .in = in, .rec = true };
@@ -1511,7 +1586,7 @@ static struct hotfs_listing *listing_read(struct hotfs_inode *in,
 	d.mtime_ns = ts_ns(&st->st_mtim);
 	d.ctime_ns = ts_ns(&st->st_ctim);
 	d.size = st->st_size;
-	fd = openat(in->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd == -1)
 		return NULL;
 	dp = fdopendir(fd);
@@ -1564,10 +1639,10 @@ static struct hotfs_listing *stateless_listing(struct hotfs *fs,
 	if (l)
 		return l;
 	fd = ino_fd(fs->it, in);
-	if (fd < 0 || fstat(fd, &st) == -1) {
-		*err = errno;
-		return NULL;
-	}
+	if (fd < 0)
+		goto out_err;
+	if (fstat(fd, &st) == -1)
+		goto out_put;
 	pthread_mutex_lock(&in->m);
 	l = in->listing;
 	if (l && (off != 0 ? l->gen == gen : listing_fresh(l, &st)))
@@ -1577,15 +1652,16 @@ static struct hotfs_listing *stateless_listing(struct hotfs *fs,
 	pthread_mutex_unlock(&in->m);
 	if (!l)
 		l = transient_get(in, off ? NULL : &st, gen);
-	if (l)
+	if (l) {
+		ino_fd_put(in);
 		return l;
+	}
 	/* a new pass, or one whose listing is gone (then it may see an
 	 * entry twice or miss one, as after a seekdir across a change) */
-	l = listing_read(in, &st);
-	if (!l) {
-		*err = errno;
-		return NULL;
-	}
+	l = listing_read(in, fd, &st);
+	if (!l)
+		goto out_put;
+	ino_fd_put(in);
 	pthread_mutex_lock(&in->m);
 	old = in->listing;
 	if (old)
@@ -1601,6 +1677,13 @@ static struct hotfs_listing *stateless_listing(struct hotfs *fs,
 	}
 	atomic_fetch_add(&l->refs, 1);
 	return l;
+out_put:
+	fd = errno;
+	ino_fd_put(in);
+	errno = fd;
+out_err:
+	*err = errno;
+	return NULL;
 }
 
 static void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
@@ -1625,8 +1708,14 @@ static void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	fd = ifd(req, ino);
-	if (fd != -1)
-		fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd != -1) {
+		int dfd = fd, e;
+
+		fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		e = errno;
+		iput(req, ino);
+		errno = e;
+	}
 	if (fd == -1)
 		goto out_err;
 	d->dp = fdopendir(fd);
@@ -1893,9 +1982,16 @@ static void hotfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 		return;
 	}
 	/* no opendir: a descriptor for this call */
-	fd = openat(ifd(req, ino), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd == -1) {
+	r = ifd(req, ino);
+	if (r < 0) {
 		fuse_reply_err(req, errno);
+		return;
+	}
+	fd = openat(r, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	r = errno;
+	iput(req, ino);
+	if (fd == -1) {
+		fuse_reply_err(req, r);
 		return;
 	}
 	r = datasync ? fdatasync(fd) : fsync(fd);
@@ -1906,12 +2002,20 @@ static void hotfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 static void hotfs_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct statvfs sv;
+	int fd, r;
 
 	if (vd_is(ino))
 		ino = FUSE_ROOT_ID;
 
-	if (fstatvfs(ifd(req, ino), &sv) == -1)
+	fd = ifd(req, ino);
+	if (fd < 0) {
 		fuse_reply_err(req, errno);
+		return;
+	}
+	r = fstatvfs(fd, &sv) == -1 ? errno : 0;
+	iput(req, ino);
+	if (r)
+		fuse_reply_err(req, r);
 	else
 		fuse_reply_statfs(req, &sv);
 }
@@ -1921,18 +2025,24 @@ static void hotfs_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	struct hotfs *fs = hfs(req);
 	struct cred c;
 	char pn[32];
-	int r;
+	int r, fd;
 
 	if (vd_is(ino)) {
 		fuse_reply_err(req, (mask & W_OK) && ino != VINO_CTL ?
 			       EACCES : 0);
 		return;
 	}
-	procname(pn, sizeof(pn), ifd(req, ino));
+	fd = ifd(req, ino);
+	if (fd < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	procname(pn, sizeof(pn), fd);
 	cred_enter(req, &c);
 	r = faccessat(fs->proc_self_fd, pn, mask, AT_EACCESS);
 	r = r == -1 ? errno : 0;
 	cred_exit(&c);
+	iput(req, ino);
 	fuse_reply_err(req, r);
 }
 
@@ -1944,11 +2054,21 @@ static void hotfs_access(fuse_req_t req, fuse_ino_t ino, int mask)
  * symlink itself included (the magic link is not followed further), so
  * the path xattr calls work for every type.
  */
-static void xattr_path(fuse_req_t req, struct hotfs_inode *in, char *buf,
+static bool xattr_path(fuse_req_t req, struct hotfs_inode *in, char *buf,
 		       size_t len)
 {
+	int fd = ino_fd(hfs(req)->it, in);
+
 	/* a name gone from the source: -1, and the call fails ENOENT */
-	snprintf(buf, len, "/proc/self/fd/%d", ino_fd(hfs(req)->it, in));
+	snprintf(buf, len, "/proc/self/fd/%d", fd);
+	return fd >= 0;
+}
+
+/* After the call on xattr_path's path (ino_fd_put keeps errno). */
+static void xattr_done(struct hotfs_inode *in, bool pinned)
+{
+	if (pinned)
+		ino_fd_put(in);
 }
 
 static void reply_xattr(fuse_req_t req, size_t size, ssize_t n,
@@ -1967,6 +2087,7 @@ static void get_or_list_xattr(fuse_req_t req, struct hotfs_inode *in,
 			      const char *name, size_t size)
 {
 	char path[64], *value = NULL;
+	bool pinned;
 	ssize_t n;
 
 	if (size) {
@@ -1976,9 +2097,10 @@ static void get_or_list_xattr(fuse_req_t req, struct hotfs_inode *in,
 			return;
 		}
 	}
-	xattr_path(req, in, path, sizeof(path));
+	pinned = xattr_path(req, in, path, sizeof(path));
 	n = name ? getxattr(path, name, value, size) :
 		   listxattr(path, value, size);
+	xattr_done(in, pinned);
 	reply_xattr(req, size, n, value);
 	free(value);
 }
@@ -2010,15 +2132,17 @@ static void hotfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	struct hotfs_inode *in = hino(req, ino);
 	char path[64];
+	bool pinned;
 	int r;
 
 	if (vd_is(ino)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	xattr_path(req, in, path, sizeof(path));
+	pinned = xattr_path(req, in, path, sizeof(path));
 	meta_fs_change(hfs(req), NULL, in);	/* its ctime moves */
 	r = setxattr(path, name, value, size, flags);
+	xattr_done(in, pinned);
 	fuse_reply_err(req, r == -1 ? errno : 0);
 }
 
@@ -2026,15 +2150,17 @@ static void hotfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct hotfs_inode *in = hino(req, ino);
 	char path[64];
+	bool pinned;
 	int r;
 
 	if (vd_is(ino)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	xattr_path(req, in, path, sizeof(path));
+	pinned = xattr_path(req, in, path, sizeof(path));
 	meta_fs_change(hfs(req), NULL, in);
 	r = removexattr(path, name);
+	xattr_done(in, pinned);
 	fuse_reply_err(req, r == -1 ? errno : 0);
 }
 

@@ -14,8 +14,34 @@
  * ino_sweep closes those deleted since, so that retaining never keeps a
  * deleted file's space allocated for long.
  *
+ * The fd budget (ino_set_fd_budget): every O_PATH fd counts against the
+ * process's RLIMIT_NOFILE, and a walk of a big tree makes the kernel keep
+ * (nlookup > 0) more inodes than that.  Over the budget, retained inodes
+ * go first (__trim); then shrink() closes the fds of inodes that nothing
+ * uses, chosen by a clock over the hash buckets (fd_ref is the second
+ * chance: set at every ino_fd, cleared as the hand passes), down to a low
+ * mark a little under the budget so that closing comes in batches.  Such
+ * an inode keeps its file handle (name_to_handle_at, recorded when its
+ * fd is first closed) and ino_fd reopens it with open_by_handle_at on the
+ * source root's mount, checking that (st_dev, st_ino) still match.  A
+ * handle survives renames; it does not survive deletion (ESTALE), so
+ * files with no link left keep their fds, as do inodes with open handles
+ * (nopen), background work (holds), the root, objects on another mount
+ * than the root's, and everything if the source has no handles or the
+ * daemon lacks CAP_DAC_READ_SEARCH (probed once, logged once).
+ *
+ * Closing an fd that another thread is about to use would hand it a
+ * number the next open may reuse for an unrelated file.  ino_fd counts
+ * its callers (fd_users, raised under m) until ino_fd_put; shrink()
+ * swaps fd to -1 under m only when that count is zero, so a caller sees
+ * either the fd pinned for it or -1 and a reopen.  A count, rather than
+ * closing later (after every request in flight has ended), keeps the
+ * rule local: the background users (promotions, the snapshot writer)
+ * are no requests, and libfuse has no hook at a request's end.
+ *
  * Lock order: table lock -> inode lock (hotfs_inode.m).
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -24,6 +50,10 @@
 #include <unistd.h>
 
 #include "hotfs/inode.h"
+#include "hotfs/log.h"
+
+/* Inodes whose fds one pass of shrink() may close. */
+#define SHRINK_BATCH	256
 
 struct hotfs_itable {
 	pthread_mutex_t lock;		/* protects everything below */
@@ -32,7 +62,16 @@ struct hotfs_itable {
 	size_t count;
 	size_t retain_max;		/* 0 = free forgotten inodes at once */
 	size_t retained;
-	size_t fd_budget;		/* 0 = no bound on count */
+	size_t fd_budget;		/* 0 = no bound on nfds */
+	_Atomic size_t nfds;		/* inodes holding an fd, root too */
+	size_t hand;			/* the budget's clock: a bucket */
+	_Atomic bool shrinking;		/* one shrink() at a time; it owns
+					 * the fields below */
+	int handles;			/* 0: not probed, 1: work, -1: not */
+	int mount_fd;			/* for open_by_handle_at, or -1 */
+	int mnt_id;			/* the root's mount */
+	bool warned_keep;		/* logged an inode without a handle */
+	_Atomic uint64_t fd_drops, fd_reopens;
 	struct hotfs_inode *lru_head, *lru_tail;	/* most recent first */
 	struct hotfs_inode root;
 	void (*on_free)(void *arg, struct hotfs_inode *in);
@@ -47,6 +86,7 @@ static void __lru_del(struct hotfs_itable *t, struct hotfs_inode *in);
 static void __hash_del(struct hotfs_itable *t, struct hotfs_inode *in);
 static struct hotfs_inode *__trim(struct hotfs_itable *t);
 static void free_list(struct hotfs_itable *t, struct hotfs_inode *in);
+static void shrink(struct hotfs_itable *t);
 
 static size_t hash_key(dev_t dev, ino_t ino, size_t nbuckets)
 {
@@ -75,6 +115,8 @@ int ino_table_new(struct hotfs_itable **tp, int root_fd)
 	}
 	pthread_mutex_init(&t->lock, NULL);
 	t->root.fd = root_fd;
+	t->nfds = 1;
+	t->mount_fd = -1;
 	t->root.dev = st.st_dev;
 	t->root.ino = st.st_ino;
 	t->root.type = S_IFDIR;
@@ -159,11 +201,14 @@ static void free_inode(struct hotfs_itable *t, struct hotfs_inode *in)
 		t->nofh_free(in->nofh);
 	listing_put(in->listing);
 	neg_free(in->neg);
-	if (in->fd >= 0)
+	if (in->fd >= 0) {
 		close(in->fd);
+		atomic_fetch_sub(&t->nfds, 1);
+	}
 	if (in->lazy_parent && !t->dying)
 		ino_unhold(t, in->lazy_parent);
 	free(in->lazy_name);
+	free(in->fh);
 	pthread_mutex_destroy(&in->m);
 	free(in);
 }
@@ -187,6 +232,8 @@ void ino_table_free(struct hotfs_itable *t)
 	listing_put(t->root.listing);
 	neg_free(t->root.neg);
 	close(t->root.fd);
+	if (t->mount_fd >= 0)
+		close(t->mount_fd);
 	pthread_mutex_destroy(&t->root.m);
 	pthread_mutex_destroy(&t->lock);
 	free(t->buckets);
@@ -298,12 +345,16 @@ static struct hotfs_inode *get(struct hotfs_itable *t, int fd,
 			if (in->fd < 0) {
 				in->fd = fd;
 				fd = -1;
+				atomic_fetch_add(&t->nfds, 1);
 				lazy = in->lazy_parent;
 				in->lazy_parent = NULL;
 			}
 			pthread_mutex_unlock(&in->m);
 		}
+		in->fd_ref = true;
+		dead = __trim(t);
 		pthread_mutex_unlock(&t->lock);
+		free_list(t, dead);
 		if (lazy)
 			ino_unhold(t, lazy);
 		if (fd >= 0)
@@ -311,6 +362,7 @@ static struct hotfs_inode *get(struct hotfs_itable *t, int fd,
 		if (nin)
 			free(nin->lazy_name);
 		free(nin);
+		shrink(t);
 		return in;
 	}
 	if (!nin) {
@@ -321,6 +373,9 @@ static struct hotfs_inode *get(struct hotfs_itable *t, int fd,
 		return NULL;
 	}
 	nin->fd = fd;
+	nin->fd_ref = true;
+	if (fd >= 0)
+		atomic_fetch_add(&t->nfds, 1);
 	if (parent) {
 		parent->holds++;
 		nin->lazy_parent = parent;
@@ -338,6 +393,7 @@ static struct hotfs_inode *get(struct hotfs_itable *t, int fd,
 	dead = __trim(t);		/* one more fd: maybe one retained less */
 	pthread_mutex_unlock(&t->lock);
 	free_list(t, dead);
+	shrink(t);
 	return nin;
 }
 
@@ -361,33 +417,56 @@ void ino_set_stale_hook(struct hotfs_itable *t,
 	t->on_stale_arg = arg;
 }
 
-/*
- * Open a lazily made inode's fd: by its name in its parent (opened the
- * same way first if need be), checked to be the same object.
- */
-int ino_fd(struct hotfs_itable *t, struct hotfs_inode *in)
+/* A file handle for fd, sized to fit; NULL with errno. */
+static struct file_handle *make_handle(int fd, int *mnt_id)
 {
-	struct hotfs_inode *p, *lazy;
-	struct stat st;
-	char *name;
-	int fd, pfd;
+	struct file_handle *fh, *small;
 
-	pthread_mutex_lock(&in->m);
-	fd = in->fd;
-	p = in->lazy_parent;
-	name = fd < 0 && p ? strdup(in->lazy_name) : NULL;
-	pthread_mutex_unlock(&in->m);
-	if (fd >= 0)
-		return fd;
-	if (!p) {
+	fh = malloc(sizeof(*fh) + MAX_HANDLE_SZ);
+	if (!fh)
+		return NULL;
+	fh->handle_bytes = MAX_HANDLE_SZ;
+	if (name_to_handle_at(fd, "", fh, mnt_id, AT_EMPTY_PATH) == -1) {
+		int e = errno;
+
+		free(fh);
+		errno = e;
+		return NULL;
+	}
+	small = realloc(fh, sizeof(*fh) + fh->handle_bytes);
+	return small ? small : fh;
+}
+
+/* Reopen an inode whose fd the budget closed; -1 with errno. */
+static int reopen(struct hotfs_itable *t, struct hotfs_inode *in,
+		  struct file_handle *fh)
+{
+	struct stat st;
+	int fd;
+
+	fd = open_by_handle_at(t->mount_fd, fh, O_PATH | O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	/* a handle names one object for its lifetime, but a filesystem
+	 * may reuse inode numbers: check it is the object we had */
+	if (fstat(fd, &st) == -1 || st.st_dev != in->dev ||
+	    st.st_ino != in->ino || (st.st_mode & S_IFMT) != in->type) {
+		close(fd);
 		errno = ESTALE;
 		return -1;
 	}
-	if (!name) {
-		errno = ENOMEM;
-		return -1;
-	}
-	ino_hold(t, p);		/* it may get its own fd meanwhile */
+	atomic_fetch_add(&t->fd_reopens, 1);
+	return fd;
+}
+
+/* Open a lazily made inode's fd by its name in its parent (opened the
+ * same way first if need be), checked to be the same object. */
+static int open_lazy(struct hotfs_itable *t, struct hotfs_inode *in,
+		     struct hotfs_inode *p, const char *name)
+{
+	struct stat st;
+	int fd, pfd;
+
 	pfd = ino_fd(t, p);
 	fd = pfd < 0 ? -1 : openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0 && (fstat(fd, &st) == -1 || st.st_dev != in->dev ||
@@ -397,18 +476,55 @@ int ino_fd(struct hotfs_itable *t, struct hotfs_inode *in)
 		fd = -1;
 		errno = ESTALE;
 	}
-	if (fd < 0 && pfd >= 0) {
+	if (pfd >= 0) {
 		int e = errno;
 
-		if (t->on_stale)
+		ino_fd_put(p);
+		if (fd < 0 && t->on_stale)
 			t->on_stale(t->on_stale_arg, in);
 		errno = e;
 	}
-	free(name);
+	return fd;
+}
+
+int ino_fd(struct hotfs_itable *t, struct hotfs_inode *in)
+{
+	struct hotfs_inode *p, *lazy = NULL;
+	struct file_handle *fh;
+	char *name = NULL;
+	int fd;
+
+	pthread_mutex_lock(&in->m);
+	fd = in->fd;
+	if (fd >= 0) {
+		in->fd_users++;
+		in->fd_ref = true;
+		pthread_mutex_unlock(&in->m);
+		return fd;
+	}
+	p = in->lazy_parent;
+	fh = in->fh;		/* set once, freed with the inode */
+	if (!fh && p)
+		name = strdup(in->lazy_name);
+	pthread_mutex_unlock(&in->m);
+	if (fh) {
+		fd = reopen(t, in, fh);
+	} else if (!p) {
+		errno = ESTALE;
+		return -1;
+	} else if (!name) {
+		errno = ENOMEM;
+		return -1;
+	} else {
+		ino_hold(t, p);		/* it may get its own fd meanwhile */
+		fd = open_lazy(t, in, p, name);
+		free(name);
+	}
 	if (fd < 0) {
 		int e = errno;
 
-		ino_unhold(t, p);
+		if (p && !fh)
+			ino_unhold(t, p);
 		errno = e;
 		return -1;
 	}
@@ -416,17 +532,183 @@ int ino_fd(struct hotfs_itable *t, struct hotfs_inode *in)
 	if (in->fd >= 0) {		/* another thread was first */
 		close(fd);
 		fd = in->fd;
-		lazy = NULL;
 	} else {
 		in->fd = fd;
+		atomic_fetch_add(&t->nfds, 1);
 		lazy = in->lazy_parent;
 		in->lazy_parent = NULL;
 	}
+	in->fd_users++;
+	in->fd_ref = true;
 	pthread_mutex_unlock(&in->m);
-	ino_unhold(t, p);
+	if (p && !fh)
+		ino_unhold(t, p);
 	if (lazy)
 		ino_unhold(t, lazy);	/* the hold taken when it was made */
+	shrink(t);
 	return fd;
+}
+
+void ino_fd_put(struct hotfs_inode *in)
+{
+	unsigned was = atomic_fetch_sub(&in->fd_users, 1);
+
+	(void)was;
+	assert(was > 0);
+}
+
+/*
+ * Whether inodes can be reopened by handle here: the root's handle
+ * opened on the root's mount.  Probed once, by the shrinker.
+ */
+static bool handles_work(struct hotfs_itable *t)
+{
+	struct file_handle *fh;
+	int fd = -1, e;
+
+	if (t->handles)
+		return t->handles > 0;
+	/* open_by_handle_at wants an fd it can use as a file: O_PATH's
+	 * is refused (EBADF) */
+	t->mount_fd = openat(t->root.fd, ".",
+			     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fh = t->mount_fd < 0 ? NULL : make_handle(t->root.fd, &t->mnt_id);
+	if (fh)
+		fd = open_by_handle_at(t->mount_fd, fh, O_PATH | O_CLOEXEC);
+	e = errno;
+	free(fh);
+	if (fd >= 0) {
+		close(fd);
+		t->handles = 1;
+		return true;
+	}
+	hotfs_log(LOG_WARNING, "source has no usable file handles (%s%s): "
+		  "every inode the kernel knows keeps an open fd, past the "
+		  "fd budget of %zu\n", strerror(e),
+		  e == EPERM ? ", CAP_DAC_READ_SEARCH is needed" : "",
+		  t->fd_budget);
+	if (t->mount_fd >= 0)
+		close(t->mount_fd);
+	t->mount_fd = -1;
+	t->handles = -1;
+	return false;
+}
+
+/* Why an inode keeps its fd: logged once. */
+static void keep_fd(struct hotfs_itable *t, struct hotfs_inode *in, int e)
+{
+	atomic_store(&in->fd_keep, true);
+	if (!e || t->warned_keep)
+		return;
+	t->warned_keep = true;
+	hotfs_log(LOG_WARNING, "inode %llu: no file handle (%s): it and "
+		  "others like it keep their fds past the fd budget\n",
+		  (unsigned long long)in->ino, strerror(e));
+}
+
+/*
+ * Close in's fd for the budget if nothing is using it; in is held.  Only
+ * shrink() closes an fd that is >= 0 and the hold keeps free_inode off,
+ * so in->fd cannot change under us until we swap it under m.
+ */
+static void drop_fd(struct hotfs_itable *t, struct hotfs_inode *in)
+{
+	struct file_handle *fh = NULL;
+	struct stat st;
+	bool have, dropped = false;
+	int fd = atomic_load(&in->fd), mnt;
+
+	if (fd < 0)
+		return;
+	/* deleted: a handle would not find it again (ESTALE) */
+	if (fstat(fd, &st) == -1 || st.st_nlink == 0) {
+		keep_fd(t, in, 0);
+		return;
+	}
+	pthread_mutex_lock(&in->m);
+	have = in->fh != NULL;
+	pthread_mutex_unlock(&in->m);
+	if (!have) {
+		fh = make_handle(fd, &mnt);
+		if (!fh || mnt != t->mnt_id) {
+			/* a mount inside the source: the root's mount_fd
+			 * would not decode it */
+			keep_fd(t, in, fh ? 0 : errno);
+			free(fh);
+			return;
+		}
+	}
+	pthread_mutex_lock(&in->m);
+	if (!in->fh) {
+		in->fh = fh;
+		fh = NULL;
+	}
+	if (in->fd == fd && !in->fd_users && !in->nopen) {
+		in->fd = -1;
+		/* opened once: the snapshot's attributes no longer count */
+		in->snap_st = NULL;
+		in->snap_target = NULL;
+		dropped = true;
+	}
+	pthread_mutex_unlock(&in->m);
+	free(fh);
+	if (dropped) {
+		close(fd);
+		atomic_fetch_sub(&t->nfds, 1);
+		atomic_fetch_add(&t->fd_drops, 1);
+	}
+}
+
+/* May the budget close in's fd?  Table lock held. */
+static bool __droppable(struct hotfs_itable *t, struct hotfs_inode *in)
+{
+	return in != &t->root && !in->retained && !in->holds &&
+	       atomic_load(&in->fd) >= 0 && !atomic_load(&in->fd_keep);
+}
+
+/*
+ * Over the fd budget: close the fds of inodes nothing uses, least
+ * recently used first (a clock), down to a low mark.  Each is held while
+ * its fd is closed, outside the table lock.
+ */
+static void shrink(struct hotfs_itable *t)
+{
+	struct hotfs_inode *cand[SHRINK_BATCH], *in;
+	size_t budget = t->fd_budget, nf, low, want, n = 0, steps, max;
+
+	if (!budget || atomic_load(&t->nfds) <= budget)
+		return;
+	if (atomic_exchange(&t->shrinking, true))
+		return;		/* another thread is at it */
+	if (!handles_work(t))
+		goto out;
+	pthread_mutex_lock(&t->lock);
+	nf = atomic_load(&t->nfds);
+	low = budget - budget / 16;
+	want = nf > low ? nf - low : 0;
+	if (want > SHRINK_BATCH)
+		want = SHRINK_BATCH;
+	/* twice round: the first pass may only clear fd_ref bits */
+	max = 2 * (t->count + t->nbuckets);
+	for (steps = 0; n < want && steps < max; steps++) {
+		size_t b = t->hand++ & (t->nbuckets - 1);
+
+		for (in = t->buckets[b]; in && n < want; in = in->next) {
+			steps++;
+			if (!__droppable(t, in) ||
+			    atomic_exchange(&in->fd_ref, false))
+				continue;
+			in->holds++;
+			cand[n++] = in;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	for (size_t i = 0; i < n; i++) {
+		drop_fd(t, cand[i]);
+		ino_unhold(t, cand[i]);
+	}
+out:
+	atomic_store(&t->shrinking, false);
 }
 
 /* LRU of retained inodes; all called with the table lock held. */
@@ -489,12 +771,17 @@ static bool keepable(struct hotfs_inode *in)
 static struct hotfs_inode *__trim(struct hotfs_itable *t)
 {
 	struct hotfs_inode *dead = NULL, *old;
+	size_t going = 0;	/* fds closed once dead is freed */
 
-	while (t->lru_tail && (t->retained > t->retain_max ||
-			       (t->fd_budget && t->count > t->fd_budget))) {
+	while (t->lru_tail &&
+	       (t->retained > t->retain_max ||
+		(t->fd_budget &&
+		 atomic_load(&t->nfds) - going > t->fd_budget))) {
 		old = t->lru_tail;
 		__lru_del(t, old);
 		__hash_del(t, old);
+		if (old->fd >= 0)
+			going++;
 		old->next = dead;
 		dead = old;
 	}
@@ -570,6 +857,7 @@ static void set_bound(struct hotfs_itable *t, size_t *bound, size_t n)
 	dead = __trim(t);
 	pthread_mutex_unlock(&t->lock);
 	free_list(t, dead);
+	shrink(t);
 }
 
 void ino_set_retain(struct hotfs_itable *t, size_t n)
@@ -638,4 +926,19 @@ size_t ino_count(struct hotfs_itable *t)
 	n = t->count;
 	pthread_mutex_unlock(&t->lock);
 	return n;
+}
+
+size_t ino_fds(struct hotfs_itable *t)
+{
+	return atomic_load(&t->nfds);
+}
+
+uint64_t ino_fd_drops(struct hotfs_itable *t)
+{
+	return atomic_load(&t->fd_drops);
+}
+
+uint64_t ino_fd_reopens(struct hotfs_itable *t)
+{
+	return atomic_load(&t->fd_reopens);
 }

@@ -248,16 +248,19 @@ int main(int argc, char *argv[])
 	umask(0);		/* the kernel applied the caller's umask */
 	nofile = raise_nofile();
 	/*
-	 * Every inode in the table holds an fd, retained or known to the
-	 * kernel: retaining stops at three quarters of the limit, the rest
-	 * is for open files, directories being read and the store.  (Where
-	 * the hard limit cannot be raised, 20,000 say, half of it left a
-	 * 13,000-inode tree partly forgotten after each drop_caches.)
+	 * The inode table's O_PATH fds, retained or known to the kernel,
+	 * stay within three quarters of the limit (past it, retained inodes
+	 * go and the fds of idle ones are closed, to be reopened by file
+	 * handle: inode.c); watched directories, which hold an fd each, an
+	 * eighth; the last eighth is for open files, directories being
+	 * read, the store and io_uring.  (Where the hard limit cannot be
+	 * raised, 20,000 say, half of it left a 13,000-inode tree partly
+	 * forgotten after each drop_caches.)
 	 */
-	if (fs.cache) {
+	if (fs.cache)
 		ino_set_retain(fs.it, o.inode_cache);
-		ino_set_fd_budget(fs.it, nofile - nofile / 4);
-	}
+	ino_set_fd_budget(fs.it, nofile - nofile / 4);
+	watch_set_max_dirs(fs.watch, nofile / 8);
 
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out3;

@@ -228,6 +228,7 @@ static const struct meta_dir *trusted(struct hotfs *fs, struct hotfs_inode *dir)
 	const struct meta_dir *d;
 	uint32_t idx;
 	struct stat st;
+	bool ok = false;
 	int fd, s;
 
 	if (!m || !m->snap)
@@ -248,7 +249,11 @@ static const struct meta_dir *trusted(struct hotfs *fs, struct hotfs_inode *dir)
 		 * inode the first time, then on the fd held, from memory,
 		 * at every use (a change while mounted shows at once) */
 		fd = ino_fd(fs->it, dir);
-		if (fd < 0 || fstat(fd, &st) == -1 || !same_stamp(&st, &d->st)) {
+		if (fd >= 0) {
+			ok = fstat(fd, &st) == 0 && same_stamp(&st, &d->st);
+			ino_fd_put(dir);
+		}
+		if (!ok) {
 			drop_dir(m, dir, &m->stale);
 			return NULL;
 		}
@@ -282,6 +287,7 @@ int meta_fs_lookup(struct hotfs *fs, struct hotfs_inode *dir,
 	const struct meta_dir *d = trusted(fs, dir);
 	const struct meta_ent *ent;
 	struct hotfs_inode *in;
+	bool lazy;
 	int fd;
 
 	if (!d)
@@ -300,10 +306,10 @@ int meta_fs_lookup(struct hotfs *fs, struct hotfs_inode *dir,
 	if (!in)
 		return 1;
 	pthread_mutex_lock(&in->m);
-	fd = in->fd;
+	lazy = ino_lazy(in);
 	if (!in->snap_pdir1)
 		in->snap_pdir1 = dir->snap_dir1;
-	if (fd < 0 && !in->snap_st) {
+	if (lazy && !in->snap_st) {
 		in->snap_st = &ent->st;
 		in->snap_target = ent->target;
 		if (!in->stamp_valid) {
@@ -320,6 +326,7 @@ int meta_fs_lookup(struct hotfs *fs, struct hotfs_inode *dir,
 		atomic_store(&in->snap_state, META_ST_UNCHECKED);
 	}
 	pthread_mutex_unlock(&in->m);
+	fd = -1;
 	if (S_ISDIR(ent->st.st_mode) &&
 	    fs->o->revalidate != HOTFS_REVAL_NEVER) {
 		/* its own stamp now (the one fstat a directory costs): its
@@ -330,10 +337,16 @@ int meta_fs_lookup(struct hotfs *fs, struct hotfs_inode *dir,
 			ino_forget(fs->it, in, 1);
 			return 0;
 		}
+	} else if (!lazy) {
+		/* opened before (its fd maybe closed for the budget since):
+		 * its attributes now, as a source lookup would give */
+		fd = ino_fd(fs->it, in);
 	}
 	memset(e, 0, sizeof(*e));
 	if (fd < 0 || fstat(fd, &e->attr) == -1)
 		e->attr = ent->st;
+	if (fd >= 0)
+		ino_fd_put(in);
 	e->ino = (uintptr_t)in;
 	e->attr_timeout = fs->o->attr_timeout;
 	e->entry_timeout = fs->o->entry_timeout;
@@ -350,7 +363,7 @@ bool meta_fs_getattr(struct hotfs *fs, struct hotfs_inode *in,
 	if (!fs->meta)
 		return false;
 	pthread_mutex_lock(&in->m);
-	if (in->fd < 0 && in->snap_st) {
+	if (ino_lazy(in) && in->snap_st) {
 		*st = *in->snap_st;
 		ok = true;
 	}
@@ -367,7 +380,7 @@ const char *meta_fs_readlink(struct hotfs *fs, struct hotfs_inode *in)
 	if (!fs->meta)
 		return NULL;
 	pthread_mutex_lock(&in->m);
-	if (in->fd < 0)
+	if (ino_lazy(in))
 		t = in->snap_target;
 	pthread_mutex_unlock(&in->m);
 	if (t)
@@ -542,7 +555,7 @@ static bool wanted(struct hotfs_meta *m, const struct stat *st)
 		return false;
 	pthread_mutex_lock(&in->m);
 	/* listed, or looked up through: hot */
-	yes = in->fd >= 0;
+	yes = !ino_lazy(in);
 	pthread_mutex_unlock(&in->m);
 	ino_unhold(m->fs->it, in);
 	return yes;

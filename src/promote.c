@@ -184,12 +184,22 @@ static ssize_t read_source(struct hotfs_promoter *pr, struct pr_item *it,
 		return -ERANGE;
 	if (off + len > it->stamp.size)
 		len = it->stamp.size - off;
-	snprintf(pn, sizeof(pn), "%d", it->in->fd);
+	/* held, so never closed for the budget; but it may have been
+	 * before the hold was taken */
+	fd = ino_fd(c->it, it->in);
+	if (fd < 0)
+		return -errno;
+	snprintf(pn, sizeof(pn), "%d", fd);
 	fd = openat(c->proc_self_fd, pn, O_RDONLY | O_CLOEXEC | O_NOATIME);
 	if (fd == -1 && errno == EPERM)
 		fd = openat(c->proc_self_fd, pn, O_RDONLY | O_CLOEXEC);
-	if (fd == -1)
-		return -errno;
+	if (fd == -1) {
+		int r = -errno;
+
+		ino_fd_put(it->in);
+		return r;
+	}
+	ino_fd_put(it->in);
 	if (fstat(fd, &st) == 0) {
 		cache_stamp(&st, now);
 		if (!stamp_eq(now, &it->stamp)) {

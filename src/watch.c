@@ -160,6 +160,16 @@ int watch_new(struct hotfs_watch **wp, struct hotfs_itable *it)
 	return 0;
 }
 
+void watch_set_max_dirs(struct hotfs_watch *w, uint64_t n)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->m);
+	if (n < w->max_dirs)
+		w->max_dirs = n;
+	pthread_mutex_unlock(&w->m);
+}
+
 static uint64_t nodeid_of(struct hotfs_watch *w, struct hotfs_inode *in)
 {
 	return in == ino_root(w->it) ? FUSE_ROOT_ID : (uintptr_t)in;
@@ -170,27 +180,33 @@ bool watch_dir(struct hotfs_watch *w, struct hotfs_inode *in)
 	struct wentry *e;
 	struct statfs sfs;
 	char path[64];
-	int wd, fd;
+	int wd, fd, ifd;
 
 	if (!w)
 		return false;
 	wd = atomic_load_explicit(&in->wd, memory_order_relaxed);
 	if (wd != 0)			/* decided already */
 		return wd > 0;
+	/* before w->m: ino_fd may free inodes, whose free hook takes it */
+	ifd = ino_fd(w->it, in);
+	if (ifd < 0)
+		return false;
 	pthread_mutex_lock(&w->m);
 	if (in->wd != 0) {		/* another thread was first */
 		pthread_mutex_unlock(&w->m);
+		ino_fd_put(in);
 		return in->wd > 0;
 	}
-	if (fstatfs(in->fd, &sfs) == 0 && remote_fs(sfs.f_type))
+	if (fstatfs(ifd, &sfs) == 0 && remote_fs(sfs.f_type))
 		goto unwatched;
 	if (w->ndirs >= w->max_dirs)
 		goto unwatched;
 	e = malloc(sizeof(*e));
 	if (!e)
 		goto unwatched;
-	fd = fcntl(in->fd, F_DUPFD_CLOEXEC, 3);
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", in->fd);
+	/* its own fd: the inode's may be closed for the fd budget */
+	fd = fcntl(ifd, F_DUPFD_CLOEXEC, 3);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", ifd);
 	wd = fd == -1 ? -1 : inotify_add_watch(w->ifd, path, WATCH_MASK);
 	if (wd <= 0) {
 		if (fd != -1)
@@ -206,10 +222,12 @@ bool watch_dir(struct hotfs_watch *w, struct hotfs_inode *in)
 	w->ndirs++;
 	in->wd = wd;
 	pthread_mutex_unlock(&w->m);
+	ino_fd_put(in);
 	return true;
 unwatched:
 	in->wd = -1;			/* not asked again for this inode */
 	pthread_mutex_unlock(&w->m);
+	ino_fd_put(in);
 	atomic_fetch_add_explicit(&w->unwatched, 1, memory_order_relaxed);
 	return false;
 }

@@ -138,12 +138,17 @@ struct cache_wr {
 	uint64_t gen;			/* in->write_gen after the bump */
 	struct hotfs_stamp old;		/* the source before the write */
 	bool have_old;
+	int fd;				/* the inode's O_PATH fd, in use
+					 * (ino_fd) until cache_write_end;
+					 * -1 if it could not be had */
 };
 
 #define CACHE_WR_TO_END UINT64_MAX
 
-void cache_write_begin(struct hotfs_cache *c, struct hotfs_inode *in,
-		       struct cache_wr *w, uint64_t off, uint64_t len);
+/* it: the inode table (ino_fd), needed even when c is NULL. */
+void cache_write_begin(struct hotfs_cache *c, struct hotfs_itable *it,
+		       struct hotfs_inode *in, struct cache_wr *w,
+		       uint64_t off, uint64_t len);
 void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 		     struct cache_wr *w, uint64_t off, uint64_t len,
 		     const void *data);

@@ -3,9 +3,9 @@
  * The inode table: one struct hotfs_inode per source object the kernel
  * knows about, keyed by the source's (st_dev, st_ino) so that hard links
  * share one node (libfuse passthrough_hp.cc's SrcId).  Each holds an O_PATH
- * fd on the source object; every operation is an *at() call relative to
- * such an fd, so no path string is ever built and no symlink in the source
- * leads out of it.
+ * fd on the source object, or can reopen one (ino_fd); every operation is
+ * an *at() call relative to such an fd, so no path string is ever built
+ * and no symlink in the source leads out of it.
  *
  * Lock order: table lock -> inode lock.  Neither is held across a reply
  * or across I/O on the source.
@@ -13,6 +13,7 @@
 #ifndef HOTFS_INODE_H
 #define HOTFS_INODE_H
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdatomic.h>
@@ -72,7 +73,20 @@ void neg_free(struct hotfs_neg *neg);
 
 struct hotfs_inode {
 	_Atomic int fd;			/* O_PATH on the source object, or
-					 * -1: see lazy_parent */
+					 * -1: see lazy_parent and fh.
+					 * Set under m; read it only under
+					 * m, or through ino_fd() */
+	/* ino_fd() callers using fd now: the fd budget never closes it
+	 * under them (inode.c).  Raised under m, dropped by ino_fd_put. */
+	_Atomic unsigned fd_users;
+	_Atomic bool fd_ref;		/* used since the budget's clock hand
+					 * last passed */
+	_Atomic bool fd_keep;		/* never closed for the budget: no
+					 * file handle, deleted, other mount */
+	/* Its file handle (name_to_handle_at), recorded when the budget
+	 * first closed its fd: ino_fd reopens it by that.  Set once under
+	 * m, freed with the inode. */
+	struct file_handle *fh;
 	dev_t dev;
 	ino_t ino;
 	mode_t type;			/* S_IFMT bits */
@@ -161,13 +175,26 @@ struct hotfs_inode *ino_get_lazy(struct hotfs_itable *t,
 				 struct hotfs_inode *parent, const char *name,
 				 const struct stat *st, int *err);
 /*
- * The inode's O_PATH fd, opened now through its parents if it was made
+ * The inode's O_PATH fd, opened now if it has none: by its file handle if
+ * the fd budget closed it, else through its parents if it was made
  * lazily.  -1 with errno set if that fails: ENOENT if the name is gone,
  * ESTALE if it now names another object (the stale hook is called then,
  * with the inode whose name failed, so the snapshot is not trusted
- * again).
+ * again) or if a file whose fd was closed has been deleted since.
+ *
+ * The fd stays open until ino_fd_put(in): every ino_fd() that returns an
+ * fd needs exactly one put, after the last syscall that uses the fd.
  */
 int ino_fd(struct hotfs_itable *t, struct hotfs_inode *in);
+void ino_fd_put(struct hotfs_inode *in);
+/*
+ * Known from the metadata snapshot alone (never opened): its snap_st
+ * stands for its attributes.  Under in->m.
+ */
+static inline bool ino_lazy(const struct hotfs_inode *in)
+{
+	return in->fd < 0 && !in->fh;
+}
 void ino_set_stale_hook(struct hotfs_itable *t,
 			void (*fn)(void *arg, struct hotfs_inode *in),
 			void *arg);
@@ -196,12 +223,20 @@ void ino_unhold(struct hotfs_itable *t, struct hotfs_inode *in);
  */
 void ino_set_retain(struct hotfs_itable *t, size_t n);
 /*
- * Every inode in the table holds an fd: keep their number at most n (0:
- * no bound) by letting retained inodes go, least recently forgotten
- * first.  The inodes the kernel knows are never let go, so the table can
- * still exceed n; what the budget bounds is what retaining adds.
+ * Keep the number of O_PATH fds the table holds at most n (0: no bound):
+ * first by letting retained inodes go, least recently forgotten first,
+ * then by closing the fds of inodes nothing is using (least recently used
+ * first, by a clock), to be reopened by file handle on their next use.
+ * Inodes with open handles, background work (holds), the root, deleted
+ * files and objects whose filesystem has no file handles keep their fds,
+ * so the table can still exceed n by those.
  */
 void ino_set_fd_budget(struct hotfs_itable *t, size_t n);
+/* O_PATH fds the table holds now; fds closed for the budget and reopened
+ * by handle since the start (for stats and tests). */
+size_t ino_fds(struct hotfs_itable *t);
+uint64_t ino_fd_drops(struct hotfs_itable *t);
+uint64_t ino_fd_reopens(struct hotfs_itable *t);
 /* Close retained inodes whose file was deleted (so that the source frees
  * its space); cheap, call it every few seconds.  Returns how many. */
 size_t ino_sweep(struct hotfs_itable *t);

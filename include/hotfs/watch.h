@@ -47,6 +47,9 @@ struct hotfs_watch_stats {
 int watch_new(struct hotfs_watch **wp, struct hotfs_itable *it);
 /* Start the event thread; notifications go to se. */
 int watch_start(struct hotfs_watch *w, struct fuse_session *se);
+/* Watch at most n directories (each holds an fd); fewer if inotify's
+ * own limit is lower.  w may be NULL. */
+void watch_set_max_dirs(struct hotfs_watch *w, uint64_t n);
 /* Stop the thread: before the session's device is closed. */
 void watch_stop(struct hotfs_watch *w);
 void watch_free(struct hotfs_watch *w);

@@ -2,7 +2,8 @@
 /*
  * Unit tests for the inode table (src/inode.c): lookups counted and
  * forgotten, forgotten inodes retained up to inode_cache, and the fd
- * budget that bounds what retaining adds to the inodes the kernel knows.
+ * budget: retained inodes let go first, then the fds of known ones closed
+ * and reopened by file handle.
  * The objects are real files in a temporary directory, the fds real
  * O_PATH fds: the test counts the process's open fds.
  */
@@ -10,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -153,10 +155,9 @@ static void test_retain_lru(void **state)
 }
 
 /*
- * The fd budget: inodes the kernel knows are never let go, so the budget
- * bounds only what retaining adds.  With 64 known and a budget of 40, none
- * can be retained; once they are forgotten, 40 stay open, and looking up
- * new objects lets retained ones go so that the total stays at 40.
+ * The fd budget, first on retained inodes: with 30 known and a budget of
+ * 40, ten forgotten ones stay open (with the root: 40 fds), the oldest
+ * forgotten let go first; a bigger budget keeps more from then on.
  */
 static void test_fd_budget(void **state)
 {
@@ -165,33 +166,126 @@ static void test_fd_budget(void **state)
 
 	ino_set_retain(f->t, 1000);
 	ino_set_fd_budget(f->t, 40);
-	lookup_all(f, NFILES);
-	assert_int_equal(ino_count(f->t), NFILES + 1);	/* over: all known */
-	for (i = 0; i < 30; i++)
-		ino_forget(f->t, f->in[i], 1);
-	/* 34 known + root = 35: five of the forgotten fit */
+	lookup_all(f, 30);
+	forget_all(f, 30);
+	assert_int_equal(ino_retained(f->t), 30);
+	for (i = 30; i < 60; i++)
+		f->in[i] = lookup(f, i);
+	assert_int_equal(ino_fds(f->t), 40);
+	assert_int_equal(ino_retained(f->t), 9);
 	assert_int_equal(ino_count(f->t), 40);
-	assert_int_equal(ino_retained(f->t), 5);
-	for (i = 30; i < NFILES; i++)
-		ino_forget(f->t, f->in[i], 1);
-	assert_int_equal(ino_count(f->t), 40);
-	assert_int_equal(ino_retained(f->t), 39);
 	assert_int_equal(open_fds(), fds0 + 39);
+	assert_int_equal(ino_fd_drops(f->t), 0);	/* known: all kept */
 	/* known again: a retained inode comes back without a new fd */
-	f->in[NFILES - 1] = lookup(f, NFILES - 1);
-	assert_int_equal(ino_count(f->t), 40);
-	assert_int_equal(ino_retained(f->t), 38);
-	/* the oldest forgotten were let go: a lookup makes a new inode,
-	 * and another retained one is let go for its fd */
-	f->in[0] = lookup(f, 0);
-	assert_int_equal(ino_count(f->t), 40);
-	assert_int_equal(ino_retained(f->t), 37);
-	assert_int_equal(open_fds(), fds0 + 39);
-	/* a bigger budget keeps more from then on */
+	f->in[29] = lookup(f, 29);
+	assert_int_equal(ino_retained(f->t), 8);
+	assert_int_equal(ino_fds(f->t), 40);
 	ino_set_fd_budget(f->t, 0);
-	ino_forget(f->t, f->in[0], 1);
-	ino_forget(f->t, f->in[NFILES - 1], 1);
+	for (i = 29; i < 60; i++)
+		ino_forget(f->t, f->in[i], 1);
 	assert_int_equal(ino_retained(f->t), 39);
+}
+
+/* The fd of file i, checked to be that file's, then put back. */
+static void check_fd(struct fx *f, int i)
+{
+	struct stat st;
+	int fd = ino_fd(f->t, f->in[i]);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_ino, f->in[i]->ino);
+	ino_fd_put(f->in[i]);
+}
+
+/* An inode of the first n whose fd the budget closed, or -1. */
+static int dropped(struct fx *f, int n, int skip)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (i != skip && atomic_load(&f->in[i]->fd) < 0)
+			return i;
+	return -1;
+}
+
+/*
+ * Then on inodes the kernel knows: over the budget their fds are closed
+ * (down to a low mark), and ino_fd reopens them by file handle, after a
+ * rename too; one in use (ino_fd not yet put) keeps its fd, and so does a
+ * deleted one (a handle would not find it again).  A file deleted after
+ * its fd was closed is ESTALE.
+ */
+static void test_fd_budget_known(void **state)
+{
+	struct fx *f = *state;
+	int fds0 = open_fds(), i, round, pinned, gone, moved, fd;
+	struct stat st;
+
+	ino_set_fd_budget(f->t, 32);
+	lookup_all(f, NFILES);
+	assert_int_equal(ino_count(f->t), NFILES + 1);
+	if (ino_fd_drops(f->t) == 0)
+		skip();		/* no file handles here (not root?) */
+	assert_true(ino_fds(f->t) <= 32);
+	/* the root's is counted in fds0; one more to decode handles on */
+	assert_true(open_fds() <= fds0 + 31 + 1);
+	for (i = 0; i < NFILES; i++)
+		check_fd(f, i);
+	assert_true(ino_fd_reopens(f->t) > 0);
+	assert_true(ino_fds(f->t) <= 32);
+
+	/* renamed behind the table's back: the handle still finds it */
+	moved = dropped(f, NFILES, -1);
+	assert_true(moved >= 0);
+	{
+		char from[32], to[32];
+
+		snprintf(from, sizeof(from), "f%02d", moved);
+		snprintf(to, sizeof(to), "moved%02d", moved);
+		assert_int_equal(renameat(f->dfd, from, f->dfd, to), 0);
+	}
+	check_fd(f, moved);
+
+	/* in use: never closed under its user */
+	pinned = 3;
+	fd = ino_fd(f->t, f->in[pinned]);
+	assert_true(fd >= 0);
+	/* deleted while it has its fd: it keeps it */
+	check_fd(f, 4);
+	{
+		char name[32];
+
+		snprintf(name, sizeof(name), "f%02d", 4);
+		assert_int_equal(unlinkat(f->dfd, name, 0), 0);
+	}
+	/* deleted after its fd was closed: nothing finds it */
+	gone = dropped(f, NFILES, moved);
+	assert_true(gone >= 0 && gone != 4 && gone != pinned);
+	{
+		char name[32];
+
+		snprintf(name, sizeof(name), "f%02d", gone);
+		assert_int_equal(unlinkat(f->dfd, name, 0), 0);
+	}
+	for (round = 0; round < 4; round++)
+		for (i = 5; i < NFILES; i++)
+			if (i != gone)
+				check_fd(f, i);
+	assert_int_equal(atomic_load(&f->in[pinned]->fd), fd);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_ino, f->in[pinned]->ino);
+	ino_fd_put(f->in[pinned]);
+	assert_true(atomic_load(&f->in[4]->fd) >= 0);
+	errno = 0;
+	assert_int_equal(ino_fd(f->t, f->in[gone]), -1);
+	assert_int_equal(errno, ESTALE);
+	assert_true(ino_fds(f->t) <= 32 + 1);	/* + the deleted one */
+
+	forget_all(f, NFILES);
+	assert_int_equal(ino_count(f->t), 1);
+	assert_int_equal(ino_fds(f->t), 1);
+	assert_int_equal(open_fds(), fds0 + 1);
 }
 
 /* A retained file deleted behind the table's back is closed by a sweep. */
@@ -314,6 +408,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_retain_lru, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_fd_budget, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_fd_budget_known, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_sweep_deleted, setup,
 						teardown),
