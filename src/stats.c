@@ -74,6 +74,15 @@ static double ratio(uint64_t a, uint64_t b)
 	return b ? (double)a / (double)b : 0.0;
 }
 
+/* The inode table's O_PATH fds, and those the fd budget closed and
+ * reopened by file handle (inode.c). */
+static void add_inode_fds(struct hotfs *fs, struct kvlist *l)
+{
+	add_u(l, "inode_fds", ino_fds(fs->it));
+	add_u(l, "inode_fds_closed", ino_fd_drops(fs->it));
+	add_u(l, "inode_fds_reopened", ino_fd_reopens(fs->it));
+}
+
 /* Metadata: requests that reached the daemon, and the source watch. */
 static void add_watch(struct hotfs *fs, struct kvlist *l)
 {
@@ -127,6 +136,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 		add_s(l, "store_reason", fs->cache_off ? fs->cache_off :
 		      "mounted with -o nocache");
 		add_u(l, "inodes", ino_count(fs->it));
+		add_inode_fds(fs, l);
 		add_watch(fs, l);
 		return;
 	}
@@ -200,6 +210,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_u(l, "policy_bytes", pol_memory(c->pol));
 	add_u(l, "inodes", ino_count(fs->it));
 	add_u(l, "retained_inodes", ino_retained(fs->it));
+	add_inode_fds(fs, l);
 	add_watch(fs, l);
 	add_meta(fs, l);
 }
