@@ -469,7 +469,7 @@ static void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
 	struct hotfs *fs = hfs(req);
 	struct hotfs_inode *in;
 	struct stat st;
-	bool fresh = true, changed;
+	bool fresh = true, changed, held = false;
 	int err, fd = -1;
 
 	if (vd_is(ino)) {
@@ -486,11 +486,12 @@ static void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
 		fresh = false;
 	} else {
 		fd = ifd(req, ino);
+		held = fd >= 0;
 		err = fd < 0 ? -errno : stat_fd(fd, &st);
-		if (fd >= 0)
-			iput(req, ino);
 	}
 	if (err) {
+		if (held)
+			iput(req, ino);
 		fuse_reply_err(req, -err);
 		return;
 	}
@@ -501,6 +502,8 @@ static void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
 	changed = fresh && S_ISREG(st.st_mode) &&
 		  fs->o->revalidate != HOTFS_REVAL_NEVER &&
 		  stamp_check_fd(in, fd) == STAMP_CHANGED;
+	if (held)	/* after its last use above */
+		iput(req, ino);
 	fuse_reply_attr(req, &st, attr_timeout(fs, in));
 	if (changed)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
