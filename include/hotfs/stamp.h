@@ -55,7 +55,9 @@ enum stamp_verdict stamp_check_fd(struct hotfs_inode *in, int fd);
 
 /*
  * The same through the inode's own O_PATH fd, read under m (where the fd
- * budget closes it): STAMP_SAME if it has none open.
+ * budget closes it): STAMP_SAME if it has none open.  Not reopened for
+ * this: an inode whose fd the budget closed has no open file handle, and
+ * its next open checks the stamp anyway (close-to-open).
  */
 enum stamp_verdict stamp_check_ino(struct hotfs_inode *in);
 
