@@ -7,12 +7,13 @@ set -euo pipefail
 PKGS=(build-essential meson ninja-build pkg-config
       libfuse3-dev fuse3 liburing-dev libxxhash-dev libcmocka-dev
       python3 python3-pytest attr acl util-linux git e2fsprogs)
-# optional extras (tests/run.sh asks for them): clang (fuzzing); fio, jq,
+# optional extras (tests/run.sh asks for them): clang and its runtime
+# libraries (libFuzzer, sanitizers; a recommends of clang) for fuzzing; fio, jq,
 # gnuplot, golang-src (the tree it greps) and psmisc (fuser, when teardown
 # finds a busy mount) for contrib/bench/run.sh, whose --smoke run
 # tests/run.sh makes
 [ "${HOTFS_DEPS_EXTRA:-0}" = 1 ] &&
-	PKGS+=(clang fio jq gnuplot-nox golang-src psmisc)
+	PKGS+=(clang libclang-rt-14-dev fio jq gnuplot-nox golang-src psmisc)
 
 missing=()
 for p in "${PKGS[@]}"; do
