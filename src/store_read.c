@@ -39,6 +39,11 @@ static void fill_loc(struct hotfs_store *st, const struct st_entry *e,
 	loc->key.ino = e->ino;
 }
 
+int st_data_fd(const struct hotfs_store *st)
+{
+	return st->datafd;
+}
+
 /*
  * 0 and *loc if extent extno of key is cached for this stamp; -ENOENT
  * otherwise.  A stamp that differs drops every extent of the file.

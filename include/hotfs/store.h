@@ -204,6 +204,9 @@ int st_close(struct hotfs_store *st);
 int st_lookup(struct hotfs_store *st, const struct hotfs_key *key,
 	      uint32_t extno, const struct hotfs_stamp *stamp,
 	      struct hotfs_loc *loc);
+/* The data file (as in struct hotfs_loc), for readers that open it again
+ * (O_DIRECT); it never changes while the store is open. */
+int st_data_fd(const struct hotfs_store *st);
 /* The bytes to read for [off, off + len) of loc's extent; -EINVAL if off
  * is past its end. */
 int st_loc_span(const struct hotfs_loc *loc, uint32_t off, uint32_t len,
