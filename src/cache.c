@@ -14,7 +14,10 @@
  * the whole extent), uncached ones from the source, and the request is
  * answered with one reply.  Cached data that fails its checksum, or that
  * the device fails to return, is read from the source instead: the cache
- * can cost speed, never correctness.
+ * can cost speed, never correctness.  A large or sequential read with
+ * every segment cached is served from whole extents read ahead with
+ * O_DIRECT instead (include/hotfs/readahead.h): one device read and one
+ * copy per byte, and no second copy of the file in the page cache.
  *
  * A missed extent whose count reaches the threshold is queued for
  * promotion after the reply is sent; if the read covered the whole extent
@@ -28,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statfs.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,6 +43,7 @@
 #include "hotfs/log.h"
 #include "hotfs/meta_fs.h"
 #include "hotfs/policy_state.h"
+#include "hotfs/readahead.h"
 #include "hotfs/stamp.h"
 #include "hotfs/uring.h"
 
@@ -265,8 +270,17 @@ bad_free:
 int cache_start(struct hotfs_cache *c, struct hotfs_itable *it,
 		int proc_self_fd)
 {
+	char why[128];
+	int r;
+
 	c->it = it;
 	c->proc_self_fd = proc_self_fd;
+	/* after daemonizing: it has a thread */
+	r = ra_new(&c->ra, st_data_fd(c->st), c->extent, 0, why,
+		   sizeof(why));
+	if (r < 0)
+		hotfs_log(LOG_INFO, "cachedir: no read-ahead of cached "
+			  "extents (%s)\n", why);
 	return pr_start(c->pr);
 }
 
@@ -275,6 +289,7 @@ void cache_close(struct hotfs_cache *c)
 	if (!c)
 		return;
 	pr_free(c->pr);		/* stops the thread, drops the queue */
+	ra_free(c->ra);
 	cache_save_counts(c);
 	if (c->dirfd >= 0)
 		close(c->dirfd);
@@ -1038,6 +1053,100 @@ static bool finish_hit(struct hotfs_cache *c, struct seg *g, char *dst)
 	return true;
 }
 
+/* At most this many extents in one request for the read-ahead path. */
+#define RA_SEGS 8
+
+/* Is this read served by whole-extent read-ahead (readahead.h)?  Large
+ * reads, and reads of a handle reading on sequentially for an extent;
+ * small random reads read blocks, not extents. */
+static bool ra_wanted(const struct hotfs_cache *c, struct hotfs_fh *fh,
+		      size_t size, bool seq, unsigned n)
+{
+	if (!c->ra || n > RA_SEGS)
+		return false;
+	return size >= c->extent / 2 ||
+	       (seq && atomic_load_explicit(&fh->seq_run,
+					    memory_order_relaxed) >= c->extent);
+}
+
+/* Start reading the cached extents after last, up to RA_AHEAD bytes on,
+ * stopping at the first that is not cached. */
+static void prefetch_ahead(struct hotfs_cache *c, const struct hotfs_key *k,
+			   const struct hotfs_stamp *stamp, uint32_t last)
+{
+	uint64_t x, ahead = RA_AHEAD >> c->ext_shift;
+
+	if (!ahead)
+		ahead = 1;
+	for (x = (uint64_t)last + 1; x <= (uint64_t)last + ahead; x++) {
+		struct hotfs_loc loc;
+
+		if (x >= ST_EXT_LIMIT || x << c->ext_shift >= stamp->size ||
+		    st_lookup(c->st, k, (uint32_t)x, stamp, &loc) < 0 ||
+		    !ra_prefetch(c->ra, &loc))
+			break;
+	}
+}
+
+/*
+ * Serve a read whose n segments are all cached from whole extents read
+ * with O_DIRECT.  false: nothing was sent, take the ordinary path; a
+ * segment found stale or corrupt on the way is marked not cached.
+ */
+static bool ra_serve(fuse_req_t req, struct hotfs_cache *c,
+		     const struct hotfs_key *k, const struct hotfs_stamp *stamp,
+		     struct seg *s, unsigned n, bool seq)
+{
+	struct ra_ref ref[RA_SEGS];
+	struct iovec iov[RA_SEGS];
+	uint64_t total = 0;
+	unsigned i, got;
+	int r = 0;
+
+	for (i = 0; i < n; i++) {
+		uint64_t base = (uint64_t)s[i].extno << c->ext_shift;
+
+		if (!ra_eligible(c->ra, &s[i].loc) ||
+		    s[i].end - base > s[i].loc.len)
+			return false;
+	}
+	/* everything this read and the next ones need, in flight at once */
+	for (i = 0; i < n; i++)
+		ra_prefetch(c->ra, &s[i].loc);
+	if (seq)
+		prefetch_ahead(c, k, stamp, s[n - 1].extno);
+	for (got = 0; got < n; got++) {
+		struct seg *g = &s[got];
+		uint64_t base = (uint64_t)g->extno << c->ext_shift;
+
+		r = ra_get(c->ra, c->st, &g->loc, &ref[got]);
+		if (r < 0)
+			break;
+		iov[got].iov_base = (char *)ref[got].data + (g->start - base);
+		iov[got].iov_len = g->end - g->start;
+		total += g->end - g->start;
+	}
+	if (got < n) {
+		if (r == -EBADMSG)
+			stats_add(&c->stats, STAT_CSUM_FAIL, 1);
+		if (r == -EBADMSG || r == -ESTALE)
+			s[got].hit = false;
+		for (i = 0; i < got; i++)
+			ra_put(c->ra, &ref[i], false);
+		return false;
+	}
+	stats_add(&c->stats, STAT_HIT_REQS, 1);
+	stats_add(&c->stats, STAT_HIT_BYTES, total);
+	stats_add(&c->stats, STAT_READ_BYTES, total);
+	fuse_reply_iov(req, iov, (int)n);
+	for (i = 0; i < n; i++) {
+		uint64_t base = (uint64_t)s[i].extno << c->ext_shift;
+
+		ra_put(c->ra, &ref[i], s[i].end == base + s[i].loc.len);
+	}
+	return true;
+}
+
 void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 		struct hotfs_fh *fh, int src, size_t size, off_t off)
 {
@@ -1120,6 +1229,14 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 		reuse = true;	/* keep the bytes: no second read */
 	}
 	total = end - (uint64_t)off;
+	if (hits == n && ra_wanted(c, fh, size, seq, n)) {
+		if (ra_serve(req, c, &k, &stamp, s, n, seq)) {
+			free(s);
+			return;
+		}
+		for (hits = 0, i = 0; i < n; i++)
+			hits += s[i].hit;
+	}
 	/* this read may carry on an extent the handle is assembling */
 
 	if (!hits && !reuse) {

@@ -23,6 +23,7 @@
 #include "hotfs/ctl.h"
 #include "hotfs/fs.h"
 #include "hotfs/meta_fs.h"
+#include "hotfs/readahead.h"
 #include "hotfs/watch.h"
 
 enum kind { K_U64, K_F64, K_STR };
@@ -125,6 +126,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	struct hotfs_cache *c = fs->cache;
 	struct hotfs_stats *s;
 	uint64_t hit_r, part_r, miss_r, hit_b, miss_b, reqs;
+	struct ra_counts rc;
 
 	add_s(l, "version", HOTFS_VERSION);
 	add_s(l, "mountpoint", fs->o->mountpoint);
@@ -193,6 +195,12 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_u(l, "pinned_files", pins_count(c->pins));
 	add_u(l, "checksum_failures", stats_get(s, STAT_CSUM_FAIL));
 	add_u(l, "cache_io_errors", stats_get(s, STAT_CACHE_IO_ERR));
+	ra_get_counts(c->ra, &rc);
+	add_u(l, "readahead_extents", rc.reads);
+	add_u(l, "readahead_bytes", rc.bytes);
+	add_u(l, "readahead_served", rc.served);
+	add_u(l, "readahead_waits", rc.waited);
+	add_u(l, "readahead_failures", rc.failed);
 
 	add_u(l, "cached_extents", ss->extents);
 	add_u(l, "cached_bytes", ss->bytes);

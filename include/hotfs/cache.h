@@ -86,12 +86,14 @@ struct hotfs_fh {
 #define FH_NO_EXT UINT32_MAX
 
 struct hotfs_promoter;
+struct hotfs_ra;
 
 struct hotfs_cache {
 	struct hotfs_store *st;
 	struct hotfs_policy *pol;
 	struct hotfs_promoter *pr;
 	struct hotfs_pins *pins;
+	struct hotfs_ra *ra;		/* NULL: no O_DIRECT read-ahead */
 	struct hotfs_itable *it;
 	struct hotfs_stats stats;
 	uint32_t extent;		/* bytes, power of two */
