@@ -502,11 +502,18 @@ static void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
 	changed = fresh && S_ISREG(st.st_mode) &&
 		  fs->o->revalidate != HOTFS_REVAL_NEVER &&
 		  stamp_check_fd(in, fd) == STAMP_CHANGED;
+	/* the reply may be the kernel's last use of the inode (a forget
+	 * can free it right after): held until the change is sent */
+	if (changed)
+		ino_hold(fs->it, in);
 	if (held)	/* after its last use above */
 		iput(req, ino);
 	fuse_reply_attr(req, &st, attr_timeout(fs, in));
-	if (changed)
+	if (changed) {
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+		stamp_inval_sent(in);
+		ino_unhold(fs->it, in);
+	}
 }
 
 static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
@@ -904,16 +911,21 @@ static bool set_keep_cache(struct hotfs_inode *in, int fd,
 {
 	enum stamp_verdict v = STAMP_NEW;	/* unknown: drop them */
 	struct stat st;
+	bool pending;
 
 	pthread_mutex_lock(&in->m);
 	/* under m: a write of the mount's own that ends meanwhile has
 	 * recorded its stamp (hotfs/stamp.h) */
 	if (fstat(fd, &st) == 0)
 		v = stamp_check_locked(in, &st);
-	fi->keep_cache = never || v == STAMP_SAME;
+	/* a getattr or the source watch saw the change first and its
+	 * invalidation is on its way: this open must not keep what it
+	 * will drop, nor return before the kernel's copy is gone */
+	pending = stamp_inval_pending(in);
+	fi->keep_cache = never || (v == STAMP_SAME && !pending);
 	in->nopen++;
 	pthread_mutex_unlock(&in->m);
-	return v == STAMP_CHANGED && !never;
+	return (v == STAMP_CHANGED || pending) && !never;
 }
 
 static void hotfs_open(fuse_req_t req, fuse_ino_t ino,

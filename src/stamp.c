@@ -53,8 +53,18 @@ enum stamp_verdict stamp_check_fd(struct hotfs_inode *in, int fd)
 	pthread_mutex_lock(&in->m);
 	if (!in->chg_inflight && fstatat(fd, "", &st, AT_EMPTY_PATH) == 0)
 		v = stamp_check_locked(in, &st);
+	if (v == STAMP_CHANGED)
+		in->inval_pending++;
 	pthread_mutex_unlock(&in->m);
 	return v;
+}
+
+void stamp_inval_sent(struct hotfs_inode *in)
+{
+	pthread_mutex_lock(&in->m);
+	if (in->inval_pending)
+		in->inval_pending--;
+	pthread_mutex_unlock(&in->m);
 }
 
 enum stamp_verdict stamp_check_ino(struct hotfs_inode *in)
@@ -68,6 +78,8 @@ enum stamp_verdict stamp_check_ino(struct hotfs_inode *in)
 	if (!in->chg_inflight && fd >= 0 &&
 	    fstatat(fd, "", &st, AT_EMPTY_PATH) == 0)
 		v = stamp_check_locked(in, &st);
+	if (v == STAMP_CHANGED)
+		in->inval_pending++;
 	pthread_mutex_unlock(&in->m);
 	return v;
 }

@@ -433,8 +433,11 @@ static void handle(struct hotfs_watch *w, const struct inotify_event *ev)
 			    stamp_check_ino(child) == STAMP_CHANGED;
 		uint64_t id = nodeid_of(w, child);
 
-		ino_unhold(w->it, child);
+		/* held (a reference, not a lock) until the kernel has it */
 		inval_attr(w, id, data);
+		if (data)
+			stamp_inval_sent(child);
+		ino_unhold(w->it, child);
 	}
 	if (!named && (ev->mask & (IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)))
 		inval_attr(w, dir, false);

@@ -111,6 +111,9 @@ struct hotfs_inode {
 	off_t stamp_size;
 	unsigned chg_inflight;
 	bool chg_ours;
+	/* changes behind the mount recorded by a getattr or the source
+	 * watch whose invalidation has not reached the kernel yet */
+	unsigned inval_pending;
 	uint64_t write_gen;		/* bumped by every write/truncate */
 	/* Writes through the mount in flight (cache_write_begin to
 	 * cache_write_end) and the extents they may touch, as one span

@@ -54,6 +54,20 @@ enum stamp_verdict stamp_check(struct hotfs_inode *in, const struct stat *st);
 enum stamp_verdict stamp_check_fd(struct hotfs_inode *in, int fd);
 
 /*
+ * stamp_check_fd and stamp_check_ino record a change (STAMP_CHANGED)
+ * before their caller's invalidation reaches the kernel: until it says
+ * so with stamp_inval_sent, the change is pending, and an open that
+ * comes meanwhile (finding the stamp it records, STAMP_SAME) must still
+ * drop the kernel's pages and attributes itself (stamp_inval_pending).
+ */
+void stamp_inval_sent(struct hotfs_inode *in);
+/* m held. */
+static inline bool stamp_inval_pending(const struct hotfs_inode *in)
+{
+	return in->inval_pending != 0;
+}
+
+/*
  * The same through the inode's own O_PATH fd, read under m (where the fd
  * budget closes it): STAMP_SAME if it has none open.  Not reopened for
  * this: an inode whose fd the budget closed has no open file handle, and

@@ -786,6 +786,22 @@ static void do_srcwrite(int trunc, off_t off, off_t len)
 	if (close(sfd) == -1)
 		fail("close source file: %s", strerror(errno));
 	open_files(false);
+	/*
+	 * As a program that maps a file learns its size first: close-to-
+	 * open gives the reopened file's new attributes to the next stat
+	 * (the kernel's idea of the size is not refreshed by a page fault,
+	 * so a mapping past the old end without one may fault: man/hotfs.8,
+	 * "Writes and changes").
+	 */
+	{
+		struct stat st;
+
+		if (fstat(fx.fd, &st) == -1)
+			fail("fstat after srcwrite: %s", strerror(errno));
+		if (st.st_size != fx.size)
+			fail("size after srcwrite and reopen: %jd, model %jd",
+			     (intmax_t)st.st_size, (intmax_t)fx.size);
+	}
 }
 
 /*
