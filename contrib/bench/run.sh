@@ -67,7 +67,7 @@
 #   hotfs-nocache@ssd, hotfs@ssd   the same over the SSD tree (FUSE overhead
 #                             against a fast source; seq, rand and meta;
 #                             hotfs-nocache@ssd, a plain FUSE passthrough
-#                             of the SSD, also in gitgrep and gitstatus)
+#                             of the SSD, also in cp, gitgrep and gitstatus)
 # gitgrep and gitstatus are judged against the SSD: from pass 3 on, the
 # median of hotfs@hdd at most 1.5x the SSD's and of hotfs-never@hdd at most
 # 1.3x (the cold-start metadata issue's targets).
@@ -259,7 +259,8 @@ targets_for()
 {
 	local t list
 	case $1 in
-	cp|"$FIO_FIRST") list=(hdd ssd hotfs-nocache@hdd hotfs@hdd) ;;
+	cp) list=(hdd ssd hotfs-nocache@hdd hotfs@hdd hotfs-nocache@ssd) ;;
+	"$FIO_FIRST") list=(hdd ssd hotfs-nocache@hdd hotfs@hdd) ;;
 	gitgrep|gitstatus) list=("${META_TARGETS[@]}") ;;
 	meta-*) list=("${ALL_TARGETS[@]}" hotfs-never@hdd) ;;
 	fio-*) list=(hotfs@hdd) ;;
@@ -738,6 +739,7 @@ QUIET_SECS=${BENCH_QUIET_SECS:-$( (( smoke )) && echo 10 || echo 120)}
 run_pass()
 {
 	local wl=$1 t=$2 pass=$3 root base s0 s1 h0 h1 d0 d1 hits res try=1
+	local c0=() c1=() ssd=
 	PASS=$pass TARGET=$t
 	root=$(target_root "$t")
 	base=$(target_base "$t")
@@ -747,6 +749,8 @@ run_pass()
 	while :; do
 		! wl_warm "$wl" || sleep "$META_GAP"
 		read -r -a s0 < <(disk_stat "$base")
+		# a hotfs target over the HDD reads its cache store on the SSD
+		[ "$base" = ssd ] || read -r -a c0 < <(disk_stat ssd)
 		h0=$(hit_stat "$t")
 		d0=$(drops)
 		"$(wl_func "$wl")" "$root"
@@ -754,6 +758,7 @@ run_pass()
 		d1=$(drops)
 		h1=$(hit_stat "$t")
 		read -r -a s1 < <(disk_stat "$base")
+		[ "$base" = ssd ] || read -r -a c1 < <(disk_stat ssd)
 		wl_warm "$wl" && (( s1[0] > s0[0] && try < 3 )) || break
 		bench_log "$wl pass $pass $t read the disk ($(( s1[0] - s0[0] ))" \
 			"requests) with warm caches: warming it again"
@@ -770,8 +775,10 @@ run_pass()
 		"cache was dropped $(( d1 - d0 )) times during the pass (not by" \
 		"this run: another job on the machine)"
 	save_stats "$wl" "after pass $pass" "$t"
+	[ "$base" = ssd ] || [ "${t%%@*}" = "$t" ] ||
+		ssd="; SSD reads $(( c1[0] - c0[0] )), $(( (c1[1] - c0[1]) / 1048576 )) MiB"
 	bench_log "$wl pass $pass $t: $res (disk reads $(( s1[0] - s0[0] ))," \
-		"$(( (s1[1] - s0[1]) / 1048576 )) MiB; hit ratio ${hits##* })"
+		"$(( (s1[1] - s0[1]) / 1048576 )) MiB; hit ratio ${hits##* }$ssd)"
 }
 
 run_workload()
