@@ -2260,7 +2260,10 @@ static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 	struct hotfs *fs = userdata;
 
 	conn->max_write = 1024 * 1024;
-	conn->max_readahead = 1024 * 1024;
+	/* the kernel keeps the smaller of this and the bdi's read-ahead,
+	 * which main.c sets (hotfs/bdi.h) */
+	conn->max_readahead = fs->o->read_ahead ? (unsigned)fs->o->read_ahead
+						: 1024 * 1024;
 	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
 		conn->want |= FUSE_CAP_SPLICE_WRITE;
 	if (conn->capable & FUSE_CAP_SPLICE_MOVE)

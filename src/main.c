@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@
 #include <fuse_lowlevel.h>
 
 #include "config.h"
+#include "hotfs/bdi.h"
 #include "hotfs/fs.h"
 #include "hotfs/log.h"
 #include "hotfs/meta_fs.h"
@@ -121,6 +123,37 @@ static bool fuse_still_mounted(const char *mnt)
 	return sf.f_type == 0x65735546;		/* FUSE_SUPER_MAGIC */
 }
 
+/*
+ * The kernel's read-ahead for the mount (hotfs/bdi.h), set by a thread of
+ * its own once the kernel has the daemon's answer to FUSE_INIT; a failure
+ * leaves the kernel's default, slower for large files but correct.
+ */
+struct ra_job {
+	const struct hotfs_opts *o;
+	pthread_t th;
+	bool started;
+};
+
+static void *read_ahead_thread(void *arg)
+{
+	const struct hotfs_opts *o = ((struct ra_job *)arg)->o;
+	char why[300];
+	dev_t dev;
+	int r;
+
+	r = bdi_mount_dev(o->mountpoint, &dev);
+	if (r < 0) {
+		hotfs_log(LOG_NOTICE, "read_ahead: %s: %s; the kernel's "
+			  "default stays\n", o->mountpoint, strerror(-r));
+		return NULL;
+	}
+	r = bdi_set_read_ahead("/sys", dev, o->read_ahead, why, sizeof(why));
+	if (r < 0)
+		hotfs_log(LOG_NOTICE, "read_ahead: %s; the kernel's default "
+			  "stays\n", why);
+	return NULL;
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -129,6 +162,7 @@ int main(int argc, char *argv[])
 	struct fuse_session *se = NULL;
 	struct hotfs_opts o = { 0 };
 	struct hotfs fs = { .o = &o, .root_fd = -1, .proc_self_fd = -1 };
+	struct ra_job raj = { .o = &o };
 	char err[512];
 	rlim_t nofile = 1024;
 	int ret = 1, r;
@@ -235,11 +269,12 @@ int main(int argc, char *argv[])
 	clock_gettime(CLOCK_REALTIME, &fs.mount_time);
 	if (asprintf(&fs.opts_summary,
 		     "%sextent=%u,threshold=%d,seqcutoff=%llu,promote_rate=%llu,"
-		     "writemode=%s,revalidate=%s,attr_timeout=%g,"
+		     "read_ahead=%llu,writemode=%s,revalidate=%s,attr_timeout=%g,"
 		     "entry_timeout=%g,ctldir=%s",
 		     o.nocache ? "nocache," : "", o.extent, o.threshold,
 		     (unsigned long long)o.seqcutoff,
 		     (unsigned long long)o.promote_rate,
+		     (unsigned long long)o.read_ahead,
 		     o.writemode == HOTFS_WRITETHROUGH ? "writethrough" :
 		     "writearound", o.revalidate_str ? o.revalidate_str : "open",
 		     o.attr_timeout, o.entry_timeout,
@@ -276,6 +311,11 @@ int main(int argc, char *argv[])
 		hotfs_log(LOG_ERR, "/proc/self/fd: %s\n", strerror(errno));
 		goto out5;
 	}
+	/* waits for FUSE_INIT, which the session loop below answers; joined
+	 * once the mount is gone (its request cannot be left unanswered) */
+	if (o.read_ahead)
+		raj.started = pthread_create(&raj.th, NULL, read_ahead_thread,
+					     &raj) == 0;
 	if (fs.cache) {
 		r = cache_start(fs.cache, fs.it, fs.proc_self_fd);
 		if (r < 0) {
@@ -335,6 +375,8 @@ int main(int argc, char *argv[])
 out5:
 	watch_stop(fs.watch);	/* it writes to the session's device */
 	fuse_session_unmount(se);
+	if (raj.started)
+		pthread_join(raj.th, NULL);
 out4:
 	fuse_remove_signal_handlers(se);
 out3:

@@ -43,6 +43,7 @@ static const struct fuse_opt opt_table[] = {
 	HOTFS_OPT("threshold=%s", threshold_str, 0),
 	HOTFS_OPT("seqcutoff=%s", seqcutoff_str, 0),
 	HOTFS_OPT("promote_rate=%s", promote_rate_str, 0),
+	HOTFS_OPT("read_ahead=%s", read_ahead_str, 0),
 	HOTFS_OPT("writemode=%s", writemode_str, 0),
 	HOTFS_OPT("revalidate=%s", revalidate_str, 0),
 	HOTFS_OPT("attr_timeout=%s", attr_timeout_str, 0),
@@ -229,6 +230,16 @@ static int parse_sizes(struct hotfs_opts *o, char *err, size_t errlen)
 		seterr(err, errlen,
 		       "invalid promote_rate '%s': expected bytes per second (e.g. 50M, 0 = unlimited)",
 		       o->promote_rate_str);
+		return -EINVAL;
+	}
+	o->read_ahead = HOTFS_READ_AHEAD_DEFAULT;
+	if (o->read_ahead_str &&
+	    (opt_parse_size(o->read_ahead_str, &o->read_ahead, NULL) < 0 ||
+	     (o->read_ahead &&
+	      (o->read_ahead < 4096 || o->read_ahead > HOTFS_READ_AHEAD_MAX)))) {
+		seterr(err, errlen,
+		       "invalid read_ahead '%s': a size from 4K to 64M (0 = the kernel's default)",
+		       o->read_ahead_str);
 		return -EINVAL;
 	}
 	return 0;
@@ -553,6 +564,7 @@ void opt_free(struct hotfs_opts *o)
 	free(o->extent_str);
 	free(o->seqcutoff_str);
 	free(o->promote_rate_str);
+	free(o->read_ahead_str);
 	free(o->writemode_str);
 	free(o->threshold_str);
 	free(o->ctldir);
@@ -576,6 +588,8 @@ void opt_help(void)
 "                           through one handle, 0 = off (0)\n"
 "    -o promote_rate=SIZE   bytes per second promotion may read from the\n"
 "                           source again, 0 = unlimited (8M)\n"
+"    -o read_ahead=SIZE     the kernel's read-ahead for files of the mount,\n"
+"                           0 = the kernel's default (1M)\n"
 "    -o writemode=MODE      writearound or writethrough (writearound)\n"
 "    -o revalidate=WHEN     open (check files at open, listings at\n"
 "                           opendir), N seconds, or never (the tree changes\n"

@@ -42,6 +42,9 @@ struct hotfs_opts {
 	uint64_t seqcutoff;	/* bytes, 0 = off */
 	char *promote_rate_str;
 	uint64_t promote_rate;	/* bytes/s, 0 = unlimited */
+	char *read_ahead_str;
+	uint64_t read_ahead;	/* the kernel's read-ahead for the mount,
+				 * bytes; 0 = its default */
 	char *threshold_str;
 	int threshold;		/* accesses before promotion */
 	char *writemode_str;
@@ -76,6 +79,12 @@ struct hotfs_opts {
 
 #define HOTFS_INODE_CACHE_DEFAULT 100000
 #define HOTFS_PROMOTE_RATE_DEFAULT (8ull << 20)
+/* The kernel reads a file of a FUSE mount at most max_pages (1 MiB with
+ * libfuse) per request, and ahead of a reader by its bdi's read_ahead_kb,
+ * 128 KiB by default: the default makes sequential reads 128-256 KiB
+ * requests. */
+#define HOTFS_READ_AHEAD_DEFAULT (1ull << 20)
+#define HOTFS_READ_AHEAD_MAX (64ull << 20)
 
 #define HOTFS_EXTENT_MIN	(4u * 1024)
 #define HOTFS_EXTENT_MAX	(4u * 1024 * 1024)

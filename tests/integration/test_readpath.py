@@ -339,6 +339,49 @@ def test_readahead_write_then_read(ws):
         assert f.read(5000) == b'\xab' * 5000
 
 
+def bdi_read_ahead_kb(mnt):
+    st = os.stat(mnt)
+    with open('/sys/class/bdi/%d:%d/read_ahead_kb' %
+              (os.major(st.st_dev), os.minor(st.st_dev))) as f:
+        return int(f.read())
+
+
+def read_requests_of_pass(ws, path, bs=128 * 1024):
+    before = stats(ws.mnt)['read_requests']
+    read_pass(path, bs=bs)
+    return stats(ws.mnt)['read_requests'] - before
+
+
+@pytest.mark.parametrize('opt,kb', [('', 1024), ('read_ahead=4M', 4096),
+                                    ('read_ahead=256K', 256)])
+def test_kernel_read_ahead(ws, opt, kb):
+    """-o read_ahead sets the kernel's read-ahead for the mount (its bdi's
+    read_ahead_kb): a sequential reader reading 128 KiB at a time then
+    reaches the daemon in requests of up to 1 MiB (the FUSE maximum), not
+    the 128-256 KiB of the kernel's default."""
+    n = 16
+    write_random(os.path.join(ws.src, 'f'), n << 20, seed=9)
+    ws.proc = ws.start(opts=','.join(x for x in ('cachesize=64M', opt) if x))
+    assert bdi_read_ahead_kb(ws.mnt) == kb
+    assert stats(ws.mnt)['options'].count('read_ahead=%d' % (kb * 1024)) == 1
+    reqs = read_requests_of_pass(ws, os.path.join(ws.mnt, 'f'))
+    if kb >= 1024:
+        assert reqs <= n + 2, reqs      # about 1 MiB each
+    else:
+        assert reqs >= (n << 20) // (kb << 10), reqs
+
+
+def test_kernel_read_ahead_left_alone(ws):
+    """read_ahead=0 leaves the kernel's default (128 KiB today)."""
+    write_random(os.path.join(ws.src, 'f'), 4 << 20, seed=9)
+    ws.proc = ws.start(opts='cachesize=64M,read_ahead=0')
+    kb = bdi_read_ahead_kb(ws.mnt)
+    assert kb < 1024
+    assert 'read_ahead=0' in stats(ws.mnt)['options']
+    assert read_pass(os.path.join(ws.mnt, 'f')) == \
+        sha(os.path.join(ws.src, 'f'))
+
+
 def test_restart_stays_warm(cached):
     ws = cached
     m = os.path.join(ws.mnt, 'big')

@@ -130,6 +130,7 @@ static void test_defaults(void **state)
 	assert_int_equal(o.extent, 256 * 1024);
 	assert_int_equal(o.seqcutoff, 0);
 	assert_int_equal(o.promote_rate, 8u << 20);
+	assert_int_equal(o.read_ahead, 1u << 20);
 	assert_int_equal(o.writemode, HOTFS_WRITEAROUND);
 	assert_true(o.attr_timeout == 1.0);
 	assert_true(o.entry_timeout == 1.0);
@@ -150,7 +151,8 @@ static void test_values(void **state)
 
 	snprintf(co, sizeof(co),
 		 "cachedir=%s,cachesize=20G,extent=1M,threshold=3,"
-		 "seqcutoff=4M,promote_rate=50M,writemode=writethrough,"
+		 "seqcutoff=4M,promote_rate=50M,read_ahead=0,"
+		 "writemode=writethrough,"
 		 "attr_timeout=2.5,entry_timeout=0,reset,allow_other",
 		 f->cache);
 	assert_int_equal(parse(&o, &a, err, sizeof(err), "-o", co, f->src,
@@ -160,6 +162,7 @@ static void test_values(void **state)
 	assert_int_equal(o.threshold, 3);
 	assert_int_equal(o.seqcutoff, 4u << 20);
 	assert_int_equal(o.promote_rate, 50u << 20);
+	assert_int_equal(o.read_ahead, 0);
 	assert_int_equal(o.writemode, HOTFS_WRITETHROUGH);
 	assert_true(o.attr_timeout == 2.5);
 	assert_true(o.entry_timeout == 0.0);
@@ -282,6 +285,9 @@ static void test_bad_values(void **state)
 	expect_bad(f, "writemode=bogus", "writemode");
 	expect_bad(f, "seqcutoff=-5", "seqcutoff");
 	expect_bad(f, "promote_rate=fast", "promote_rate");
+	expect_bad(f, "read_ahead=1K", "read_ahead");
+	expect_bad(f, "read_ahead=128M", "read_ahead");
+	expect_bad(f, "read_ahead=lots", "read_ahead");
 	expect_bad(f, "attr_timeout=-1", "attr_timeout");
 	expect_bad(f, "entry_timeout=x", "entry_timeout");
 	expect_bad(f, "revalidate=sometimes", "revalidate");

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The kernel's read-ahead for files of the mount.
+ *
+ * A FUSE mount has a backing device info of its own, named after the
+ * mount's device number (/sys/class/bdi/0:N), whose read_ahead_kb starts
+ * at the kernel's default, 128 KiB, whatever max_readahead the daemon
+ * asks for at FUSE_INIT (the kernel takes the smaller).  A sequential
+ * reader then gets 128-256 KiB FUSE reads, each a round trip, where a
+ * disk read through the page cache gets about 1 MiB at a time.  hotfs
+ * sets it (-o read_ahead=) once the mount exists.
+ *
+ * Only root may write there: elsewhere it fails and the mount goes on
+ * with the kernel's default.  Functions return 0 or -errno.
+ */
+#ifndef HOTFS_BDI_H
+#define HOTFS_BDI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/*
+ * The device number of the FUSE mount at mountpoint, through a FUSE_GETATTR
+ * of its root: the kernel sends it once the daemon has answered FUSE_INIT,
+ * and applies the max_readahead of that answer to the bdi (the smaller of
+ * the two wins), so a read_ahead_kb set after this call stays.  Call it
+ * from a thread of its own once the session loop runs.
+ */
+int bdi_mount_dev(const char *mountpoint, dev_t *dev);
+/* Set read_ahead_kb of the bdi of dev under sysfs (normally "/sys") to
+ * bytes, rounded down to KiB; *why says what failed in a few words. */
+int bdi_set_read_ahead(const char *sysfs, dev_t dev, uint64_t bytes,
+		       char *why, size_t whylen);
+/* Read it back, in bytes. */
+int bdi_get_read_ahead(const char *sysfs, dev_t dev, uint64_t *bytes);
+
+#endif
