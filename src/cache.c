@@ -276,7 +276,7 @@ int cache_start(struct hotfs_cache *c, struct hotfs_itable *it,
 	c->it = it;
 	c->proc_self_fd = proc_self_fd;
 	/* after daemonizing: it has a thread */
-	r = ra_new(&c->ra, st_data_fd(c->st), c->extent, 0, why,
+	r = ra_new(&c->ra, c->st, c->extent, 0, why,
 		   sizeof(why));
 	if (r < 0)
 		hotfs_log(LOG_INFO, "cachedir: no read-ahead of cached "
@@ -1119,7 +1119,7 @@ static bool ra_serve(fuse_req_t req, struct hotfs_cache *c,
 		struct seg *g = &s[got];
 		uint64_t base = (uint64_t)g->extno << c->ext_shift;
 
-		r = ra_get(c->ra, c->st, &g->loc, &ref[got]);
+		r = ra_get(c->ra, &g->loc, &ref[got]);
 		if (r < 0)
 			break;
 		iov[got].iov_base = (char *)ref[got].data + (g->start - base);

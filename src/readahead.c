@@ -10,8 +10,12 @@
  * is done with before any; a slot being read or held by a caller is never
  * reused.  The table is small (tens of slots): it is searched linearly.
  *
- * Locks: ra->m, a leaf except that ra_get calls st_verify (which takes
- * the store's index lock) without it.
+ * A read is verified by the thread that reaps it, before the slot is
+ * ready: readers waiting for it, or coming later, find the checked bytes
+ * and spend no time on the checksum.
+ *
+ * Locks: ra->m, a leaf; the thread calls st_verify (which takes the
+ * store's index lock) without it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,9 +52,9 @@ enum ra_state {
 struct ra_slot {
 	uint64_t off, gen;	/* the extent's place in the data file */
 	uint32_t len;		/* its bytes */
-	enum ra_state state;
+	struct hotfs_loc loc;	/* what it was read for (st_verify) */
+	enum ra_state state;	/* RA_READY: read and verified */
 	int err;		/* RA_FAILED: why */
-	bool verified;
 	unsigned refs;
 	uint64_t used;		/* LRU clock; 0 = done with */
 	int64_t read_ns;	/* when the read completed */
@@ -58,6 +62,7 @@ struct ra_slot {
 };
 
 struct hotfs_ra {
+	struct hotfs_store *st;
 	pthread_mutex_t m;
 	pthread_cond_t cv;
 	struct io_uring ring;
@@ -81,6 +86,46 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/*
+ * Slot s's read completed with res: verify it (the slot is RA_READING, so
+ * nobody reuses or serves it meanwhile), then make it ready or failed and
+ * wake its waiters.  Called without ra->m.
+ */
+static void reaped(struct hotfs_ra *ra, struct ra_slot *s, int res)
+{
+	struct hotfs_loc loc;
+	const char *buf;
+	int err;
+
+	pthread_mutex_lock(&ra->m);
+	loc = s->loc;
+	buf = s->buf;
+	pthread_mutex_unlock(&ra->m);
+	if (res < 0 || (uint32_t)res < loc.len)
+		err = res < 0 ? res : -EIO;
+	else
+		err = st_verify(ra->st, &loc, 0, buf, loc.len, NULL);
+	pthread_mutex_lock(&ra->m);
+	s->read_ns = now_ns();
+	if (!err) {
+		s->state = RA_READY;
+	} else {
+		s->state = RA_FAILED;
+		s->err = err;
+		atomic_fetch_add(&ra->failed, 1);
+		/* the filesystem takes O_DIRECT opens but not these
+		 * reads: stop trying */
+		if (res == -EINVAL && !ra->broken) {
+			hotfs_log(LOG_NOTICE, "read-ahead: O_DIRECT reads "
+				  "refused, off\n");
+			ra->broken = true;
+		}
+	}
+	ra->inflight--;
+	pthread_cond_broadcast(&ra->cv);
+	pthread_mutex_unlock(&ra->m);
+}
+
 static void *ra_thread(void *arg)
 {
 	struct hotfs_ra *ra = arg;
@@ -89,14 +134,14 @@ static void *ra_thread(void *arg)
 
 	while (!done) {
 		uint64_t d;
-		int r = io_uring_wait_cqe(&ra->ring, &cqe);
+		int res, r = io_uring_wait_cqe(&ra->ring, &cqe);
 
 		if (r == -EINTR)
 			continue;
-		pthread_mutex_lock(&ra->m);
 		if (r < 0) {
 			/* cannot happen with a sound ring: fail everything
 			 * in flight so that no waiter sleeps for ever */
+			pthread_mutex_lock(&ra->m);
 			hotfs_log(LOG_WARNING,
 				  "read-ahead ring failed (%d), off\n", r);
 			ra->broken = true;
@@ -112,39 +157,22 @@ static void *ra_thread(void *arg)
 			break;
 		}
 		d = io_uring_cqe_get_data64(cqe);
-		if (d == RA_STOP) {
+		res = cqe->res;
+		io_uring_cqe_seen(&ra->ring, cqe);
+		if (d < ra->nslots)
+			reaped(ra, &ra->s[d], res);
+		pthread_mutex_lock(&ra->m);
+		if (d == RA_STOP)
 			stop = true;
-		} else if (d < ra->nslots) {
-			struct ra_slot *s = &ra->s[d];
-
-			s->read_ns = now_ns();
-			if (cqe->res >= 0 && (uint32_t)cqe->res >= s->len) {
-				s->state = RA_READY;
-			} else {
-				s->state = RA_FAILED;
-				s->err = cqe->res < 0 ? cqe->res : -EIO;
-				atomic_fetch_add(&ra->failed, 1);
-				/* the filesystem takes O_DIRECT opens but
-				 * not these reads: stop trying */
-				if (cqe->res == -EINVAL && !ra->broken) {
-					hotfs_log(LOG_NOTICE, "read-ahead: "
-						  "O_DIRECT reads refused, off\n");
-					ra->broken = true;
-				}
-			}
-			ra->inflight--;
-			pthread_cond_broadcast(&ra->cv);
-		}
 		done = stop && !ra->inflight;
 		if (done)
 			ra->exited = true;
 		pthread_mutex_unlock(&ra->m);
-		io_uring_cqe_seen(&ra->ring, cqe);
 	}
 	return NULL;
 }
 
-int ra_new(struct hotfs_ra **out, int data_fd, uint32_t extent,
+int ra_new(struct hotfs_ra **out, struct hotfs_store *st, uint32_t extent,
 	   size_t budget, char *why, size_t whylen)
 {
 	struct hotfs_ra *ra;
@@ -157,7 +185,8 @@ int ra_new(struct hotfs_ra **out, int data_fd, uint32_t extent,
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", data_fd);
+	ra->st = st;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", st_data_fd(st));
 	ra->fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
 	if (ra->fd < 0) {
 		r = -errno;
@@ -315,9 +344,9 @@ static struct ra_slot *start(struct hotfs_ra *ra, const struct hotfs_loc *loc)
 	v->off = loc->off;
 	v->gen = loc->gen;
 	v->len = loc->len;
+	v->loc = *loc;
 	v->state = RA_READING;
 	v->err = 0;
-	v->verified = false;
 	v->used = ++ra->clock;
 	ra->inflight++;
 	if (r < 1) {
@@ -347,8 +376,8 @@ bool ra_prefetch(struct hotfs_ra *ra, const struct hotfs_loc *loc)
 	return ok;
 }
 
-int ra_get(struct hotfs_ra *ra, struct hotfs_store *st,
-	   const struct hotfs_loc *loc, struct ra_ref *ref)
+int ra_get(struct hotfs_ra *ra, const struct hotfs_loc *loc,
+	   struct ra_ref *ref)
 {
 	struct ra_slot *s;
 	int r;
@@ -377,19 +406,6 @@ int ra_get(struct hotfs_ra *ra, struct hotfs_store *st,
 	if (s->state != RA_READY) {
 		r = s->err ? s->err : -EIO;
 		goto drop;
-	}
-	if (!s->verified) {
-		pthread_mutex_unlock(&ra->m);
-		/* the buffer does not change while the slot is held */
-		r = st_verify(st, loc, 0, s->buf, loc->len, NULL);
-		pthread_mutex_lock(&ra->m);
-		if (r < 0) {
-			s->state = RA_FAILED;
-			s->err = r;
-			atomic_fetch_add(&ra->failed, 1);
-			goto drop;
-		}
-		s->verified = true;
 	}
 	s->used = ++ra->clock;
 	pthread_mutex_unlock(&ra->m);

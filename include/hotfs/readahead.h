@@ -10,8 +10,9 @@
  * byte twice.  Here a cached extent is read whole, with O_DIRECT (the
  * device writes straight into one of a few reused buffers), on a ring of
  * its own drained by one thread, a few extents ahead of a sequential
- * reader; the whole-extent checksum is verified once per read, and the
- * requests that fall in the extent are answered from the buffer.
+ * reader; the whole-extent checksum is verified once per read, by the
+ * thread that reaps it (off the readers' path), and the requests that
+ * fall in the extent are answered from the buffer.
  *
  * What a buffer holds is a copy of immutable bytes: a slot is named by the
  * extent's place in the data file and its region generation (struct
@@ -64,12 +65,12 @@ struct ra_counts {
 };
 
 /*
- * Start read-ahead on the store's data file (data_fd, opened again here
- * with O_DIRECT) for extents of up to extent bytes, with budget bytes of
- * buffers (0 = RA_BUDGET).  -errno when O_DIRECT
- * or io_uring is not available there; *why says it in a few words.
+ * Start read-ahead on the store's data file (st_data_fd, opened again
+ * here with O_DIRECT) for extents of up to extent bytes, with budget
+ * bytes of buffers (0 = RA_BUDGET).  -errno when O_DIRECT or io_uring is
+ * not available there; *why says it in a few words.  st outlives ra.
  */
-int ra_new(struct hotfs_ra **out, int data_fd, uint32_t extent,
+int ra_new(struct hotfs_ra **out, struct hotfs_store *st, uint32_t extent,
 	   size_t budget, char *why, size_t whylen);
 /* Stop the thread (waiting for reads in flight) and free; ra may be NULL. */
 void ra_free(struct hotfs_ra *ra);
@@ -86,8 +87,8 @@ bool ra_prefetch(struct hotfs_ra *ra, const struct hotfs_loc *loc);
  * read the source), or another -errno (no slot, read failed: use the
  * ordinary path).
  */
-int ra_get(struct hotfs_ra *ra, struct hotfs_store *st,
-	   const struct hotfs_loc *loc, struct ra_ref *ref);
+int ra_get(struct hotfs_ra *ra, const struct hotfs_loc *loc,
+	   struct ra_ref *ref);
 /* Give a slot back; done: the reader is past its extent, so it is the
  * first to be reused. */
 void ra_put(struct hotfs_ra *ra, struct ra_ref *ref, bool done);

@@ -112,7 +112,7 @@ static int setup_with(void **state, size_t budget)
 					   EXT), 0);
 	}
 	free(buf);
-	r = ra_new(&f->ra, st_data_fd(f->st), EXT, budget, why, sizeof(why));
+	r = ra_new(&f->ra, f->st, EXT, budget, why, sizeof(why));
 	*state = f;
 	if (r < 0) {
 		print_message("read-ahead unavailable here (%s): skipped\n",
@@ -164,7 +164,7 @@ static void test_get_reads_once(void **state)
 	loc_of(f, 3, &loc);
 	assert_true(ra_eligible(f->ra, &loc));
 	for (i = 0; i < 3; i++) {
-		assert_int_equal(ra_get(f->ra, f->st, &loc, &ref), 0);
+		assert_int_equal(ra_get(f->ra, &loc, &ref), 0);
 		assert_non_null(ref.data);
 		assert_true(same(ref.data, EXT, 3));
 		ra_put(f->ra, &ref, false);
@@ -191,7 +191,7 @@ static void test_done_reads_again(void **state)
 
 	NEED_RA(f);
 	loc_of(f, 9, &loc);
-	assert_int_equal(ra_get(f->ra, f->st, &loc, &ref), 0);
+	assert_int_equal(ra_get(f->ra, &loc, &ref), 0);
 	assert_true(same(ref.data, EXT, 9));
 	ra_put(f->ra, &ref, true);
 	memset(junk, 0xa5, sizeof(junk));
@@ -201,7 +201,7 @@ static void test_done_reads_again(void **state)
 	assert_int_equal(pwrite(fd, junk, sizeof(junk), (off_t)loc.off),
 			 (ssize_t)sizeof(junk));
 	close(fd);
-	assert_int_equal(ra_get(f->ra, f->st, &loc, &ref), -EBADMSG);
+	assert_int_equal(ra_get(f->ra, &loc, &ref), -EBADMSG);
 	ra_get_counts(f->ra, &c);
 	assert_int_equal(c.reads, 2);
 }
@@ -223,7 +223,7 @@ static void test_prefetch_then_get(void **state)
 		assert_true(ra_prefetch(f->ra, &loc[i]));	/* no second */
 	}
 	for (i = 0; i < 8; i++) {
-		assert_int_equal(ra_get(f->ra, f->st, &loc[i], &ref), 0);
+		assert_int_equal(ra_get(f->ra, &loc[i], &ref), 0);
 		assert_true(same(ref.data, EXT, i));
 		ra_put(f->ra, &ref, true);
 	}
@@ -254,7 +254,7 @@ static void test_corrupt_never_served(void **state)
 	assert_int_equal(pwrite(fd, junk, sizeof(junk),
 				(off_t)loc.off + 8192), (ssize_t)sizeof(junk));
 	close(fd);
-	assert_int_equal(ra_get(f->ra, f->st, &loc, &ref), -EBADMSG);
+	assert_int_equal(ra_get(f->ra, &loc, &ref), -EBADMSG);
 	assert_null(ref.data);
 	/* dropped: the next reader misses and reads the source */
 	assert_int_equal(st_lookup(f->st, &f->key, 5, &f->stamp, &loc),
@@ -263,7 +263,7 @@ static void test_corrupt_never_served(void **state)
 	assert_int_equal(c.failed, 1);
 	/* the other extents are still served, right */
 	loc_of(f, 6, &loc);
-	assert_int_equal(ra_get(f->ra, f->st, &loc, &ref), 0);
+	assert_int_equal(ra_get(f->ra, &loc, &ref), 0);
 	assert_true(same(ref.data, EXT, 6));
 	ra_put(f->ra, &ref, false);
 }
@@ -282,7 +282,7 @@ static void test_unaligned_refused(void **state)
 	loc.off += 512;
 	assert_false(ra_eligible(f->ra, &loc));
 	assert_false(ra_prefetch(f->ra, &loc));
-	assert_int_equal(ra_get(f->ra, f->st, &loc, &ref), -EINVAL);
+	assert_int_equal(ra_get(f->ra, &loc, &ref), -EINVAL);
 	loc_of(f, 1, &loc);
 	loc.len = EXT * 2;	/* longer than an extent */
 	assert_false(ra_eligible(f->ra, &loc));
@@ -302,15 +302,15 @@ static void test_held_slots_not_reused(void **state)
 	NEED_RA(f);
 	for (i = 0; i < RA_MIN_SLOTS; i++) {
 		loc_of(f, i, &loc);
-		assert_int_equal(ra_get(f->ra, f->st, &loc, &held[i]), 0);
+		assert_int_equal(ra_get(f->ra, &loc, &held[i]), 0);
 	}
 	loc_of(f, RA_MIN_SLOTS, &loc);
 	assert_false(ra_prefetch(f->ra, &loc));
-	assert_int_equal(ra_get(f->ra, f->st, &loc, &ref), -EBUSY);
+	assert_int_equal(ra_get(f->ra, &loc, &ref), -EBUSY);
 	for (i = 0; i < RA_MIN_SLOTS; i++)
 		assert_true(same(held[i].data, EXT, i));
 	ra_put(f->ra, &held[2], true);
-	assert_int_equal(ra_get(f->ra, f->st, &loc, &ref), 0);
+	assert_int_equal(ra_get(f->ra, &loc, &ref), 0);
 	assert_true(same(ref.data, EXT, RA_MIN_SLOTS));
 	for (i = 0; i < RA_MIN_SLOTS; i++)
 		if (i != 2)
@@ -347,7 +347,7 @@ static void *work(void *arg)
 				       &w->f->stamp, &next))
 				ra_prefetch(w->f->ra, &next);
 		}
-		if (ra_get(w->f->ra, w->f->st, &loc, &ref))
+		if (ra_get(w->f->ra, &loc, &ref))
 			continue;
 		if (same(ref.data, EXT, x))
 			w->ok++;
