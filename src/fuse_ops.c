@@ -2260,6 +2260,8 @@ static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 	struct hotfs *fs = userdata;
 
 	conn->max_write = 1024 * 1024;
+	/* what the mount option said, as libfuse requires */
+	conn->max_read = fs->o->max_read;
 	/* the kernel keeps the smaller of this and the bdi's read-ahead,
 	 * which main.c sets (hotfs/bdi.h) */
 	conn->max_readahead = fs->o->read_ahead ? (unsigned)fs->o->read_ahead

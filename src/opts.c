@@ -34,6 +34,7 @@ enum {
 	KEY_VERSION,
 	KEY_ALLOW_OTHER,
 	KEY_DEFAULT_PERMISSIONS,
+	KEY_MAX_READ,
 };
 
 static const struct fuse_opt opt_table[] = {
@@ -67,6 +68,7 @@ static const struct fuse_opt opt_table[] = {
 	FUSE_OPT_KEY("comment=", KEY_DISCARD),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
+	FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -118,6 +120,27 @@ static int opt_proc(void *data, const char *arg, int key,
 	case KEY_DEFAULT_PERMISSIONS:
 		c->o->default_permissions = 1;
 		return 1;
+	case KEY_MAX_READ: {
+		/* a mount option of libfuse's, kept for it, that the init
+		 * callback must repeat (libfuse refuses the session
+		 * otherwise) */
+		const char *v = arg + strlen("max_read=");
+		char *end;
+		unsigned long n;
+
+		errno = 0;
+		n = strtoul(v, &end, 10);
+		if (errno || end == v || *end || *v == '-' || n > UINT_MAX) {
+			if (!c->failed)
+				seterr(c->err, c->errlen,
+				       "invalid max_read '%s': expected bytes",
+				       v);
+			c->failed = 1;
+			return -1;
+		}
+		c->o->max_read = (unsigned)n;
+		return 1;
+	}
 	case FUSE_OPT_KEY_OPT:
 		/* x-systemd.automount, x-gvfs-show, ...: for mount(8) only */
 		if (strncmp(arg, "x-", 2) == 0)

@@ -42,6 +42,7 @@ struct hotfs_opts {
 	uint64_t seqcutoff;	/* bytes, 0 = off */
 	char *promote_rate_str;
 	uint64_t promote_rate;	/* bytes/s, 0 = unlimited */
+	unsigned max_read;	/* -o max_read= (libfuse's), 0 = none */
 	char *read_ahead_str;
 	uint64_t read_ahead;	/* the kernel's read-ahead for the mount,
 				 * bytes; 0 = its default */

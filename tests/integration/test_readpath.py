@@ -382,6 +382,17 @@ def test_kernel_read_ahead_left_alone(ws):
         sha(os.path.join(ws.src, 'f'))
 
 
+def test_max_read_option(ws):
+    """-o max_read (a mount option of libfuse's) mounts, and caps the
+    kernel's read requests."""
+    write_random(os.path.join(ws.src, 'f'), 2 << 20, seed=4)
+    ws.proc = ws.start(opts='cachesize=64M,max_read=131072')
+    before = stats(ws.mnt)['read_requests']
+    assert read_pass(os.path.join(ws.mnt, 'f')) == \
+        sha(os.path.join(ws.src, 'f'))
+    assert stats(ws.mnt)['read_requests'] - before >= 16
+
+
 def test_restart_stays_warm(cached):
     ws = cached
     m = os.path.join(ws.mnt, 'big')

@@ -163,6 +163,7 @@ static void test_values(void **state)
 	assert_int_equal(o.seqcutoff, 4u << 20);
 	assert_int_equal(o.promote_rate, 50u << 20);
 	assert_int_equal(o.read_ahead, 0);
+	assert_int_equal(o.max_read, 0);
 	assert_int_equal(o.writemode, HOTFS_WRITETHROUGH);
 	assert_true(o.attr_timeout == 2.5);
 	assert_true(o.entry_timeout == 0.0);
@@ -177,6 +178,24 @@ static void test_values(void **state)
 	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->mnt,
 			       "-o", co, NULL), 0);
 	assert_int_equal(o.cachesize_pct, 25);
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+}
+
+/* max_read is libfuse's: recorded for the init callback, which must repeat
+ * it, and left in the arguments for the session */
+static void test_max_read(void **state)
+{
+	struct fixture *f = *state;
+	struct hotfs_opts o;
+	struct fuse_args a;
+	char err[256], co[300];
+
+	snprintf(co, sizeof(co), "cachedir=%s,max_read=131072", f->cache);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->mnt,
+			       "-o", co, NULL), 0);
+	assert_int_equal(o.max_read, 131072);
+	assert_true(args_have(&a, "max_read=131072"));
 	fuse_opt_free_args(&a);
 	opt_free(&o);
 }
@@ -285,6 +304,9 @@ static void test_bad_values(void **state)
 	expect_bad(f, "writemode=bogus", "writemode");
 	expect_bad(f, "seqcutoff=-5", "seqcutoff");
 	expect_bad(f, "promote_rate=fast", "promote_rate");
+	expect_bad(f, "max_read=12x", "max_read");
+	expect_bad(f, "max_read=-1", "max_read");
+	expect_bad(f, "max_read=", "max_read");
 	expect_bad(f, "read_ahead=1K", "read_ahead");
 	expect_bad(f, "read_ahead=128M", "read_ahead");
 	expect_bad(f, "read_ahead=lots", "read_ahead");
@@ -463,6 +485,7 @@ int main(void)
 		T(test_values),
 		T(test_fstab_keywords_dropped),
 		T(test_revalidate),
+		T(test_max_read),
 		T(test_bad_values),
 		T(test_missing_args),
 		T(test_validate_creates_cachedir),
