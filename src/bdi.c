@@ -18,12 +18,25 @@ int bdi_mount_dev(const char *mountpoint, dev_t *dev)
 {
 	struct statx stx;
 
+	/* nothing asked for, nothing refreshed: the device comes from the
+	 * superblock */
+	if (statx(AT_FDCWD, mountpoint, AT_STATX_DONT_SYNC, 0, &stx) == -1)
+		return -errno;
+	*dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+	return 0;
+}
+
+int bdi_wait_mount(const char *mountpoint, dev_t dev)
+{
+	struct statx stx;
+
 	/* a request even when the attributes are cached: it cannot be
 	 * answered before FUSE_INIT is (hotfs/bdi.h) */
 	if (statx(AT_FDCWD, mountpoint, AT_STATX_FORCE_SYNC, STATX_INO,
 		  &stx) == -1)
 		return -errno;
-	*dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+	if (makedev(stx.stx_dev_major, stx.stx_dev_minor) != dev)
+		return -ESTALE;
 	return 0;
 }
 

@@ -130,24 +130,25 @@ static bool fuse_still_mounted(const char *mnt)
  */
 struct ra_job {
 	const struct hotfs_opts *o;
+	dev_t dev;		/* the mount's */
 	pthread_t th;
 	bool started;
 };
 
 static void *read_ahead_thread(void *arg)
 {
-	const struct hotfs_opts *o = ((struct ra_job *)arg)->o;
+	struct ra_job *j = arg;
 	char why[300];
-	dev_t dev;
 	int r;
 
-	r = bdi_mount_dev(o->mountpoint, &dev);
+	r = bdi_wait_mount(j->o->mountpoint, j->dev);
 	if (r < 0) {
 		hotfs_log(LOG_NOTICE, "read_ahead: %s: %s; the kernel's "
-			  "default stays\n", o->mountpoint, strerror(-r));
+			  "default stays\n", j->o->mountpoint, strerror(-r));
 		return NULL;
 	}
-	r = bdi_set_read_ahead("/sys", dev, o->read_ahead, why, sizeof(why));
+	r = bdi_set_read_ahead("/sys", j->dev, j->o->read_ahead, why,
+			       sizeof(why));
 	if (r < 0)
 		hotfs_log(LOG_NOTICE, "read_ahead: %s; the kernel's default "
 			  "stays\n", why);
@@ -311,11 +312,6 @@ int main(int argc, char *argv[])
 		hotfs_log(LOG_ERR, "/proc/self/fd: %s\n", strerror(errno));
 		goto out5;
 	}
-	/* waits for FUSE_INIT, which the session loop below answers; joined
-	 * once the mount is gone (its request cannot be left unanswered) */
-	if (o.read_ahead)
-		raj.started = pthread_create(&raj.th, NULL, read_ahead_thread,
-					     &raj) == 0;
 	if (fs.cache) {
 		r = cache_start(fs.cache, fs.it, fs.proc_self_fd);
 		if (r < 0) {
@@ -343,6 +339,13 @@ int main(int argc, char *argv[])
 		hotfs_log(LOG_ERR, "%s; cache is off until the next mount\n",
 			  fs.cache_off ? fs.cache_off : "store");
 
+	/* the mount's device, read now (without a request) so that the
+	 * thread never mistakes what is under the mount point for it; the
+	 * thread waits for FUSE_INIT, which the session loop answers, and
+	 * is joined once the mount is gone */
+	if (o.read_ahead && bdi_mount_dev(o.mountpoint, &raj.dev) == 0)
+		raj.started = pthread_create(&raj.th, NULL, read_ahead_thread,
+					     &raj) == 0;
 	if (copts.singlethread) {
 		r = fuse_session_loop(se);
 	} else {

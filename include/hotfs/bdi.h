@@ -21,13 +21,20 @@
 #include <sys/types.h>
 
 /*
- * The device number of the FUSE mount at mountpoint, through a FUSE_GETATTR
- * of its root: the kernel sends it once the daemon has answered FUSE_INIT,
- * and applies the max_readahead of that answer to the bdi (the smaller of
- * the two wins), so a read_ahead_kb set after this call stays.  Call it
- * from a thread of its own once the session loop runs.
+ * The device number of what is mounted at mountpoint, from the kernel's
+ * copy of its root's attributes (AT_STATX_DONT_SYNC): no request reaches
+ * a FUSE daemon, so it may be called before the session loop runs.
  */
 int bdi_mount_dev(const char *mountpoint, dev_t *dev);
+/*
+ * Wait until the FUSE mount of device dev at mountpoint answers: a
+ * FUSE_GETATTR of its root, which the kernel sends once the daemon has
+ * answered FUSE_INIT and applied its max_readahead to the bdi (the
+ * smaller of the two wins), so a read_ahead_kb set after this stays.
+ * -ESTALE if mountpoint is no longer that mount (unmounted meanwhile):
+ * its bdi must then not be touched.  Call it from a thread of its own.
+ */
+int bdi_wait_mount(const char *mountpoint, dev_t dev);
 /* Set read_ahead_kb of the bdi of dev under sysfs (normally "/sys") to
  * bytes, rounded down to KiB; *why says what failed in a few words. */
 int bdi_set_read_ahead(const char *sysfs, dev_t dev, uint64_t bytes,

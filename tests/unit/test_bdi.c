@@ -167,6 +167,11 @@ static void test_mount_dev(void **state)
 	assert_int_equal(minor(dev), minor(st.st_dev));
 	assert_int_equal(bdi_mount_dev("/tmp/hotfs-bdi-no-such-dir", &dev),
 			 -ENOENT);
+	/* the same filesystem answers; another one is not it */
+	assert_int_equal(bdi_wait_mount("/tmp", st.st_dev), 0);
+	assert_int_equal(bdi_wait_mount("/tmp", makedev(0, 1)), -ESTALE);
+	assert_int_equal(bdi_wait_mount("/tmp/hotfs-bdi-no-such-dir",
+					st.st_dev), -ENOENT);
 }
 
 int main(void)
