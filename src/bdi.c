@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,16 +15,73 @@
 
 #include "hotfs/bdi.h"
 
+/* Undo mountinfo's octal escapes (\040 for a space...) in place. */
+static void unescape(char *s)
+{
+	char *o = s;
+
+	while (*s) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 |
+				      (s[3] - '0'));
+			s += 4;
+		} else {
+			*o++ = *s++;
+		}
+	}
+	*o = '\0';
+}
+
+int bdi_mountinfo_dev(FILE *f, const char *mountpoint, dev_t *dev)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	bool found = false;
+
+	/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS...] - FSTYPE ..."; the
+	 * last match is the mount on top */
+	while (getline(&line, &cap, f) != -1) {
+		char *save = NULL, *tok, *mnt = NULL, *type = NULL;
+		unsigned maj = 0, min = 0, i;
+		bool ok = true, sep = false;
+
+		for (i = 0, tok = strtok_r(line, " \n", &save); tok;
+		     i++, tok = strtok_r(NULL, " \n", &save)) {
+			if (i == 2 && sscanf(tok, "%u:%u", &maj, &min) != 2)
+				ok = false;
+			if (i == 4)
+				mnt = tok;
+			if (sep) {
+				type = tok;
+				break;
+			}
+			if (i >= 6 && strcmp(tok, "-") == 0)
+				sep = true;
+		}
+		if (!ok || !mnt || !type)
+			continue;
+		unescape(mnt);
+		if (strcmp(mnt, mountpoint) != 0 ||
+		    (strcmp(type, "fuse") != 0 && strncmp(type, "fuse.", 5) != 0))
+			continue;
+		*dev = makedev(maj, min);
+		found = true;
+	}
+	free(line);
+	return found ? 0 : -ENOENT;
+}
+
 int bdi_mount_dev(const char *mountpoint, dev_t *dev)
 {
-	struct statx stx;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	int r;
 
-	/* nothing asked for, nothing refreshed: the device comes from the
-	 * superblock */
-	if (statx(AT_FDCWD, mountpoint, AT_STATX_DONT_SYNC, 0, &stx) == -1)
+	if (!f)
 		return -errno;
-	*dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
-	return 0;
+	r = bdi_mountinfo_dev(f, mountpoint, dev);
+	fclose(f);
+	return r;
 }
 
 int bdi_wait_mount(const char *mountpoint, dev_t dev)

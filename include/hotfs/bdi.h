@@ -18,14 +18,18 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /*
- * The device number of what is mounted at mountpoint, from the kernel's
- * copy of its root's attributes (AT_STATX_DONT_SYNC): no request reaches
- * a FUSE daemon, so it may be called before the session loop runs.
+ * The device number of the FUSE mount on top at mountpoint (absolute, as
+ * the kernel shows it), from /proc/self/mountinfo: nothing reaches the
+ * daemon, so it may be called before the session loop runs.  -ENOENT if
+ * no FUSE filesystem is mounted there.
  */
 int bdi_mount_dev(const char *mountpoint, dev_t *dev);
+/* The same from an open mountinfo-format stream. */
+int bdi_mountinfo_dev(FILE *mountinfo, const char *mountpoint, dev_t *dev);
 /*
  * Wait until the FUSE mount of device dev at mountpoint answers: a
  * FUSE_GETATTR of its root, which the kernel sends once the daemon has

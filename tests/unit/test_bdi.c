@@ -154,20 +154,44 @@ static void test_unwritable(void **state)
 	put(f->file, "128\n");
 }
 
+static void test_mountinfo(void **state)
+{
+	static const char mi[] =
+		"22 1 0:21 / /proc rw,nosuid - proc proc rw\n"
+		"50 30 0:40 / /tmp/a\\040b rw,nosuid shared:5 - fuse.hotfs "
+		"/src rw,user_id=0,group_id=0\n"
+		"52 30 0:42 / /tmp/c rw - ext4 /dev/vdb rw\n"
+		"53 50 0:43 / /tmp/a\\040b rw master:2 shared:9 - fuse /x "
+		"rw\n"
+		"54 30 7:1 / /tmp/d rw - ext4 /dev/loop1 rw\n";
+	dev_t dev = 0;
+	FILE *f;
+
+	(void)state;
+	f = fmemopen((void *)mi, sizeof(mi) - 1, "r");
+	assert_non_null(f);
+	/* unescaped, optional fields skipped, the mount on top */
+	assert_int_equal(bdi_mountinfo_dev(f, "/tmp/a b", &dev), 0);
+	assert_int_equal(major(dev), 0);
+	assert_int_equal(minor(dev), 43);
+	rewind(f);
+	/* not FUSE: never another filesystem's bdi */
+	assert_int_equal(bdi_mountinfo_dev(f, "/tmp/c", &dev), -ENOENT);
+	rewind(f);
+	assert_int_equal(bdi_mountinfo_dev(f, "/tmp/a", &dev), -ENOENT);
+	fclose(f);
+}
+
 static void test_mount_dev(void **state)
 {
 	struct stat st;
 	dev_t dev = 0;
 
 	(void)state;
-	/* any mount: the device of a directory's filesystem */
-	assert_int_equal(stat("/tmp", &st), 0);
-	assert_int_equal(bdi_mount_dev("/tmp", &dev), 0);
-	assert_int_equal(major(dev), major(st.st_dev));
-	assert_int_equal(minor(dev), minor(st.st_dev));
-	assert_int_equal(bdi_mount_dev("/tmp/hotfs-bdi-no-such-dir", &dev),
-			 -ENOENT);
+	/* /tmp is not a FUSE mount */
+	assert_int_equal(bdi_mount_dev("/tmp", &dev), -ENOENT);
 	/* the same filesystem answers; another one is not it */
+	assert_int_equal(stat("/tmp", &st), 0);
 	assert_int_equal(bdi_wait_mount("/tmp", st.st_dev), 0);
 	assert_int_equal(bdi_wait_mount("/tmp", makedev(0, 1)), -ESTALE);
 	assert_int_equal(bdi_wait_mount("/tmp/hotfs-bdi-no-such-dir",
@@ -185,6 +209,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_unwritable, setup,
 						teardown),
+		cmocka_unit_test(test_mountinfo),
 		cmocka_unit_test(test_mount_dev),
 	};
 
