@@ -276,8 +276,7 @@ int cache_start(struct hotfs_cache *c, struct hotfs_itable *it,
 	c->it = it;
 	c->proc_self_fd = proc_self_fd;
 	/* after daemonizing: it has a thread */
-	r = ra_new(&c->ra, c->st, c->extent, 0, why,
-		   sizeof(why));
+	r = ra_new(&c->ra, c->st, c->extent, 0, why, sizeof(why));
 	if (r < 0)
 		hotfs_log(LOG_INFO, "cachedir: no read-ahead of cached "
 			  "extents (%s)\n", why);
