@@ -84,20 +84,6 @@ int bdi_mount_dev(const char *mountpoint, dev_t *dev)
 	return r;
 }
 
-int bdi_wait_mount(const char *mountpoint, dev_t dev)
-{
-	struct statx stx;
-
-	/* a request even when the attributes are cached: it cannot be
-	 * answered before FUSE_INIT is (hotfs/bdi.h) */
-	if (statx(AT_FDCWD, mountpoint, AT_STATX_FORCE_SYNC, STATX_INO,
-		  &stx) == -1)
-		return -errno;
-	if (makedev(stx.stx_dev_major, stx.stx_dev_minor) != dev)
-		return -ESTALE;
-	return 0;
-}
-
 static int ra_path(char *buf, size_t len, const char *sysfs, dev_t dev)
 {
 	int n = snprintf(buf, len, "%s/class/bdi/%u:%u/read_ahead_kb", sysfs,

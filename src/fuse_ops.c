@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "hotfs/bdi.h"
 #include "hotfs/ctl.h"
 #include "hotfs/fs.h"
 #include "hotfs/ioctl.h"
@@ -2255,6 +2256,25 @@ static void nofh_free(void *nofh)
 	fh_free(nofh);
 }
 
+/* The kernel's read-ahead for the mount (hotfs/bdi.h), before the answer
+ * to FUSE_INIT: a failure leaves the kernel's default, slower for large
+ * files but correct. */
+static void set_read_ahead(struct hotfs *fs)
+{
+	char why[300];
+
+	if (!fs->mount_dev_known) {
+		hotfs_log(LOG_NOTICE, "read_ahead: %s not found in "
+			  "/proc/self/mountinfo; the kernel's default stays\n",
+			  fs->o->mountpoint);
+		return;
+	}
+	if (bdi_set_read_ahead("/sys", fs->mount_dev, fs->o->read_ahead, why,
+			       sizeof(why)) < 0)
+		hotfs_log(LOG_NOTICE, "read_ahead: %s; the kernel's default "
+			  "stays\n", why);
+}
+
 static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct hotfs *fs = userdata;
@@ -2262,10 +2282,12 @@ static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_write = 1024 * 1024;
 	/* what the mount option said, as libfuse requires */
 	conn->max_read = fs->o->max_read;
-	/* the kernel keeps the smaller of this and the bdi's read-ahead,
-	 * which main.c sets (hotfs/bdi.h) */
+	/* the kernel keeps the smaller of this and the bdi's read-ahead
+	 * when it gets this answer: both are set (hotfs/bdi.h) */
 	conn->max_readahead = fs->o->read_ahead ? (unsigned)fs->o->read_ahead
 						: 1024 * 1024;
+	if (fs->o->read_ahead)
+		set_read_ahead(fs);
 	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
 		conn->want |= FUSE_CAP_SPLICE_WRITE;
 	if (conn->capable & FUSE_CAP_SPLICE_MOVE)

@@ -20,7 +20,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,38 +122,6 @@ static bool fuse_still_mounted(const char *mnt)
 	return sf.f_type == 0x65735546;		/* FUSE_SUPER_MAGIC */
 }
 
-/*
- * The kernel's read-ahead for the mount (hotfs/bdi.h), set by a thread of
- * its own once the kernel has the daemon's answer to FUSE_INIT; a failure
- * leaves the kernel's default, slower for large files but correct.
- */
-struct ra_job {
-	const struct hotfs_opts *o;
-	dev_t dev;		/* the mount's */
-	pthread_t th;
-	bool started;
-};
-
-static void *read_ahead_thread(void *arg)
-{
-	struct ra_job *j = arg;
-	char why[300];
-	int r;
-
-	r = bdi_wait_mount(j->o->mountpoint, j->dev);
-	if (r < 0) {
-		hotfs_log(LOG_NOTICE, "read_ahead: %s: %s; the kernel's "
-			  "default stays\n", j->o->mountpoint, strerror(-r));
-		return NULL;
-	}
-	r = bdi_set_read_ahead("/sys", j->dev, j->o->read_ahead, why,
-			       sizeof(why));
-	if (r < 0)
-		hotfs_log(LOG_NOTICE, "read_ahead: %s; the kernel's default "
-			  "stays\n", why);
-	return NULL;
-}
-
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -163,7 +130,6 @@ int main(int argc, char *argv[])
 	struct fuse_session *se = NULL;
 	struct hotfs_opts o = { 0 };
 	struct hotfs fs = { .o = &o, .root_fd = -1, .proc_self_fd = -1 };
-	struct ra_job raj = { .o = &o };
 	char err[512];
 	rlim_t nofile = 1024;
 	int ret = 1, r;
@@ -302,6 +268,10 @@ int main(int argc, char *argv[])
 		goto out3;
 	if (fuse_session_mount(se, o.mountpoint) != 0)
 		goto out4;
+	/* for the kernel's read-ahead, which the init callback sets (its
+	 * bdi is named after it); read from mountinfo, which asks the new
+	 * mount nothing */
+	fs.mount_dev_known = bdi_mount_dev(o.mountpoint, &fs.mount_dev) == 0;
 	if (fuse_daemonize(o.foreground) != 0)
 		goto out5;
 	if (!o.foreground)
@@ -339,13 +309,6 @@ int main(int argc, char *argv[])
 		hotfs_log(LOG_ERR, "%s; cache is off until the next mount\n",
 			  fs.cache_off ? fs.cache_off : "store");
 
-	/* the mount's device, read now (without a request) so that the
-	 * thread never mistakes what is under the mount point for it; the
-	 * thread waits for FUSE_INIT, which the session loop answers, and
-	 * is joined once the mount is gone */
-	if (o.read_ahead && bdi_mount_dev(o.mountpoint, &raj.dev) == 0)
-		raj.started = pthread_create(&raj.th, NULL, read_ahead_thread,
-					     &raj) == 0;
 	if (copts.singlethread) {
 		r = fuse_session_loop(se);
 	} else {
@@ -378,8 +341,6 @@ int main(int argc, char *argv[])
 out5:
 	watch_stop(fs.watch);	/* it writes to the session's device */
 	fuse_session_unmount(se);
-	if (raj.started)
-		pthread_join(raj.th, NULL);
 out4:
 	fuse_remove_signal_handlers(se);
 out3:

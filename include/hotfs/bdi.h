@@ -8,7 +8,10 @@
  * asks for at FUSE_INIT (the kernel takes the smaller).  A sequential
  * reader then gets 128-256 KiB FUSE reads, each a round trip, where a
  * disk read through the page cache gets about 1 MiB at a time.  hotfs
- * sets it (-o read_ahead=) once the mount exists.
+ * (-o read_ahead=) sets it in the init callback, before answering
+ * FUSE_INIT with the same max_readahead: the kernel applies the smaller
+ * of the two when it gets the answer, before any reader can use the
+ * mount.
  *
  * Only root may write there: elsewhere it fails and the mount goes on
  * with the kernel's default.  Functions return 0 or -errno.
@@ -30,15 +33,6 @@
 int bdi_mount_dev(const char *mountpoint, dev_t *dev);
 /* The same from an open mountinfo-format stream. */
 int bdi_mountinfo_dev(FILE *mountinfo, const char *mountpoint, dev_t *dev);
-/*
- * Wait until the FUSE mount of device dev at mountpoint answers: a
- * FUSE_GETATTR of its root, which the kernel sends once the daemon has
- * answered FUSE_INIT and applied its max_readahead to the bdi (the
- * smaller of the two wins), so a read_ahead_kb set after this stays.
- * -ESTALE if mountpoint is no longer that mount (unmounted meanwhile):
- * its bdi must then not be touched.  Call it from a thread of its own.
- */
-int bdi_wait_mount(const char *mountpoint, dev_t dev);
 /* Set read_ahead_kb of the bdi of dev under sysfs (normally "/sys") to
  * bytes, rounded down to KiB; *why says what failed in a few words. */
 int bdi_set_read_ahead(const char *sysfs, dev_t dev, uint64_t bytes,

@@ -35,6 +35,8 @@ struct hotfs {
 	gid_t owner_gid;
 	struct timespec mount_time;
 	char *opts_summary;		/* the effective options, for status */
+	dev_t mount_dev;		/* the mount's device (its bdi) */
+	bool mount_dev_known;		/* found in /proc/self/mountinfo */
 	/* metadata requests that reached the daemon (relaxed atomics) */
 	_Atomic uint64_t n_lookup, n_getattr, n_open, n_opendir;
 };
