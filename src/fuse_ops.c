@@ -923,6 +923,8 @@ static bool set_keep_cache(struct hotfs_inode *in, int fd,
 	 * invalidation is on its way: this open must not keep what it
 	 * will drop, nor return before the kernel's copy is gone */
 	pending = stamp_inval_pending(in);
+	if (pending)
+		stamp_wait_inval_locked(in);
 	fi->keep_cache = never || (v == STAMP_SAME && !pending);
 	in->nopen++;
 	pthread_mutex_unlock(&in->m);

@@ -122,6 +122,7 @@ int ino_table_new(struct hotfs_itable **tp, int root_fd)
 	t->root.type = S_IFDIR;
 	t->root.nlookup = 2;
 	pthread_mutex_init(&t->root.m, NULL);
+	pthread_cond_init(&t->root.inval_cv, NULL);
 	t->buckets[hash_key(st.st_dev, st.st_ino, t->nbuckets)] = &t->root;
 	t->count = 1;
 	*tp = t;
@@ -209,6 +210,7 @@ static void free_inode(struct hotfs_itable *t, struct hotfs_inode *in)
 		ino_unhold(t, in->lazy_parent);
 	free(in->lazy_name);
 	free(in->fh);
+	pthread_cond_destroy(&in->inval_cv);
 	pthread_mutex_destroy(&in->m);
 	free(in);
 }
@@ -234,6 +236,7 @@ void ino_table_free(struct hotfs_itable *t)
 	close(t->root.fd);
 	if (t->mount_fd >= 0)
 		close(t->mount_fd);
+	pthread_cond_destroy(&t->root.inval_cv);
 	pthread_mutex_destroy(&t->root.m);
 	pthread_mutex_destroy(&t->lock);
 	free(t->buckets);
@@ -386,6 +389,7 @@ static struct hotfs_inode *get(struct hotfs_itable *t, int fd,
 	nin->nlookup = 1;
 	nin->cached_extents_hint = UINT64_MAX;	/* unknown: assume all */
 	pthread_mutex_init(&nin->m, NULL);
+	pthread_cond_init(&nin->inval_cv, NULL);
 	nin->next = t->buckets[h];
 	t->buckets[h] = nin;
 	if (++t->count > t->nbuckets)

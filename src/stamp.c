@@ -4,7 +4,9 @@
  * include/hotfs/stamp.h).
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "hotfs/stamp.h"
 
@@ -16,9 +18,10 @@ static bool same(const struct hotfs_inode *in, const struct stat *st)
 	       in->stamp_size == st->st_size;
 }
 
-static void record(struct hotfs_inode *in, const struct stat *st)
+static void record(struct hotfs_inode *in, const struct stat *st, bool ours)
 {
 	in->stamp_valid = true;
+	in->stamp_ours = ours;
 	in->stamp_mtime_ns = ts_ns(&st->st_mtim);
 	in->stamp_ctime_ns = ts_ns(&st->st_ctim);
 	in->stamp_size = st->st_size;
@@ -31,7 +34,7 @@ enum stamp_verdict stamp_check_locked(struct hotfs_inode *in,
 
 	if (in->chg_inflight || same(in, st))
 		return STAMP_SAME;
-	record(in, st);
+	record(in, st, false);
 	return valid ? STAMP_CHANGED : STAMP_NEW;
 }
 
@@ -62,22 +65,36 @@ enum stamp_verdict stamp_check_fd(struct hotfs_inode *in, int fd)
 void stamp_inval_sent(struct hotfs_inode *in)
 {
 	pthread_mutex_lock(&in->m);
-	if (in->inval_pending)
-		in->inval_pending--;
+	if (in->inval_pending && --in->inval_pending == 0)
+		pthread_cond_broadcast(&in->inval_cv);
 	pthread_mutex_unlock(&in->m);
 }
 
-enum stamp_verdict stamp_check_ino(struct hotfs_inode *in)
+void stamp_wait_inval_locked(struct hotfs_inode *in)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 1;
+	while (in->inval_pending &&
+	       pthread_cond_timedwait(&in->inval_cv, &in->m, &until) == 0)
+		;
+}
+
+enum stamp_verdict stamp_check_ino(struct hotfs_inode *in, bool *seen)
 {
 	enum stamp_verdict v = STAMP_SAME;
 	struct stat st;
 	int fd;
 
+	*seen = false;
 	pthread_mutex_lock(&in->m);
 	fd = atomic_load(&in->fd);
 	if (!in->chg_inflight && fd >= 0 &&
-	    fstatat(fd, "", &st, AT_EMPTY_PATH) == 0)
+	    fstatat(fd, "", &st, AT_EMPTY_PATH) == 0) {
 		v = stamp_check_locked(in, &st);
+		*seen = v == STAMP_SAME && !in->stamp_ours;
+	}
 	if (v == STAMP_CHANGED)
 		in->inval_pending++;
 	pthread_mutex_unlock(&in->m);
@@ -98,7 +115,7 @@ void stamp_change_end(struct hotfs_inode *in, const struct stat *st)
 	if (!in->chg_inflight)
 		return;
 	if (--in->chg_inflight == 0 && in->chg_ours && st)
-		record(in, st);
+		record(in, st, true);
 }
 
 void stamp_begin(struct hotfs_inode *in, int fd)

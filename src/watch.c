@@ -429,12 +429,18 @@ static void handle(struct hotfs_watch *w, const struct inotify_event *ev)
 	if (child) {
 		/* a file changed behind the mount: its cached pages too
 		 * (not for the mount's own writes: hotfs/stamp.h) */
+		bool seen = false;
 		bool data = S_ISREG(st.st_mode) &&
-			    stamp_check_ino(child) == STAMP_CHANGED;
+			    stamp_check_ino(child, &seen) == STAMP_CHANGED;
 		uint64_t id = nodeid_of(w, child);
 
-		/* held (a reference, not a lock) until the kernel has it */
-		inval_attr(w, id, data);
+		/* held (a reference, not a lock) until the kernel has it;
+		 * nothing sent for a state an open or a getattr has seen
+		 * already: an invalidation that reaches the kernel while a
+		 * stat is in flight makes it drop that stat's attributes
+		 * (hotfs/stamp.h, stamp_wait_inval_locked) */
+		if (!seen)
+			inval_attr(w, id, data);
 		if (data)
 			stamp_inval_sent(child);
 		ino_unhold(w->it, child);

@@ -106,6 +106,7 @@ struct hotfs_inode {
 	 * the mount's own changes in flight (hotfs/stamp.h): an open that
 	 * finds the same stamp keeps the kernel's page cache. */
 	bool stamp_valid;
+	bool stamp_ours;	/* recorded at the end of a change of ours */
 	int64_t stamp_mtime_ns;
 	int64_t stamp_ctime_ns;
 	off_t stamp_size;
@@ -114,6 +115,7 @@ struct hotfs_inode {
 	/* changes behind the mount recorded by a getattr or the source
 	 * watch whose invalidation has not reached the kernel yet */
 	unsigned inval_pending;
+	pthread_cond_t inval_cv;	/* signalled when inval_pending drops */
 	uint64_t write_gen;		/* bumped by every write/truncate */
 	/* Writes through the mount in flight (cache_write_begin to
 	 * cache_write_end) and the extents they may touch, as one span

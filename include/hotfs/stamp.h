@@ -61,6 +61,15 @@ enum stamp_verdict stamp_check_fd(struct hotfs_inode *in, int fd);
  * drop the kernel's pages and attributes itself (stamp_inval_pending).
  */
 void stamp_inval_sent(struct hotfs_inode *in);
+/*
+ * m held: wait (at most a second) until no invalidation is pending.  An
+ * open that found one pending waits for it before its answer: sent after
+ * the answer, it would reach the kernel while the opener's next stat is
+ * in flight, and the kernel would drop that stat's attributes as older
+ * than the invalidation, keeping the old size (a mapping past it faults,
+ * an O_DIRECT read there reads nothing) while the stat shows the new one.
+ */
+void stamp_wait_inval_locked(struct hotfs_inode *in);
 /* m held. */
 static inline bool stamp_inval_pending(const struct hotfs_inode *in)
 {
@@ -71,9 +80,15 @@ static inline bool stamp_inval_pending(const struct hotfs_inode *in)
  * The same through the inode's own O_PATH fd, read under m (where the fd
  * budget closes it): STAMP_SAME if it has none open.  Not reopened for
  * this: an inode whose fd the budget closed has no open file handle, and
- * its next open checks the stamp anyway (close-to-open).
+ * its next open checks the stamp anyway (close-to-open).  *seen: the
+ * stat was taken and is the recorded one, recorded by an open, a getattr
+ * or this watch, which has already given it to the kernel or told the
+ * kernel to drop what it had: nothing to tell it again.  (Not after a
+ * change of the mount's own: the kernel learnt that one from the change,
+ * not from a stat, and is still told, as before, for the times the
+ * source set meanwhile, such as the access time.)
  */
-enum stamp_verdict stamp_check_ino(struct hotfs_inode *in);
+enum stamp_verdict stamp_check_ino(struct hotfs_inode *in, bool *seen);
 
 /* Same as stamp_check, m held. */
 enum stamp_verdict stamp_check_locked(struct hotfs_inode *in,
