@@ -9,12 +9,14 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -38,6 +40,8 @@ static int setup(void **state)
 	assert_true(f->fd >= 0);
 	f->t = 1000000;
 	pthread_mutex_init(&f->in.m, NULL);
+	pthread_cond_init(&f->in.inval_cv, NULL);
+	atomic_store(&f->in.fd, -1);
 	*state = f;
 	return 0;
 }
@@ -48,6 +52,7 @@ static int teardown(void **state)
 
 	close(f->fd);
 	unlink(f->path);
+	pthread_cond_destroy(&f->in.inval_cv);
 	pthread_mutex_destroy(&f->in.m);
 	free(f);
 	return 0;
@@ -160,6 +165,79 @@ static void test_end_without_begin(void **state)
 	assert_int_equal(check(f), STAMP_CHANGED);
 }
 
+/* The source watch's view (stamp_check_ino): a state recorded by an
+ * open or a getattr, or by the watch itself, is "seen" (the kernel was
+ * told); one recorded at the end of the mount's own change is not; without
+ * an fd nothing is known. */
+static void test_watch_seen(void **state)
+{
+	struct fx *f = *state;
+	bool seen = true;
+
+	assert_int_equal(stamp_check_ino(&f->in, &seen), STAMP_SAME);
+	assert_false(seen);			/* no fd: not checked */
+	atomic_store(&f->in.fd, f->fd);
+	assert_int_equal(stamp_check_ino(&f->in, &seen), STAMP_NEW);
+	assert_false(seen);
+	assert_int_equal(stamp_check_ino(&f->in, &seen), STAMP_SAME);
+	assert_true(seen);			/* the watch recorded it */
+	modify(f);
+	assert_int_equal(check(f), STAMP_CHANGED);	/* an open saw it */
+	assert_int_equal(stamp_check_ino(&f->in, &seen), STAMP_SAME);
+	assert_true(seen);
+	begin(f);
+	modify(f);
+	end(f);					/* the mount's own change */
+	assert_int_equal(stamp_check_ino(&f->in, &seen), STAMP_SAME);
+	assert_false(seen);
+	modify(f);				/* behind the mount */
+	assert_int_equal(stamp_check_ino(&f->in, &seen), STAMP_CHANGED);
+	assert_false(seen);
+	assert_true(f->in.inval_pending == 1);
+	stamp_inval_sent(&f->in);
+	assert_true(f->in.inval_pending == 0);
+	atomic_store(&f->in.fd, -1);
+}
+
+static void *send_later(void *arg)
+{
+	struct hotfs_inode *in = arg;
+
+	/* the waiter holds m until it waits: taking it means it waits */
+	pthread_mutex_lock(&in->m);
+	pthread_mutex_unlock(&in->m);
+	stamp_inval_sent(in);
+	return NULL;
+}
+
+/* An open that finds an invalidation pending waits until it is sent, and
+ * no more than a second when nobody sends it. */
+static void test_wait_inval(void **state)
+{
+	struct fx *f = *state;
+	struct timespec a, b;
+	pthread_t th;
+
+	pthread_mutex_lock(&f->in.m);
+	f->in.inval_pending = 1;
+	assert_int_equal(pthread_create(&th, NULL, send_later, &f->in), 0);
+	stamp_wait_inval_locked(&f->in);
+	assert_true(f->in.inval_pending == 0);
+	pthread_mutex_unlock(&f->in.m);
+	pthread_join(th, NULL);
+
+	pthread_mutex_lock(&f->in.m);
+	f->in.inval_pending = 1;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	stamp_wait_inval_locked(&f->in);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	assert_true(f->in.inval_pending == 1);	/* nobody sent it */
+	f->in.inval_pending = 0;
+	pthread_mutex_unlock(&f->in.m);
+	assert_true((b.tv_sec - a.tv_sec) * 1000000000L +
+		    (b.tv_nsec - a.tv_nsec) >= 900000000L);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -171,6 +249,10 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_change_after_one_behind,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_watch_seen, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_wait_inval, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_end_without_begin, setup,
 						teardown),
 	};
