@@ -14,60 +14,23 @@
 #include <unistd.h>
 
 #include "hotfs/bdi.h"
-
-/* Undo mountinfo's octal escapes (\040 for a space...) in place. */
-static void unescape(char *s)
-{
-	char *o = s;
-
-	while (*s) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
-		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			*o++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 |
-				      (s[3] - '0'));
-			s += 4;
-		} else {
-			*o++ = *s++;
-		}
-	}
-	*o = '\0';
-}
+#include "hotfs/mountinfo.h"
 
 int bdi_mountinfo_dev(FILE *f, const char *mountpoint, dev_t *dev)
 {
+	struct mountinfo_ent e;
 	char *line = NULL;
 	size_t cap = 0;
 	bool found = false;
 
-	/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS...] - FSTYPE ..."; the
-	 * last match is the mount on top */
-	while (getline(&line, &cap, f) != -1) {
-		char *save = NULL, *tok, *mnt = NULL, *type = NULL;
-		unsigned maj = 0, min = 0, i;
-		bool ok = true, sep = false;
-
-		for (i = 0, tok = strtok_r(line, " \n", &save); tok;
-		     i++, tok = strtok_r(NULL, " \n", &save)) {
-			if (i == 2 && sscanf(tok, "%u:%u", &maj, &min) != 2)
-				ok = false;
-			if (i == 4)
-				mnt = tok;
-			if (sep) {
-				type = tok;
-				break;
-			}
-			if (i >= 6 && strcmp(tok, "-") == 0)
-				sep = true;
+	/* the last match is the mount on top */
+	while (mountinfo_next(f, &line, &cap, &e))
+		if (strcmp(e.mnt, mountpoint) == 0 &&
+		    (strcmp(e.fstype, "fuse") == 0 ||
+		     strncmp(e.fstype, "fuse.", 5) == 0)) {
+			*dev = makedev(e.major, e.minor);
+			found = true;
 		}
-		if (!ok || !mnt || !type)
-			continue;
-		unescape(mnt);
-		if (strcmp(mnt, mountpoint) != 0 ||
-		    (strcmp(type, "fuse") != 0 && strncmp(type, "fuse.", 5) != 0))
-			continue;
-		*dev = makedev(maj, min);
-		found = true;
-	}
 	free(line);
 	return found ? 0 : -ENOENT;
 }

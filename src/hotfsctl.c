@@ -33,6 +33,7 @@
 
 #include "config.h"
 #include "hotfs/ioctl.h"
+#include "hotfs/mountinfo.h"
 
 #define CHUNK (16ull << 20)	/* warm this much per ioctl */
 
@@ -82,31 +83,12 @@ static void human(char *buf, size_t len, double v)
 /* ------------------------------------------------------------------ */
 /* Finding the mount */
 
-static char *unescape_mnt(const char *s)
-{
-	char *out = malloc(strlen(s) + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	while (*s) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
-		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
-				      (s[3] - '0'));
-			s += 4;
-		} else {
-			*o++ = *s++;
-		}
-	}
-	*o = '\0';
-	return out;
-}
-
 /* The hotfs mount point that contains path (malloc'd), or NULL. */
 static char *mount_of(const char *path)
 {
 	char *real = realpath(path, NULL), *best = NULL, *line = NULL;
 	size_t cap = 0, bestlen = 0;
+	struct mountinfo_ent e;
 	FILE *f;
 
 	if (!real)
@@ -116,30 +98,22 @@ static char *mount_of(const char *path)
 		free(real);
 		return NULL;
 	}
-	while (getline(&line, &cap, f) > 0) {
-		char mp[PATH_MAX + 1], fstype[64], *dash, *m;
-		size_t n;
+	while (mountinfo_next(f, &line, &cap, &e)) {
+		const char *m = e.mnt;
+		size_t n = strlen(m);
+		char *copy;
 
-		/* id parent maj:min root mountpoint opts ... - fstype ... */
-		if (sscanf(line, "%*s %*s %*s %*s %4096s", mp) != 1)
+		if (strcmp(e.fstype, "fuse.hotfs") != 0 ||
+		    strncmp(real, m, n) != 0 ||
+		    !(real[n] == '/' || real[n] == '\0' || n == 1) ||
+		    n <= bestlen)
 			continue;
-		dash = strstr(line, " - ");
-		if (!dash || sscanf(dash + 3, "%63s", fstype) != 1 ||
-		    strcmp(fstype, "fuse.hotfs") != 0)
+		copy = strdup(m);
+		if (!copy)
 			continue;
-		m = unescape_mnt(mp);
-		if (!m)
-			continue;
-		n = strlen(m);
-		if ((strncmp(real, m, n) == 0 &&
-		     (real[n] == '/' || real[n] == '\0' || n == 1)) &&
-		    n > bestlen) {
-			free(best);
-			best = m;
-			bestlen = n;
-		} else {
-			free(m);
-		}
+		free(best);
+		best = copy;
+		bestlen = n;
 	}
 	free(line);
 	fclose(f);

@@ -50,9 +50,8 @@ enum ra_state {
 };
 
 struct ra_slot {
-	uint64_t off, gen;	/* the extent's place in the data file */
-	uint32_t len;		/* its bytes */
-	struct hotfs_loc loc;	/* what it was read for (st_verify) */
+	struct hotfs_loc loc;	/* what it was read for: the slot's name is
+				 * loc.off, loc.gen and loc.len */
 	enum ra_state state;	/* RA_READY: read and verified */
 	int err;		/* RA_FAILED: why */
 	unsigned refs;
@@ -292,8 +291,8 @@ static struct ra_slot *find(struct hotfs_ra *ra, const struct hotfs_loc *loc)
 	for (i = 0; i < ra->nslots; i++) {
 		struct ra_slot *s = &ra->s[i];
 
-		if (s->off == loc->off && s->gen == loc->gen &&
-		    s->len == loc->len) {
+		if (s->loc.off == loc->off && s->loc.gen == loc->gen &&
+		    s->loc.len == loc->len) {
 			if (!expired(s, now))
 				return s;
 			s->state = RA_EMPTY;
@@ -341,9 +340,6 @@ static struct ra_slot *start(struct hotfs_ra *ra, const struct hotfs_loc *loc)
 	do
 		r = io_uring_submit(&ra->ring);
 	while (r == -EINTR || r == -EAGAIN || r == -EBUSY);
-	v->off = loc->off;
-	v->gen = loc->gen;
-	v->len = loc->len;
 	v->loc = *loc;
 	v->state = RA_READING;
 	v->err = 0;
