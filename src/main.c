@@ -271,7 +271,8 @@ int main(int argc, char *argv[])
 	/* for the kernel's read-ahead, which the init callback sets (its
 	 * bdi is named after it); read from mountinfo, which asks the new
 	 * mount nothing */
-	fs.mount_dev_known = bdi_mount_dev(o.mountpoint, &fs.mount_dev) == 0;
+	fs.mount_dev_known = o.read_ahead &&
+			     bdi_mount_dev(o.mountpoint, &fs.mount_dev) == 0;
 	if (fuse_daemonize(o.foreground) != 0)
 		goto out5;
 	if (!o.foreground)
