@@ -534,8 +534,7 @@ static struct hotfs_fh *fh_alloc(int fd)
 	pthread_mutex_init(&fh->m, NULL);
 	for (unsigned i = 0; i < FH_RECENT; i++)
 		fh->recent[i] = FH_NO_EXT;
-	atomic_init(&fh->seq_next, -1);
-	atomic_init(&fh->seq_run, 0);
+	seq_init(&fh->seq);
 	return fh;
 }
 
@@ -716,25 +715,13 @@ static bool fh_seen(struct hotfs_fh *fh, uint32_t extno, uint64_t run)
 }
 
 /* Does the policy count this read?  Updates the handle's state; *seq: the
- * read carries on where the handle's last one ended. */
+ * read carries on the handle's run (hotfs/seqread.h). */
 static bool counts(struct hotfs_cache *c, struct hotfs_fh *fh, size_t size,
 		   off_t off, bool *seq)
 {
-	int64_t next = atomic_load_explicit(&fh->seq_next,
-					    memory_order_relaxed);
 	uint64_t run;
 
-	*seq = next == off;
-	if (next == off)
-		run = atomic_fetch_add_explicit(&fh->seq_run, size,
-						memory_order_relaxed) + size;
-	else {
-		run = size;
-		atomic_store_explicit(&fh->seq_run, size,
-				      memory_order_relaxed);
-	}
-	atomic_store_explicit(&fh->seq_next, off + (int64_t)size,
-			      memory_order_relaxed);
+	*seq = seq_note(&fh->seq, off, size, &run);
 	if (c->seqcutoff && run > c->seqcutoff) {
 		stats_add(&c->stats, STAT_NP_SEQCUTOFF, 1);
 		return false;
@@ -1064,20 +1051,22 @@ static bool ra_wanted(const struct hotfs_cache *c, struct hotfs_fh *fh,
 	if (!c->ra || n > RA_SEGS)
 		return false;
 	return size >= c->extent / 2 ||
-	       (seq && atomic_load_explicit(&fh->seq_run,
-					    memory_order_relaxed) >= c->extent);
+	       (seq && seq_run(&fh->seq) >= c->extent);
 }
 
 /* Start reading the cached extents after last, up to RA_AHEAD bytes on,
- * stopping at the first that is not cached. */
-static void prefetch_ahead(struct hotfs_cache *c, const struct hotfs_key *k,
+ * stopping at the first that is not cached; those this run of the handle
+ * has started already are not looked up again. */
+static void prefetch_ahead(struct hotfs_cache *c, struct hotfs_fh *fh,
+			   const struct hotfs_key *k,
 			   const struct hotfs_stamp *stamp, uint32_t last)
 {
 	uint64_t x, ahead = RA_AHEAD >> c->ext_shift;
 
 	if (!ahead)
 		ahead = 1;
-	for (x = (uint64_t)last + 1; x <= (uint64_t)last + ahead; x++) {
+	for (x = seq_prefetch_from(&fh->seq, last);
+	     x <= (uint64_t)last + ahead; x++) {
 		struct hotfs_loc loc;
 
 		if (x >= ST_EXT_LIMIT || x << c->ext_shift >= stamp->size ||
@@ -1085,6 +1074,7 @@ static void prefetch_ahead(struct hotfs_cache *c, const struct hotfs_key *k,
 		    !ra_prefetch(c->ra, &loc))
 			break;
 	}
+	seq_prefetched(&fh->seq, x);
 }
 
 /*
@@ -1093,7 +1083,7 @@ static void prefetch_ahead(struct hotfs_cache *c, const struct hotfs_key *k,
  * segment found stale or corrupt on the way is marked not cached.
  */
 static bool ra_serve(fuse_req_t req, struct hotfs_cache *c,
-		     const struct hotfs_key *k, const struct hotfs_stamp *stamp,
+		     struct hotfs_fh *fh, const struct hotfs_key *k, const struct hotfs_stamp *stamp,
 		     struct seg *s, unsigned n, bool seq)
 {
 	struct ra_ref ref[RA_SEGS];
@@ -1113,7 +1103,7 @@ static bool ra_serve(fuse_req_t req, struct hotfs_cache *c,
 	for (i = 0; i < n; i++)
 		ra_prefetch(c->ra, &s[i].loc);
 	if (seq)
-		prefetch_ahead(c, k, stamp, s[n - 1].extno);
+		prefetch_ahead(c, fh, k, stamp, s[n - 1].extno);
 	for (got = 0; got < n; got++) {
 		struct seg *g = &s[got];
 		uint64_t base = (uint64_t)g->extno << c->ext_shift;
@@ -1229,7 +1219,7 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 	}
 	total = end - (uint64_t)off;
 	if (hits == n && ra_wanted(c, fh, size, seq, n)) {
-		if (ra_serve(req, c, &k, &stamp, s, n, seq)) {
+		if (ra_serve(req, c, fh, &k, &stamp, s, n, seq)) {
 			free(s);
 			return;
 		}

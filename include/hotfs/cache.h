@@ -27,6 +27,7 @@
 #include "hotfs/opts.h"
 #include "hotfs/pins.h"
 #include "hotfs/policy.h"
+#include "hotfs/seqread.h"
 #include "hotfs/stats.h"
 #include "hotfs/store.h"
 
@@ -79,8 +80,7 @@ struct hotfs_fh {
 	uint64_t recent_run[FH_RECENT];	/* shared: in which run, by m */
 	uint64_t run;			/* shared: reads so far that did not
 					 * carry on the last one, by m */
-	_Atomic int64_t seq_next;	/* where a sequential read goes on */
-	_Atomic uint64_t seq_run;	/* bytes read sequentially so far */
+	struct seqread seq;		/* sequential reading, read-ahead */
 };
 
 #define FH_NO_EXT UINT32_MAX

@@ -371,6 +371,35 @@ def test_kernel_read_ahead(ws, opt, kb):
         assert reqs >= (n << 20) // (kb << 10), reqs
 
 
+def test_seqcutoff_with_concurrent_read_ahead(ws):
+    """With read_ahead=4M the kernel sends a window of four 1 MiB requests
+    at once, and the daemon's threads take them in any order: a pass is
+    still one sequential run (src/seqread.c), so seqcutoff= leaves all but
+    the run's first bytes uncounted and uncached.  (Told by the exact
+    start of the previous request, a reordered request started a new run,
+    and its extents were counted and promoted.)"""
+    mib = 32
+    path = os.path.join(ws.src, 'f')
+    write_random(path, mib << 20, seed=12)
+    ws.proc = ws.start(opts='cachesize=64M,read_ahead=4M,seqcutoff=2M')
+    m = os.path.join(ws.mnt, 'f')
+    want = sha(path)
+    for _ in range(4):
+        assert read_pass(m, bs=128 * 1024) == want
+    util.wait_for(lambda: stats(ws.mnt)['promotion_queue_depth'] == 0,
+                  'the promotion queue drained')
+    s = stats(ws.mnt)
+    assert s['not_promoted_seqcutoff'] > 0
+    # counted: the requests that ended within the first 2 MiB of a pass,
+    # which with a window in any order lie within its first 2 + 4 MiB
+    assert s['promotions'] <= (6 << 20) // EXT, s['promotions']
+    before = stats(ws.mnt)
+    read_pass(m)
+    after = stats(ws.mnt)
+    assert after['read_miss_bytes'] - before['read_miss_bytes'] >= \
+        (mib - 6) << 20
+
+
 def test_kernel_read_ahead_left_alone(ws):
     """read_ahead=0 leaves the kernel's default (128 KiB today)."""
     write_random(os.path.join(ws.src, 'f'), 4 << 20, seed=9)

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Is a handle being read sequentially?  And how far ahead of its reader
+ * has the read-ahead of cached extents gone?
+ *
+ * The kernel's read-ahead sends a window's requests at once (two of 1 MiB
+ * for the default read_ahead=2M, four for 4M), and the daemon's threads
+ * take them in any order: a read that starts exactly where the previous
+ * one ended is not the test.  A read carries on the run when it starts
+ * within SEQ_SLACK times its own size of the end of the furthest read so
+ * far, before or after it; the run's end only ever moves forward while it
+ * lasts.  Anything else (a seek back to the start, a jump elsewhere)
+ * starts a new run.  Small random reads stay random: their slack is a few
+ * of their own small sizes.
+ *
+ * The run's bytes drive seqcutoff= and whether a read is large enough to
+ * be read ahead; the prefetch mark spares the read-ahead a lookup of the
+ * extents it has already started in this run.
+ *
+ * Threads: every function may be called by concurrent readers of one
+ * handle; the state is three atomics.  Concurrent readers of one handle
+ * see one run (what a shared handle without opens stands for).
+ */
+#ifndef HOTFS_SEQREAD_H
+#define HOTFS_SEQREAD_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SEQ_SLACK 8
+
+struct seqread {
+	_Atomic int64_t end;	/* the end of the run's furthest read; -1:
+				 * nothing read yet */
+	_Atomic uint64_t run;	/* bytes read in the run so far */
+	_Atomic uint64_t mark;	/* extents below this one were prefetched
+				 * in the run (0: none) */
+};
+
+void seq_init(struct seqread *s);
+
+/*
+ * A read of size bytes at off: does it carry on the run?  *run (may be
+ * NULL) gets the run's bytes, this read's included.
+ */
+bool seq_note(struct seqread *s, int64_t off, size_t size, uint64_t *run);
+
+/* The run's bytes so far. */
+uint64_t seq_run(const struct seqread *s);
+
+/* Where a prefetch of the extents after last should start: last + 1, or
+ * further if this run has prefetched past it already. */
+uint64_t seq_prefetch_from(const struct seqread *s, uint64_t last);
+
+/* Extents below upto have been prefetched (the mark only moves forward;
+ * a new run resets it). */
+void seq_prefetched(struct seqread *s, uint64_t upto);
+
+#endif

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Sequential read detection tolerant of reordered requests (see
+ * include/hotfs/seqread.h).
+ */
+#include "hotfs/seqread.h"
+
+void seq_init(struct seqread *s)
+{
+	atomic_init(&s->end, -1);
+	atomic_init(&s->run, 0);
+	atomic_init(&s->mark, 0);
+}
+
+bool seq_note(struct seqread *s, int64_t off, size_t size, uint64_t *run)
+{
+	int64_t end = atomic_load_explicit(&s->end, memory_order_relaxed);
+	int64_t slack = (int64_t)size * SEQ_SLACK;
+	int64_t to = off + (int64_t)size;
+	uint64_t r;
+	bool seq = end >= 0 && off + slack >= end && off <= end + slack;
+
+	if (seq) {
+		/* not fetch_add(run, size) + size: GCC 12.2 -O2 compiled
+		 * that sum here as twice the old value (the unit test's
+		 * in_order caught it) */
+		r = atomic_load_explicit(&s->run, memory_order_relaxed);
+		while (!atomic_compare_exchange_weak_explicit(
+				&s->run, &r, r + size, memory_order_relaxed,
+				memory_order_relaxed))
+			;
+		r += size;
+		/* a request taken out of order does not move the end back */
+		while (to > end &&
+		       !atomic_compare_exchange_weak_explicit(
+				&s->end, &end, to, memory_order_relaxed,
+				memory_order_relaxed))
+			;
+	} else {
+		r = size;
+		atomic_store_explicit(&s->run, size, memory_order_relaxed);
+		atomic_store_explicit(&s->mark, 0, memory_order_relaxed);
+		atomic_store_explicit(&s->end, to, memory_order_relaxed);
+	}
+	if (run)
+		*run = r;
+	return seq;
+}
+
+uint64_t seq_run(const struct seqread *s)
+{
+	return atomic_load_explicit(&s->run, memory_order_relaxed);
+}
+
+uint64_t seq_prefetch_from(const struct seqread *s, uint64_t last)
+{
+	uint64_t m = atomic_load_explicit(&s->mark, memory_order_relaxed);
+
+	return m > last + 1 ? m : last + 1;
+}
+
+void seq_prefetched(struct seqread *s, uint64_t upto)
+{
+	uint64_t m = atomic_load_explicit(&s->mark, memory_order_relaxed);
+
+	while (upto > m &&
+	       !atomic_compare_exchange_weak_explicit(&s->mark, &m, upto,
+						      memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+}
