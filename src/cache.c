@@ -721,7 +721,7 @@ static bool counts(struct hotfs_cache *c, struct hotfs_fh *fh, size_t size,
 {
 	uint64_t run;
 
-	*seq = seq_note(&fh->seq, off, size, &run);
+	*seq = seq_note(&fh->seq, off, size, mono_ns(), &run);
 	if (c->seqcutoff && run > c->seqcutoff) {
 		stats_add(&c->stats, STAT_NP_SEQCUTOFF, 1);
 		return false;

@@ -10,15 +10,21 @@ void seq_init(struct seqread *s)
 	atomic_init(&s->end, -1);
 	atomic_init(&s->run, 0);
 	atomic_init(&s->mark, 0);
+	atomic_init(&s->last_ns, 0);
 }
 
-bool seq_note(struct seqread *s, int64_t off, size_t size, uint64_t *run)
+bool seq_note(struct seqread *s, int64_t off, size_t size, int64_t now_ns,
+	      uint64_t *run)
 {
 	int64_t end = atomic_load_explicit(&s->end, memory_order_relaxed);
+	int64_t last = atomic_exchange_explicit(&s->last_ns, now_ns,
+						memory_order_relaxed);
 	int64_t slack = (int64_t)size * SEQ_SLACK;
 	int64_t to = off + (int64_t)size;
 	uint64_t r;
-	bool seq = end >= 0 && off + slack >= end && off <= end + slack;
+	bool seq = end >= 0 && off <= end + slack &&
+		   (off >= end || (off + slack >= end &&
+				   now_ns - last < SEQ_REORDER_NS));
 
 	if (seq) {
 		/* not fetch_add(run, size) + size: GCC 12.2 -O2 compiled

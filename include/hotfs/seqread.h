@@ -3,15 +3,21 @@
  * Is a handle being read sequentially?  And how far ahead of its reader
  * has the read-ahead of cached extents gone?
  *
- * The kernel's read-ahead sends a window's requests at once (two of 1 MiB
- * for the default read_ahead=2M, four for 4M), and the daemon's threads
- * take them in any order: a read that starts exactly where the previous
- * one ended is not the test.  A read carries on the run when it starts
- * within SEQ_SLACK times its own size of the end of the furthest read so
- * far, before or after it; the run's end only ever moves forward while it
- * lasts.  Anything else (a seek back to the start, a jump elsewhere)
- * starts a new run.  Small random reads stay random: their slack is a few
- * of their own small sizes.
+ * The kernel's read-ahead sends a window's requests at once (four of 1 MiB
+ * for read_ahead=4M), and the daemon's threads take them in any order: a
+ * read that starts exactly where the previous one ended is not the test.
+ * A read carries on the run when it starts at or after the end of the
+ * furthest read so far, by at most SEQ_SLACK times its own size, or
+ * before it by at most as much within SEQ_REORDER_NS of the run's last
+ * read (a request of the same window, taken late).  The run's end only
+ * ever moves forward while it lasts.  Anything else (a seek back to the
+ * start, a second pass over a small file, a jump elsewhere) starts a new
+ * run.  Small random reads stay random: their slack is a few of their
+ * own small sizes.
+ *
+ * SEQ_REORDER_NS is below NOFH_WINDOW_NS (hotfs/cache.h): a shared
+ * handle's extents count again from a new run only after that window,
+ * so a re-read taken for the same run within it counts as it would have.
  *
  * The run's bytes drive seqcutoff= and whether a read is large enough to
  * be read ahead; the prefetch mark spares the read-ahead a lookup of the
@@ -30,6 +36,7 @@
 #include <stdint.h>
 
 #define SEQ_SLACK 8
+#define SEQ_REORDER_NS 100000000LL
 
 struct seqread {
 	_Atomic int64_t end;	/* the end of the run's furthest read; -1:
@@ -37,15 +44,18 @@ struct seqread {
 	_Atomic uint64_t run;	/* bytes read in the run so far */
 	_Atomic uint64_t mark;	/* extents below this one were prefetched
 				 * in the run (0: none) */
+	_Atomic int64_t last_ns; /* when the run's last read came */
 };
 
 void seq_init(struct seqread *s);
 
 /*
- * A read of size bytes at off: does it carry on the run?  *run (may be
- * NULL) gets the run's bytes, this read's included.
+ * A read of size bytes at off, at now_ns (CLOCK_MONOTONIC): does it carry
+ * on the run?  *run (may be NULL) gets the run's bytes, this read's
+ * included.
  */
-bool seq_note(struct seqread *s, int64_t off, size_t size, uint64_t *run);
+bool seq_note(struct seqread *s, int64_t off, size_t size, int64_t now_ns,
+	      uint64_t *run);
 
 /* The run's bytes so far. */
 uint64_t seq_run(const struct seqread *s);

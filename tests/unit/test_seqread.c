@@ -5,6 +5,7 @@
  * reads, the prefetch mark, and concurrent readers of one handle.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,12 @@
 #include "hotfs/seqread.h"
 
 #define MiB (1ll << 20)
+#define MS 1000000ll
+
+/* A clock that moves 1 ms per read: requests of a window come that close
+ * together, or closer */
+static int64_t clock_ns;
+#define NOW (clock_ns += MS)
 
 static void first_read_starts_a_run(void **state)
 {
@@ -25,12 +32,12 @@ static void first_read_starts_a_run(void **state)
 
 	(void)state;
 	seq_init(&s);
-	assert_false(seq_note(&s, 0, MiB, &run));
+	assert_false(seq_note(&s, 0, MiB, NOW, &run));
 	assert_int_equal(run, MiB);
 	assert_int_equal(seq_run(&s), MiB);
 	/* a first read in the middle of the file is no different */
 	seq_init(&s);
-	assert_false(seq_note(&s, 5 * MiB, MiB, &run));
+	assert_false(seq_note(&s, 5 * MiB, MiB, NOW, &run));
 }
 
 static void in_order(void **state)
@@ -40,9 +47,9 @@ static void in_order(void **state)
 
 	(void)state;
 	seq_init(&s);
-	seq_note(&s, 0, MiB, NULL);
+	seq_note(&s, 0, MiB, NOW, NULL);
 	for (int i = 1; i < 100; i++)
-		assert_true(seq_note(&s, i * MiB, MiB, &run));
+		assert_true(seq_note(&s, i * MiB, MiB, NOW, &run));
 	assert_int_equal(run, 100 * MiB);
 }
 
@@ -56,12 +63,12 @@ static void reordered_within_window(void **state)
 
 	(void)state;
 	seq_init(&s);
-	assert_false(seq_note(&s, 0, MiB, NULL));
+	assert_false(seq_note(&s, 0, MiB, NOW, NULL));
 	for (size_t i = 1; i < sizeof(order) / sizeof(order[0]); i++)
-		assert_true(seq_note(&s, order[i] * MiB, MiB, &run));
+		assert_true(seq_note(&s, order[i] * MiB, MiB, NOW, &run));
 	assert_int_equal(run, 9 * MiB);
 	/* the end stayed at the furthest read: 8-9 MiB goes on from 9 */
-	assert_true(seq_note(&s, 9 * MiB, MiB, &run));
+	assert_true(seq_note(&s, 9 * MiB, MiB, NOW, &run));
 	assert_int_equal(run, 10 * MiB);
 }
 
@@ -73,19 +80,47 @@ static void seeks_start_a_new_run(void **state)
 	(void)state;
 	seq_init(&s);
 	for (int i = 0; i < 64; i++)
-		seq_note(&s, i * MiB, MiB, NULL);
+		seq_note(&s, i * MiB, MiB, NOW, NULL);
 	/* back to the start, further back than the slack: a second pass,
 	 * not the same run */
-	assert_false(seq_note(&s, 0, MiB, &run));
+	assert_false(seq_note(&s, 0, MiB, NOW, &run));
 	assert_int_equal(run, MiB);
-	assert_true(seq_note(&s, MiB, MiB, NULL));
+	assert_true(seq_note(&s, MiB, MiB, NOW, NULL));
 	/* a jump forward beyond SEQ_SLACK of its size */
-	assert_false(seq_note(&s, (2 + SEQ_SLACK + 1) * MiB, MiB, &run));
+	assert_false(seq_note(&s, (2 + SEQ_SLACK + 1) * MiB, MiB, NOW, &run));
 	assert_int_equal(run, MiB);
 	/* just within the slack, behind and ahead */
 	assert_true(seq_note(&s, (3 + SEQ_SLACK) * MiB + SEQ_SLACK * MiB,
-			     MiB, NULL));
-	assert_true(seq_note(&s, (4 + SEQ_SLACK) * MiB, MiB, NULL));
+			     MiB, NOW, NULL));
+	assert_true(seq_note(&s, (4 + SEQ_SLACK) * MiB, MiB, NOW, NULL));
+}
+
+/* Behind the end is a late request of the window only just after the
+ * run's last read: later, it is a second pass (a shared handle's re-read
+ * of a small file must count as one, see hotfs/cache.h NOFH_WINDOW_NS). */
+static void behind_the_end_only_soon(void **state)
+{
+	struct seqread s;
+	uint64_t run = 0;
+
+	(void)state;
+	seq_init(&s);
+	assert_false(seq_note(&s, 0, MiB, NOW, NULL));
+	assert_true(seq_note(&s, 2 * MiB, MiB, NOW, NULL));
+	/* the late 1-2 MiB request, well within SEQ_REORDER_NS */
+	assert_true(seq_note(&s, MiB, MiB, NOW, &run));
+	assert_int_equal(run, 3 * MiB);
+	/* the whole 3 MiB file again, after a pause: a new run */
+	clock_ns += SEQ_REORDER_NS;
+	assert_false(seq_note(&s, 0, MiB, NOW, &run));
+	assert_int_equal(run, MiB);
+	/* and a request behind the end that comes that late, too */
+	assert_true(seq_note(&s, 2 * MiB, MiB, NOW, NULL));
+	clock_ns += SEQ_REORDER_NS;
+	assert_false(seq_note(&s, MiB, MiB, NOW, NULL));
+	/* ahead of the end, a pause changes nothing: a slow reader */
+	clock_ns += 10 * SEQ_REORDER_NS;
+	assert_true(seq_note(&s, 2 * MiB, MiB, NOW, NULL));
 }
 
 /* 4 KiB reads all over a file stay random: the slack scales with the
@@ -100,11 +135,11 @@ static void small_random_reads(void **state)
 	(void)state;
 	seq_init(&s);
 	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
-		seqs += seq_note(&s, off[i], 4096, NULL);
+		seqs += seq_note(&s, off[i], 4096, NOW, NULL);
 	assert_int_equal(seqs, 0);
 	assert_int_equal(seq_run(&s), 4096);
 	/* but 4 KiB after 4 KiB is sequential */
-	assert_true(seq_note(&s, 512 * MiB + 4096, 4096, NULL));
+	assert_true(seq_note(&s, 512 * MiB + 4096, 4096, NOW, NULL));
 }
 
 static void prefetch_mark(void **state)
@@ -113,7 +148,7 @@ static void prefetch_mark(void **state)
 
 	(void)state;
 	seq_init(&s);
-	seq_note(&s, 0, MiB, NULL);
+	seq_note(&s, 0, MiB, NOW, NULL);
 	assert_int_equal(seq_prefetch_from(&s, 3), 4);
 	seq_prefetched(&s, 36);
 	assert_int_equal(seq_prefetch_from(&s, 7), 36);
@@ -122,10 +157,10 @@ static void prefetch_mark(void **state)
 	seq_prefetched(&s, 20);
 	assert_int_equal(seq_prefetch_from(&s, 7), 36);
 	/* the run goes on: so does the mark */
-	assert_true(seq_note(&s, MiB, MiB, NULL));
+	assert_true(seq_note(&s, MiB, MiB, NOW, NULL));
 	assert_int_equal(seq_prefetch_from(&s, 7), 36);
 	/* a new run (a jump beyond the slack) forgets it */
-	assert_false(seq_note(&s, 100 * MiB, MiB, NULL));
+	assert_false(seq_note(&s, 100 * MiB, MiB, NOW, NULL));
 	assert_int_equal(seq_prefetch_from(&s, 7), 8);
 }
 
@@ -146,7 +181,10 @@ struct conc {
 	int low;		/* every request below it has been noted */
 	char done[REQS];
 	int notseq;
+	_Atomic int64_t clock;	/* 1 ms per read, whichever thread reads */
 };
+
+#define TICK(c) atomic_fetch_add(&(c)->clock, MS)
 
 static void *reader(void *arg)
 {
@@ -161,7 +199,7 @@ static void *reader(void *arg)
 		pthread_mutex_unlock(&c->m);
 		if (i < 0)
 			break;
-		if (!seq_note(&c->s, i * MiB, MiB, NULL))
+		if (!seq_note(&c->s, i * MiB, MiB, TICK(c), NULL))
 			notseq++;
 		pthread_mutex_lock(&c->m);
 		c->done[i] = 1;
@@ -190,7 +228,7 @@ static void concurrent_readers(void **state)
 	c->next = 1;
 	c->low = 1;
 	c->done[0] = 1;
-	assert_false(seq_note(&c->s, 0, MiB, NULL));
+	assert_false(seq_note(&c->s, 0, MiB, TICK(c), NULL));
 	for (int t = 0; t < THREADS; t++)
 		assert_int_equal(pthread_create(&th[t], NULL, reader, c), 0);
 	for (int t = 0; t < THREADS; t++)
@@ -198,7 +236,7 @@ static void concurrent_readers(void **state)
 	assert_int_equal(c->notseq, 0);
 	assert_int_equal(seq_run(&c->s), (uint64_t)REQS * MiB);
 	/* the end is the furthest read's: the next one carries on */
-	assert_true(seq_note(&c->s, REQS * MiB, MiB, NULL));
+	assert_true(seq_note(&c->s, REQS * MiB, MiB, TICK(c), NULL));
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->m);
 	free(c);
@@ -211,6 +249,7 @@ int main(void)
 		cmocka_unit_test(in_order),
 		cmocka_unit_test(reordered_within_window),
 		cmocka_unit_test(seeks_start_a_new_run),
+		cmocka_unit_test(behind_the_end_only_soon),
 		cmocka_unit_test(small_random_reads),
 		cmocka_unit_test(prefetch_mark),
 		cmocka_unit_test(concurrent_readers),
