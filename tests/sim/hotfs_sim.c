@@ -8,6 +8,11 @@
  *   min	Belady's offline optimum (evict the extent used furthest in
  *		the future, never insert one that is not used again; with
  *		extents of different lengths only a good heuristic);
+ *   min/T	the same under the daemon's promotion rule: an extent may
+ *		be inserted only from its threshold-th access on (exact
+ *		counts; the threshold is what pol_promote() says, -T):
+ *		the least any policy that keeps one-time reads out can
+ *		miss;
  *   hotfs	a model of the store (src/store_region.c): regions filled in
  *		log order, the oldest recycled whole, up to 5/8 of a region
  *		of its live extents copied forward when pol_keep()
@@ -67,7 +72,7 @@ struct result {
 	uint64_t pass_n[MAX_PASSES], pass_miss[MAX_PASSES];
 };
 
-enum model_kind { M_LRU, M_FIFO, M_MIN, M_HOTFS };
+enum model_kind { M_LRU, M_FIFO, M_MIN, M_MIN_T, M_HOTFS };
 
 struct model {
 	const char *name;
@@ -87,6 +92,7 @@ static const struct model models[] = {
 	{ "lru", M_LRU, 0, false, V_HEAD },
 	{ "fifo", M_FIFO, 0, false, V_HEAD },
 	{ "min", M_MIN, 0, false, V_HEAD },
+	{ "min/T", M_MIN_T, 0, false, V_HEAD },
 	{ "none", M_HOTFS, POL_KEEP_NONE, false, V_HEAD },
 	{ "hot", M_HOTFS, POL_KEEP_HOT, false, V_HEAD },
 	{ "freq", M_HOTFS, POL_KEEP_FREQ, false, V_HEAD },
@@ -481,11 +487,14 @@ static struct hent heap_pop(struct hent *h, size_t *n)
 	return top;
 }
 
-static void run_min(struct trace *t, uint64_t cap, struct result *r)
+/* thr: an extent may be inserted from its thr-th access on (0, 1: any) */
+static void run_min(struct trace *t, uint64_t cap, unsigned thr,
+		    struct result *r)
 {
 	uint32_t *when = xrealloc(NULL, t->nobj * sizeof(uint32_t));
 	struct hent *h = xrealloc(NULL, (t->n + 1) * sizeof(struct hent));
 	uint8_t *in = calloc(t->nobj, 1);
+	uint32_t *seen = calloc(t->nobj, sizeof(uint32_t));
 	uint64_t used = 0;
 	size_t i, hn = 0;
 
@@ -501,9 +510,13 @@ static void run_min(struct trace *t, uint64_t cap, struct result *r)
 		uint32_t o = t->acc[i];
 
 		account(r, t, i, in[o]);
+		if (seen[o] < UINT32_MAX)
+			seen[o]++;
 		if (!in[o]) {
-			if (t->next[i] == NIL || t->len[o] > cap)
-				continue;	/* never again: bypass */
+			if (t->next[i] == NIL || t->len[o] > cap ||
+			    seen[o] < thr)
+				continue;	/* never again, or not yet
+						 * promotable: bypass */
 			in[o] = 1;
 			used += t->len[o];
 		}
@@ -521,6 +534,25 @@ static void run_min(struct trace *t, uint64_t cap, struct result *r)
 	free(when);
 	free(h);
 	free(in);
+	free(seen);
+}
+
+/* The daemon's threshold: the first count pol_promote() says yes to. */
+static unsigned pol_threshold_of(void)
+{
+	struct pol_params pp = { .threshold = opt_threshold,
+				 .counters = 1024 };
+	struct hotfs_policy *p;
+	unsigned c = 1;
+
+	if (pol_new(&pp, &p) < 0) {
+		fprintf(stderr, "hotfs_sim: pol_new failed\n");
+		exit(2);
+	}
+	while (!pol_promote(p, c))
+		c++;
+	pol_free(p);
+	return c;
 }
 
 /* The store model: see the header comment. */
@@ -725,7 +757,10 @@ static int run_model(struct trace *t, uint64_t cap, const struct model *m,
 		run_list(t, cap, false, r);
 		return 0;
 	case M_MIN:
-		run_min(t, cap, r);
+		run_min(t, cap, 0, r);
+		return 0;
+	case M_MIN_T:
+		run_min(t, cap, pol_threshold_of(), r);
 		return 0;
 	case M_HOTFS:
 		return run_hotfs(t, cap, m, r);
@@ -776,13 +811,17 @@ static double miss_pct(const struct result *r, bool bytes)
 /*
  * The policy issue's yardstick, when the table has the daemon's model
  * (hot/Ap) and lru, fifo and min: per cache size, the daemon's miss ratio
- * against the better of LRU and FIFO, and its distance to Belady's MIN.
+ * against the better of LRU and FIFO, and its distance to Belady's MIN;
+ * with min/T in the table too, its distance to the least a policy that
+ * promotes at the threshold can miss.
  */
 static void verdict(const struct result *res, const double *sizes,
 		    unsigned nsizes, unsigned mmask, bool bytes)
 {
 	int h = model_index("hot/Ap"), l = model_index("lru"),
-	    f = model_index("fifo"), o = model_index("min");
+	    f = model_index("fifo"), o = model_index("min"),
+	    ot = model_index("min/T");
+	bool with_t = ot >= 0 && (mmask & 1u << ot);
 	unsigned s;
 
 	if (h < 0 || l < 0 || f < 0 || o < 0 ||
@@ -790,7 +829,9 @@ static void verdict(const struct result *res, const double *sizes,
 	    (1u << h | 1u << l | 1u << f | 1u << o))
 		return;
 	printf("\n| cache | hotfs (hot/Ap) | best of lru, fifo | hotfs - best"
-	       " | hotfs - min |\n|---|---|---|---|---|\n");
+	       " | hotfs - min |%s\n|---|---|---|---|---|%s\n",
+	       with_t ? " min/T | hotfs - min/T |" : "",
+	       with_t ? "---|---|" : "");
 	for (s = 0; s < nsizes; s++) {
 		const struct result *r = &res[s * NMODELS];
 		double hm = miss_pct(&r[h], bytes), lm = miss_pct(&r[l], bytes),
@@ -799,9 +840,15 @@ static void verdict(const struct result *res, const double *sizes,
 
 		/* judged as printed, to 0.1 point */
 		label(sizes[s], "");
-		printf(" %.1f | %.1f | %+.1f%s | %+.1f |\n", hm, best,
+		printf(" %.1f | %.1f | %+.1f%s | %+.1f |", hm, best,
 		       hm - best, llround(hm * 10) <= llround(best * 10) ?
 		       " (ok)" : "", hm - om);
+		if (with_t) {
+			double tm = miss_pct(&r[ot], bytes);
+
+			printf(" %.1f | %+.1f |", tm, hm - tm);
+		}
+		printf("\n");
 	}
 }
 
@@ -859,7 +906,8 @@ static int report(struct trace *t, const double *sizes, unsigned nsizes,
 
 			if (!(mmask & 1u << m))
 				continue;
-			if (models[m].kind == M_MIN)
+			if (models[m].kind == M_MIN ||
+			    models[m].kind == M_MIN_T)
 				printf(" - |");
 			else
 				printf(" %.2f |", ratio(r->ins_bytes +
@@ -1029,6 +1077,14 @@ static int run_ci(const char *gitgrep)
 	      (unsigned long long)r.pass_miss[2],
 	      (unsigned long long)r.pass_miss[3],
 	      (unsigned long long)r.pass_n[0]);
+	/* and no policy that promotes at the threshold misses less */
+	err = run_model(&t, t.footprint + t.footprint / 4,
+			model_by_name("min/T"), &l);
+	if (err)
+		return err;
+	CHECK(r.miss <= l.miss,
+	      "git grep, cache 125%%: misses hotfs %llu, min/T %llu\n",
+	      (unsigned long long)r.miss, (unsigned long long)l.miss);
 	tr_free(&t);
 	return failures ? 1 : 0;
 }
@@ -1045,7 +1101,7 @@ static void usage(void)
 "                    of \"file extent length\" lines (.gz ok)\n"
 "  -p PASSES         replays of a trace file (default 8)\n"
 "  -s F,F,...        cache sizes, fractions of the footprint\n"
-"  -m M,M,...        models: lru fifo min none hot freq hot+freq, and\n"
+"  -m M,M,...        models: lru fifo min min/T none hot freq hot+freq, and\n"
 "                    with admission, the victim being: X/A the oldest\n"
 "                    extent in the store, X/An the next one the store\n"
 "                    will drop, X/Ap pol_victim(); default all\n"
