@@ -1083,8 +1083,9 @@ static void prefetch_ahead(struct hotfs_cache *c, struct hotfs_fh *fh,
  * segment found stale or corrupt on the way is marked not cached.
  */
 static bool ra_serve(fuse_req_t req, struct hotfs_cache *c,
-		     struct hotfs_fh *fh, const struct hotfs_key *k, const struct hotfs_stamp *stamp,
-		     struct seg *s, unsigned n, bool seq)
+		     struct hotfs_fh *fh, const struct hotfs_key *k,
+		     const struct hotfs_stamp *stamp, struct seg *s, unsigned n,
+		     bool seq)
 {
 	struct ra_ref ref[RA_SEGS];
 	struct iovec iov[RA_SEGS];
