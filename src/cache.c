@@ -1056,31 +1056,22 @@ static bool ra_wanted(const struct hotfs_cache *c, struct hotfs_fh *fh,
 
 /* Start reading the cached extents after last, up to RA_AHEAD bytes on,
  * stopping at the first that is not cached; those this run of the handle
- * has started already are not looked up again.  Extents adjacent in the
- * store go in one read (ra_prefetch_run). */
+ * has started already are not looked up again. */
 static void prefetch_ahead(struct hotfs_cache *c, struct hotfs_fh *fh,
 			   const struct hotfs_key *k,
 			   const struct hotfs_stamp *stamp, uint32_t last)
 {
-	uint64_t x, end, ahead = RA_AHEAD >> c->ext_shift;
-	struct hotfs_loc loc[RA_MERGE];
-	unsigned n, got;
+	uint64_t x, ahead = RA_AHEAD >> c->ext_shift;
 
 	if (!ahead)
 		ahead = 1;
-	end = (uint64_t)last + ahead;
-	x = seq_prefetch_from(&fh->seq, last);
-	while (x <= end) {
-		for (n = 0; n < RA_MERGE && x + n <= end; n++)
-			if (x + n >= ST_EXT_LIMIT ||
-			    (x + n) << c->ext_shift >= stamp->size ||
-			    st_lookup(c->st, k, (uint32_t)(x + n), stamp,
-				      &loc[n]) < 0)
-				break;
-		got = n ? ra_prefetch_run(c->ra, loc, n) : 0;
-		x += got;
-		/* out of slots, or x is not cached (yet): from x next time */
-		if (got < n || (n < RA_MERGE && x <= end) || !n)
+	for (x = seq_prefetch_from(&fh->seq, last);
+	     x <= (uint64_t)last + ahead; x++) {
+		struct hotfs_loc loc;
+
+		if (x >= ST_EXT_LIMIT || x << c->ext_shift >= stamp->size ||
+		    st_lookup(c->st, k, (uint32_t)x, stamp, &loc) < 0 ||
+		    !ra_prefetch(c->ra, &loc))
 			break;
 	}
 	seq_prefetched(&fh->seq, x);
@@ -1098,7 +1089,6 @@ static bool ra_serve(fuse_req_t req, struct hotfs_cache *c,
 {
 	struct ra_ref ref[RA_SEGS];
 	struct iovec iov[RA_SEGS];
-	struct hotfs_loc loc[RA_SEGS];
 	uint64_t total = 0;
 	unsigned i, got;
 	int r = 0;
@@ -1112,8 +1102,7 @@ static bool ra_serve(fuse_req_t req, struct hotfs_cache *c,
 	}
 	/* everything this read and the next ones need, in flight at once */
 	for (i = 0; i < n; i++)
-		loc[i] = s[i].loc;
-	ra_prefetch_run(c->ra, loc, n);
+		ra_prefetch(c->ra, &s[i].loc);
 	if (seq)
 		prefetch_ahead(c, fh, k, stamp, s[n - 1].extno);
 	for (got = 0; got < n; got++) {

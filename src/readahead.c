@@ -27,16 +27,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sys/uio.h>
-
 #include <liburing.h>
 
 #include "hotfs/log.h"
 #include "hotfs/readahead.h"
 
 #define RA_ALIGN	4096u
-/* Most bytes between two extents that one read still takes both across */
-#define RA_GAP_MAX	(64u << 10)
 #define RA_STOP		UINT64_MAX
 /*
  * A slot is for the reader streaming through it, not a cache: once the
@@ -62,13 +58,6 @@ struct ra_slot {
 	uint64_t used;		/* LRU clock; 0 = done with */
 	int64_t read_ns;	/* when the read completed */
 	char *buf;		/* RA_ALIGN-aligned, ra->extent bytes */
-	/* the read it leads (what its completion's user data names): the
-	 * slots it fills, in file order, itself first */
-	unsigned ngrp, niov;
-	uint32_t grp[RA_MERGE];
-	uint32_t rel[RA_MERGE];	/* where each starts in the read */
-	uint32_t rlen[RA_MERGE];	/* and how much of it is its own */
-	struct iovec iov[2 * RA_MERGE - 1];	/* slots and the gaps */
 };
 
 struct hotfs_ra {
@@ -84,11 +73,8 @@ struct hotfs_ra {
 	uint64_t clock;		/* protected by m */
 	bool broken;		/* the ring failed: every call misses */
 	bool exited;		/* the thread is gone (or going) */
-	char *gap;		/* RA_GAP_MAX bytes the gaps between extents
-				 * of one read go to (the store's block
-				 * checksums: never looked at) */
 	struct ra_slot *s;
-	_Atomic uint64_t reads, bytes, served, waited, failed, ios;
+	_Atomic uint64_t reads, bytes, served, waited, failed;
 };
 
 static int64_t now_ns(void)
@@ -139,34 +125,6 @@ static void reaped(struct hotfs_ra *ra, struct ra_slot *s, int res)
 	pthread_mutex_unlock(&ra->m);
 }
 
-/*
- * The read lead started completed with res: hand each slot it filled its
- * share (a short read leaves the later ones short: -EIO there).
- */
-static void reaped_read(struct hotfs_ra *ra, struct ra_slot *lead, int res)
-{
-	uint32_t grp[RA_MERGE], rel[RA_MERGE], len[RA_MERGE];
-	unsigned i, n;
-
-	pthread_mutex_lock(&ra->m);
-	n = lead->ngrp;
-	for (i = 0; i < n; i++) {
-		grp[i] = lead->grp[i];
-		rel[i] = lead->rel[i];
-		len[i] = lead->rlen[i];
-	}
-	pthread_mutex_unlock(&ra->m);
-	for (i = 0; i < n; i++) {
-		int64_t got = res < 0 ? res : (int64_t)res - rel[i];
-
-		if (got > (int64_t)len[i])
-			got = (int64_t)len[i];
-		if (res >= 0 && got < 0)
-			got = 0;
-		reaped(ra, &ra->s[grp[i]], (int)got);
-	}
-}
-
 static void *ra_thread(void *arg)
 {
 	struct hotfs_ra *ra = arg;
@@ -200,8 +158,8 @@ static void *ra_thread(void *arg)
 		d = io_uring_cqe_get_data64(cqe);
 		res = cqe->res;
 		io_uring_cqe_seen(&ra->ring, cqe);
-		if (d != RA_STOP && (uint32_t)d < ra->nslots)
-			reaped_read(ra, &ra->s[(uint32_t)d], res);
+		if (d < ra->nslots)
+			reaped(ra, &ra->s[d], res);
 		pthread_mutex_lock(&ra->m);
 		if (d == RA_STOP)
 			stop = true;
@@ -236,8 +194,6 @@ int ra_new(struct hotfs_ra **out, struct hotfs_store *st, uint32_t extent,
 		return r;
 	}
 	ra->extent = extent;
-	/* without it, every extent is read alone */
-	ra->gap = aligned_alloc(RA_ALIGN, RA_GAP_MAX);
 	ra->nslots = (unsigned)((budget ? budget : RA_BUDGET) / extent);
 	if (ra->nslots < RA_MIN_SLOTS)
 		ra->nslots = RA_MIN_SLOTS;
@@ -269,7 +225,6 @@ int ra_new(struct hotfs_ra **out, struct hotfs_store *st, uint32_t extent,
 bad_slots:
 	free(ra->s);
 bad_fd:
-	free(ra->gap);
 	close(ra->fd);
 	free(ra);
 	return r;
@@ -307,7 +262,6 @@ void ra_free(struct hotfs_ra *ra)
 	for (i = 0; i < ra->nslots; i++)
 		free(ra->s[i].buf);
 	free(ra->s);
-	free(ra->gap);
 	close(ra->fd);
 	pthread_cond_destroy(&ra->cv);
 	pthread_mutex_destroy(&ra->m);
@@ -347,13 +301,17 @@ static struct ra_slot *find(struct hotfs_ra *ra, const struct hotfs_loc *loc)
 	return NULL;
 }
 
-/* The least useful slot nobody reads or holds, its buffer allocated; NULL
- * if there is none.  Under ra->m. */
-static struct ra_slot *pick(struct hotfs_ra *ra)
+/* Start reading loc into the least useful free slot; under ra->m. */
+static struct ra_slot *start(struct hotfs_ra *ra, const struct hotfs_loc *loc)
 {
+	struct io_uring_sqe *sqe;
 	struct ra_slot *v = NULL;
+	uint32_t rlen;
 	unsigned i;
+	int r;
 
+	if (ra->broken)
+		return NULL;
 	for (i = 0; i < ra->nslots; i++) {
 		struct ra_slot *s = &ra->s[i];
 
@@ -366,143 +324,39 @@ static struct ra_slot *pick(struct hotfs_ra *ra)
 		if (!v || s->used < v->used)
 			v = s;
 	}
-	if (v && !v->buf) {
+	if (!v)
+		return NULL;
+	if (!v->buf) {
 		v->buf = aligned_alloc(RA_ALIGN, ra->extent);
 		if (!v->buf)
 			return NULL;
 	}
-	return v;
-}
-
-/*
- * Start one read of loc[0..n-1] (each after the previous in the data
- * file, adjacent()), each into a slot of its own, the gaps between them
- * into ra->gap; RA_MERGE at most, fewer if slots run out.  How many got
- * one; *lead the slot of loc[0].  Under ra->m.
- */
-static unsigned start_run(struct hotfs_ra *ra, const struct hotfs_loc *loc,
-			  unsigned n, struct ra_slot **lead)
-{
-	struct io_uring_sqe *sqe;
-	struct ra_slot *l = NULL;
-	uint64_t total = 0;
-	unsigned k;
-	int r;
-
-	*lead = NULL;
-	if (ra->broken)
-		return 0;
-	unsigned niov = 0;
-
-	for (k = 0; k < n && k < RA_MERGE; k++) {
-		struct ra_slot *v = pick(ra);
-		uint32_t rlen;
-
-		if (!v)
-			break;
-		rlen = (loc[k].len + RA_ALIGN - 1) / RA_ALIGN * RA_ALIGN;
-		v->loc = loc[k];
-		v->state = RA_READING;	/* not picked again for this run */
-		v->err = 0;
-		v->used = ++ra->clock;
-		if (!l)
-			l = v;
-		if (k) {
-			uint64_t gap = loc[k].off - (loc[k - 1].off +
-						     loc[k - 1].len);
-
-			if (gap) {
-				l->iov[niov].iov_base = ra->gap;
-				l->iov[niov++].iov_len = gap;
-			}
-		}
-		l->grp[k] = (uint32_t)(v - ra->s);
-		l->rel[k] = (uint32_t)(loc[k].off - loc[0].off);
-		l->rlen[k] = rlen;
-		l->iov[niov].iov_base = v->buf;
-		l->iov[niov++].iov_len = rlen;
-		total += rlen;
-	}
-	if (!k)
-		return 0;
-	l->ngrp = k;
-	l->niov = niov;
 	sqe = io_uring_get_sqe(&ra->ring);
-	if (!sqe) {
-		/* cannot happen: one entry per slot, and a read per slot in
-		 * flight at most */
-		for (unsigned i = 0; i < k; i++)
-			ra->s[l->grp[i]].state = RA_EMPTY;
-		return 0;
-	}
-	if (k == 1)
-		io_uring_prep_read(sqe, ra->fd, l->buf, l->rlen[0],
-				   loc[0].off);
-	else
-		io_uring_prep_readv(sqe, ra->fd, l->iov, niov, loc[0].off);
-	io_uring_sqe_set_data64(sqe, (uint64_t)(l - ra->s));
+	if (!sqe)
+		return NULL;
+	rlen = (loc->len + RA_ALIGN - 1) / RA_ALIGN * RA_ALIGN;
+	io_uring_prep_read(sqe, ra->fd, v->buf, rlen, loc->off);
+	io_uring_sqe_set_data64(sqe, (uint64_t)(v - ra->s));
 	do
 		r = io_uring_submit(&ra->ring);
 	while (r == -EINTR || r == -EAGAIN || r == -EBUSY);
-	ra->inflight += k;
+	v->loc = *loc;
+	v->state = RA_READING;
+	v->err = 0;
+	v->used = ++ra->clock;
+	ra->inflight++;
 	if (r < 1) {
 		/* the read stays queued and may still go (with the next
-		 * submit), into these slots: they stay RA_READING, and the
+		 * submit), into this slot: it stays RA_READING, and the
 		 * ring is not used again */
 		hotfs_log(LOG_WARNING, "read-ahead submit failed (%d), off\n",
 			  r);
 		ra->broken = true;
-		return 0;
+		return NULL;
 	}
-	atomic_fetch_add(&ra->reads, k);
-	atomic_fetch_add(&ra->bytes, total);
-	atomic_fetch_add(&ra->ios, 1);
-	*lead = l;
-	return k;
-}
-
-/* Start reading loc into the least useful free slot; under ra->m. */
-static struct ra_slot *start(struct hotfs_ra *ra, const struct hotfs_loc *loc)
-{
-	struct ra_slot *l;
-
-	return start_run(ra, loc, 1, &l) ? l : NULL;
-}
-
-/* Does b follow a in the data file closely enough for one read to take
- * both (the store puts each extent's block checksums after it)? */
-static bool adjacent(const struct hotfs_ra *ra, const struct hotfs_loc *a,
-		     const struct hotfs_loc *b)
-{
-	return ra->gap && a->len % RA_ALIGN == 0 && ra_eligible(ra, b) &&
-	       b->off >= a->off + a->len &&
-	       b->off - (a->off + a->len) <= RA_GAP_MAX &&
-	       (b->off - (a->off + a->len)) % RA_ALIGN == 0;
-}
-
-unsigned ra_prefetch_run(struct hotfs_ra *ra, const struct hotfs_loc *loc,
-			 unsigned n)
-{
-	struct ra_slot *l;
-	unsigned i = 0, j, k;
-
-	pthread_mutex_lock(&ra->m);
-	while (i < n && ra_eligible(ra, &loc[i])) {
-		if (find(ra, &loc[i])) {
-			i++;
-			continue;
-		}
-		for (j = i + 1; j < n && j - i < RA_MERGE &&
-		     adjacent(ra, &loc[j - 1], &loc[j]) &&
-		     !find(ra, &loc[j]); j++)
-			;
-		k = start_run(ra, &loc[i], j - i, &l);
-		i += k;
-		if (i < j)
-			break;		/* out of slots */
-	}
-	pthread_mutex_unlock(&ra->m);
-	return i;
+	atomic_fetch_add(&ra->reads, 1);
+	atomic_fetch_add(&ra->bytes, rlen);
+	return v;
 }
 
 bool ra_prefetch(struct hotfs_ra *ra, const struct hotfs_loc *loc)
@@ -589,5 +443,4 @@ void ra_get_counts(struct hotfs_ra *ra, struct ra_counts *out)
 	out->served = atomic_load(&ra->served);
 	out->waited = atomic_load(&ra->waited);
 	out->failed = atomic_load(&ra->failed);
-	out->ios = atomic_load(&ra->ios);
 }

@@ -198,7 +198,6 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	ra_get_counts(c->ra, &rc);
 	add_u(l, "readahead_extents", rc.reads);
 	add_u(l, "readahead_bytes", rc.bytes);
-	add_u(l, "readahead_reads", rc.ios);
 	add_u(l, "readahead_served", rc.served);
 	add_u(l, "readahead_waits", rc.waited);
 	add_u(l, "readahead_failures", rc.failed);

@@ -51,10 +51,6 @@ struct hotfs_ra;
  * waiting for two extents in three; 8 MiB cut a cached cp's time by 15-20%
  * and 16 MiB was slower again (contrib/bench/RESULTS.md). */
 #define RA_AHEAD	(8u << 20)
-/* Extents one O_DIRECT read may fill, when they lie one after the other
- * in the data file (as a file promoted in order does): fewer, larger
- * reads of the cache device. */
-#define RA_MERGE	4u
 
 /* A slot in use by a caller: data holds the extent's loc.len bytes. */
 struct ra_ref {
@@ -69,8 +65,6 @@ struct ra_counts {
 	uint64_t waited;	/* of which waited for the slot's read */
 	uint64_t failed;	/* reads or checks that failed (the caller
 				 * then took the ordinary path) */
-	uint64_t ios;		/* reads submitted: adjacent extents share
-				 * one (RA_MERGE) */
 };
 
 /*
@@ -89,14 +83,6 @@ bool ra_eligible(const struct hotfs_ra *ra, const struct hotfs_loc *loc);
 /* Start reading loc's extent unless it is held or under way; never
  * waits.  false if no slot was free. */
 bool ra_prefetch(struct hotfs_ra *ra, const struct hotfs_loc *loc);
-/*
- * Start reading loc[0..n-1] like ra_prefetch, those that lie one after
- * the other in the data file RA_MERGE at a time in one read.  Returns how
- * many of the first are read or under way (n unless slots ran out or one
- * is not eligible).
- */
-unsigned ra_prefetch_run(struct hotfs_ra *ra, const struct hotfs_loc *loc,
-			 unsigned n);
 /*
  * The whole of loc's extent, read (started here if needed, waited for)
  * and verified against loc with st_verify: 0 and *ref, to be given back

@@ -232,121 +232,6 @@ static void test_prefetch_then_get(void **state)
 	assert_int_equal(c.served, 8);
 }
 
-/* Extents one after the other in the data file go in one read, RA_MERGE
- * at a time; a gap, or one already read, splits the run; each extent of
- * a shared read is its own slot, whole and right. */
-static void test_run_one_read(void **state)
-{
-	struct fx *f = *state;
-	struct hotfs_loc loc[NEXT];
-	struct ra_counts c;
-	struct ra_ref ref;
-	uint32_t i;
-
-	NEED_RA(f);
-	for (i = 0; i < 12; i++) {
-		loc_of(f, i, &loc[i]);
-		/* the store wrote them in order, each followed by its
-		 * block checksums: the premise of the test */
-		if (i)
-			assert_true(loc[i].off > loc[i - 1].off + EXT &&
-				    loc[i].off <= loc[i - 1].off + 2 * EXT);
-	}
-	assert_int_equal(ra_prefetch_run(f->ra, loc, RA_MERGE), RA_MERGE);
-	ra_get_counts(f->ra, &c);
-	assert_int_equal(c.ios, 1);
-	assert_int_equal(c.reads, RA_MERGE);
-	assert_int_equal(c.bytes, RA_MERGE * EXT);
-	/* again: all under way or read, nothing new */
-	assert_int_equal(ra_prefetch_run(f->ra, loc, RA_MERGE), RA_MERGE);
-	ra_get_counts(f->ra, &c);
-	assert_int_equal(c.ios, 1);
-	/* 5 is under way alone; 4, then 6-9 (RA_MERGE), then 10 */
-	assert_true(ra_prefetch(f->ra, &loc[5]));
-	assert_int_equal(ra_prefetch_run(f->ra, &loc[4], 7), 7);
-	ra_get_counts(f->ra, &c);
-	assert_int_equal(c.ios, 1 + 1 + 1 + 1 + 1);
-	assert_int_equal(c.reads, 11);
-	for (i = 0; i < 11; i++) {
-		assert_int_equal(ra_get(f->ra, &loc[i], &ref), 0);
-		assert_true(same(ref.data, EXT, i));
-		ra_put(f->ra, &ref, true);
-	}
-	ra_get_counts(f->ra, &c);
-	assert_int_equal(c.reads, 11);
-	assert_int_equal(c.served, 11);
-	assert_int_equal(c.failed, 0);
-	/* not adjacent: 12 and 14 go in reads of their own */
-	loc_of(f, 12, &loc[12]);
-	loc_of(f, 14, &loc[13]);
-	assert_int_equal(ra_prefetch_run(f->ra, &loc[12], 2), 2);
-	ra_get_counts(f->ra, &c);
-	assert_int_equal(c.ios, 5 + 2);
-}
-
-/* Damage to one extent of a shared read fails that extent's check only. */
-static void test_run_corrupt_member(void **state)
-{
-	struct fx *f = *state;
-	struct hotfs_loc loc[RA_MERGE];
-	struct ra_counts c;
-	struct ra_ref ref;
-	char junk[4096];
-	char path[128];
-	uint32_t i;
-	int fd;
-
-	NEED_RA(f);
-	for (i = 0; i < RA_MERGE; i++)
-		loc_of(f, 16 + i, &loc[i]);
-	memset(junk, 0x3c, sizeof(junk));
-	snprintf(path, sizeof(path), "%s/data", f->dir);
-	fd = open(path, O_WRONLY);
-	assert_true(fd >= 0);
-	assert_int_equal(pwrite(fd, junk, sizeof(junk), (off_t)loc[2].off),
-			 (ssize_t)sizeof(junk));
-	close(fd);
-	assert_int_equal(ra_prefetch_run(f->ra, loc, RA_MERGE), RA_MERGE);
-	for (i = 0; i < RA_MERGE; i++) {
-		int r = ra_get(f->ra, &loc[i], &ref);
-
-		if (i == 2) {
-			assert_int_equal(r, -EBADMSG);
-			continue;
-		}
-		assert_int_equal(r, 0);
-		assert_true(same(ref.data, EXT, 16 + i));
-		ra_put(f->ra, &ref, true);
-	}
-	ra_get_counts(f->ra, &c);
-	assert_int_equal(c.ios, 1);
-	assert_int_equal(c.failed, 1);
-}
-
-/* With RA_MIN_SLOTS slots, a run of more extents starts as many as there
- * are slots and says so. */
-static void test_run_out_of_slots(void **state)
-{
-	struct fx *f = *state;
-	struct hotfs_loc loc[NEXT];
-	struct ra_counts c;
-	struct ra_ref ref;
-	uint32_t i;
-
-	NEED_RA(f);
-	for (i = 0; i < 12; i++)
-		loc_of(f, i, &loc[i]);
-	assert_int_equal(ra_prefetch_run(f->ra, loc, 12), RA_MIN_SLOTS);
-	ra_get_counts(f->ra, &c);
-	assert_int_equal(c.reads, RA_MIN_SLOTS);
-	assert_int_equal(c.ios, RA_MIN_SLOTS / RA_MERGE);
-	for (i = 0; i < 12; i++) {
-		assert_int_equal(ra_get(f->ra, &loc[i], &ref), 0);
-		assert_true(same(ref.data, EXT, i));
-		ra_put(f->ra, &ref, true);
-	}
-}
-
 /* Bytes changed on the cache device behind the store's back fail the
  * whole-extent checksum: -EBADMSG, the entry is dropped, and the bytes are
  * never handed out. */
@@ -519,12 +404,6 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_prefetch_then_get, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_run_one_read, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_run_corrupt_member, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_run_out_of_slots,
-						setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_never_served,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unaligned_refused, setup,
