@@ -714,6 +714,10 @@ static bool fh_seen(struct hotfs_fh *fh, uint32_t extno, uint64_t run)
 	return false;
 }
 
+_Static_assert(SEQ_REORDER_NS <= NOFH_WINDOW_NS,
+	       "a re-read taken for the same run must be one a shared handle "
+	       "would not count again anyway (hotfs/seqread.h)");
+
 /* Does the policy count this read?  Updates the handle's state; *seq: the
  * read carries on the handle's run (hotfs/seqread.h). */
 static bool counts(struct hotfs_cache *c, struct hotfs_fh *fh, size_t size,

@@ -12,7 +12,7 @@
  * read (a request of the same window, taken late).  The run's end only
  * ever moves forward while it lasts.  Anything else (a seek back to the
  * start, a second pass over a small file, a jump elsewhere) starts a new
- * run.  Small random reads stay random: their slack is a few of their
+ * run.  Small random reads stay random: their slack is eight of their
  * own small sizes.
  *
  * SEQ_REORDER_NS is below NOFH_WINDOW_NS (hotfs/cache.h): a shared
@@ -24,7 +24,7 @@
  * extents it has already started in this run.
  *
  * Threads: every function may be called by concurrent readers of one
- * handle; the state is three atomics.  Concurrent readers of one handle
+ * handle; the state is four atomics.  Concurrent readers of one handle
  * see one run (what a shared handle without opens stands for).
  */
 #ifndef HOTFS_SEQREAD_H
