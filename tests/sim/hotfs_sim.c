@@ -537,14 +537,18 @@ static void run_min(struct trace *t, uint64_t cap, unsigned thr,
 	free(seen);
 }
 
-/* The daemon's threshold: the first count pol_promote() says yes to. */
+/* The daemon's threshold: the first count pol_promote() says yes to
+ * (asked once: -T is set before any model runs). */
 static unsigned pol_threshold_of(void)
 {
 	struct pol_params pp = { .threshold = opt_threshold,
 				 .counters = 1024 };
+	static unsigned c;
 	struct hotfs_policy *p;
-	unsigned c = 1;
 
+	if (c)
+		return c;
+	c = 1;
 	if (pol_new(&pp, &p) < 0) {
 		fprintf(stderr, "hotfs_sim: pol_new failed\n");
 		exit(2);
