@@ -15,14 +15,35 @@
  *                                               inode table by (dev, ino))
  *   the directory's own attributes          -> the directory's attributes
  *
+ * A name is expired, not invalidated (FUSE_LL_EXPIRE_ONLY): the kernel
+ * keeps its dentry but asks again (a lookup) at the next path walk
+ * through it, and keeps it if the name still leads to the same node.
+ * Invalidating it would unhash the dentry even when nothing changed, as
+ * after every change the mount makes itself (a mkdir through the mount
+ * raises IN_CREATE here too): a process whose working directory it is
+ * then gets ENOENT from getcwd(), and /proc/PID/fd shows a file held
+ * open as "(deleted)".  A name that did change behind the mount is
+ * dropped by that lookup (another node, or ENOENT).
+ *
  * A name notification can race a lookup of the same name that is being
  * answered at that moment (the reply would put the old state back in the
  * kernel after the notification): every name notification is sent again
  * DEFER_MS later, when such a reply has long arrived.
  *
+ * Node ids are inode addresses (fuse_ops.c): once an inode is freed, its
+ * address may be the node id of another inode, a file where this was a
+ * directory.  So a directory's node id is used only while its watch entry
+ * exists, and the inode cannot be freed while the thread is notifying for
+ * it: the thread marks the node id busy under m while it notifies, and
+ * watch_drop (called as the inode is freed) waits for that and removes
+ * the inode's deferred notifications.  The kernel may have forgotten the
+ * node meanwhile; the notification then fails with ENOENT, harmlessly.
+ *
  * Notifications are never sent with a lock held: the kernel may hold the
  * directory's lock while a worker waits for ours (watch_dir from a
- * create), and a notification of an entry takes that lock.
+ * create), and a notification of an entry takes that lock.  watch_drop's
+ * wait cannot deadlock on that: the node being freed is one the kernel
+ * has forgotten, so a notification for it takes no lock of the kernel's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -75,13 +96,16 @@ struct hotfs_watch {
 	pthread_t thread;
 	bool started;
 
-	pthread_mutex_t m;		/* protects the map */
+	pthread_mutex_t m;		/* protects the map and below */
 	struct wentry *buckets[NBUCKETS];
 	uint64_t ndirs, max_dirs;
 
-	/* the thread's own: name notifications to send again */
+	/* name notifications to send again (parent 0: dropped since) */
 	struct deferred defer[NDEFER];
 	unsigned dhead, dcount;
+	/* the directory's node id the thread is notifying for, if any */
+	uint64_t busy;
+	pthread_cond_t idle;		/* busy went back to 0 */
 
 	_Atomic uint64_t unwatched, events, invalidations, overflows;
 };
@@ -155,6 +179,7 @@ int watch_new(struct hotfs_watch **wp, struct hotfs_itable *it)
 	w->it = it;
 	w->max_dirs = read_max_watches();
 	pthread_mutex_init(&w->m, NULL);
+	pthread_cond_init(&w->idle, NULL);
 	ino_set_free_hook(it, drop_hook, w);
 	*wp = w;
 	return 0;
@@ -249,11 +274,22 @@ static struct wentry *unmap(struct hotfs_watch *w, int wd)
 void watch_drop(struct hotfs_watch *w, struct hotfs_inode *in)
 {
 	struct wentry *e;
+	uint64_t id;
+	unsigned i;
 	int wd = in->wd;
 
 	if (!w || wd <= 0)
 		return;
+	id = nodeid_of(w, in);
 	pthread_mutex_lock(&w->m);
+	while (w->busy == id)
+		pthread_cond_wait(&w->idle, &w->m);
+	for (i = 0; i < w->dcount; i++) {
+		struct deferred *d = &w->defer[(w->dhead + i) % NDEFER];
+
+		if (d->parent == id)
+			d->parent = 0;
+	}
 	e = unmap(w, wd);
 	if (e)
 		inotify_rm_watch(w->ifd, wd);
@@ -290,10 +326,31 @@ static void counted(struct hotfs_watch *w)
 	atomic_fetch_add_explicit(&w->invalidations, 1, memory_order_relaxed);
 }
 
-static void inval_entry(struct hotfs_watch *w, uint64_t parent,
-			const char *name)
+/* m held: notify for the directory id until unbusy(). */
+static void busy(struct hotfs_watch *w, uint64_t id)
 {
-	fuse_lowlevel_notify_inval_entry(w->se, parent, name, strlen(name));
+	w->busy = id;
+}
+
+static void unbusy(struct hotfs_watch *w)
+{
+	pthread_mutex_lock(&w->m);
+	w->busy = 0;
+	pthread_cond_broadcast(&w->idle);
+	pthread_mutex_unlock(&w->m);
+}
+
+static void expire_entry(struct hotfs_watch *w, uint64_t parent,
+			 const char *name)
+{
+	int r;
+
+	r = fuse_lowlevel_notify_expire_entry(w->se, parent, name,
+					      strlen(name),
+					      FUSE_LL_EXPIRE_ONLY);
+	if (r == -ENOSYS)	/* a kernel without it: the older way */
+		fuse_lowlevel_notify_inval_entry(w->se, parent, name,
+						 strlen(name));
 	counted(w);
 }
 
@@ -314,32 +371,53 @@ static int64_t ms_until(const struct timespec *due)
 	       (due->tv_nsec - now.tv_nsec) / 1000000;
 }
 
-static void defer_flush(struct hotfs_watch *w, bool all)
+/*
+ * Send the oldest deferred notification if it is due (or if now): false
+ * if there was none to send.
+ */
+static bool defer_send_one(struct hotfs_watch *w, bool now)
 {
-	while (w->dcount) {
-		struct deferred *d = &w->defer[w->dhead];
+	char name[NAME_MAX + 1];
+	struct deferred *d;
+	uint64_t parent;
 
-		if (!all && ms_until(&d->due) > 0)
-			return;
-		inval_entry(w, d->parent, d->name);
+	pthread_mutex_lock(&w->m);
+	for (;;) {
+		if (!w->dcount) {
+			pthread_mutex_unlock(&w->m);
+			return false;
+		}
+		d = &w->defer[w->dhead];
+		parent = d->parent;
+		if (parent && !now && ms_until(&d->due) > 0) {
+			pthread_mutex_unlock(&w->m);
+			return false;
+		}
 		w->dhead = (w->dhead + 1) % NDEFER;
 		w->dcount--;
+		if (parent)		/* 0: the directory was freed since */
+			break;
 	}
+	memcpy(name, d->name, sizeof(name));
+	busy(w, parent);
+	pthread_mutex_unlock(&w->m);
+	expire_entry(w, parent, name);
+	unbusy(w);
+	return true;
 }
 
+static void defer_flush(struct hotfs_watch *w, bool all)
+{
+	while (defer_send_one(w, all))
+		;
+}
+
+/* m held, and the queue not full (handle makes room first). */
 static void defer_add(struct hotfs_watch *w, uint64_t parent,
 		      const char *name)
 {
-	struct deferred *d;
+	struct deferred *d = &w->defer[(w->dhead + w->dcount) % NDEFER];
 
-	if (w->dcount == NDEFER) {
-		/* full: send the oldest now rather than lose it */
-		d = &w->defer[w->dhead];
-		inval_entry(w, d->parent, d->name);
-		w->dhead = (w->dhead + 1) % NDEFER;
-		w->dcount--;
-	}
-	d = &w->defer[(w->dhead + w->dcount) % NDEFER];
 	d->parent = parent;
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	clock_gettime(CLOCK_MONOTONIC, &d->due);
@@ -356,10 +434,26 @@ static void defer_add(struct hotfs_watch *w, uint64_t parent,
  * are dropped now; names and other attributes the kernel holds expire
  * within HOTFS_WATCH_TIMEOUT.
  */
+/* m held: the entry of wd, if it is still the directory id's. */
+static struct wentry *find(struct hotfs_watch *w, int wd, uint64_t id)
+{
+	struct wentry *e;
+
+	for (e = w->buckets[bucket(wd)]; e; e = e->next)
+		if (e->wd == wd)
+			return !id || e->nodeid == id ? e : NULL;
+	return NULL;
+}
+
 static void overflowed(struct hotfs_watch *w)
 {
-	uint64_t *ids = NULL, n = 0, i;
+	struct wentry *e;
+	uint64_t n = 0, i;
 	size_t b;
+	struct {
+		int wd;
+		uint64_t id;
+	} *dirs;
 
 	if (atomic_fetch_add_explicit(&w->overflows, 1,
 				      memory_order_relaxed) == 0)
@@ -368,17 +462,25 @@ static void overflowed(struct hotfs_watch *w)
 			  "behind the mount may show only after %g s\n",
 			  HOTFS_WATCH_TIMEOUT);
 	pthread_mutex_lock(&w->m);
-	ids = malloc((w->ndirs + 1) * sizeof(*ids));
-	for (b = 0; ids && b < NBUCKETS; b++) {
-		struct wentry *e;
-
-		for (e = w->buckets[b]; e; e = e->next)
-			ids[n++] = e->nodeid;
-	}
+	dirs = malloc((w->ndirs + 1) * sizeof(*dirs));
+	for (b = 0; dirs && b < NBUCKETS; b++)
+		for (e = w->buckets[b]; e; e = e->next) {
+			dirs[n].wd = e->wd;
+			dirs[n++].id = e->nodeid;
+		}
 	pthread_mutex_unlock(&w->m);
-	for (i = 0; i < n; i++)
-		inval_attr(w, ids[i], true);
-	free(ids);
+	for (i = 0; i < n; i++) {
+		pthread_mutex_lock(&w->m);
+		e = find(w, dirs[i].wd, dirs[i].id);
+		if (e)
+			busy(w, dirs[i].id);
+		pthread_mutex_unlock(&w->m);
+		if (!e)			/* freed meanwhile */
+			continue;
+		inval_attr(w, dirs[i].id, true);
+		unbusy(w);
+	}
+	free(dirs);
 }
 
 static void handle(struct hotfs_watch *w, const struct inotify_event *ev)
@@ -388,16 +490,17 @@ static void handle(struct hotfs_watch *w, const struct inotify_event *ev)
 	struct stat st;
 	uint64_t dir = 0;
 	bool named = ev->len && ev->name[0];
+	bool name_ev = named && (ev->mask & NAME_EVENTS);
 
 	atomic_fetch_add_explicit(&w->events, 1, memory_order_relaxed);
 	if (ev->mask & IN_Q_OVERFLOW) {
 		overflowed(w);
 		return;
 	}
+	if (name_ev && w->dcount == NDEFER)	/* only this thread adds */
+		defer_send_one(w, true);
 	pthread_mutex_lock(&w->m);
-	for (e = w->buckets[bucket(ev->wd)]; e; e = e->next)
-		if (e->wd == ev->wd)
-			break;
+	e = find(w, ev->wd, 0);
 	if (e) {
 		dir = e->nodeid;
 		/* a new name may be a new link to a known file: its link
@@ -413,6 +516,10 @@ static void handle(struct hotfs_watch *w, const struct inotify_event *ev)
 		}
 		if (ev->mask & IN_IGNORED)
 			gone = unmap(w, ev->wd);	/* the directory went */
+		/* the directory cannot be freed until unbusy() */
+		busy(w, dir);
+		if (name_ev)
+			defer_add(w, dir, ev->name);
 	}
 	pthread_mutex_unlock(&w->m);
 	if (gone) {
@@ -421,11 +528,13 @@ static void handle(struct hotfs_watch *w, const struct inotify_event *ev)
 	}
 	if (!dir)
 		return;
-	if (named && (ev->mask & NAME_EVENTS)) {
-		inval_entry(w, dir, ev->name);
+	if (name_ev) {
+		expire_entry(w, dir, ev->name);
 		inval_attr(w, dir, true);
-		defer_add(w, dir, ev->name);
 	}
+	if (!named && (ev->mask & (IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)))
+		inval_attr(w, dir, false);
+	unbusy(w);
 	if (child) {
 		/* a file changed behind the mount: its cached pages too
 		 * (not for the mount's own writes: hotfs/stamp.h) */
@@ -445,8 +554,6 @@ static void handle(struct hotfs_watch *w, const struct inotify_event *ev)
 			stamp_inval_sent(child);
 		ino_unhold(w->it, child);
 	}
-	if (!named && (ev->mask & (IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)))
-		inval_attr(w, dir, false);
 }
 
 static void *watch_thread(void *arg)
@@ -464,11 +571,13 @@ static void *watch_thread(void *arg)
 		ssize_t n;
 		char *q;
 
+		pthread_mutex_lock(&w->m);
 		if (w->dcount) {
 			int64_t ms = ms_until(&w->defer[w->dhead].due);
 
 			timeout = ms < 0 ? 0 : (int)ms + 1;
 		}
+		pthread_mutex_unlock(&w->m);
 		if (poll(p, 2, timeout) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents)
@@ -533,6 +642,7 @@ void watch_free(struct hotfs_watch *w)
 	}
 	close(w->ifd);
 	close(w->efd);
+	pthread_cond_destroy(&w->idle);
 	pthread_mutex_destroy(&w->m);
 	free(w);
 }

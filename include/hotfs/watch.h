@@ -6,9 +6,11 @@
  *
  * Every directory inode hotfs knows gets a watch (up to half the
  * user's inotify budget).  A change reported in a watched directory
- * invalidates the kernel's entry for that name and the attributes of the
- * object, through the FUSE notification calls, from a thread of its own
- * that never holds a lock while it notifies.  Directories on network
+ * expires the kernel's entry for that name (the kernel asks again at the
+ * next path walk, and keeps it if it still leads to the same node) and
+ * invalidates the attributes of the object, through the FUSE
+ * notification calls, from a thread of its own that never holds a lock
+ * while it notifies.  Directories on network
  * filesystems (NFS, SMB, FUSE, ...) are not watched: other clients'
  * changes raise no event there.
  *
