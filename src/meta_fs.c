@@ -30,6 +30,7 @@
 #include "hotfs/log.h"
 #include "hotfs/meta.h"
 #include "hotfs/meta_fs.h"
+#include "hotfs/watch.h"
 
 struct byid {
 	dev_t dev;
@@ -347,6 +348,11 @@ int meta_fs_lookup(struct hotfs *fs, struct hotfs_inode *dir,
 		e->attr = ent->st;
 	if (fd >= 0)
 		ino_fd_put(in);
+	/* watched as a lookup from the source would watch it
+	 * (fuse_ops.c's do_lookup): a change behind the mount in a
+	 * directory reached through the snapshot is seen at once too */
+	if (S_ISDIR(ent->st.st_mode) && fd >= 0)
+		in->covered = watch_dir(fs->watch, in);
 	e->ino = (uintptr_t)in;
 	e->attr_timeout = fs->o->attr_timeout;
 	e->entry_timeout = fs->o->entry_timeout;
