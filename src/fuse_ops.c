@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
+#include <linux/fs.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -517,6 +519,13 @@ static void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
 	}
 }
 
+/* the attributes a setattr may change (the rest are how it is asked) */
+#define SETATTR_ANY	(FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | \
+			 FUSE_SET_ATTR_GID | FUSE_SET_ATTR_SIZE | \
+			 FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | \
+			 FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | \
+			 FUSE_SET_ATTR_CTIME)
+
 static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			  int valid, struct fuse_file_info *fi)
 {
@@ -554,6 +563,15 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			r = fchmod(fhfd(fi), attr->st_mode);
 		else
 			r = fchmodat(fs->proc_self_fd, pn, attr->st_mode, 0);
+		if (r == -1)
+			goto out_err;
+	}
+	if (!(valid & SETATTR_ANY)) {
+		/* chown(path, -1, -1) and the like: the kernel sends no
+		 * attribute, but the source moves its ctime (ext4 does):
+		 * the same call on the source does what the source does */
+		r = fchownat(fd, "", (uid_t)-1, (gid_t)-1,
+			     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 		if (r == -1)
 			goto out_err;
 	}
@@ -2183,6 +2201,77 @@ static void hotfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 }
 
 /* ------------------------------------------------------------------ */
+/* The file attribute ioctls (lsattr, chattr) */
+
+/*
+ * FS_IOC_GETFLAGS/SETFLAGS and FS_IOC_FSGETXATTR/FSSETXATTR on the source
+ * object, through a descriptor opened on it for the call (ioctl needs one
+ * that is not O_PATH).  The kernel sends them itself (its fileattr
+ * operations) with their sizes: a flags word as an int, a struct fsxattr.
+ * It has also checked the caller: owner or CAP_FOWNER to set, and
+ * CAP_LINUX_IMMUTABLE for the append-only and immutable flags.  Other
+ * ioctls cannot cross FUSE with sizes the daemon can trust (FIEMAP needs
+ * unrestricted ioctls, which only CUSE may use): they get ENOTTY.
+ * Returns the bytes of *out to reply with, or -errno.
+ */
+union fileattr_buf {
+	int flags;
+	struct fsxattr fsx;
+	char bytes[32];
+};
+
+static bool fileattr_cmd(unsigned int cmd)
+{
+	return cmd == FS_IOC_GETFLAGS || cmd == FS_IOC_SETFLAGS ||
+	       cmd == FS_IOC_FSGETXATTR || cmd == FS_IOC_FSSETXATTR;
+}
+
+static ssize_t fileattr_ioctl(struct hotfs *fs, struct hotfs_inode *in,
+			      unsigned int cmd, const void *in_buf,
+			      size_t in_bufsz, size_t out_bufsz,
+			      union fileattr_buf *out)
+{
+	bool set = cmd == FS_IOC_SETFLAGS || cmd == FS_IOC_FSSETXATTR;
+	size_t need = cmd == FS_IOC_GETFLAGS || cmd == FS_IOC_SETFLAGS ?
+		      sizeof(int) : sizeof(struct fsxattr);
+	char pn[32];
+	int fd, ofd, r;
+
+	if (!S_ISREG(in->type) && !S_ISDIR(in->type))
+		return -ENOTTY;
+	if (set ? in_bufsz < need : out_bufsz < need)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (set)
+		memcpy(out, in_buf, need);
+	fd = ino_fd(fs->it, in);
+	if (fd < 0)
+		return -errno;
+	procname(pn, sizeof(pn), fd);
+	ofd = openat(fs->proc_self_fd, pn, O_RDONLY | O_NONBLOCK | O_NOCTTY |
+		     O_CLOEXEC | (S_ISDIR(in->type) ? O_DIRECTORY : 0));
+	if (ofd == -1) {
+		r = -errno;
+		ino_fd_put(in);
+		return r;
+	}
+	if (set) {
+		/* its ctime moves: the mount's own change (hotfs/stamp.h) */
+		meta_fs_change(fs, NULL, in);
+		stamp_begin(in, fd);
+	}
+	r = ioctl(ofd, cmd, out) == -1 ? -errno : 0;
+	if (set)
+		stamp_end(in, fd);
+	close(ofd);
+	ino_fd_put(in);
+	if (r < 0)
+		return r;
+	return set ? 0 : (ssize_t)(out_bufsz < sizeof(*out) ?
+				   out_bufsz : sizeof(*out));
+}
+
+/* ------------------------------------------------------------------ */
 /* hotfsctl */
 
 static void hotfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
@@ -2199,6 +2288,18 @@ static void hotfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 	(void)fi;
 	if (vd_is(ino)) {
 		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	if (fileattr_cmd(cmd) && !(flags & FUSE_IOCTL_COMPAT)) {
+		union fileattr_buf out;
+		ssize_t n;
+
+		n = fileattr_ioctl(fs, hino(req, ino), cmd, in_buf, in_bufsz,
+				   out_bufsz, &out);
+		if (n < 0)
+			fuse_reply_err(req, (int)-n);
+		else
+			fuse_reply_ioctl(req, 0, n ? &out : NULL, (size_t)n);
 		return;
 	}
 	r = ctl_ioc_decode(cmd, flags, in_buf, in_bufsz, out_bufsz, &io);
