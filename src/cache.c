@@ -35,7 +35,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
+#ifdef HAVE_URING
 #include <liburing.h>
+#endif
 #include <xxhash.h>
 
 #include "hotfs/cache.h"
@@ -275,6 +278,11 @@ int cache_start(struct hotfs_cache *c, struct hotfs_itable *it,
 
 	c->it = it;
 	c->proc_self_fd = proc_self_fd;
+	/* the engine of cached reads, chosen once (ur_probe) */
+	c->uring = ur_probe(why, sizeof(why));
+	if (!c->uring)
+		hotfs_log(LOG_WARNING, "cachedir: cached reads with pread: "
+			  "%s\n", why);
 	/* after daemonizing: it has a thread */
 	r = ra_new(&c->ra, c->st, c->extent, 0, why, sizeof(why));
 	if (r < 0)
@@ -925,23 +933,60 @@ static void queue_promotions(struct hotfs_cache *c, struct hotfs_inode *in,
 }
 
 /*
+ * Read every segment one after the other with pread: the engine where
+ * io_uring is refused (a seccomp profile, kernel.io_uring_disabled) or
+ * not built.  Sets res_data and res_tab as read_uring does.
+ */
+static void read_pread(int src, struct seg *s, unsigned n,
+		       char *buf, uint64_t off)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		struct seg *g = &s[i];
+		ssize_t r;
+
+		if (!g->hit) {
+			r = pread_full(src, buf + (g->start - off),
+				       g->end - g->start, (off_t)g->start);
+			g->res_data = (int)r;
+			g->res_tab = -ECANCELED;
+			continue;
+		}
+		r = pread_full(g->loc.fd, g->data, g->sp.data_len,
+			       (off_t)g->sp.data_off);
+		g->res_data = (int)r;
+		g->res_tab = -ECANCELED;
+		if (r >= 0 && g->sp.tab_len) {
+			r = pread_full(g->loc.fd, g->tab, g->sp.tab_len,
+				       (off_t)g->sp.tab_off);
+			g->res_tab = (int)r;
+		}
+	}
+}
+
+/*
  * Read every segment at once on this thread's ring.  Sets res_data and
  * res_tab (-ECANCELED for what was not run); never fails as a whole.
+ * Without a ring (io_uring refused on this thread), with pread.
  */
 static void read_uring(int src, struct seg *s, unsigned n,
 		       char *buf, uint64_t off, int data_fd)
 {
+#ifdef HAVE_URING
 	struct io_uring_cqe *cqe;
 	struct io_uring *ring;
 	unsigned i, nsub = 0, done = 0, submitted = 0;
 	bool fixed = false;
 	int r;
 
+	ring = ur_ring(data_fd, &fixed);
+	if (!ring) {
+		read_pread(src, s, n, buf, off);
+		return;
+	}
 	for (i = 0; i < n; i++)
 		s[i].res_data = s[i].res_tab = -ECANCELED;
-	ring = ur_ring(data_fd, &fixed);
-	if (!ring)
-		return;
 	for (i = 0; i < n; i++) {
 		struct io_uring_sqe *sqe;
 		int fd = s[i].hit ? (fixed ? 0 : s[i].loc.fd) : src;
@@ -1002,6 +1047,10 @@ static void read_uring(int src, struct seg *s, unsigned n,
 		hotfs_log(LOG_WARNING, "io_uring failed, resetting the ring\n");
 		ur_discard();
 	}
+#else
+	(void)data_fd;
+	read_pread(src, s, n, buf, off);
+#endif
 }
 
 /* Serve a cached segment from its bounce buffer, if it verifies. */
@@ -1278,7 +1327,10 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 		g->tab = g->bounce + (g->direct ? 0 : g->sp.data_len);
 		data_fd = g->loc.fd;
 	}
-	read_uring(src, s, n, buf, (uint64_t)off, data_fd);
+	if (c->uring)
+		read_uring(src, s, n, buf, (uint64_t)off, data_fd);
+	else
+		read_pread(src, s, n, buf, (uint64_t)off);
 
 	/* cached segments: verify; uncached or failed: from the source */
 	pos = total;

@@ -27,10 +27,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <liburing.h>
-
+#include "config.h"
 #include "hotfs/log.h"
 #include "hotfs/readahead.h"
+
+#ifdef HAVE_URING
+#include <liburing.h>
 
 #define RA_ALIGN	4096u
 #define RA_STOP		UINT64_MAX
@@ -444,3 +446,59 @@ void ra_get_counts(struct hotfs_ra *ra, struct ra_counts *out)
 	out->waited = atomic_load(&ra->waited);
 	out->failed = atomic_load(&ra->failed);
 }
+
+#else	/* built without io_uring: no read-ahead of cached extents */
+
+int ra_new(struct hotfs_ra **out, struct hotfs_store *st, uint32_t extent,
+	   size_t budget, char *why, size_t whylen)
+{
+	(void)st;
+	(void)extent;
+	(void)budget;
+	*out = NULL;
+	snprintf(why, whylen, "built without io_uring");
+	return -ENOSYS;
+}
+
+void ra_free(struct hotfs_ra *ra)
+{
+	(void)ra;
+}
+
+bool ra_eligible(const struct hotfs_ra *ra, const struct hotfs_loc *loc)
+{
+	(void)ra;
+	(void)loc;
+	return false;
+}
+
+bool ra_prefetch(struct hotfs_ra *ra, const struct hotfs_loc *loc)
+{
+	(void)ra;
+	(void)loc;
+	return false;
+}
+
+int ra_get(struct hotfs_ra *ra, const struct hotfs_loc *loc,
+	   struct ra_ref *ref)
+{
+	(void)ra;
+	(void)loc;
+	(void)ref;
+	return -ENOSYS;
+}
+
+void ra_put(struct hotfs_ra *ra, struct ra_ref *ref, bool done)
+{
+	(void)ra;
+	(void)ref;
+	(void)done;
+}
+
+void ra_get_counts(struct hotfs_ra *ra, struct ra_counts *out)
+{
+	(void)ra;
+	memset(out, 0, sizeof(*out));
+}
+
+#endif

@@ -137,6 +137,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 		add_s(l, "store_state", "off");
 		add_s(l, "store_reason", fs->cache_off ? fs->cache_off :
 		      "mounted with -o nocache");
+		add_s(l, "read_engine", "none");
 		add_u(l, "inodes", ino_count(fs->it));
 		add_inode_fds(fs, l);
 		add_watch(fs, l);
@@ -148,6 +149,8 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_f(l, "counters_age_seconds", secs_since(&s->reset));
 	add_s(l, "store_state", st_state_name(ss->state));
 	add_s(l, "store_reason", ss->reason);
+	/* how cached bytes are read from the store (hotfs/uring.h) */
+	add_s(l, "read_engine", c->uring ? "io_uring" : "pread");
 
 	reqs = stats_get(s, STAT_READ_REQS);
 	hit_r = stats_get(s, STAT_HIT_REQS);

@@ -2,16 +2,21 @@
 /*
  * Per-thread io_uring rings (see include/hotfs/uring.h).  No locks: each
  * ring belongs to one thread.  If io_uring cannot be set up (an old
- * kernel, a seccomp filter), ur_ring returns NULL once per thread and the
- * read path uses pread.
+ * kernel, a seccomp filter, kernel.io_uring_disabled), ur_probe says so
+ * at start and the read path uses pread; a ring that fails later is
+ * replaced (ur_discard), or ur_ring returns NULL and that read uses pread.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include <liburing.h>
-
+#include "config.h"
 #include "hotfs/log.h"
 #include "hotfs/uring.h"
+
+#ifdef HAVE_URING
+#include <liburing.h>
 
 struct ur_thread {
 	struct io_uring ring;
@@ -64,6 +69,19 @@ struct io_uring *ur_ring(int data_fd, bool *fixed)
 	return t->ok ? &t->ring : NULL;
 }
 
+bool ur_probe(char *why, size_t whylen)
+{
+	struct io_uring ring;
+	int r = io_uring_queue_init(2, &ring, 0);
+
+	if (r < 0) {
+		snprintf(why, whylen, "io_uring refused: %s", strerror(-r));
+		return false;
+	}
+	io_uring_queue_exit(&ring);
+	return true;
+}
+
 void ur_discard(void)
 {
 	struct ur_thread *t;
@@ -75,3 +93,24 @@ void ur_discard(void)
 	pthread_setspecific(ur_key, NULL);
 	ur_destroy(t);
 }
+
+#else	/* built without io_uring (-Dio_uring=disabled) */
+
+bool ur_probe(char *why, size_t whylen)
+{
+	snprintf(why, whylen, "built without io_uring");
+	return false;
+}
+
+struct io_uring *ur_ring(int data_fd, bool *fixed)
+{
+	(void)data_fd;
+	*fixed = false;
+	return NULL;
+}
+
+void ur_discard(void)
+{
+}
+
+#endif

@@ -94,6 +94,8 @@ struct hotfs_cache {
 	struct hotfs_promoter *pr;
 	struct hotfs_pins *pins;
 	struct hotfs_ra *ra;		/* NULL: no O_DIRECT read-ahead */
+	bool uring;			/* cached reads on io_uring, else
+					 * pread (set by cache_start) */
 	struct hotfs_itable *it;
 	struct hotfs_stats stats;
 	uint32_t extent;		/* bytes, power of two */

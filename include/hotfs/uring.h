@@ -8,11 +8,17 @@
 #define HOTFS_URING_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct io_uring;
 
 #define UR_DEPTH 128
 
+/*
+ * Can this process use io_uring?  Tried once at start; false with the
+ * reason in why (refused by the kernel, or not built).
+ */
+bool ur_probe(char *why, size_t whylen);
 /* This thread's ring, or NULL if io_uring is unavailable. */
 struct io_uring *ur_ring(int data_fd, bool *fixed);
 /* Drop this thread's ring after an error; the next ur_ring makes one. */
