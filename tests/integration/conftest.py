@@ -73,7 +73,7 @@ class Workspace:
                                     else cachedir))
         if opts:
             o.append(opts)
-        cmd = [util.hotfs_bin(), src, mnt]
+        cmd = util.daemon_wrap() + [util.hotfs_bin(), src, mnt]
         if o:
             cmd += ['-o', ','.join(o)]
         if foreground:

@@ -11,7 +11,22 @@ import sys
 here = os.path.dirname(os.path.abspath(__file__))
 
 
+def check_registered(listed):
+    """Every test_*.py here is one of meson's integration tests."""
+    have = sorted(f for f in os.listdir(here)
+                  if f.startswith('test_') and f.endswith('.py'))
+    missing = sorted(set(have) - set(listed))
+    gone = sorted(set(listed) - set(have))
+    if missing or gone:
+        print('tests/integration/meson.build: not registered: %s; '
+              'registered but missing: %s' % (missing, gone))
+        return 1
+    return 0
+
+
 def main():
+    if sys.argv[1:2] == ['--check-registered']:
+        return check_registered(sys.argv[2:])
     if os.geteuid() != 0:
         print('integration tests need root (mount, chown, setuid)')
         return 77

@@ -94,6 +94,42 @@ def test_threshold_then_hits(cached):
     assert after['promotions_reading_source'] == 0
 
 
+def test_cached_reads_without_io_uring(ws, monkeypatch):
+    """Where io_uring is refused (a seccomp profile refuses it here, as
+    a container's does), cached bytes are still served, read with pread,
+    and the stats say which engine reads them."""
+    wrap = os.environ.get('HOTFS_NO_URING')
+    if not wrap:
+        pytest.skip('HOTFS_NO_URING is not set (run through meson)')
+    monkeypatch.setenv('HOTFS_WRAP', wrap)
+    write_random(os.path.join(ws.src, 'big'), 3 * EXT + 1234, seed=3)
+    ws.start(opts='cachesize=64M,threshold=1')
+    m = os.path.join(ws.mnt, 'big')
+    want = sha(os.path.join(ws.src, 'big'))
+    assert read_pass(m) == want
+    wait_stat(ws.mnt, 'promotions', 4)
+    before = stats(ws.mnt)
+    assert before['read_engine'] == 'pread'
+    assert read_pass(m) == want
+    after = stats(ws.mnt)
+    assert after['read_hit_bytes'] - before['read_hit_bytes'] >= 3 * EXT + 1234
+    assert after['read_miss_bytes'] == before['read_miss_bytes']
+    st = subprocess.run([os.environ.get('HOTFSCTL_BIN', 'hotfsctl'),
+                         'status', ws.mnt], capture_output=True, text=True)
+    assert st.returncode == 0, st.stderr
+    assert 'read_engine' in st.stdout and 'pread' in st.stdout, st.stdout
+
+
+def test_read_engine_is_io_uring_where_it_works(cached):
+    """io_uring where it is built and allowed, pread elsewhere."""
+    s = stats(cached.mnt)
+    if os.environ.get('HOTFS_WRAP') or \
+            os.environ.get('HOTFS_HAVE_URING') == '0':
+        assert s['read_engine'] == 'pread'
+    else:
+        assert s['read_engine'] == 'io_uring'
+
+
 def test_small_files_packed(cached):
     ws = cached
     d = os.path.join(ws.mnt, 'small')
@@ -284,6 +320,9 @@ def test_readahead_serves_sequential_reads(ws):
     ws.proc = ws.start(opts='cachesize=64M,threshold=1')
     if not direct_io_ok(os.path.join(ws.cache, 'data')):
         pytest.skip('the cachedir filesystem refuses O_DIRECT')
+    if stats(ws.mnt)['read_engine'] != 'io_uring':
+        pytest.skip('no read-ahead of cached extents without io_uring '
+                    '(test_cached_reads_without_io_uring covers hits)')
     m = os.path.join(ws.mnt, 'seq')
     want = sha(os.path.join(ws.src, 'seq'))
     assert read_pass(m) == want

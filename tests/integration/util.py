@@ -35,6 +35,14 @@ PR_CAPBSET_DROP = 24
 CAP_SYS_RESOURCE = 24
 
 
+def daemon_wrap():
+    """HOTFS_WRAP: a program every daemon is started through (meson's
+    integration-no-uring run starts them under no_uring, which refuses
+    io_uring as a container's seccomp profile does)."""
+    w = os.environ.get('HOTFS_WRAP')
+    return [w] if w else []
+
+
 def drop_cap_sys_resource():
     """In a child about to exec: drop CAP_SYS_RESOURCE from the bounding
     set, so that the program cannot raise its hard rlimits (a daemon
