@@ -17,10 +17,12 @@ HOTFS_DEPS_EXTRA=${HOTFS_DEPS_EXTRA:-1} contrib/ci/deps.sh
 quick=0
 [ "${1:-}" = --quick ] && quick=1
 
+# warnings are errors in every build here (-Dwerror=true), not as a
+# default that would break distribution builds on newer compilers
 run_suite() {
 	local dir=$1; shift
 	if [ ! -f "$dir/build.ninja" ]; then
-		meson setup "$dir" "$@" >/dev/null
+		meson setup "$dir" -Dwerror=true "$@" >/dev/null
 	fi
 	ninja -C "$dir" >/dev/null
 	meson test -C "$dir" --print-errorlogs --num-processes 2
@@ -57,6 +59,17 @@ run_suite build-test
 echo "== benchmark smoke run (contrib/bench/run.sh --smoke) =="
 bench_smoke
 if [ $quick = 0 ]; then
+	# without liburing: it must build, and cached reads go through pread
+	echo "== build without io_uring (-Dio_uring=disabled) =="
+	if [ ! -f build-nouring/build.ninja ]; then
+		meson setup build-nouring -Dwerror=true -Dio_uring=disabled \
+			>/dev/null
+	fi
+	ninja -C build-nouring >/dev/null
+	meson test -C build-nouring --print-errorlogs --suite unit \
+		integration.readpath
+fi
+if [ $quick = 0 ]; then
 	echo "== ASan + UBSan build =="
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -67,7 +80,8 @@ if [ $quick = 0 ]; then
 	# under ThreadSanitizer (tests/tsan.supp says what is suppressed)
 	echo "== ThreadSanitizer: concurrency, crash and read-path tests =="
 	if [ ! -f build-tsan/build.ninja ]; then
-		meson setup build-tsan -Db_sanitize=thread -Db_lundef=false \
+		meson setup build-tsan -Dwerror=true -Db_sanitize=thread \
+			-Db_lundef=false \
 			>/dev/null
 	fi
 	ninja -C build-tsan >/dev/null
@@ -76,7 +90,8 @@ if [ $quick = 0 ]; then
 	HOTFS_BIN=$PWD/build-tsan/hotfs HOTFSCTL_BIN=$PWD/build-tsan/hotfsctl \
 		/usr/bin/python3 tests/integration/run_pytest.py \
 		test_concurrency.py test_crash.py test_readpath.py \
-		test_cache.py test_hotfsctl.py test_faults.py test_noopen.py
+		test_cache.py test_hotfsctl.py test_faults.py test_noopen.py \
+		test_watch.py
 	unset TSAN_OPTIONS
 fi
 if [ $quick = 0 ] && command -v clang >/dev/null; then
@@ -84,7 +99,8 @@ if [ $quick = 0 ] && command -v clang >/dev/null; then
 	# each with the corpus kept in tests/fuzz/
 	echo "== fuzzing (clang, libFuzzer) =="
 	if [ ! -f build-fuzz/build.ninja ]; then
-		CC=clang meson setup build-fuzz -Dfuzz=true >/dev/null
+		CC=clang meson setup build-fuzz -Dwerror=true -Dfuzz=true \
+			>/dev/null
 	fi
 	ninja -C build-fuzz >/dev/null
 	meson test -C build-fuzz --suite fuzz --print-errorlogs
