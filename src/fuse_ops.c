@@ -254,6 +254,25 @@ static double attr_timeout(struct hotfs *fs, struct hotfs_inode *in)
 	return fs->o->attr_timeout;
 }
 
+static void forget_one(fuse_req_t req, fuse_ino_t ino, uint64_t n)
+{
+	if (ino == FUSE_ROOT_ID || vd_is(ino))
+		return;
+	ino_forget(hfs(req)->it, hino(req, ino), n);
+}
+
+/*
+ * Reply with an entry whose lookup count the daemon raised: when the
+ * kernel does not take it (the request was interrupted meanwhile: the
+ * reply says -ENOENT), the count is dropped again, or the inode would
+ * never be forgotten.
+ */
+static void reply_entry(fuse_req_t req, const struct fuse_entry_param *e)
+{
+	if (fuse_reply_entry(req, e) == -ENOENT && e->ino)
+		forget_one(req, e->ino, 1);
+}
+
 /*
  * Look name up in parent and fill e.  Returns 0 or -errno.  A missing
  * name is -ENOENT; the caller decides whether to cache it negatively.
@@ -437,15 +456,9 @@ reply:
 	if (err)
 		fuse_reply_err(req, -err);
 	else
-		fuse_reply_entry(req, &e);
+		reply_entry(req, &e);
 }
 
-static void forget_one(fuse_req_t req, fuse_ino_t ino, uint64_t n)
-{
-	if (ino == FUSE_ROOT_ID || vd_is(ino))
-		return;
-	ino_forget(hfs(req)->it, hino(req, ino), n);
-}
 
 static void hotfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
@@ -688,7 +701,7 @@ static void reply_new_entry(fuse_req_t req, fuse_ino_t parent,
 	if (err)
 		fuse_reply_err(req, -err);
 	else
-		fuse_reply_entry(req, &e);
+		reply_entry(req, &e);
 }
 
 static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -1044,6 +1057,8 @@ static void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fh = err || hfs(req)->no_open ? NULL : fh_new(fd);
 	if (!fh && (err || !hfs(req)->no_open)) {
 		close(fd);
+		if (!err)		/* the lookup's count: no reply takes it */
+			forget_one(req, e.ino, 1);
 		fuse_reply_err(req, err ? -err : ENOMEM);
 		return;
 	}
@@ -1067,11 +1082,15 @@ static void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	pthread_mutex_lock(&in->m);
 	in->nopen++;
 	pthread_mutex_unlock(&in->m);
-	if (fuse_reply_create(req, &e, fi) == -ENOENT && fh) {
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		/* interrupted: the kernel took neither the handle nor the
+		 * lookup count */
 		pthread_mutex_lock(&in->m);
 		in->nopen--;
 		pthread_mutex_unlock(&in->m);
-		fh_free(fh);
+		if (fh)
+			fh_free(fh);
+		forget_one(req, e.ino, 1);
 	}
 }
 
