@@ -54,10 +54,29 @@ bench_smoke() {
 	esac
 }
 
+# contrib/demo.sh, the README's first command, with this build's daemon:
+# it must keep working (its output is printed on failure)
+demo() {
+	local log rc=0
+	log=$(mktemp /var/tmp/hotfs-demo-log.XXXXXX)
+	HOTFS_BIN=$PWD/build-test/hotfs contrib/demo.sh > "$log" 2>&1 || rc=$?
+	if [ "$rc" = 0 ]; then
+		grep -A7 '^== five passes' "$log"
+		echo "demo passed"
+	else
+		cat "$log"
+		echo "demo FAILED (exit $rc)"
+	fi
+	rm -f "$log"
+	return "$rc"
+}
+
 echo "== normal build =="
 run_suite build-test
 echo "== benchmark smoke run (contrib/bench/run.sh --smoke) =="
 bench_smoke
+echo "== the demo (contrib/demo.sh) =="
+demo
 if [ $quick = 0 ]; then
 	# without liburing: it must build, and cached reads go through pread
 	echo "== build without io_uring (-Dio_uring=disabled) =="
