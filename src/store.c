@@ -7,6 +7,11 @@
  * src/store_recover.c.
  *
  * Opening a cachedir:
+ *	- the cachedir is made 0700 and every file the store opens or
+ *	  creates 0600, owned by the daemon's user, whatever they were
+ *	  (a cachedir once 0755 with a 0644 data file gave other users
+ *	  the bytes of files they may not read); where that is impossible
+ *	  the open fails;
  *	- flock(LOCK_EX | LOCK_NB) on cachedir/lock and on cachedir itself,
  *	  held until st_close: a second store on the same cachedir gets
  *	  -EBUSY, also if the lock file was removed meanwhile;
@@ -116,6 +121,19 @@ ssize_t st_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
 	return done;
 }
 
+int st_make_private(int fd, mode_t mode)
+{
+	struct stat sb;
+
+	if (fstat(fd, &sb))
+		return -errno;
+	if (sb.st_uid != geteuid() && fchown(fd, geteuid(), getegid()))
+		return -errno;
+	if ((sb.st_mode & 07777) != mode && fchmod(fd, mode))
+		return -errno;
+	return 0;
+}
+
 bool st_device_error(int err)
 {
 	return err == -EIO || err == -ENXIO || err == -ENODEV ||
@@ -209,7 +227,9 @@ static int write_sb(struct hotfs_store *st, struct st_sb *sb)
 		    O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
-	n = st_pwrite_full(fd, sb, sizeof(*sb), 0);
+	/* a superblock.tmp left behind keeps its mode through O_CREAT */
+	err = st_make_private(fd, 0600);
+	n = err ? err : st_pwrite_full(fd, sb, sizeof(*sb), 0);
 	if (n < 0)
 		err = n;
 	else if (fdatasync(fd))
@@ -364,9 +384,23 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 		     strerror(errno));
 		goto fail;
 	}
+	rc = st_make_private(st->dirfd, 0700);
+	if (rc) {
+		errf(err, errlen, "cannot make cachedir %s private (mode "
+		     "0700, owned by uid %u): %s", cachedir,
+		     (unsigned)geteuid(), strerror(-rc));
+		goto fail;
+	}
 	st->lockfd = openat(st->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC |
 			    O_NOFOLLOW, 0600);
-	if (st->lockfd < 0 || flock(st->lockfd, LOCK_EX | LOCK_NB)) {
+	if (st->lockfd >= 0 && flock(st->lockfd, LOCK_EX | LOCK_NB) == 0) {
+		rc = st_make_private(st->lockfd, 0600);
+		if (rc) {
+			errf(err, errlen, "cachedir %s: cannot make 'lock' "
+			     "0600: %s", cachedir, strerror(-rc));
+			goto fail;
+		}
+	} else {
 		rc = -errno;
 		if (rc == -EWOULDBLOCK) {
 			rc = -EBUSY;
@@ -443,6 +477,12 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 	if (st->datafd < 0 || fstat(st->datafd, &sbuf)) {
 		rc = -errno;
 		errf(err, errlen, "cachedir %s: cannot open data: %s",
+		     cachedir, strerror(-rc));
+		goto fail;
+	}
+	rc = st_make_private(st->datafd, 0600);
+	if (rc) {
+		errf(err, errlen, "cachedir %s: cannot make 'data' 0600: %s",
 		     cachedir, strerror(-rc));
 		goto fail;
 	}

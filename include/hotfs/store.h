@@ -194,6 +194,13 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
  * the store, as it does when the device fails later.
  */
 bool st_device_error(int err);
+/*
+ * Make fd (the cachedir or a file in it) the daemon's user's alone:
+ * owned by the effective uid and of exactly this mode (0700 for the
+ * cachedir, 0600 for its files), whatever it was before.  0 or -errno
+ * (EPERM, EROFS: it cannot be made private, and must not be used).
+ */
+int st_make_private(int fd, mode_t mode);
 /* Commit, release the cachedir and free; st may be NULL. */
 int st_close(struct hotfs_store *st);
 
