@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -162,6 +163,13 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 			 strerror(errno));
 		return -EIO;
 	}
+	/* its parent exists (opt_validate); umask 022 leaves 0700 alone */
+	if (mkdir(o->cachedir, 0700) == -1 && errno != EEXIST) {
+		r = -errno;
+		snprintf(err, errlen, "cannot create cachedir '%s': %s",
+			 o->cachedir, strerror(-r));
+		return r;
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		snprintf(err, errlen, "out of memory");
@@ -265,6 +273,18 @@ bad_free:
 	free(ident);
 	free(c);
 	return r;
+}
+
+bool cache_usable(struct hotfs_cache *c, char *err, size_t errlen)
+{
+	struct hotfs_store_stats ss;
+
+	st_get_stats(c->st, &ss);
+	if (ss.state == ST_OK)
+		return true;
+	snprintf(err, errlen, "%s; cache is %s", ss.reason,
+		 st_state_name(ss.state));
+	return false;
 }
 
 int cache_start(struct hotfs_cache *c, struct hotfs_itable *it,

@@ -323,7 +323,7 @@ static int cmd_status(int argc, char **argv)
 {
 	static const char *keys[] = {
 		"mountpoint", "source", "cachedir", "options", "store_state",
-		"store_reason", "capacity_bytes", "cached_bytes",
+		"store_reason", "store_state_since", "capacity_bytes", "cached_bytes",
 		"cached_extents", "usage_ratio", "pinned_files",
 		"promotion_queue_depth", "uptime_seconds", "version",
 	};
@@ -347,9 +347,17 @@ static int cmd_status(int argc, char **argv)
 		char *s = jstr(j, keys[i]);
 		double v = jnum(j, keys[i]);
 
-		if (s)
+		if (s) {
 			printf("%-22s %s\n", keys[i], s);
-		else if (v >= 0)
+		} else if (v > 0 && strcmp(keys[i], "store_state_since") == 0) {
+			time_t t = (time_t)v;
+			char when[64];
+
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z",
+				 localtime(&t));
+			printf("%-22s %s (%.0f s ago)\n", keys[i], when,
+			       difftime(time(NULL), t));
+		} else if (v >= 0)
 			printf("%-22s %.15g\n", keys[i], v);
 		free(s);
 	}

@@ -165,6 +165,7 @@ void st_set_state(struct hotfs_store *st, int state, int err,
 	pthread_mutex_lock(&st->state_lock);
 	if (state > atomic_load(&st->state)) {
 		atomic_store(&st->state, state);
+		st->state_since = time(NULL);
 		st->state_err = state == ST_READONLY ? err : 0;
 		snprintf(st->reason, sizeof(st->reason), "%s: %s", what,
 			 strerror(-err));
@@ -179,6 +180,7 @@ void st_clear_space_state(struct hotfs_store *st)
 	pthread_mutex_lock(&st->state_lock);
 	if (atomic_load(&st->state) == ST_READONLY && st->state_err) {
 		atomic_store(&st->state, ST_OK);
+		st->state_since = time(NULL);
 		st->state_err = 0;
 		st->reason[0] = '\0';
 		hotfs_log(LOG_NOTICE, "store: free space is back, caching "
@@ -407,8 +409,9 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 			errf(err, errlen, "cachedir %s is in use by another "
 			     "hotfs", cachedir);
 		} else {
-			errf(err, errlen, "cannot lock cachedir %s: %s",
-			     cachedir, strerror(-rc));
+			errf(err, errlen, "cannot lock cachedir %s: %s; fix "
+			     "its permissions (or its filesystem)", cachedir,
+			     strerror(-rc));
 		}
 		goto fail;
 	}
@@ -456,8 +459,9 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 	}
 	if (cap < 2ull * rsize) {
 		errf(err, errlen, "store: cache size %llu is less than two "
-		     "regions (%u bytes each)", (unsigned long long)cap,
-		     rsize);
+		     "regions (%u bytes each); give a larger cachesize= or "
+		     "free space on the cachedir's filesystem",
+		     (unsigned long long)cap, rsize);
 		rc = -EINVAL;
 		goto fail;
 	}
@@ -520,10 +524,26 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 	rc = write_sb(st, &sb);
 	if (rc) {
 		errf(err, errlen, "cachedir %s: cannot write the superblock: "
-		     "%s", cachedir, strerror(-rc));
+		     "%s%s", cachedir, strerror(-rc), rc == -ENOSPC ||
+		     rc == -EDQUOT ? "; free space there" : "");
 		goto fail;
 	}
 	st->last_commit_ns = st_now_ns();
+	st->state_since = time(NULL);
+	/*
+	 * A store that holds no region and has no room for one could never
+	 * cache anything: read-only (so said, not "ok") until the free
+	 * space is back (__st_watermarks, at each tick).  Not logged here:
+	 * the caller tells the user, once.
+	 */
+	if (!__st_has_room(st)) {
+		atomic_store(&st->state, ST_READONLY);
+		st->state_err = -ENOSPC;
+		snprintf(st->reason, sizeof(st->reason), "cachedir %s: no "
+			 "room for a region (%u bytes) within the free-space "
+			 "watermarks of its filesystem; free space there",
+			 cachedir, rsize);
+	}
 	*out = st;
 	return 0;
 
@@ -670,7 +690,8 @@ void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s)
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_lock(&st->state_lock);
 	s->state = atomic_load(&st->state);
-	memcpy(s->reason, st->reason, sizeof(s->reason));
+	snprintf(s->reason, sizeof(s->reason), "%s", st->reason);
+	s->state_since = st->state_since;
 	pthread_mutex_unlock(&st->state_lock);
 	pthread_rwlock_rdlock(&st->idx_lock);
 	s->extents = st->nent;

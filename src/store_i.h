@@ -244,7 +244,8 @@ struct hotfs_store {
 	pthread_mutex_t state_lock;	/* leaf: state_err to ntq */
 	_Atomic int state;		/* changed under state_lock */
 	int state_err;			/* errno behind ST_READONLY */
-	char reason[128];
+	char reason[192];
+	uint64_t state_since;		/* unix seconds of the last change */
 	struct st_sument tq[ST_TQ_MAX];	/* tombstones awaiting st->lock */
 	uint32_t ntq;
 
@@ -364,6 +365,9 @@ int __st_tombstone(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 int __st_evict_region(struct hotfs_store *st, uint32_t r, bool reuse,
 		      bool punch);
 int __st_watermarks(struct hotfs_store *st);
+/* Can an insert find a region at all: one allocated (free, open, or to
+ * recycle), or room for one on the cachedir's filesystem? */
+bool __st_has_room(struct hotfs_store *st);
 
 /* store_recover.c */
 int st_load_summary(struct hotfs_store *st, uint32_t r, st_sument_fn fn,

@@ -30,6 +30,7 @@ struct hotfs {
 	struct hotfs_watch *watch;	/* NULL unless revalidate=open */
 	struct hotfs_meta *meta;	/* NULL without listings */
 	char *cache_off;		/* or why the store could not open */
+	struct timespec cache_off_since;	/* CLOCK_REALTIME */
 	const char *ctldir;		/* name of the control directory */
 	uid_t owner_uid;		/* who mounted: may use .hotfs/ctl */
 	gid_t owner_gid;

@@ -157,7 +157,8 @@ struct hotfs_store_params {
 
 struct hotfs_store_stats {
 	enum hotfs_store_state state;
-	char reason[128];	/* why not ST_OK */
+	char reason[192];	/* why not ST_OK, and what to do */
+	uint64_t state_since;	/* unix seconds: opened, or last change */
 	uint64_t capacity;	/* bytes the store may use */
 	uint64_t regions;	/* regions the capacity allows */
 	uint64_t regions_used;	/* holding data (open + sealed) */
