@@ -147,6 +147,16 @@ void cache_save_counts(struct hotfs_cache *c)
 	c->counts_saved = n;
 }
 
+/* "...; what to do", where the store's message does not say it. */
+static void add_advice(char *err, size_t errlen, int r)
+{
+	const char *a = st_advice(r);
+	size_t n = strlen(err);
+
+	if (a && n < errlen)
+		snprintf(err + n, errlen - n, "; %s", a);
+}
+
 int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	       int root_fd, char *err, size_t errlen)
 {
@@ -168,6 +178,7 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 		r = -errno;
 		snprintf(err, errlen, "cannot create cachedir '%s': %s",
 			 o->cachedir, strerror(-r));
+		add_advice(err, errlen, r);
 		return r;
 	}
 	c = calloc(1, sizeof(*c));
@@ -272,6 +283,7 @@ bad_pol:
 bad_free:
 	free(ident);
 	free(c);
+	add_advice(err, errlen, r);
 	return r;
 }
 

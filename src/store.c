@@ -140,6 +140,29 @@ bool st_device_error(int err)
 	       err == -EROFS || err == -ENOSPC || err == -EDQUOT;
 }
 
+const char *st_advice(int err)
+{
+	switch (err) {
+	case -EROFS:
+		return "remount the cachedir's filesystem read-write";
+	case -EACCES:
+	case -EPERM:
+		return "fix the cachedir's permissions (or attributes)";
+	case -ENOSPC:
+	case -EDQUOT:
+		return "free space on the cachedir's filesystem";
+	case -EIO:
+	case -ENXIO:
+	case -ENODEV:
+		return "check the cache device (and fsck its filesystem)";
+	case -EBUSY:
+		return "stop the other hotfs, or give another cachedir=";
+	case -ENOTDIR:
+		return "give cachedir= a directory";
+	}
+	return NULL;
+}
+
 enum hotfs_store_state st_state(struct hotfs_store *st)
 {
 	return atomic_load_explicit(&st->state, memory_order_relaxed);
@@ -409,9 +432,8 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 			errf(err, errlen, "cachedir %s is in use by another "
 			     "hotfs", cachedir);
 		} else {
-			errf(err, errlen, "cannot lock cachedir %s: %s; fix "
-			     "its permissions (or its filesystem)", cachedir,
-			     strerror(-rc));
+			errf(err, errlen, "cannot lock cachedir %s: %s",
+			     cachedir, strerror(-rc));
 		}
 		goto fail;
 	}
@@ -524,8 +546,7 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 	rc = write_sb(st, &sb);
 	if (rc) {
 		errf(err, errlen, "cachedir %s: cannot write the superblock: "
-		     "%s%s", cachedir, strerror(-rc), rc == -ENOSPC ||
-		     rc == -EDQUOT ? "; free space there" : "");
+		     "%s", cachedir, strerror(-rc));
 		goto fail;
 	}
 	st->last_commit_ns = st_now_ns();

@@ -202,6 +202,12 @@ bool st_device_error(int err);
  * (EPERM, EROFS: it cannot be made private, and must not be used).
  */
 int st_make_private(int fd, mode_t mode);
+/*
+ * What the user can do about st_open's (or a cachedir's) error err, for
+ * the errors whose message does not say it already (a damaged or foreign
+ * store names reset, a too small one cachesize): NULL for the others.
+ */
+const char *st_advice(int err);
 /* Commit, release the cachedir and free; st may be NULL. */
 int st_close(struct hotfs_store *st);
 
