@@ -22,6 +22,9 @@
  *	- a different extent or region size: the store is emptied (extents
  *	  are numbered in units of the extent size), with a notice;
  *	- otherwise the index is rebuilt from the region summaries.
+ * While open, st_tick looks at the cachedir's path and data file about
+ * once a second: deleted or replaced by others (their device and inode
+ * changed), the store turns off, with the reason.
  * The superblock is rewritten at every open (tmp + fsync + rename) to
  * advance seq_floor, so region generations never repeat, even after a
  * crash lost the newest region.
@@ -181,21 +184,64 @@ const char *st_state_name(enum hotfs_store_state s)
 	return "?";
 }
 
-/* Move to a worse state (never back: see st_clear_space_state); log once. */
-void st_set_state(struct hotfs_store *st, int state, int err,
-		  const char *what)
+/* Move to a worse state, for this reason; log once. */
+static void set_state_reason(struct hotfs_store *st, int state, int err,
+			     const char *reason)
 {
 	pthread_mutex_lock(&st->state_lock);
 	if (state > atomic_load(&st->state)) {
 		atomic_store(&st->state, state);
 		st->state_since = time(NULL);
 		st->state_err = state == ST_READONLY ? err : 0;
-		snprintf(st->reason, sizeof(st->reason), "%s: %s", what,
-			 strerror(-err));
-		hotfs_log(LOG_ERR, "store: %s: %s; cache is now %s\n", what,
-			  strerror(-err), st_state_name(state));
+		snprintf(st->reason, sizeof(st->reason), "%s", reason);
+		hotfs_log(LOG_ERR, "store: %s; cache is now %s\n", reason,
+			  st_state_name(state));
 	}
 	pthread_mutex_unlock(&st->state_lock);
+}
+
+/* Move to a worse state (never back: see st_clear_space_state); log once. */
+void st_set_state(struct hotfs_store *st, int state, int err,
+		  const char *what)
+{
+	char reason[sizeof(st->reason)];
+
+	snprintf(reason, sizeof(reason), "%s: %s", what, strerror(-err));
+	set_state_reason(st, state, err, reason);
+}
+
+/*
+ * The cachedir or its data file deleted, or replaced by another, while
+ * the store is open: what it writes would be lost (or fill a file no
+ * one sees), so it turns off.  Checked about once a second (st_tick).
+ */
+static void check_identity(struct hotfs_store *st)
+{
+	char reason[sizeof(st->reason)];
+	const char *what = NULL;
+	struct stat sb;
+
+	if (atomic_load(&st->state) == ST_OFF)
+		return;
+	if (stat(st->path, &sb) == -1) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			what = "was deleted";
+	} else if (sb.st_dev != st->dir_st.st_dev ||
+		   sb.st_ino != st->dir_st.st_ino) {
+		what = "was replaced by another directory";
+	} else if (fstatat(st->dirfd, "data", &sb, AT_SYMLINK_NOFOLLOW)) {
+		if (errno == ENOENT)
+			what = "lost its data file";
+	} else if (sb.st_dev != st->data_st.st_dev ||
+		   sb.st_ino != st->data_st.st_ino) {
+		what = "had its data file replaced";
+	}
+	if (!what)
+		return;
+	snprintf(reason, sizeof(reason), "cachedir %s %s while mounted; "
+		 "remount (with reset if it is to start empty)", st->path,
+		 what);
+	set_state_reason(st, ST_OFF, -ESTALE, reason);
 }
 
 void st_clear_space_state(struct hotfs_store *st)
@@ -297,6 +343,7 @@ static void st_free(struct hotfs_store *st)
 		close(st->lockfd);	/* releases the flock */
 	if (st->dirfd >= 0)
 		close(st->dirfd);
+	free(st->path);
 	idx_exit(st);
 	free(st->regions);
 	free(st->sum);
@@ -409,6 +456,12 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 		     strerror(errno));
 		goto fail;
 	}
+	st->path = strdup(cachedir);
+	if (!st->path || fstat(st->dirfd, &st->dir_st)) {
+		rc = st->path ? -errno : -ENOMEM;
+		errf(err, errlen, "cachedir %s: %s", cachedir, strerror(-rc));
+		goto fail;
+	}
 	rc = st_make_private(st->dirfd, 0700);
 	if (rc) {
 		errf(err, errlen, "cannot make cachedir %s private (mode "
@@ -506,6 +559,7 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 		     cachedir, strerror(-rc));
 		goto fail;
 	}
+	st->data_st = sbuf;
 	rc = st_make_private(st->datafd, 0600);
 	if (rc) {
 		errf(err, errlen, "cachedir %s: cannot make 'data' 0600: %s",
@@ -699,6 +753,10 @@ int st_tick(struct hotfs_store *st)
 		err = __st_commit(st, false);
 	if (!err)
 		err = __st_watermarks(st);
+	if (st_now_ns() - st->checked_ns >= 1000000000ull) {
+		st->checked_ns = st_now_ns();
+		check_identity(st);
+	}
 	pthread_mutex_unlock(&st->lock);
 	return err < 0 ? err : 0;
 }

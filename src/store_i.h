@@ -63,6 +63,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "hotfs/store.h"
 
@@ -209,6 +210,9 @@ struct hotfs_store {
 	pthread_rwlock_t idx_lock;
 
 	int dirfd, lockfd, datafd;
+	char *path;		/* the cachedir, as opened */
+	struct stat dir_st, data_st;	/* their dev and ino, at open */
+	uint64_t checked_ns;	/* last look at them (st_tick) */
 	struct st_geom g;
 	uint64_t capacity;
 	uint32_t nregions;

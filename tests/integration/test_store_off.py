@@ -151,3 +151,41 @@ def test_full_fs_recovers(ws, ext4):
                   'files to be cached', timeout=15)
     check_all(ws.mnt, files)
     ws.stop(proc)
+
+
+@pytest.mark.parametrize('how', ['deleted', 'replaced', 'data replaced'])
+def test_cachedir_gone_while_mounted(ws, how):
+    """The cachedir deleted or replaced, or its data file replaced, under
+    a mounted hotfs: within a few seconds the state is off, naming the
+    cachedir and what happened; every file still reads right."""
+    files = make_tree(ws.src)
+    proc = ws.start(opts='threshold=1')
+    check_all(ws.mnt, files)
+    check_all(ws.mnt, files)
+    util.wait_for(lambda: stats(ws.mnt)['cached_extents'] > 0 and
+                  stats(ws.mnt)['promotion_queue_depth'] == 0,
+                  'the files cached')
+    assert stats(ws.mnt)['store_state'] == 'ok'
+    if how == 'deleted':
+        util.rmtree(ws.cache)
+    elif how == 'replaced':
+        os.rename(ws.cache, ws.cache + '.old')
+        os.mkdir(ws.cache, 0o700)
+    else:
+        data = os.path.join(ws.cache, 'data')
+        os.rename(data, data + '.old')
+        with open(data, 'wb') as f:
+            f.write(b'\0' * 4096)
+    util.wait_for(lambda: stats(ws.mnt)['store_state'] == 'off',
+                  'the store to notice', timeout=5)
+    s = stats(ws.mnt)
+    word = {'deleted': 'deleted', 'replaced': 'replaced by another',
+            'data replaced': 'data file replaced'}[how]
+    assert ws.cache in s['store_reason'] and word in s['store_reason'], s
+    assert s['store_state_since'] > 0
+    for _ in range(2):
+        check_all(ws.mnt, files)
+    log = [ln for ln in ws.log_text(proc).splitlines()
+           if s['store_reason'] in ln]
+    assert len(log) == 1, ws.log_text(proc)
+    ws.stop(proc)

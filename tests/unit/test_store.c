@@ -1493,6 +1493,59 @@ static void test_private_modes(void **state)
 	}
 }
 
+/* The cachedir deleted, replaced, or its data file replaced while open:
+ * the next tick but one second turns the store off, with the reason. */
+static void test_cachedir_replaced(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	char moved[300], path[512];
+	int i, fd;
+
+	for (i = 0; i < 3; i++) {
+		open_store(f);
+		assert_int_equal(insert(f, 1, 0, 0, 100), 0);
+		assert_int_equal(st_tick(f->st), 0);
+		get_stats(f, &s);
+		assert_int_equal(s.state, ST_OK);
+		snprintf(moved, sizeof(moved), "%s.moved", f->cache);
+		if (i == 0) {		/* moved away: deleted for the path */
+			assert_int_equal(rename(f->cache, moved), 0);
+		} else if (i == 1) {	/* replaced by another directory */
+			assert_int_equal(rename(f->cache, moved), 0);
+			assert_int_equal(mkdir(f->cache, 0700), 0);
+		} else {		/* the data file replaced */
+			path_in(f, "data", path, sizeof(path));
+			assert_int_equal(unlink(path), 0);
+			fd = open(path, O_WRONLY | O_CREAT, 0600);
+			assert_true(fd >= 0);
+			close(fd);
+		}
+		/* within about a second (ticks look once a second) */
+		for (int n = 0; n < 30; n++) {
+			assert_int_equal(st_tick(f->st), 0);
+			get_stats(f, &s);
+			if (s.state == ST_OFF)
+				break;
+			usleep(100000);
+		}
+		assert_int_equal(s.state, ST_OFF);
+		assert_non_null(strstr(s.reason, f->cache));
+		assert_non_null(strstr(s.reason, i == 0 ? "deleted" :
+				       i == 1 ? "replaced" : "data file"));
+		/* readers still get the right bytes, or a miss */
+		assert_int_equal(check(f->st, 1, 0, 0, 100), 0);
+		st_close(f->st);
+		f->st = NULL;
+		/* back in place for the next round */
+		if (i == 1)	/* the replacement is still empty */
+			assert_int_equal(rmdir(f->cache), 0);
+		if (i < 2)
+			assert_int_equal(rename(moved, f->cache), 0);
+		f->p.reset = true;
+	}
+}
+
 static void test_size_helper(void **state)
 {
 	struct fx *f = *state;
@@ -1832,6 +1885,7 @@ int main(void)
 		T(test_identity_and_reset),
 		T(test_foreign_files),
 		T(test_private_modes),
+		T(test_cachedir_replaced),
 		T(test_size_helper),
 		T(test_default_capacity),
 		T(test_shrink),
