@@ -133,7 +133,8 @@ int main(int argc, char *argv[])
 	struct fuse_loop_config *lcfg = NULL;
 	struct fuse_session *se = NULL;
 	struct hotfs_opts o = { 0 };
-	struct hotfs fs = { .o = &o, .root_fd = -1, .proc_self_fd = -1 };
+	struct hotfs fs = { .o = &o, .root_fd = -1, .proc_self_fd = -1,
+			    .cache_lock = PTHREAD_MUTEX_INITIALIZER };
 	char err[512];
 	rlim_t nofile = 1024;
 	int ret = 1, r;
@@ -219,8 +220,8 @@ int main(int argc, char *argv[])
 			clock_gettime(CLOCK_REALTIME, &fs.cache_off_since);
 			/* where the user looks: the mount command's stderr
 			 * (the log, in the foreground) */
-			hotfs_log(LOG_ERR, "%s; cache is off until the next "
-				  "mount\n", err);
+			hotfs_log(LOG_ERR, "%s; cache is off (hotfsctl store on "
+				  "MOUNT, once fixed)\n", err);
 		} else if (!cache_usable(fs.cache, err, sizeof(err))) {
 			if (o.cache_required) {
 				fprintf(stderr, "hotfs: %s\n", err);
@@ -324,8 +325,8 @@ int main(int argc, char *argv[])
 	hotfs_log(LOG_INFO, "mounted %s on %s\n", o.source, o.mountpoint);
 	/* said on stderr before daemonizing; now in syslog too */
 	if (!o.foreground && fs.cache_off)
-		hotfs_log(LOG_ERR, "%s; cache is off until the next mount\n",
-			  fs.cache_off);
+		hotfs_log(LOG_ERR, "%s; cache is off (hotfsctl store on "
+			  "MOUNT, once fixed)\n", fs.cache_off);
 	else if (!o.foreground && fs.cache &&
 		 !cache_usable(fs.cache, err, sizeof(err)))
 		hotfs_log(LOG_ERR, "%s\n", err);
@@ -370,7 +371,9 @@ out3:
 	vd_free_snapshots();
 	vd_free_all();
 	dir_free_all();
-	cache_close(fs.cache);	/* before the table: it holds inodes */
+	/* before the table: it holds inodes ("store on" may have opened
+	 * it; the session's threads are gone) */
+	cache_close(fs_cache(&fs));
 	watch_free(fs.watch);
 	ino_table_free(fs.it);
 out2:

@@ -13,6 +13,7 @@
  * moments a few microseconds apart, never torn values.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,10 +137,10 @@ static double secs_since_real(const struct timespec *t)
  * of hotfsctl stats -w never misses one.
  */
 static void collect(struct hotfs *fs, struct kvlist *l,
-		    struct hotfs_store_stats *ss)
+		    struct hotfs_store_stats *ss, char *off, size_t offlen)
 {
 	static struct hotfs_stats none;
-	struct hotfs_cache *c = fs->cache;
+	struct hotfs_cache *c = fs_cache(fs);
 	struct hotfs_stats *s = c ? &c->stats : &none;
 	uint64_t hit_r, part_r, miss_r, hit_b, miss_b, reqs;
 	struct ra_counts rc;
@@ -160,12 +161,18 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 		add_f(l, "uptime_seconds", secs_since_real(&fs->mount_time));
 		add_f(l, "counters_age_seconds",
 		      secs_since_real(&fs->mount_time));
+		uint64_t since = (uint64_t)fs->mount_time.tv_sec;
+
+		/* "store on" may replace it meanwhile */
+		pthread_mutex_lock(&fs->cache_lock);
+		snprintf(off, offlen, "%s", fs->cache_off ? fs->cache_off :
+			 "mounted with -o nocache");
+		if (fs->cache_off)
+			since = (uint64_t)fs->cache_off_since.tv_sec;
+		pthread_mutex_unlock(&fs->cache_lock);
 		add_s(l, "store_state", "off");
-		add_s(l, "store_reason", fs->cache_off ? fs->cache_off :
-		      "mounted with -o nocache");
-		add_u(l, "store_state_since", fs->cache_off ?
-		      (uint64_t)fs->cache_off_since.tv_sec :
-		      (uint64_t)fs->mount_time.tv_sec);
+		add_s(l, "store_reason", off);
+		add_u(l, "store_state_since", since);
 	}
 
 	reqs = stats_get(s, STAT_READ_REQS);
@@ -263,12 +270,13 @@ int stats_render(struct hotfs *fs, bool json, char **out, size_t *len)
 {
 	struct hotfs_store_stats ss;
 	struct kvlist l = { .n = 0 };
+	char off[512];
 	size_t w = 0;
 	unsigned i;
 	FILE *f;
 
 	memset(&ss, 0, sizeof(ss));
-	collect(fs, &l, &ss);
+	collect(fs, &l, &ss, off, sizeof(off));
 	f = open_memstream(out, len);
 	if (!f)
 		return -ENOMEM;
@@ -307,7 +315,7 @@ int stats_render(struct hotfs *fs, bool json, char **out, size_t *len)
 
 void stats_reset(struct hotfs *fs)
 {
-	struct hotfs_cache *c = fs->cache;
+	struct hotfs_cache *c = fs_cache(fs);
 	unsigned i;
 
 	atomic_store_explicit(&fs->n_lookup, 0, memory_order_relaxed);

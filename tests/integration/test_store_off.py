@@ -189,3 +189,66 @@ def test_cachedir_gone_while_mounted(ws, how):
            if s['store_reason'] in ln]
     assert len(log) == 1, ws.log_text(proc)
     ws.stop(proc)
+
+
+def hotfsctl(*args):
+    return subprocess.run([os.environ.get('HOTFSCTL_BIN', 'hotfsctl')] +
+                          list(args), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
+
+
+def test_store_on(ws):
+    """hotfsctl store on: a store that could not open at mount (its
+    cachedir in use by another hotfs) is refused again while the cause
+    lasts, with the reason, and opens once it is gone, without a
+    remount; from then on files are cached and served from it."""
+    files = make_tree(ws.src)
+    first = ws.start()
+    mnt2 = os.path.join(ws.root, 'mnt2')
+    os.mkdir(mnt2)
+    proc = ws.start(mnt=mnt2, opts='threshold=1')
+    s = stats(mnt2)
+    assert s['store_state'] == 'off' and 'in use' in s['store_reason'], s
+    since = s['store_state_since']
+    r = hotfsctl('store', 'on', mnt2)
+    err = r.stderr.decode()
+    assert r.returncode == 1 and 'in use' in err and \
+        len(err.splitlines()) == 1, (r.returncode, err)
+    s = stats(mnt2)
+    assert s['store_state'] == 'off' and 'in use' in s['store_reason'] \
+        and s['store_state_since'] >= since, s
+    check_all(mnt2, files)
+    ws.stop(first)
+    r = hotfsctl('store', 'on', mnt2)
+    assert r.returncode == 0 and r.stdout.decode().startswith('ok'), \
+        (r.stdout, r.stderr)
+    s = stats(mnt2)
+    assert s['store_state'] == 'ok' and s['store_reason'] == '', s
+    check_all(mnt2, files)
+    check_all(mnt2, files)
+    util.wait_for(lambda: stats(mnt2)['cached_extents'] > 0 and
+                  stats(mnt2)['promotion_queue_depth'] == 0,
+                  'the files cached after store on')
+    before = stats(mnt2)['read_hit_bytes']
+    check_all(mnt2, files)
+    assert stats(mnt2)['read_hit_bytes'] > before, stats(mnt2)
+    # on already: said so, not an error
+    r = hotfsctl('store', 'on', mnt2)
+    assert r.returncode == 0 and b'already' in r.stdout, r.stdout
+    ws.stop(proc)
+
+
+def test_store_on_after_runtime_off(ws):
+    """A store that went off while mounted (its cachedir deleted) is not
+    replaced under its readers: store on says so (exit 1, naming the
+    next mount) and the tree goes on from the source."""
+    files = make_tree(ws.src)
+    proc = ws.start(opts='threshold=1')
+    check_all(ws.mnt, files)
+    util.rmtree(ws.cache)
+    util.wait_for(lambda: stats(ws.mnt)['store_state'] == 'off',
+                  'the store to notice', timeout=5)
+    r = hotfsctl('store', 'on', ws.mnt)
+    assert r.returncode == 1 and b'next mount' in r.stderr, r.stderr
+    check_all(ws.mnt, files)
+    ws.stop(proc)
