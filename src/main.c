@@ -220,8 +220,8 @@ int main(int argc, char *argv[])
 			clock_gettime(CLOCK_REALTIME, &fs.cache_off_since);
 			/* where the user looks: the mount command's stderr
 			 * (the log, in the foreground) */
-			hotfs_log(LOG_ERR, "%s; cache is off (hotfsctl store on "
-				  "MOUNT, once fixed)\n", err);
+			hotfs_log(LOG_ERR, "%s; cache is off (hotfsctl "
+				  "store on MOUNT, once fixed)\n", err);
 		} else if (!cache_usable(fs.cache, err, sizeof(err))) {
 			if (o.cache_required) {
 				fprintf(stderr, "hotfs: %s\n", err);

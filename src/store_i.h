@@ -249,7 +249,7 @@ struct hotfs_store {
 	_Atomic int state;		/* changed under state_lock */
 	int state_err;			/* errno behind ST_READONLY */
 	char reason[192];
-	uint64_t state_since;		/* unix seconds of the last change */
+	uint64_t state_since;		/* unix seconds, last change */
 	struct st_sument tq[ST_TQ_MAX];	/* tombstones awaiting st->lock */
 	uint32_t ntq;
 

@@ -61,7 +61,7 @@ struct hotfs_opts {
 	int nocache;		/* -o nocache: plain passthrough, no store */
 	int nowatch;		/* -o nowatch: no inotify on the source */
 	int cache_required;	/* -o cache_required: no store, no mount */
-	int nonempty;		/* -o nonempty: mount over a non-empty dir */
+	int nonempty;		/* -o nonempty: mount over what is there */
 	char *ctldir;		/* name of the virtual control directory */
 	char *inode_cache_str;
 	uint64_t inode_cache;	/* forgotten inodes kept open */
