@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -149,6 +150,16 @@ void cache_save_counts(struct hotfs_cache *c)
 	c->counts_saved = n;
 }
 
+/* "...; what to do", where the store's message does not say it. */
+static void add_advice(char *err, size_t errlen, int r)
+{
+	const char *a = st_advice(r);
+	size_t n = strlen(err);
+
+	if (a && n < errlen)
+		snprintf(err + n, errlen - n, "; %s", a);
+}
+
 int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	       int root_fd, char *err, size_t errlen)
 {
@@ -164,6 +175,14 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 		snprintf(err, errlen, "source '%s': %s", o->source,
 			 strerror(errno));
 		return -EIO;
+	}
+	/* its parent exists (opt_validate); umask 022 leaves 0700 alone */
+	if (mkdir(o->cachedir, 0700) == -1 && errno != EEXIST) {
+		r = -errno;
+		snprintf(err, errlen, "cannot create cachedir '%s': %s",
+			 o->cachedir, strerror(-r));
+		add_advice(err, errlen, r);
+		return r;
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
@@ -267,7 +286,20 @@ bad_pol:
 bad_free:
 	free(ident);
 	free(c);
+	add_advice(err, errlen, r);
 	return r;
+}
+
+bool cache_usable(struct hotfs_cache *c, char *err, size_t errlen)
+{
+	struct hotfs_store_stats ss;
+
+	st_get_stats(c->st, &ss);
+	if (ss.state == ST_OK)
+		return true;
+	snprintf(err, errlen, "%s; cache is %s", ss.reason,
+		 st_state_name(ss.state));
+	return false;
 }
 
 int cache_start(struct hotfs_cache *c, struct hotfs_itable *it,

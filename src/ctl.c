@@ -7,6 +7,8 @@
  * size in stat is 0).  ctl takes one command per write(2) and keeps the
  * answer for the following read(2)s of the same open file:
  *   reset-stats          zero the read-path and promotion counters
+ *   store on             open the store that could not open at mount
+ *                        (fs_store_on), answered "ok: ..." or "error: ..."
  * (parsed by ctl_parse_cmd, src/ctl_parse.c).
  * ctl is mode 0600 and owned by the mounting user; open checks that too,
  * so that without default_permissions other users are still refused.
@@ -20,6 +22,7 @@
  * Two readers at the same moment may then read each other's snapshot.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +31,7 @@
 
 #include "hotfs/ctl.h"
 #include "hotfs/fs.h"
+#include "hotfs/log.h"
 
 /* An open virtual file; requests on one open file may run at once. */
 struct vfh {
@@ -312,22 +316,110 @@ void vd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(copy);
 }
 
-static int answer(struct vfh *h, const char *fmt, const char *arg)
+int fs_store_on(struct hotfs *fs, char *msg, size_t len)
 {
-	free(h->buf);
-	h->buf = NULL;
-	h->len = 0;
-	if (asprintf(&h->buf, fmt, arg) < 0)
-		return -ENOMEM;
-	h->len = strlen(h->buf);
-	return 0;
+	static pthread_mutex_t one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
+	struct hotfs_cache *c;
+	char err[512];
+	int fd, r;
+
+	pthread_mutex_lock(&one_at_a_time);
+	c = fs_cache(fs);
+	if (c) {
+		struct hotfs_store_stats ss;
+
+		st_get_stats(c->st, &ss);
+		if (ss.state == ST_OFF) {
+			/* its files may be held by readers: only a new
+			 * mount replaces it */
+			snprintf(msg, len, "the store went off while mounted "
+				 "(%s); it is opened again at the next mount",
+				 ss.reason);
+			r = -EBUSY;
+		} else {
+			snprintf(msg, len, "the store is %s already",
+				 st_state_name(ss.state));
+			r = 1;
+		}
+		goto out;
+	}
+	if (fs->o->nocache) {
+		snprintf(msg, len, "mounted with -o nocache: no store");
+		r = -EINVAL;
+		goto out;
+	}
+	fd = open(fs->o->source, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, sizeof(err), "source '%s': %s", fs->o->source,
+			 strerror(-r));
+	} else {
+		r = cache_open(&c, fs->o, fd, err, sizeof(err));
+		close(fd);
+	}
+	if (r == 0) {
+		r = cache_start(c, fs->it, fs->proc_self_fd);
+		if (r < 0) {
+			snprintf(err, sizeof(err), "promotion thread: %s",
+				 strerror(-r));
+			cache_close(c);
+		}
+	}
+	if (r < 0) {
+		char *why = strdup(err);
+
+		pthread_mutex_lock(&fs->cache_lock);
+		if (why) {
+			free(fs->cache_off);
+			fs->cache_off = why;
+		}
+		clock_gettime(CLOCK_REALTIME, &fs->cache_off_since);
+		pthread_mutex_unlock(&fs->cache_lock);
+		hotfs_log(LOG_ERR, "store on: %s; cache is still off\n", err);
+		snprintf(msg, len, "%s", err);
+		goto out;
+	}
+	__atomic_store_n(&fs->cache, c, __ATOMIC_RELEASE);
+	if (cache_usable(c, err, sizeof(err))) {
+		hotfs_log(LOG_NOTICE, "store on: the cache store is open, "
+			  "caching resumes\n");
+		snprintf(msg, len, "the store is on");
+	} else {
+		hotfs_log(LOG_ERR, "store on: %s\n", err);
+		snprintf(msg, len, "the store is open: %s", err);
+	}
+	r = 0;
+out:
+	pthread_mutex_unlock(&one_at_a_time);
+	return r;
+}
+
+/* The answer to a command (malloc'd), and whether it succeeded. */
+static char *run_cmd(struct hotfs *fs, int r, const char *cmd, bool *ok)
+{
+	char msg[768], *ans = NULL;
+	int n = -1;
+
+	*ok = r >= 0;
+	if (r == CTL_RESET_STATS) {
+		stats_reset(fs);
+		n = asprintf(&ans, "ok\n");
+	} else if (r == CTL_STORE_ON) {
+		/* a refusal is the command's answer, not a failed write */
+		r = fs_store_on(fs, msg, sizeof(msg));
+		n = asprintf(&ans, "%s: %s\n", r < 0 ? "error" : "ok", msg);
+	} else {
+		n = asprintf(&ans, "error: unknown command '%s'\n", cmd);
+	}
+	return n < 0 ? NULL : ans;
 }
 
 void vd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	      off_t off, struct fuse_file_info *fi)
 {
 	struct vfh *h = (struct vfh *)(uintptr_t)fi->fh;
-	char cmd[4096], *ans = NULL;
+	char cmd[4096], *ans;
+	bool ok;
 	int r;
 
 	(void)off;
@@ -340,34 +432,24 @@ void vd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		fuse_reply_err(req, E2BIG);
 		return;
 	}
+	ans = run_cmd(vfs(req), r, cmd, &ok);
+	if (!ans) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	if (!h) {	/* without open: the answer is the file's snapshot */
-		if (r == CTL_RESET_STATS)
-			stats_reset(vfs(req));
-		if (asprintf(&ans, r == CTL_RESET_STATS ? "ok%s\n" :
-			     "error: unknown command '%s'\n",
-			     r == CTL_RESET_STATS ? "" : cmd) < 0) {
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
 		snap_set(VINO_CTL, ans, strlen(ans));
-		if (r == CTL_RESET_STATS)
-			fuse_reply_write(req, size);
-		else
-			fuse_reply_err(req, EINVAL);
-		return;
-	}
-	pthread_mutex_lock(&h->m);
-	if (r == CTL_RESET_STATS) {
-		stats_reset(vfs(req));
-		answer(h, "ok%s\n", "");
 	} else {
-		answer(h, "error: unknown command '%s'\n", cmd);
+		pthread_mutex_lock(&h->m);
+		free(h->buf);
+		h->buf = ans;
+		h->len = strlen(ans);
 		pthread_mutex_unlock(&h->m);
-		fuse_reply_err(req, EINVAL);
-		return;
 	}
-	pthread_mutex_unlock(&h->m);
-	fuse_reply_write(req, size);
+	if (ok)
+		fuse_reply_write(req, size);
+	else
+		fuse_reply_err(req, EINVAL);
 }
 
 void vd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

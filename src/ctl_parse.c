@@ -28,6 +28,8 @@ int ctl_parse_cmd(const char *buf, size_t size, char *cmd, size_t cmdsz)
 	/* "reset-stats\0junk" is not reset-stats */
 	if (strlen(cmd) == n && strcmp(cmd, "reset-stats") == 0)
 		return CTL_RESET_STATS;
+	if (strlen(cmd) == n && strcmp(cmd, "store on") == 0)
+		return CTL_STORE_ON;
 	return -EINVAL;
 }
 

@@ -543,6 +543,7 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			  int valid, struct fuse_file_info *fi)
 {
 	struct hotfs *fs = hfs(req);
+	struct hotfs_cache *c = fs_cache(fs);
 	struct hotfs_inode *in = hino(req, ino);
 	char pn[32];
 	int r = 0, fd;
@@ -602,7 +603,7 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	if (valid & FUSE_SET_ATTR_SIZE) {
 		struct cache_wr w;
 
-		cache_write_begin(fs->cache, fs->it, in, &w, 0, 0);
+		cache_write_begin(c, fs->it, in, &w, 0, 0);
 		if (fi)
 			r = ftruncate(fhfd(fi), attr->st_size);
 		else {
@@ -611,7 +612,7 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 			r = truncate(path, attr->st_size);
 		}
-		cache_write_end(fs->cache, in, &w, 0, 0, NULL);
+		cache_write_end(c, in, &w, 0, 0, NULL);
 		if (r == -1)
 			goto out_err;
 	}
@@ -966,6 +967,7 @@ static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
 	struct hotfs *fs = hfs(req);
+	struct hotfs_cache *c = fs_cache(fs);
 	struct hotfs_inode *in = hino(req, ino);
 	struct hotfs_fh *fh;
 	struct cache_wr w;
@@ -988,11 +990,11 @@ static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 	}
 	procname(pn, sizeof(pn), fd);
 	if (fi->flags & O_TRUNC)
-		cache_write_begin(fs->cache, fs->it, in, &w, 0, 0);
+		cache_write_begin(c, fs->it, in, &w, 0, 0);
 	fd = openat(fs->proc_self_fd, pn, backing_flags(fi->flags));
 	err = fd == -1 ? errno : 0;
 	if (fi->flags & O_TRUNC)
-		cache_write_end(fs->cache, in, &w, 0, 0, NULL);
+		cache_write_end(c, in, &w, 0, 0, NULL);
 	ino_fd_put(in);
 	if (err) {
 		fuse_reply_err(req, err);
@@ -1076,7 +1078,7 @@ static void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		/* no old stamp: drop them all */
 		cache_write_begin(NULL, hfs(req)->it, in, &w, 0, 0);
 		w.have_old = false;
-		cache_write_end(hfs(req)->cache, in, &w, 0, 0, NULL);
+		cache_write_end(fs_cache(hfs(req)), in, &w, 0, 0, NULL);
 	}
 	fi->fh = (uintptr_t)fh;
 	pthread_mutex_lock(&in->m);
@@ -1111,7 +1113,7 @@ static void hotfs_release(fuse_req_t req, fuse_ino_t ino,
 	if (in->nopen)
 		in->nopen--;
 	pthread_mutex_unlock(&in->m);
-	cache_release(hfs(req)->cache, in, hfh(fi));
+	cache_release(fs_cache(hfs(req)), in, hfh(fi));
 	fh_free(hfh(fi));
 	fuse_reply_err(req, 0);
 }
@@ -1161,6 +1163,7 @@ static void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	struct hotfs *fs = hfs(req);
+	struct hotfs_cache *c = fs_cache(fs);
 
 	struct hotfs_inode *in;
 	struct hotfs_fh *fh;
@@ -1173,8 +1176,8 @@ static void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	in = hino(req, ino);
 	if (fi->fh) {
-		if (fs->cache)
-			cache_read(req, fs->cache, in, hfh(fi), fhfd(fi), size,
+		if (c)
+			cache_read(req, c, in, hfh(fi), fhfd(fi), size,
 				   off);
 		else
 			cache_reply_source(req, fhfd(fi), size, off);
@@ -1188,7 +1191,7 @@ static void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	fh = NULL;
-	if (fs->cache) {
+	if (c) {
 		pthread_mutex_lock(&in->m);
 		if (!in->nofh)
 			in->nofh = fh_new_shared();
@@ -1202,8 +1205,8 @@ static void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		 * it until the handle has given up what it assembled (a
 		 * partial extent: promoted from the source if it is hot) */
 		ino_hold(fs->it, in);
-		cache_read(req, fs->cache, in, fh, fd, size, off);
-		cache_release(fs->cache, in, fh);
+		cache_read(req, c, in, fh, fd, size, off);
+		cache_release(c, in, fh);
 		ino_unhold(fs->it, in);
 	}
 	src_done(fd, tmp);
@@ -1238,6 +1241,7 @@ static void hotfs_write_buf(fuse_req_t req, fuse_ino_t ino,
 	struct hotfs_inode *in = hino(req, ino);
 	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in_buf));
 	struct hotfs *fs = hfs(req);
+	struct hotfs_cache *c = fs_cache(fs);
 	const void *data = NULL;
 	struct cache_wr w;
 	bool tmp, append;
@@ -1260,15 +1264,15 @@ static void hotfs_write_buf(fuse_req_t req, fuse_ino_t ino,
 	/* the written bytes, for writethrough, when they are in memory */
 	if (in_buf->count == 1 && !(in_buf->buf[0].flags & FUSE_BUF_IS_FD))
 		data = (const char *)in_buf->buf[0].mem + in_buf->off;
-	cache_write_begin(fs->cache, fs->it, in, &w,
+	cache_write_begin(c, fs->it, in, &w,
 			  append ? 0 : (uint64_t)off,
 			  append ? CACHE_WR_TO_END : fuse_buf_size(in_buf));
 	n = fuse_buf_copy(&out, in_buf, 0);
 	/* O_APPEND: the kernel's offset may not be where it landed */
 	if (append && n > 0)
-		cache_write_end(fs->cache, in, &w, 0, CACHE_WR_TO_END, NULL);
+		cache_write_end(c, in, &w, 0, CACHE_WR_TO_END, NULL);
 	else
-		cache_write_end(fs->cache, in, &w, (uint64_t)off,
+		cache_write_end(c, in, &w, (uint64_t)off,
 				n > 0 ? (uint64_t)n : fuse_buf_size(in_buf),
 				n > 0 ? data : NULL);
 	/* a write's own fd: its close reports what flush would have */
@@ -1287,6 +1291,7 @@ static void hotfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 	bool tmp;
 	int fd, c;
 	struct hotfs_inode *in = hino(req, ino);
+	struct hotfs_cache *hc;
 	struct cache_wr w;
 	uint64_t wlen;
 	int r;
@@ -1303,11 +1308,11 @@ static void hotfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 		fuse_reply_err(req, errno);
 		return;
 	}
-	cache_write_begin(hfs(req)->cache, hfs(req)->it, in, &w,
-			  (uint64_t)off, wlen);
+	hc = fs_cache(hfs(req));
+	cache_write_begin(hc, hfs(req)->it, in, &w, (uint64_t)off, wlen);
 	r = fallocate(fd, mode, off, len);
 	r = r == -1 ? -errno : 0;
-	cache_write_end(hfs(req)->cache, in, &w, (uint64_t)off, wlen, NULL);
+	cache_write_end(hc, in, &w, (uint64_t)off, wlen, NULL);
 	c = src_done(fd, tmp);
 	fuse_reply_err(req, r ? -r : -c);
 }
@@ -1321,6 +1326,7 @@ static void hotfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
 	bool tmp_in, tmp_out;
 	int fd_in, fd_out, e, c;
 	struct hotfs_inode *out;
+	struct hotfs_cache *hc;
 	uint64_t at = (uint64_t)off_out;
 	struct cache_wr w;
 	ssize_t n;
@@ -1342,11 +1348,12 @@ static void hotfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
 		fuse_reply_err(req, e);
 		return;
 	}
-	cache_write_begin(hfs(req)->cache, hfs(req)->it, out, &w, at, len);
+	hc = fs_cache(hfs(req));
+	cache_write_begin(hc, hfs(req)->it, out, &w, at, len);
 	n = copy_file_range(fd_in, &off_in, fd_out, &off_out, len,
 			    (unsigned)flags);
 	e = n == -1 ? errno : 0;
-	cache_write_end(hfs(req)->cache, out, &w, at, len, NULL);
+	cache_write_end(hc, out, &w, at, len, NULL);
 	src_done(fd_in, tmp_in);
 	c = src_done(fd_out, tmp_out);
 	if (!e && c)
@@ -2299,6 +2306,7 @@ static void hotfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct hotfs *fs = hfs(req);
+	struct hotfs_cache *c = fs_cache(fs);
 	struct hotfs_inode *in;
 	struct hotfs_ioc io;
 	int r;
@@ -2336,7 +2344,7 @@ static void hotfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 		fuse_reply_err(req, S_ISDIR(in->type) ? EISDIR : EINVAL);
 		return;
 	}
-	if (!fs->cache) {
+	if (!c) {
 		memset(&io, 0, sizeof(io));
 		io.flags = HOTFS_IOC_F_NOCACHE;
 		if (cmd == HOTFS_IOC_INFO)
@@ -2347,19 +2355,19 @@ static void hotfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 	}
 	switch (cmd) {
 	case HOTFS_IOC_WARM:
-		r = cache_warm(fs->cache, in, &io);
+		r = cache_warm(c, in, &io);
 		break;
 	case HOTFS_IOC_EVICT:
-		r = cache_evict(fs->cache, in, &io);
+		r = cache_evict(c, in, &io);
 		break;
 	case HOTFS_IOC_PIN:
 	case HOTFS_IOC_UNPIN:
-		r = cache_pin(fs->cache, in, cmd == HOTFS_IOC_PIN);
+		r = cache_pin(c, in, cmd == HOTFS_IOC_PIN);
 		if (!r)
-			r = cache_info(fs->cache, in, &io);
+			r = cache_info(c, in, &io);
 		break;
 	case HOTFS_IOC_INFO:
-		r = cache_info(fs->cache, in, &io);
+		r = cache_info(c, in, &io);
 		break;
 	default:
 		r = -ENOTTY;

@@ -5,6 +5,7 @@
  *   hotfsctl stats MOUNT [--json] [-w SECONDS]
  *   hotfsctl status MOUNT
  *   hotfsctl reset-stats MOUNT
+ *   hotfsctl store on MOUNT      open a store that could not open at mount
  *   hotfsctl warm PATH...        promote files or trees now
  *   hotfsctl pin PATH...         never evict them (and warm them)
  *   hotfsctl unpin PATH...
@@ -54,6 +55,8 @@ static void usage(FILE *f)
 "  stats MOUNT [--json] [-w SECONDS]  counters (a live view with -w)\n"
 "  status MOUNT                       source, cachedir, options, state\n"
 "  reset-stats MOUNT                  zero the counters\n"
+"  store on MOUNT                     open a store that is off, once its\n"
+"                                     cause is fixed (no remount)\n"
 "  warm PATH...                       promote files or trees now\n"
 "  pin PATH... | unpin PATH...        keep files cached for good\n"
 "  evict PATH...                      drop files' or trees' extents\n"
@@ -323,8 +326,9 @@ static int cmd_status(int argc, char **argv)
 {
 	static const char *keys[] = {
 		"mountpoint", "source", "cachedir", "options", "store_state",
-		"store_reason", "read_engine", "capacity_bytes", "cached_bytes",
-		"cached_extents", "usage_ratio", "pinned_files",
+		"store_reason", "store_state_since", "read_engine",
+		"capacity_bytes",
+		"cached_bytes", "cached_extents", "usage_ratio", "pinned_files",
 		"promotion_queue_depth", "uptime_seconds", "version",
 	};
 	char *mount, *path, *j;
@@ -347,9 +351,17 @@ static int cmd_status(int argc, char **argv)
 		char *s = jstr(j, keys[i]);
 		double v = jnum(j, keys[i]);
 
-		if (s)
+		if (s) {
 			printf("%-22s %s\n", keys[i], s);
-		else if (v >= 0)
+		} else if (v > 0 && strcmp(keys[i], "store_state_since") == 0) {
+			time_t t = (time_t)v;
+			char when[64];
+
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z",
+				 localtime(&t));
+			printf("%-22s %s (%.0f s ago)\n", keys[i], when,
+			       difftime(time(NULL), t));
+		} else if (v >= 0)
 			printf("%-22s %.15g\n", keys[i], v);
 		free(s);
 	}
@@ -359,22 +371,21 @@ static int cmd_status(int argc, char **argv)
 	return 0;
 }
 
-static int cmd_reset(int argc, char **argv)
+/* Send one command to MOUNT's ctl; print its answer ("ok..." or
+ * "error: ..."), to stderr if it is an error.  Exit status. */
+static int send_cmd(const char *arg, const char *cmd)
 {
-	char *mount, *path, ans[256];
+	char *mount, *path, ans[1024];
+	size_t len = strlen(cmd);
 	ssize_t n;
-	int fd;
+	int fd, ret = 0;
 
-	if (argc != 1) {
-		usage(stderr);
-		return 2;
-	}
-	mount = need_mount(argv[0]);
+	mount = need_mount(arg);
 	if (!mount)
 		return 1;
 	path = ctl_path(mount, "ctl");
 	fd = path ? open(path, O_RDWR) : -1;
-	if (fd < 0 || write(fd, "reset-stats\n", 12) != 12) {
+	if (fd < 0 || write(fd, cmd, len) != (ssize_t)len) {
 		fprintf(stderr, "hotfsctl: %s: %s\n", path ? path : mount,
 			strerror(errno));
 		if (fd >= 0)
@@ -387,11 +398,35 @@ static int cmd_reset(int argc, char **argv)
 	close(fd);
 	if (n > 0) {
 		ans[n] = '\0';
-		fputs(ans, stdout);
+		if (strncmp(ans, "error", 5) == 0) {
+			fprintf(stderr, "hotfsctl: %s", ans);
+			ret = 1;
+		} else {
+			fputs(ans, stdout);
+		}
 	}
 	free(path);
 	free(mount);
-	return 0;
+	return ret;
+}
+
+static int cmd_reset(int argc, char **argv)
+{
+	if (argc != 1) {
+		usage(stderr);
+		return 2;
+	}
+	return send_cmd(argv[0], "reset-stats\n");
+}
+
+/* store on MOUNT: open a store that could not open at mount */
+static int cmd_store(int argc, char **argv)
+{
+	if (argc != 2 || strcmp(argv[0], "on") != 0) {
+		usage(stderr);
+		return 2;
+	}
+	return send_cmd(argv[1], "store on\n");
 }
 
 /* ------------------------------------------------------------------ */
@@ -623,6 +658,8 @@ int main(int argc, char **argv)
 		return cmd_status(argc, argv);
 	if (strcmp(cmd, "reset-stats") == 0)
 		return cmd_reset(argc, argv);
+	if (strcmp(cmd, "store") == 0)
+		return cmd_store(argc, argv);
 	if (strcmp(cmd, "warm") == 0)
 		return cmd_files(F_WARM, argc, argv);
 	if (strcmp(cmd, "pin") == 0)

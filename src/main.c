@@ -8,8 +8,12 @@
  * main() parses and checks the options, opens the source, mounts, then
  * daemonizes (unless -f) and runs the multithreaded session loop.  Every
  * error before the mount is one line on stderr and exit status 1, except
- * a fault of the cache device (st_device_error): the source is then
- * mounted without the store, as when the device fails while mounted.
+ * a cache store that cannot be used (damaged, foreign, in use, read-only,
+ * full, too small, a failing device): a cache must never make the tree
+ * unavailable, so the source is then mounted without the store (state
+ * off, with the reason: one line on stderr, and in the log), as when the
+ * device fails while mounted.  -o cache_required refuses the mount
+ * instead.  A store is never reset unless the user says -o reset.
  * SIGTERM, SIGINT, SIGHUP and umount end the loop; the exit status is 0.
  *
  * Decision: with allow_other, hotfs adds default_permissions, so that the
@@ -129,7 +133,8 @@ int main(int argc, char *argv[])
 	struct fuse_loop_config *lcfg = NULL;
 	struct fuse_session *se = NULL;
 	struct hotfs_opts o = { 0 };
-	struct hotfs fs = { .o = &o, .root_fd = -1, .proc_self_fd = -1 };
+	struct hotfs fs = { .o = &o, .root_fd = -1, .proc_self_fd = -1,
+			    .cache_lock = PTHREAD_MUTEX_INITIALIZER };
 	char err[512];
 	rlim_t nofile = 1024;
 	int ret = 1, r;
@@ -203,14 +208,26 @@ int main(int argc, char *argv[])
 	}
 	if (!o.nocache) {
 		r = cache_open(&fs.cache, &o, fs.root_fd, err, sizeof(err));
-		/* a dead cache device must not take the source down too:
-		 * as when it fails while mounted, go on without the store
-		 * (logged below, once the log goes where it should) */
-		if (r < 0 && st_device_error(r)) {
-			fs.cache_off = strdup(err);
-		} else if (r < 0) {
+		/* a cache must never make the tree unavailable: go on
+		 * without the store, as when it fails while mounted,
+		 * unless the user asked for a mount with a cache or none */
+		if (r < 0 && (o.cache_required || r == -ENOMEM)) {
 			fprintf(stderr, "hotfs: %s\n", err);
 			goto out3;
+		}
+		if (r < 0) {
+			fs.cache_off = strdup(err);
+			clock_gettime(CLOCK_REALTIME, &fs.cache_off_since);
+			/* where the user looks: the mount command's stderr
+			 * (the log, in the foreground) */
+			hotfs_log(LOG_ERR, "%s; cache is off (hotfsctl "
+				  "store on MOUNT, once fixed)\n", err);
+		} else if (!cache_usable(fs.cache, err, sizeof(err))) {
+			if (o.cache_required) {
+				fprintf(stderr, "hotfs: %s\n", err);
+				goto out3;
+			}
+			hotfs_log(LOG_ERR, "%s\n", err);
 		}
 	}
 	fs.root_fd = -1;	/* owned by the table now */
@@ -306,9 +323,13 @@ int main(int argc, char *argv[])
 		}
 	}
 	hotfs_log(LOG_INFO, "mounted %s on %s\n", o.source, o.mountpoint);
-	if (!o.nocache && !fs.cache)
-		hotfs_log(LOG_ERR, "%s; cache is off until the next mount\n",
-			  fs.cache_off ? fs.cache_off : "store");
+	/* said on stderr before daemonizing; now in syslog too */
+	if (!o.foreground && fs.cache_off)
+		hotfs_log(LOG_ERR, "%s; cache is off (hotfsctl store on "
+			  "MOUNT, once fixed)\n", fs.cache_off);
+	else if (!o.foreground && fs.cache &&
+		 !cache_usable(fs.cache, err, sizeof(err)))
+		hotfs_log(LOG_ERR, "%s\n", err);
 
 	if (copts.singlethread) {
 		r = fuse_session_loop(se);
@@ -350,7 +371,9 @@ out3:
 	vd_free_snapshots();
 	vd_free_all();
 	dir_free_all();
-	cache_close(fs.cache);	/* before the table: it holds inodes */
+	/* before the table: it holds inodes ("store on" may have opened
+	 * it; the session's threads are gone) */
+	cache_close(fs_cache(&fs));
 	watch_free(fs.watch);
 	ino_table_free(fs.it);
 out2:

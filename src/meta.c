@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include "hotfs/meta.h"
+#include "hotfs/store.h"
 
 #define HDR_BYTES	(8 + 4 * 4 + 8)
 #define STAT_BYTES	(13 * 8)
@@ -455,6 +456,10 @@ int meta_write_file(int dirfd, const char *name, const void *buf, size_t len)
 		    0600);
 	if (fd == -1)
 		return -errno;
+	/* one left behind keeps its mode through O_CREAT */
+	err = st_make_private(fd, 0600);
+	if (err)
+		len = 0;
 	while (len) {
 		ssize_t n = write(fd, p, len);
 
@@ -504,6 +509,12 @@ int meta_read_file(int dirfd, const char *name, size_t max, void **bufp,
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
 		return -EINVAL;
+	}
+	/* the cachedir's files are the daemon's alone, even old ones */
+	err = st_make_private(fd, 0600);
+	if (err) {
+		close(fd);
+		return err;
 	}
 	if ((uint64_t)st.st_size > max) {
 		close(fd);

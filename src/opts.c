@@ -7,23 +7,25 @@
  * pass from an fstab line (rw, defaults, nofail, _netdev, noauto, user,
  * x-systemd.*, comment=...) are dropped; everything else is left for
  * fuse_parse_cmdline() and fuse_session_new(), which reject what they do
- * not know.  Nothing here touches the disk except opt_validate(), which
- * creates the cachedir once every check has passed.
+ * not know.  Nothing here changes the disk: opt_validate() only looks.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <fuse_lowlevel.h>
 #include <fuse_opt.h>
 
+#include "hotfs/mountinfo.h"
 #include "hotfs/opts.h"
 
 #define HOTFS_OPT(t, p, v) { t, offsetof(struct hotfs_opts, p), v }
@@ -52,6 +54,8 @@ static const struct fuse_opt opt_table[] = {
 	HOTFS_OPT("reset", reset, 1),
 	HOTFS_OPT("nocache", nocache, 1),
 	HOTFS_OPT("nowatch", nowatch, 1),
+	HOTFS_OPT("cache_required", cache_required, 1),
+	HOTFS_OPT("nonempty", nonempty, 1),
 	HOTFS_OPT("ctldir=%s", ctldir, 0),
 	HOTFS_OPT("inode_cache=%s", inode_cache_str, 0),
 	FUSE_OPT_KEY("rw", KEY_DISCARD),
@@ -495,20 +499,81 @@ static int check_dir(const char *what, char **pathp, char *err, size_t errlen)
 	return 0;
 }
 
-static int mkdir_p(char *path, mode_t mode)
+/* Is dir (canonical) the mount point of a hotfs mount? */
+static bool is_hotfs_mount(const char *dir)
 {
-	char *s;
+	struct mountinfo_ent e;
+	char *line = NULL;
+	size_t cap = 0;
+	bool found = false;
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+
+	if (!f)
+		return false;
+	while (mountinfo_next(f, &line, &cap, &e))
+		if (strcmp(e.mnt, dir) == 0)	/* the last one is on top */
+			found = strcmp(e.fstype, "fuse.hotfs") == 0;
+	free(line);
+	fclose(f);
+	return found;
+}
+
+/* Does dir hold anything?  1, 0 or -errno. */
+static int dir_has_entries(const char *dir)
+{
+	struct dirent *d;
+	DIR *dp = opendir(dir);
+	int r = 0;
+
+	if (!dp)
+		return -errno;
+	while ((d = readdir(dp)))
+		if (strcmp(d->d_name, ".") && strcmp(d->d_name, "..")) {
+			r = 1;
+			break;
+		}
+	closedir(dp);
+	return r;
+}
+
+/*
+ * Mounting over a mount point in use hides what is there: a hotfs mount
+ * (a second daemon on the same tree), a directory's files.  A dead FUSE
+ * mount (its daemon gone) cannot even be looked at.
+ */
+static int check_mountpoint(struct hotfs_opts *o, char *err, size_t errlen)
+{
+	struct statfs sf;
 	int r;
 
-	for (s = path + 1; (s = strchr(s, '/')); s++) {
-		*s = '\0';
-		r = mkdir(path, mode);
-		*s = '/';
-		if (r == -1 && errno != EEXIST)
-			return -errno;
+	/* statfs: stat may answer from the attributes the kernel kept */
+	if (statfs(o->mountpoint, &sf) == -1 && errno == ENOTCONN) {
+		seterr(err, errlen,
+		       "mountpoint '%s' is a dead FUSE mount (its daemon is gone); unmount it first: fusermount3 -u '%s'",
+		       o->mountpoint, o->mountpoint);
+		return -ENOTCONN;
 	}
-	if (mkdir(path, mode) == -1 && errno != EEXIST)
-		return -errno;
+	r = check_dir("mountpoint", &o->mountpoint, err, errlen);
+	if (r < 0 || o->nonempty)
+		return r;
+	if (is_hotfs_mount(o->mountpoint)) {
+		seterr(err, errlen,
+		       "mountpoint '%s' is a hotfs mount already; unmount it first (or use -o nonempty to mount over it)",
+		       o->mountpoint);
+		return -EBUSY;
+	}
+	r = dir_has_entries(o->mountpoint);
+	if (r < 0) {
+		seterr(err, errlen, "mountpoint '%s': %s", o->mountpoint,
+		       strerror(-r));
+		return r;
+	}
+	if (r > 0) {
+		seterr(err, errlen,
+		       "mountpoint '%s' is not empty; use -o nonempty to mount over it",
+		       o->mountpoint);
+		return -ENOTEMPTY;
+	}
 	return 0;
 }
 
@@ -521,7 +586,7 @@ int opt_validate(struct hotfs_opts *o, char *err, size_t errlen)
 	r = check_dir("source", &o->source, err, errlen);
 	if (r < 0)
 		return r;
-	r = check_dir("mountpoint", &o->mountpoint, err, errlen);
+	r = check_mountpoint(o, err, errlen);
 	if (r < 0)
 		return r;
 	if (o->nocache && !o->cachedir)
@@ -556,24 +621,34 @@ int opt_validate(struct hotfs_opts *o, char *err, size_t errlen)
 		       o->cachedir);
 		return -EINVAL;
 	}
-	if (stat(o->cachedir, &st) == 0) {
-		if (!S_ISDIR(st.st_mode)) {
-			seterr(err, errlen, "cachedir '%s': not a directory",
-			       o->cachedir);
-			return -ENOTDIR;
+	/* a cachedir that is not a directory, or cannot be made, is the
+	 * store's problem (the tree mounts without it); a missing parent
+	 * is a typo or a device not mounted, never made up here */
+	if (stat(o->cachedir, &st) == -1 && errno == ENOENT) {
+		char *parent = strdup(o->cachedir), *slash;
+
+		if (!parent)
+			return -ENOMEM;
+		slash = strrchr(parent, '/');
+		if (slash == parent)
+			slash[1] = '\0';
+		else if (slash)
+			*slash = '\0';
+		r = stat(parent, &st) == -1 ? -errno :
+		    !S_ISDIR(st.st_mode) ? -ENOTDIR : 0;
+		if (r < 0) {
+			if (r == -ENOENT)
+				seterr(err, errlen,
+				       "cachedir '%s': its parent '%s' does not exist (it is not created: is the cache device mounted?)",
+				       o->cachedir, parent);
+			else
+				seterr(err, errlen,
+				       "cachedir '%s': parent '%s': %s",
+				       o->cachedir, parent, strerror(-r));
+			free(parent);
+			return r;
 		}
-		return 0;
-	}
-	if (errno != ENOENT) {
-		seterr(err, errlen, "cachedir '%s': %s", o->cachedir,
-		       strerror(errno));
-		return -errno;
-	}
-	r = mkdir_p(o->cachedir, 0700);
-	if (r < 0) {
-		seterr(err, errlen, "cannot create cachedir '%s': %s",
-		       o->cachedir, strerror(-r));
-		return r;
+		free(parent);
 	}
 	return 0;
 }
@@ -623,6 +698,10 @@ void opt_help(void)
 "                           the source is watched)\n"
 "    -o nowatch             do not watch the source with inotify\n"
 "    -o reset               empty a cachedir made for another source\n"
+"    -o cache_required      refuse to mount when the cache store cannot be\n"
+"                           used (by default the tree mounts without it)\n"
+"    -o nonempty            mount over a non-empty directory or a hotfs\n"
+"                           mount\n"
 "    -o nocache             plain passthrough, no cache store\n"
 "    -o ctldir=NAME         name of the control directory (.hotfs)\n"
 "    -o inode_cache=N       source inodes kept open after the kernel forgets\n"

@@ -21,6 +21,7 @@
 
 #include "hotfs/log.h"
 #include "hotfs/pins.h"
+#include "hotfs/store.h"
 
 struct hotfs_pins {
 	pthread_mutex_t lock;
@@ -121,6 +122,12 @@ static int save(struct hotfs_pins *p)
 		    O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
+	/* one left behind keeps its mode through O_CREAT */
+	r = st_make_private(fd, 0600);
+	if (r) {
+		close(fd);
+		return r;
+	}
 	f = fdopen(fd, "w");
 	if (!f) {
 		r = -errno;
@@ -152,6 +159,13 @@ static void load(struct hotfs_pins *p)
 	fd = openat(p->dirfd, "pins", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return;
+	/* the cachedir's files are the daemon's alone, even old ones */
+	if (st_make_private(fd, 0600)) {
+		hotfs_log(LOG_WARNING, "pins: cannot make the file 0600, "
+			  "ignored\n");
+		close(fd);
+		return;
+	}
 	f = fdopen(fd, "r");
 	if (!f) {
 		close(fd);

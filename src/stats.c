@@ -13,6 +13,7 @@
  * moments a few microseconds apart, never torn values.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,11 +121,27 @@ static void add_meta(struct hotfs *fs, struct kvlist *l)
 	add_u(l, "meta_snapshot_saved_dirs", ms.saved_dirs);
 }
 
-static void collect(struct hotfs *fs, struct kvlist *l,
-		    struct hotfs_store_stats *ss)
+/* Seconds since a CLOCK_REALTIME moment (the mount, without a store). */
+static double secs_since_real(const struct timespec *t)
 {
-	struct hotfs_cache *c = fs->cache;
-	struct hotfs_stats *s;
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (double)(now.tv_sec - t->tv_sec) +
+	       (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+/*
+ * The keys are the same whatever the store's state (a store that never
+ * opened, or -o nocache, shows zeros), so that a reader of the JSON or
+ * of hotfsctl stats -w never misses one.
+ */
+static void collect(struct hotfs *fs, struct kvlist *l,
+		    struct hotfs_store_stats *ss, char *off, size_t offlen)
+{
+	static struct hotfs_stats none;
+	struct hotfs_cache *c = fs_cache(fs);
+	struct hotfs_stats *s = c ? &c->stats : &none;
 	uint64_t hit_r, part_r, miss_r, hit_b, miss_b, reqs;
 	struct ra_counts rc;
 
@@ -133,24 +150,33 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_s(l, "source", fs->o->source);
 	add_s(l, "options", fs->opts_summary ? fs->opts_summary : "");
 	add_s(l, "cachedir", fs->o->cachedir ? fs->o->cachedir : "");
-	if (!c) {
+	if (c) {
+		st_get_stats(c->st, ss);
+		add_f(l, "uptime_seconds", secs_since(&s->started));
+		add_f(l, "counters_age_seconds", secs_since(&s->reset));
+		add_s(l, "store_state", st_state_name(ss->state));
+		add_s(l, "store_reason", ss->reason);
+		add_u(l, "store_state_since", ss->state_since);
+		/* how cached bytes are read (hotfs/uring.h) */
+		add_s(l, "read_engine", c->uring ? "io_uring" : "pread");
+	} else {
+		add_f(l, "uptime_seconds", secs_since_real(&fs->mount_time));
+		add_f(l, "counters_age_seconds",
+		      secs_since_real(&fs->mount_time));
+		uint64_t since = (uint64_t)fs->mount_time.tv_sec;
+
+		/* "store on" may replace it meanwhile */
+		pthread_mutex_lock(&fs->cache_lock);
+		snprintf(off, offlen, "%s", fs->cache_off ? fs->cache_off :
+			 "mounted with -o nocache");
+		if (fs->cache_off)
+			since = (uint64_t)fs->cache_off_since.tv_sec;
+		pthread_mutex_unlock(&fs->cache_lock);
 		add_s(l, "store_state", "off");
-		add_s(l, "store_reason", fs->cache_off ? fs->cache_off :
-		      "mounted with -o nocache");
+		add_s(l, "store_reason", off);
+		add_u(l, "store_state_since", since);
 		add_s(l, "read_engine", "none");
-		add_u(l, "inodes", ino_count(fs->it));
-		add_inode_fds(fs, l);
-		add_watch(fs, l);
-		return;
 	}
-	s = &c->stats;
-	st_get_stats(c->st, ss);
-	add_f(l, "uptime_seconds", secs_since(&s->started));
-	add_f(l, "counters_age_seconds", secs_since(&s->reset));
-	add_s(l, "store_state", st_state_name(ss->state));
-	add_s(l, "store_reason", ss->reason);
-	/* how cached bytes are read from the store (hotfs/uring.h) */
-	add_s(l, "read_engine", c->uring ? "io_uring" : "pread");
 
 	reqs = stats_get(s, STAT_READ_REQS);
 	hit_r = stats_get(s, STAT_HIT_REQS);
@@ -175,7 +201,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_u(l, "promotions_reading_source",
 	      stats_get(s, STAT_PROMO_SRC_READS));
 	add_u(l, "promotion_queued", stats_get(s, STAT_PROMO_QUEUED));
-	add_u(l, "promotion_queue_depth", pr_depth(c->pr));
+	add_u(l, "promotion_queue_depth", c ? pr_depth(c->pr) : 0);
 	add_u(l, "not_promoted_below_threshold",
 	      stats_get(s, STAT_NP_THRESHOLD));
 	add_u(l, "not_promoted_seqcutoff", stats_get(s, STAT_NP_SEQCUTOFF));
@@ -195,10 +221,10 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_u(l, "invalidations_checksum", ss->invalidations[ST_INVAL_CSUM]);
 	add_u(l, "invalidations_user", ss->invalidations[ST_INVAL_USER]);
 	add_u(l, "writethrough_updates", stats_get(s, STAT_WRITETHROUGH));
-	add_u(l, "pinned_files", pins_count(c->pins));
+	add_u(l, "pinned_files", c ? pins_count(c->pins) : 0);
 	add_u(l, "checksum_failures", stats_get(s, STAT_CSUM_FAIL));
 	add_u(l, "cache_io_errors", stats_get(s, STAT_CACHE_IO_ERR));
-	ra_get_counts(c->ra, &rc);
+	ra_get_counts(c ? c->ra : NULL, &rc);
 	add_u(l, "readahead_extents", rc.reads);
 	add_u(l, "readahead_bytes", rc.bytes);
 	add_u(l, "readahead_served", rc.served);
@@ -218,7 +244,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_u(l, "recovered_extents", ss->extents_recovered);
 	add_u(l, "recovery_dropped_regions", ss->regions_dropped);
 	add_u(l, "index_bytes", ss->index_bytes);
-	add_u(l, "policy_bytes", pol_memory(c->pol));
+	add_u(l, "policy_bytes", c ? pol_memory(c->pol) : 0);
 	add_u(l, "inodes", ino_count(fs->it));
 	add_u(l, "retained_inodes", ino_retained(fs->it));
 	add_inode_fds(fs, l);
@@ -247,12 +273,13 @@ int stats_render(struct hotfs *fs, bool json, char **out, size_t *len)
 {
 	struct hotfs_store_stats ss;
 	struct kvlist l = { .n = 0 };
+	char off[512];
 	size_t w = 0;
 	unsigned i;
 	FILE *f;
 
 	memset(&ss, 0, sizeof(ss));
-	collect(fs, &l, &ss);
+	collect(fs, &l, &ss, off, sizeof(off));
 	f = open_memstream(out, len);
 	if (!f)
 		return -ENOMEM;
@@ -291,7 +318,7 @@ int stats_render(struct hotfs *fs, bool json, char **out, size_t *len)
 
 void stats_reset(struct hotfs *fs)
 {
-	struct hotfs_cache *c = fs->cache;
+	struct hotfs_cache *c = fs_cache(fs);
 	unsigned i;
 
 	atomic_store_explicit(&fs->n_lookup, 0, memory_order_relaxed);

@@ -7,6 +7,11 @@
  * src/store_recover.c.
  *
  * Opening a cachedir:
+ *	- the cachedir is made 0700 and every file the store opens or
+ *	  creates 0600, owned by the daemon's user, whatever they were
+ *	  (a cachedir once 0755 with a 0644 data file gave other users
+ *	  the bytes of files they may not read); where that is impossible
+ *	  the open fails;
  *	- flock(LOCK_EX | LOCK_NB) on cachedir/lock and on cachedir itself,
  *	  held until st_close: a second store on the same cachedir gets
  *	  -EBUSY, also if the lock file was removed meanwhile;
@@ -17,6 +22,9 @@
  *	- a different extent or region size: the store is emptied (extents
  *	  are numbered in units of the extent size), with a notice;
  *	- otherwise the index is rebuilt from the region summaries.
+ * While open, st_tick looks at the cachedir's path and data file about
+ * once a second: deleted or replaced by others (their device and inode
+ * changed), the store turns off, with the reason.
  * The superblock is rewritten at every open (tmp + fsync + rename) to
  * advance seq_floor, so region generations never repeat, even after a
  * crash lost the newest region.
@@ -116,10 +124,46 @@ ssize_t st_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
 	return done;
 }
 
+int st_make_private(int fd, mode_t mode)
+{
+	struct stat sb;
+
+	if (fstat(fd, &sb))
+		return -errno;
+	if (sb.st_uid != geteuid() && fchown(fd, geteuid(), getegid()))
+		return -errno;
+	if ((sb.st_mode & 07777) != mode && fchmod(fd, mode))
+		return -errno;
+	return 0;
+}
+
 bool st_device_error(int err)
 {
 	return err == -EIO || err == -ENXIO || err == -ENODEV ||
 	       err == -EROFS || err == -ENOSPC || err == -EDQUOT;
+}
+
+const char *st_advice(int err)
+{
+	switch (err) {
+	case -EROFS:
+		return "remount the cachedir's filesystem read-write";
+	case -EACCES:
+	case -EPERM:
+		return "fix the cachedir's permissions (or attributes)";
+	case -ENOSPC:
+	case -EDQUOT:
+		return "free space on the cachedir's filesystem";
+	case -EIO:
+	case -ENXIO:
+	case -ENODEV:
+		return "check the cache device (and fsck its filesystem)";
+	case -EBUSY:
+		return "stop the other hotfs, or give another cachedir=";
+	case -ENOTDIR:
+		return "give cachedir= a directory";
+	}
+	return NULL;
 }
 
 enum hotfs_store_state st_state(struct hotfs_store *st)
@@ -140,20 +184,64 @@ const char *st_state_name(enum hotfs_store_state s)
 	return "?";
 }
 
-/* Move to a worse state (never back: see st_clear_space_state); log once. */
-void st_set_state(struct hotfs_store *st, int state, int err,
-		  const char *what)
+/* Move to a worse state, for this reason; log once. */
+static void set_state_reason(struct hotfs_store *st, int state, int err,
+			     const char *reason)
 {
 	pthread_mutex_lock(&st->state_lock);
 	if (state > atomic_load(&st->state)) {
 		atomic_store(&st->state, state);
+		st->state_since = time(NULL);
 		st->state_err = state == ST_READONLY ? err : 0;
-		snprintf(st->reason, sizeof(st->reason), "%s: %s", what,
-			 strerror(-err));
-		hotfs_log(LOG_ERR, "store: %s: %s; cache is now %s\n", what,
-			  strerror(-err), st_state_name(state));
+		snprintf(st->reason, sizeof(st->reason), "%s", reason);
+		hotfs_log(LOG_ERR, "store: %s; cache is now %s\n", reason,
+			  st_state_name(state));
 	}
 	pthread_mutex_unlock(&st->state_lock);
+}
+
+/* Move to a worse state (never back: see st_clear_space_state); log once. */
+void st_set_state(struct hotfs_store *st, int state, int err,
+		  const char *what)
+{
+	char reason[sizeof(st->reason)];
+
+	snprintf(reason, sizeof(reason), "%s: %s", what, strerror(-err));
+	set_state_reason(st, state, err, reason);
+}
+
+/*
+ * The cachedir or its data file deleted, or replaced by another, while
+ * the store is open: what it writes would be lost (or fill a file no
+ * one sees), so it turns off.  Checked about once a second (st_tick).
+ */
+static void check_identity(struct hotfs_store *st)
+{
+	char reason[sizeof(st->reason)];
+	const char *what = NULL;
+	struct stat sb;
+
+	if (atomic_load(&st->state) == ST_OFF)
+		return;
+	if (stat(st->path, &sb) == -1) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			what = "was deleted";
+	} else if (sb.st_dev != st->dir_st.st_dev ||
+		   sb.st_ino != st->dir_st.st_ino) {
+		what = "was replaced by another directory";
+	} else if (fstatat(st->dirfd, "data", &sb, AT_SYMLINK_NOFOLLOW)) {
+		if (errno == ENOENT)
+			what = "lost its data file";
+	} else if (sb.st_dev != st->data_st.st_dev ||
+		   sb.st_ino != st->data_st.st_ino) {
+		what = "had its data file replaced";
+	}
+	if (!what)
+		return;
+	snprintf(reason, sizeof(reason), "cachedir %s %s while mounted; "
+		 "remount (with reset if it is to start empty)", st->path,
+		 what);
+	set_state_reason(st, ST_OFF, -ESTALE, reason);
 }
 
 void st_clear_space_state(struct hotfs_store *st)
@@ -161,6 +249,7 @@ void st_clear_space_state(struct hotfs_store *st)
 	pthread_mutex_lock(&st->state_lock);
 	if (atomic_load(&st->state) == ST_READONLY && st->state_err) {
 		atomic_store(&st->state, ST_OK);
+		st->state_since = time(NULL);
 		st->state_err = 0;
 		st->reason[0] = '\0';
 		hotfs_log(LOG_NOTICE, "store: free space is back, caching "
@@ -209,7 +298,9 @@ static int write_sb(struct hotfs_store *st, struct st_sb *sb)
 		    O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
-	n = st_pwrite_full(fd, sb, sizeof(*sb), 0);
+	/* a superblock.tmp left behind keeps its mode through O_CREAT */
+	err = st_make_private(fd, 0600);
+	n = err ? err : st_pwrite_full(fd, sb, sizeof(*sb), 0);
 	if (n < 0)
 		err = n;
 	else if (fdatasync(fd))
@@ -252,6 +343,7 @@ static void st_free(struct hotfs_store *st)
 		close(st->lockfd);	/* releases the flock */
 	if (st->dirfd >= 0)
 		close(st->dirfd);
+	free(st->path);
 	idx_exit(st);
 	free(st->regions);
 	free(st->sum);
@@ -364,9 +456,29 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 		     strerror(errno));
 		goto fail;
 	}
+	st->path = strdup(cachedir);
+	if (!st->path || fstat(st->dirfd, &st->dir_st)) {
+		rc = st->path ? -errno : -ENOMEM;
+		errf(err, errlen, "cachedir %s: %s", cachedir, strerror(-rc));
+		goto fail;
+	}
+	rc = st_make_private(st->dirfd, 0700);
+	if (rc) {
+		errf(err, errlen, "cannot make cachedir %s private (mode "
+		     "0700, owned by uid %u): %s", cachedir,
+		     (unsigned)geteuid(), strerror(-rc));
+		goto fail;
+	}
 	st->lockfd = openat(st->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC |
 			    O_NOFOLLOW, 0600);
-	if (st->lockfd < 0 || flock(st->lockfd, LOCK_EX | LOCK_NB)) {
+	if (st->lockfd >= 0 && flock(st->lockfd, LOCK_EX | LOCK_NB) == 0) {
+		rc = st_make_private(st->lockfd, 0600);
+		if (rc) {
+			errf(err, errlen, "cachedir %s: cannot make 'lock' "
+			     "0600: %s", cachedir, strerror(-rc));
+			goto fail;
+		}
+	} else {
 		rc = -errno;
 		if (rc == -EWOULDBLOCK) {
 			rc = -EBUSY;
@@ -422,8 +534,9 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 	}
 	if (cap < 2ull * rsize) {
 		errf(err, errlen, "store: cache size %llu is less than two "
-		     "regions (%u bytes each)", (unsigned long long)cap,
-		     rsize);
+		     "regions (%u bytes each); give a larger cachesize= or "
+		     "free space on the cachedir's filesystem",
+		     (unsigned long long)cap, rsize);
 		rc = -EINVAL;
 		goto fail;
 	}
@@ -443,6 +556,13 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 	if (st->datafd < 0 || fstat(st->datafd, &sbuf)) {
 		rc = -errno;
 		errf(err, errlen, "cachedir %s: cannot open data: %s",
+		     cachedir, strerror(-rc));
+		goto fail;
+	}
+	st->data_st = sbuf;
+	rc = st_make_private(st->datafd, 0600);
+	if (rc) {
+		errf(err, errlen, "cachedir %s: cannot make 'data' 0600: %s",
 		     cachedir, strerror(-rc));
 		goto fail;
 	}
@@ -484,6 +604,21 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 		goto fail;
 	}
 	st->last_commit_ns = st_now_ns();
+	st->state_since = time(NULL);
+	/*
+	 * A store that holds no region and has no room for one could never
+	 * cache anything: read-only (so said, not "ok") until the free
+	 * space is back (__st_watermarks, at each tick).  Not logged here:
+	 * the caller tells the user, once.
+	 */
+	if (!__st_has_room(st)) {
+		atomic_store(&st->state, ST_READONLY);
+		st->state_err = -ENOSPC;
+		snprintf(st->reason, sizeof(st->reason), "cachedir %s: no "
+			 "room for a region (%u bytes) within the free-space "
+			 "watermarks of its filesystem; free space there",
+			 cachedir, rsize);
+	}
 	*out = st;
 	return 0;
 
@@ -618,6 +753,10 @@ int st_tick(struct hotfs_store *st)
 		err = __st_commit(st, false);
 	if (!err)
 		err = __st_watermarks(st);
+	if (st_now_ns() - st->checked_ns >= 1000000000ull) {
+		st->checked_ns = st_now_ns();
+		check_identity(st);
+	}
 	pthread_mutex_unlock(&st->lock);
 	return err < 0 ? err : 0;
 }
@@ -630,7 +769,8 @@ void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s)
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_lock(&st->state_lock);
 	s->state = atomic_load(&st->state);
-	memcpy(s->reason, st->reason, sizeof(s->reason));
+	snprintf(s->reason, sizeof(s->reason), "%s", st->reason);
+	s->state_since = st->state_since;
 	pthread_mutex_unlock(&st->state_lock);
 	pthread_rwlock_rdlock(&st->idx_lock);
 	s->extents = st->nent;

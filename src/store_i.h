@@ -63,6 +63,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "hotfs/store.h"
 
@@ -209,6 +210,9 @@ struct hotfs_store {
 	pthread_rwlock_t idx_lock;
 
 	int dirfd, lockfd, datafd;
+	char *path;		/* the cachedir, as opened */
+	struct stat dir_st, data_st;	/* their dev and ino, at open */
+	uint64_t checked_ns;	/* last look at them (st_tick) */
 	struct st_geom g;
 	uint64_t capacity;
 	uint32_t nregions;
@@ -244,7 +248,8 @@ struct hotfs_store {
 	pthread_mutex_t state_lock;	/* leaf: state_err to ntq */
 	_Atomic int state;		/* changed under state_lock */
 	int state_err;			/* errno behind ST_READONLY */
-	char reason[128];
+	char reason[192];
+	uint64_t state_since;		/* unix seconds, last change */
 	struct st_sument tq[ST_TQ_MAX];	/* tombstones awaiting st->lock */
 	uint32_t ntq;
 
@@ -364,6 +369,9 @@ int __st_tombstone(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 int __st_evict_region(struct hotfs_store *st, uint32_t r, bool reuse,
 		      bool punch);
 int __st_watermarks(struct hotfs_store *st);
+/* Can an insert find a region at all: one allocated (free, open, or to
+ * recycle), or room for one on the cachedir's filesystem? */
+bool __st_has_room(struct hotfs_store *st);
 
 /* store_recover.c */
 int st_load_summary(struct hotfs_store *st, uint32_t r, st_sument_fn fn,

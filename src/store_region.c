@@ -693,6 +693,22 @@ out:
 	return err;
 }
 
+bool __st_has_room(struct hotfs_store *st)
+{
+	uint64_t avail, total;
+	uint32_t r;
+
+	for (r = 0; r < st->nregions; r++)
+		if (st->regions[r].state != R_HOLE)
+			return true;
+	if (fs_space(st, &avail, &total))
+		return true;	/* cannot tell: the inserts will find out */
+	/* as grow() decides */
+	return avail >= st->g.rsize &&
+	       (avail - st->g.rsize) * 100 >= (uint64_t)st->bcull * total &&
+	       avail * 100 >= (uint64_t)st->bstop * total;
+}
+
 int __st_watermarks(struct hotfs_store *st)
 {
 	uint64_t avail, total;

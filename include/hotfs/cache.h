@@ -114,6 +114,9 @@ struct hotfs_cache {
 int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	       int root_fd, char *err, size_t errlen);
 /* Start background work (after daemonizing: threads do not survive fork). */
+/* Is the store ok?  If not, false and one line for the user in err
+ * (its state and why). */
+bool cache_usable(struct hotfs_cache *c, char *err, size_t errlen);
 int cache_start(struct hotfs_cache *c, struct hotfs_itable *it,
 		int proc_self_fd);
 void cache_close(struct hotfs_cache *c);

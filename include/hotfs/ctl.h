@@ -65,6 +65,7 @@ void vd_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
  */
 enum {
 	CTL_RESET_STATS,	/* "reset-stats": zero the counters */
+	CTL_STORE_ON,		/* "store on": open a store that is off */
 };
 int ctl_parse_cmd(const char *buf, size_t size, char *cmd, size_t cmdsz);
 /*

@@ -6,6 +6,7 @@
 #define HOTFS_FS_H
 
 #include <stdatomic.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include <fuse_lowlevel.h>
@@ -26,10 +27,15 @@ struct hotfs {
 	bool listings;			/* keep directory listings */
 	bool no_opendir;		/* directories need no opendir */
 	bool no_open;			/* files need no open (revalidate=never) */
-	struct hotfs_cache *cache;	/* NULL with -o nocache */
+	/* NULL with -o nocache, or until a store that could not open at
+	 * mount opens ("store on"); set once, never cleared while mounted:
+	 * read it once per request, with fs_cache() */
+	struct hotfs_cache *cache;
+	pthread_mutex_t cache_lock;	/* "store on"; cache_off, _since */
 	struct hotfs_watch *watch;	/* NULL unless revalidate=open */
 	struct hotfs_meta *meta;	/* NULL without listings */
 	char *cache_off;		/* or why the store could not open */
+	struct timespec cache_off_since;	/* CLOCK_REALTIME */
 	const char *ctldir;		/* name of the control directory */
 	uid_t owner_uid;		/* who mounted: may use .hotfs/ctl */
 	gid_t owner_gid;
@@ -42,6 +48,19 @@ struct hotfs {
 };
 
 extern const struct fuse_lowlevel_ops hotfs_ll_ops;
+
+static inline struct hotfs_cache *fs_cache(struct hotfs *fs)
+{
+	return __atomic_load_n(&fs->cache, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Open the store that could not open at mount, now that its cause is
+ * fixed ("store on" on the control channel), and start caching without
+ * a remount.  Returns 0, 1 if it was on already, or -errno with one line
+ * in msg (and the new reason in the stats).
+ */
+int fs_store_on(struct hotfs *fs, char *msg, size_t len);
 
 /* Free what handle-less directory reads keep (at exit). */
 void dir_free_all(void);

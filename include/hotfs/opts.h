@@ -60,6 +60,8 @@ struct hotfs_opts {
 	int reset;		/* -o reset: empty a foreign/old cachedir */
 	int nocache;		/* -o nocache: plain passthrough, no store */
 	int nowatch;		/* -o nowatch: no inotify on the source */
+	int cache_required;	/* -o cache_required: no store, no mount */
+	int nonempty;		/* -o nonempty: mount over what is there */
 	char *ctldir;		/* name of the virtual control directory */
 	char *inode_cache_str;
 	uint64_t inode_cache;	/* forgotten inodes kept open */
@@ -107,9 +109,13 @@ int opt_parse(struct fuse_args *args, struct hotfs_opts *o,
 	      char *err, size_t errlen);
 
 /*
- * Check o against the filesystem: source and mountpoint are directories,
- * cachedir is given, is a directory or can be created (0700), and lies
- * neither inside the source nor inside the mountpoint.  Creates cachedir.
+ * Check o against the filesystem: source and mountpoint are directories;
+ * the mountpoint is empty and not a hotfs mount already (unless
+ * nonempty), nor a dead FUSE mount; cachedir is given, its parent
+ * exists, and it lies neither inside the source nor inside the
+ * mountpoint.  Touches nothing: the store creates the cachedir
+ * (st_open's caller), and a cachedir it cannot use costs the cache, not
+ * the mount.
  */
 int opt_validate(struct hotfs_opts *o, char *err, size_t errlen);
 

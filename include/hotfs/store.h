@@ -157,7 +157,8 @@ struct hotfs_store_params {
 
 struct hotfs_store_stats {
 	enum hotfs_store_state state;
-	char reason[128];	/* why not ST_OK */
+	char reason[192];	/* why not ST_OK, and what to do */
+	uint64_t state_since;	/* unix seconds: opened, or last change */
 	uint64_t capacity;	/* bytes the store may use */
 	uint64_t regions;	/* regions the capacity allows */
 	uint64_t regions_used;	/* holding data (open + sealed) */
@@ -194,6 +195,19 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
  * the store, as it does when the device fails later.
  */
 bool st_device_error(int err);
+/*
+ * Make fd (the cachedir or a file in it) the daemon's user's alone:
+ * owned by the effective uid and of exactly this mode (0700 for the
+ * cachedir, 0600 for its files), whatever it was before.  0 or -errno
+ * (EPERM, EROFS: it cannot be made private, and must not be used).
+ */
+int st_make_private(int fd, mode_t mode);
+/*
+ * What the user can do about st_open's (or a cachedir's) error err, for
+ * the errors whose message does not say it already (a damaged or foreign
+ * store names reset, a too small one cachesize): NULL for the others.
+ */
+const char *st_advice(int err);
 /* Commit, release the cachedir and free; st may be NULL. */
 int st_close(struct hotfs_store *st);
 

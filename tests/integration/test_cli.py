@@ -4,8 +4,12 @@ one line on stderr, a non-zero exit and nothing mounted (whether or not
 -f is given: the daemonizing parent must report the error too); --help
 and --version succeed; the generic fstab keywords are accepted and
 ignored; nocache and ro work.  A cachedir hotfs cannot use (in use, made
-for another source, of another format version, damaged) is refused the
-same way, and left as it was, to the byte.
+for another source, of another format version, damaged, not a directory)
+costs the cache, not the tree: the source is mounted without the store,
+with the reason on stderr and in the stats, or with -o cache_required
+the mount is refused like a bad option; the cachedir is left as it was,
+to the byte.  A mount over a live hotfs mount, a dead FUSE mount or a
+non-empty directory is refused.
 """
 import ctypes
 import ctypes.util
@@ -80,8 +84,14 @@ def bad_cases(ws):
         'inode_cache=x': (o('inode_cache=x'), 'inode_cache'),
         'missing cachedir': ([src, mnt], 'cachedir'),
         'empty cachedir': ([src, mnt, '-o', 'cachedir='], 'cachedir'),
-        'cachedir is a file': ([src, mnt, '-o', 'cachedir=' + cfile],
-                               'cachedir'),
+        # without cache_required the tree mounts without the store
+        # (test_unusable_cachedir)
+        'cachedir is a file, cache_required': (
+            [src, mnt, '-o', 'cachedir=%s,cache_required' % cfile],
+            'cachedir'),
+        'missing parent of cachedir': (
+            [src, mnt, '-o', 'cachedir=' + os.path.join(missing, 'cache')],
+            'does not exist'),
         'cachedir inside source': (
             [src, mnt, '-o', 'cachedir=' + os.path.join(src, 'c')],
             'cachedir'),
@@ -113,7 +123,8 @@ CASES = sorted([
     'entry_timeout=-1', 'attr_timeout=nan', 'threshold=', 'cachesize=1K',
     'cachesize=<tab>-5M', 'seqcutoff=<tab>-1M', 'promote_rate=<tab>-1M',
     'ctldir=a/b', 'ctldir=..', 'inode_cache=-1', 'inode_cache=x',
-    'missing cachedir', 'empty cachedir', 'cachedir is a file',
+    'missing cachedir', 'empty cachedir',
+    'cachedir is a file, cache_required', 'missing parent of cachedir',
     'cachedir inside source', 'cachedir is the source',
     'cachedir inside mountpoint', 'cachedir contains the source',
     'missing source', 'source is a file', 'missing mountpoint',
@@ -144,6 +155,8 @@ def test_bad_arguments(ws, case, fg):
     assert not util.daemon_pids(ws.mnt)
     assert not os.path.exists(os.path.join(ws.root, 'newcache')), \
         'hotfs created the cachedir although it refused to start'
+    assert not os.path.exists(os.path.join(ws.root, 'missing')), \
+        'hotfs created the cachedir\'s parent'
     assert not os.path.exists(os.path.join(ws.src, 'c'))
     assert os.listdir(ws.src) == []
 
@@ -172,10 +185,14 @@ def test_version(ws, flag):
 
 
 def test_cachedir_created_0700(ws):
+    """A missing cachedir is created (0700) in its existing parent; a
+    missing parent is not made up (test_bad_arguments)."""
+    os.makedirs(os.path.join(ws.root, 'a', 'b'))
     cache = os.path.join(ws.root, 'a', 'b', 'cache')
     proc = ws.start(cachedir=cache)
     st = os.stat(cache)
     assert st.st_mode & 0o777 == 0o700
+    assert util.hotfs_stats(ws.mnt)['store_state'] == 'ok'
     ws.stop(proc)
 
 
@@ -223,33 +240,49 @@ def test_nocache(ws):
     ws.stop(proc)
 
 
-def test_cachedir_in_use_refused(ws):
-    """Two daemons never share a cache store."""
+def test_cachedir_in_use(ws):
+    """Two daemons never share a cache store: the second mounts the tree
+    without it (store_state off, "in use"), or with cache_required is
+    refused with one line."""
+    with open(os.path.join(ws.src, 'f'), 'w') as f:
+        f.write('data')
     proc = ws.start()
     mnt2 = os.path.join(ws.root, 'mnt2')
     os.mkdir(mnt2)
     ws.mounts.append(mnt2)
     for fg in ([], ['-f']):
-        r = run([ws.src, mnt2, '-o', 'cachedir=' + ws.cache] + fg)
+        r = run([ws.src, mnt2, '-o', 'cachedir=%s,cache_required'
+                 % ws.cache] + fg)
         lines = r.stderr.decode().splitlines()
         assert r.returncode != 0
-        assert len(lines) == 1 and 'cachedir' in lines[0], lines
+        assert len(lines) == 1 and 'in use' in lines[0], lines
         assert not util.is_mounted(mnt2)
     # also once the lock file is gone (the cachedir itself is locked)
     os.unlink(os.path.join(ws.cache, 'lock'))
-    r = run([ws.src, mnt2, '-o', 'cachedir=' + ws.cache, '-f'])
+    r = run([ws.src, mnt2, '-o', 'cachedir=%s,cache_required' % ws.cache,
+             '-f'])
     lines = r.stderr.decode().splitlines()
     assert r.returncode != 0 and not util.is_mounted(mnt2)
     assert len(lines) == 1 and 'in use' in lines[0], lines
+    # without cache_required: the tree, without the store
+    p2 = ws.start(mnt=mnt2)
+    s = util.hotfs_stats(mnt2)
+    assert s['store_state'] == 'off' and 'in use' in s['store_reason'], s
+    with open(os.path.join(mnt2, 'f')) as f:
+        assert f.read() == 'data'
+    ws.stop(p2)
     # the first mount is unharmed
+    assert util.hotfs_stats(ws.mnt)['store_state'] == 'ok'
     with open(os.path.join(ws.mnt, 'f'), 'w') as f:
         f.write('still here')
     ws.stop(proc)
 
 
 def test_foreign_cachedir(ws):
-    """A store made for another source is refused with one clear line, or
-    emptied for this source with -o reset; reads are right either way."""
+    """A store made for another source is never emptied on hotfs's own
+    initiative: the tree mounts without it (state off, the reason naming
+    reset), cache_required refuses with one clear line, -o reset empties
+    it for this source; reads are right every time."""
     other = os.path.join(ws.root, 'othersrc')
     os.mkdir(other)
     with open(os.path.join(other, 'f'), 'w') as f:
@@ -262,16 +295,27 @@ def test_foreign_cachedir(ws):
             assert f.read() == 'other source'
     ws.stop(proc)
     ws.mounts.append(ws.mnt)
-    r = run([ws.src, ws.mnt, '-o', 'cachedir=' + ws.cache, '-f'])
+    r = run([ws.src, ws.mnt, '-o', 'cachedir=%s,cache_required' % ws.cache,
+             '-f'])
     lines = r.stderr.decode().splitlines()
     assert r.returncode != 0 and not util.is_mounted(ws.mnt)
     assert len(lines) == 1 and 'reset' in lines[0], lines
+    proc = ws.start()
+    s = util.hotfs_stats(ws.mnt)
+    assert s['store_state'] == 'off' and 'another source' in \
+        s['store_reason'] and 'reset' in s['store_reason'], s
+    for _ in range(3):
+        with open(os.path.join(ws.mnt, 'f')) as f:
+            assert f.read() == 'this source'
+    ws.stop(proc)
     proc = ws.start(opts='reset')
+    assert util.hotfs_stats(ws.mnt)['store_state'] == 'ok'
     with open(os.path.join(ws.mnt, 'f')) as f:
         assert f.read() == 'this source'
     ws.stop(proc)
     # reset is needed once: the store now belongs to this source
     proc = ws.start()
+    assert util.hotfs_stats(ws.mnt)['store_state'] == 'ok'
     with open(os.path.join(ws.mnt, 'f')) as f:
         assert f.read() == 'this source'
     ws.stop(proc)
@@ -314,16 +358,27 @@ def set_sb_version(cache, version):
         f.write(sb)
 
 
+def wait_daemon_gone(mnt):
+    util.wait_for(lambda: not util.daemon_pids(mnt),
+                  'the daemon on %s to exit' % mnt)
+
+
 @pytest.mark.parametrize('case', [
     'in use', 'foreign', 'older version', 'newer version',
     'damaged superblock', 'data without superblock', 'not a superblock',
     'cachedir is a file'])
-def test_refused_cachedir_unchanged(ws, case):
-    """A cachedir hotfs cannot use is refused with one line and a non-zero
-    exit, and nothing in it changes (a listing with every file's hash,
-    before and after); reset is named where it would help."""
+def test_unusable_cachedir(ws, case):
+    """A cachedir hotfs cannot use costs the cache, never the tree: the
+    source is mounted and read right, store_state is off with a reason
+    that names the cause (and reset where it would help), and the reason
+    is one line on stderr before daemonizing (the log, in the
+    foreground).  With cache_required the mount is refused with that one
+    line and a non-zero exit.  Nothing in the cachedir changes either way
+    (a listing with every file's hash, before and after): a store is
+    never reset on hotfs's own initiative."""
+    data = b'x' * 300000
     with open(os.path.join(ws.src, 'f'), 'wb') as f:
-        f.write(b'x' * 300000)
+        f.write(data)
     cache = ws.cache
     word = 'reset'
     proc = None
@@ -351,6 +406,8 @@ def test_refused_cachedir_unchanged(ws, case):
     if case == 'foreign':
         src = os.path.join(ws.root, 'othersrc')
         os.mkdir(src)
+        with open(os.path.join(src, 'f'), 'wb') as f:
+            f.write(data)
     elif case == 'older version':
         set_sb_version(cache, 0)
     elif case == 'newer version':
@@ -370,16 +427,94 @@ def test_refused_cachedir_unchanged(ws, case):
     mnt2 = os.path.join(ws.root, 'mnt2')
     os.mkdir(mnt2)
     ws.mounts.append(mnt2)
+
+    def check_mounted(where):
+        s = util.hotfs_stats(mnt2)
+        assert s['store_state'] == 'off' and word in s['store_reason'], \
+            (where, s)
+        for _ in range(3):
+            assert util.read_cold(os.path.join(mnt2, 'f')) == data, where
+
     for fg in ([], ['-f']):
-        r = run([src, mnt2, '-o', 'cachedir=' + cache] + fg)
+        r = run([src, mnt2, '-o', 'cachedir=%s,cache_required' % cache] +
+                fg)
         lines = r.stderr.decode(errors='replace').splitlines()
         assert r.returncode != 0, case
         assert not util.is_mounted(mnt2)
         assert len(lines) == 1 and word in lines[0], lines
         assert cachedir_state(cache) == before, \
             '%s: the refused start changed the cachedir' % case
+    # daemonized: mounted, and the reason on stderr before detaching
+    r = run([src, mnt2, '-o', 'cachedir=' + cache])
+    lines = r.stderr.decode(errors='replace').splitlines()
+    assert r.returncode == 0, (case, lines)
+    assert len(lines) == 1 and word in lines[0] and \
+        'cache is off' in lines[0], lines
+    assert util.is_mounted(mnt2)
+    check_mounted('daemonized')
+    assert util.unmount_cmd(mnt2)
+    wait_daemon_gone(mnt2)
+    assert cachedir_state(cache) == before, \
+        '%s: the mount without the store changed the cachedir' % case
+    # in the foreground: the same line, once, in its log
+    p2 = ws.start(src=src, mnt=mnt2, cachedir=cache)
+    check_mounted('foreground')
+    lines = [ln for ln in ws.log_text(p2).splitlines()[1:]
+             if 'cache is off' in ln]
+    assert len(lines) == 1 and word in lines[0], ws.log_text(p2)
+    ws.stop(p2)
+    assert cachedir_state(cache) == before, \
+        '%s: the mount without the store changed the cachedir' % case
     if proc is not None:
         ws.stop(proc)
+
+
+def test_mountpoint_in_use(ws):
+    """A mount over a live hotfs mount, a dead FUSE mount or a non-empty
+    directory is refused with one line (nonempty allows the first and
+    the last); nothing is mounted."""
+    with open(os.path.join(ws.src, 'f'), 'w') as f:
+        f.write('data')
+    cache2 = os.path.join(ws.root, 'cache2')
+
+    def mounts_on(mnt):
+        with open('/proc/self/mounts') as f:
+            return sum(1 for ln in f if ln.split()[1] == mnt)
+
+    def refused(mnt, word, extra=''):
+        n = mounts_on(mnt)
+        for fg in ([], ['-f']):
+            r = run([ws.src, mnt, '-o', 'cachedir=' + cache2 + extra] + fg)
+            lines = r.stderr.decode(errors='replace').splitlines()
+            assert r.returncode != 0, (mnt, word)
+            assert len(lines) == 1 and word in lines[0], lines
+            assert mounts_on(mnt) == n, 'mounted over %s' % mnt
+            assert not os.path.exists(cache2)
+
+    # a live hotfs mount
+    proc = ws.start()
+    refused(ws.mnt, 'hotfs mount already')
+    ws.stop(proc)
+    # a non-empty directory
+    full = os.path.join(ws.root, 'full')
+    os.mkdir(full)
+    with open(os.path.join(full, 'x'), 'w') as f:
+        f.write('hidden by a mount')
+    ws.mounts.append(full)
+    refused(full, 'not empty')
+    p = ws.start(mnt=full, opts='nonempty')
+    with open(os.path.join(full, 'f')) as f:
+        assert f.read() == 'data'
+    ws.stop(p)
+    # a dead FUSE mount: its daemon killed
+    proc = ws.start()
+    proc.kill()
+    proc.wait()
+    util.wait_for(lambda: util.call(os.statvfs, ws.mnt) ==
+                  Err(errno.ENOTCONN), 'the mount to be dead')
+    refused(ws.mnt, 'dead FUSE mount')
+    refused(ws.mnt, 'dead FUSE mount', ',nonempty')
+    util.cleanup_mount(None, ws.mnt)
 
 
 def test_relative_paths_daemonized(ws):

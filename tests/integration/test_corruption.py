@@ -22,9 +22,12 @@ live and which bytes of them changed.
     - (a) a region whose summary chain is damaged (its checksum fails, or
       its last block holds neither a summary nor zeros) or that a
       truncation cut is counted in recovery_dropped_regions;
-    - (a) a damaged superblock refuses the mount with one line naming
-      reset, a non-zero exit and the cachedir untouched; -o reset then
-      mounts (in (b) this is seen at the next mount);
+    - (a) a damaged superblock costs the cache, never the tree: the
+      mount comes up with store_state off and a reason naming reset,
+      serves the files right, and leaves the cachedir untouched; with
+      cache_required it is refused with one line naming reset, a
+      non-zero exit and the cachedir untouched; -o reset then mounts
+      with the store (in (b) this is seen at the next mount);
     - nothing is counted when nothing that hotfs reads was damaged (the
       lock, the pins, free space).
 Damage that cannot be told from a normal state is not asserted on: a
@@ -286,20 +289,36 @@ class Corruptor:
 
     # -- mounting ---------------------------------------------------------
     def start(self, opts=OPTS, refused=False):
-        """Mount on a new mount point; with refused, expect hotfs to refuse
-        the cachedir (one line naming reset, the cachedir untouched) and
-        then mount with -o reset."""
+        """Mount on a new mount point; with refused, expect hotfs to mount
+        without the store (state off, the reason naming reset, the files
+        served right, the cachedir untouched), to refuse the cachedir
+        with cache_required (one line naming reset, the cachedir
+        untouched), and then mount with -o reset."""
         self.nmount += 1
         self.mnt = os.path.join(self.ws.root, 'm%d' % self.nmount)
         os.mkdir(self.mnt)
         if refused:
             before = snapshot(self.ws.cache)
-            proc = self.ws.start(mnt=self.mnt, opts=opts, wait=False)
+            proc = self.ws.start(mnt=self.mnt, opts=opts)
+            st = stats(self.mnt)
+            assert st['store_state'] == 'off' and \
+                'reset' in st['store_reason'], st
+            for n in self.names:
+                with open(os.path.join(self.ws.src, n), 'rb') as f:
+                    want = f.read()
+                assert util.read_cold(os.path.join(self.mnt, n)) == want, \
+                    'mounted without the store: %s, seed %d' % (n, SEED)
+            self.ws.stop(proc)
+            assert snapshot(self.ws.cache) == before, \
+                'a mount without the store changed the cachedir, ' \
+                'seed %d' % SEED
+            proc = self.ws.start(mnt=self.mnt, opts=opts + ',cache_required',
+                                 wait=False)
             try:
                 rc = proc.wait(timeout=util.TIMEOUT)
             except subprocess.TimeoutExpired:
-                pytest.fail('hotfs did not refuse the damaged cachedir, '
-                            'seed %d' % SEED)
+                pytest.fail('hotfs did not refuse the damaged cachedir '
+                            'with cache_required, seed %d' % SEED)
             lines = self.ws.log_text(proc).splitlines()[1:]
             assert rc != 0 and not util.is_mounted(self.mnt)
             assert len(lines) == 1 and 'reset' in lines[0], lines

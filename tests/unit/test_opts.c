@@ -3,6 +3,7 @@
  * Unit tests for option parsing and validation (src/opts.c).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -375,22 +376,87 @@ static int validate_with(struct fixture *f, const char *src, const char *mnt,
 	return opt_validate(o, err, errlen);
 }
 
-static void test_validate_creates_cachedir(void **state)
+/* validate only looks: the cachedir is made by the store (cache_open),
+ * in an existing parent; a missing parent is an error */
+static void test_validate_cachedir_parent(void **state)
 {
 	struct fixture *f = *state;
 	struct hotfs_opts o;
 	struct stat st;
-	char err[256], deep[200];
+	char err[256], deep[300], parent[200];
 
 	snprintf(deep, sizeof(deep), "%s/a/b/../c//", f->dir);
+	snprintf(parent, sizeof(parent), "%s/a", f->dir);
+	assert_int_equal(validate_with(f, NULL, NULL, deep, err, sizeof(err),
+				       &o), -ENOENT);
+	assert_non_null(strstr(err, "does not exist"));
+	assert_int_equal(access(parent, F_OK), -1);	/* not made up */
+	opt_free(&o);
+
+	assert_int_equal(mkdir(parent, 0755), 0);
 	assert_int_equal(validate_with(f, NULL, NULL, deep, err, sizeof(err),
 				       &o), 0);
-	assert_int_equal(stat(o.cachedir, &st), 0);
-	assert_true(S_ISDIR(st.st_mode));
-	assert_int_equal(st.st_mode & 07777, 0700);
-	/* canonical: no "..", no trailing slash */
-	assert_null(strstr(o.cachedir, ".."));
-	assert_int_not_equal(o.cachedir[strlen(o.cachedir) - 1], '/');
+	/* canonical: no "..", no trailing slash; not created here */
+	snprintf(parent, sizeof(parent), "%s/a/c", f->dir);
+	assert_string_equal(o.cachedir, parent);
+	assert_int_equal(stat(o.cachedir, &st), -1);
+	opt_free(&o);
+
+	/* a parent that is a file */
+	snprintf(parent, sizeof(parent), "%s/a/file", f->dir);
+	close(open(parent, O_WRONLY | O_CREAT, 0600));
+	snprintf(deep, sizeof(deep), "%s/cache", parent);
+	assert_true(validate_with(f, NULL, NULL, deep, err, sizeof(err),
+				  &o) < 0);
+	assert_non_null(strstr(err, "cachedir"));
+	assert_non_null(strstr(err, "Not a directory"));
+	opt_free(&o);
+}
+
+/* Mount points that would hide something, or cannot be mounted on. */
+static void test_validate_mountpoint(void **state)
+{
+	struct fixture *f = *state;
+	struct hotfs_opts o;
+	struct fuse_args a;
+	char err[256], co[300], file[200];
+
+	snprintf(file, sizeof(file), "%s/x", f->mnt);
+	close(open(file, O_WRONLY | O_CREAT, 0600));
+	assert_int_equal(validate_with(f, NULL, NULL, f->cache, err,
+				       sizeof(err), &o), -ENOTEMPTY);
+	assert_non_null(strstr(err, "not empty"));
+	assert_non_null(strstr(err, "nonempty"));
+	opt_free(&o);
+
+	snprintf(co, sizeof(co), "cachedir=%s,nonempty", f->cache);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->mnt, "-o",
+			       co, NULL), 0);
+	assert_int_equal(o.nonempty, 1);
+	assert_int_equal(opt_validate(&o, err, sizeof(err)), 0);
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+}
+
+static void test_cache_required(void **state)
+{
+	struct fixture *f = *state;
+	struct hotfs_opts o;
+	struct fuse_args a;
+	char err[256], co[300];
+
+	snprintf(co, sizeof(co), "cachedir=%s", f->cache);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->mnt, "-o",
+			       co, NULL), 0);
+	assert_int_equal(o.cache_required, 0);
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+	snprintf(co, sizeof(co), "cachedir=%s,cache_required", f->cache);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->mnt, "-o",
+			       co, NULL), 0);
+	assert_int_equal(o.cache_required, 1);
+	assert_false(args_have(&a, "cache_required"));
+	fuse_opt_free_args(&a);
 	opt_free(&o);
 }
 
@@ -423,9 +489,10 @@ static void test_validate_rejects(void **state)
 	fp = fopen(file, "w");
 	assert_non_null(fp);
 	fclose(fp);
+	/* a cachedir that is a file is the store's to refuse (the tree
+	 * mounts without it) */
 	assert_int_equal(validate_with(f, NULL, NULL, file, err, sizeof(err),
-				       &o), -ENOTDIR);
-	assert_non_null(strstr(err, "not a directory"));
+				       &o), 0);
 	opt_free(&o);
 
 	snprintf(p, sizeof(p), "%s/nosuch", f->dir);
@@ -488,7 +555,9 @@ int main(void)
 		T(test_max_read),
 		T(test_bad_values),
 		T(test_missing_args),
-		T(test_validate_creates_cachedir),
+		T(test_validate_cachedir_parent),
+		T(test_validate_mountpoint),
+		T(test_cache_required),
 		T(test_validate_rejects),
 		T(test_validate_symlinked_cachedir_inside_source),
 		T(test_missing_cachedir),

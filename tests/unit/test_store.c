@@ -1407,6 +1407,145 @@ static void test_foreign_files(void **state)
 	open_store(f);
 }
 
+/* Everything in the cachedir: world-readable, as a careless admin or an
+ * older hotfs left it. */
+static void make_public(struct fx *f)
+{
+	static const char *const names[] = { "lock", "superblock", "data",
+					     "superblock.tmp" };
+	char path[512];
+	unsigned i;
+
+	assert_int_equal(chmod(f->cache, 0755), 0);
+	for (i = 0; i < 4; i++) {
+		path_in(f, names[i], path, sizeof(path));
+		if (i == 3)
+			close(open(path, O_WRONLY | O_CREAT, 0644));
+		assert_int_equal(chmod(path, 0644), 0);
+	}
+}
+
+static void assert_private(struct fx *f)
+{
+	static const char *const names[] = { "lock", "superblock", "data",
+					     "superblock.tmp" };
+	char path[512];
+	struct stat sb;
+	unsigned i;
+
+	assert_int_equal(stat(f->cache, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0700);
+	assert_int_equal(sb.st_uid, geteuid());
+	for (i = 0; i < 4; i++) {
+		path_in(f, names[i], path, sizeof(path));
+		if (stat(path, &sb) != 0) {
+			/* the tmp is renamed over the superblock */
+			assert_true(i == 3 && errno == ENOENT);
+			continue;
+		}
+		assert_int_equal(sb.st_mode & 07777, 0600);
+	}
+}
+
+/* Whatever modes the cachedir and its files had, an open (fresh, reset,
+ * or reusing the store) leaves them 0700 and 0600. */
+static void test_private_modes(void **state)
+{
+	struct fx *f = *state;
+
+	/* fresh: a 0755 cachedir */
+	assert_int_equal(chmod(f->cache, 0755), 0);
+	open_store(f);
+	assert_int_equal(insert(f, 1, 0, 0, 100), 0);
+	assert_private(f);
+	assert_int_equal(st_close(f->st), 0);
+	f->st = NULL;
+
+	/* reused */
+	make_public(f);
+	open_store(f);
+	assert_private(f);
+	assert_int_equal(check(f->st, 1, 0, 0, 100), 1);
+	assert_int_equal(st_close(f->st), 0);
+	f->st = NULL;
+
+	/* reset */
+	make_public(f);
+	f->p.reset = true;
+	open_store(f);
+	assert_private(f);
+	assert_int_equal(check(f->st, 1, 0, 0, 100), 0);
+	assert_int_equal(st_close(f->st), 0);
+	f->st = NULL;
+
+	/* refused (another source): the cachedir is private all the same */
+	make_public(f);
+	f->p.reset = false;
+	f->p.ident = "/srv/other";
+	f->p.ident_len = strlen(f->p.ident);
+	assert_int_equal(st_open(f->cache, &f->p, &f->st, f->err,
+				 sizeof(f->err)), -EEXIST);
+	{
+		struct stat sb;
+
+		assert_int_equal(stat(f->cache, &sb), 0);
+		assert_int_equal(sb.st_mode & 07777, 0700);
+	}
+}
+
+/* The cachedir deleted, replaced, or its data file replaced while open:
+ * the next tick but one second turns the store off, with the reason. */
+static void test_cachedir_replaced(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	char moved[300], path[512];
+	int i, fd;
+
+	for (i = 0; i < 3; i++) {
+		open_store(f);
+		assert_int_equal(insert(f, 1, 0, 0, 100), 0);
+		assert_int_equal(st_tick(f->st), 0);
+		get_stats(f, &s);
+		assert_int_equal(s.state, ST_OK);
+		snprintf(moved, sizeof(moved), "%s.moved", f->cache);
+		if (i == 0) {		/* moved away: deleted for the path */
+			assert_int_equal(rename(f->cache, moved), 0);
+		} else if (i == 1) {	/* replaced by another directory */
+			assert_int_equal(rename(f->cache, moved), 0);
+			assert_int_equal(mkdir(f->cache, 0700), 0);
+		} else {		/* the data file replaced */
+			path_in(f, "data", path, sizeof(path));
+			assert_int_equal(unlink(path), 0);
+			fd = open(path, O_WRONLY | O_CREAT, 0600);
+			assert_true(fd >= 0);
+			close(fd);
+		}
+		/* within about a second (ticks look once a second) */
+		for (int n = 0; n < 30; n++) {
+			assert_int_equal(st_tick(f->st), 0);
+			get_stats(f, &s);
+			if (s.state == ST_OFF)
+				break;
+			usleep(100000);
+		}
+		assert_int_equal(s.state, ST_OFF);
+		assert_non_null(strstr(s.reason, f->cache));
+		assert_non_null(strstr(s.reason, i == 0 ? "deleted" :
+				       i == 1 ? "replaced" : "data file"));
+		/* readers still get the right bytes, or a miss */
+		assert_int_equal(check(f->st, 1, 0, 0, 100), 0);
+		st_close(f->st);
+		f->st = NULL;
+		/* back in place for the next round */
+		if (i == 1)	/* the replacement is still empty */
+			assert_int_equal(rmdir(f->cache), 0);
+		if (i < 2)
+			assert_int_equal(rename(moved, f->cache), 0);
+		f->p.reset = true;
+	}
+}
+
 static void test_size_helper(void **state)
 {
 	struct fx *f = *state;
@@ -1745,6 +1884,8 @@ int main(void)
 		T(test_two_opens),
 		T(test_identity_and_reset),
 		T(test_foreign_files),
+		T(test_private_modes),
+		T(test_cachedir_replaced),
 		T(test_size_helper),
 		T(test_default_capacity),
 		T(test_shrink),

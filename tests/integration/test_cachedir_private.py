@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""No user but the daemon's can read a cached byte out of the cachedir.
+
+A source file readable by root alone (0600) is warmed into the store; a
+process of an unprivileged user (uid 65534, in a forked child) then tries
+to list the cachedir and to open and read every file in it.  It must get
+nothing, after a fresh start, after -o reset and after a remount, where
+the cachedir and its files started out world-readable (0755 and 0644, as
+a careless admin or an older hotfs left them).  As root, the test checks
+that the secret bytes really are in the store (so that the refusal is
+what protects them) and that the cachedir is 0700 and its files 0600.
+"""
+import os
+import stat
+
+import pytest
+
+import util
+from util import Err
+
+NOBODY = 65534
+SECRET = b'the root-only bytes of a 0600 file\n' * 3000
+
+
+def make_public(cache):
+    """The cachedir 0755 and every file in it 0644."""
+    os.chmod(cache, 0o755)
+    for name in os.listdir(cache):
+        p = os.path.join(cache, name)
+        if stat.S_ISREG(os.lstat(p).st_mode):
+            os.chmod(p, 0o644)
+
+
+def warm_secret(ws):
+    """Read the 0600 file through the mount until the store holds it."""
+    m = os.path.join(ws.mnt, 'secret')
+    for _ in range(2):
+        assert util.read_cold(m) == SECRET
+    util.wait_for(lambda: int(util.hotfs_stats(ws.mnt)['cached_bytes'])
+                  >= len(SECRET) and
+                  int(util.hotfs_stats(ws.mnt)['promotion_queue_depth'])
+                  == 0, 'the secret file cached')
+
+
+def try_read_everything(cache):
+    """As the unprivileged user: what could be listed and read of the
+    cachedir, file by file (bytes or Err)."""
+    got = {'.': util.call(os.listdir, cache)}
+    for name in ('data', 'superblock', 'lock', 'pins', 'counts', 'meta'):
+        def read(p=os.path.join(cache, name)):
+            with open(p, 'rb') as f:
+                return f.read()
+        got[name] = util.call(read)
+    return got
+
+
+def assert_private(ws, when):
+    cache = ws.cache
+    st = os.stat(cache)
+    assert stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == 0, \
+        '%s: cachedir mode %o uid %d' % (when, st.st_mode, st.st_uid)
+    for name in os.listdir(cache):
+        st = os.lstat(os.path.join(cache, name))
+        assert stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == 0, \
+            '%s: %s mode %o uid %d' % (when, name, st.st_mode, st.st_uid)
+    # the bytes are there, as root sees them ...
+    with open(os.path.join(cache, 'data'), 'rb') as f:
+        assert SECRET[:4096] in f.read(), \
+            '%s: the secret is not in the store' % when
+    # ... and out of an unprivileged user's reach
+    got = util.run_as(NOBODY, NOBODY, try_read_everything, cache)
+    assert all(v == Err(13) for v in got.values()), \
+        '%s: uid %d got %r' % (when, NOBODY,
+                               {k: v if isinstance(v, Err) else
+                                'read %d bytes' % len(v)
+                                for k, v in got.items()})
+
+
+@pytest.fixture
+def secret_src(ws):
+    p = os.path.join(ws.src, 'secret')
+    with open(p, 'wb') as f:
+        f.write(SECRET)
+    os.chmod(p, 0o600)
+    # a world-readable cachedir, there before hotfs
+    os.mkdir(ws.cache)
+    os.chmod(ws.cache, 0o755)
+    return ws
+
+
+def test_fresh_start(secret_src):
+    ws = secret_src
+    proc = ws.start(opts='threshold=1')
+    warm_secret(ws)
+    assert_private(ws, 'fresh start, mounted')
+    ws.stop(proc)
+    assert_private(ws, 'fresh start, unmounted')
+
+
+@pytest.mark.parametrize('how', ['remount', 'reset'])
+def test_public_store_made_private(secret_src, how):
+    """A store left world-readable (0755, 0644) is made private by the
+    next mount, before it serves or caches anything."""
+    ws = secret_src
+    proc = ws.start(opts='threshold=1')
+    warm_secret(ws)
+    ws.stop(proc)
+    # every file there was, including the snapshot, counts and pins
+    for name in ('pins', 'counts', 'meta', 'superblock.tmp'):
+        p = os.path.join(ws.cache, name)
+        if not os.path.exists(p):
+            with open(p, 'wb'):
+                pass
+    make_public(ws.cache)
+    assert util.run_as(NOBODY, NOBODY, try_read_everything,
+                       ws.cache)['data'] != Err(13)
+    proc = ws.start(opts='threshold=1' + (',reset' if how == 'reset'
+                                          else ''))
+    # at once, before any read
+    st = os.stat(ws.cache)
+    assert stat.S_IMODE(st.st_mode) == 0o700, oct(st.st_mode)
+    for name in ('data', 'superblock', 'lock'):
+        st = os.stat(os.path.join(ws.cache, name))
+        assert stat.S_IMODE(st.st_mode) == 0o600, (name, oct(st.st_mode))
+    warm_secret(ws)
+    assert_private(ws, how + ', mounted')
+    ws.stop(proc)
+    assert_private(ws, how + ', unmounted')
