@@ -63,6 +63,8 @@ struct trace {
 	uint64_t footprint;	/* bytes of distinct objects */
 	uint32_t *next;		/* next use of acc[i]'s object */
 	size_t pass_len;	/* accesses per pass, 0 = one pass */
+	uint32_t grain;		/* bytes per record the daemon would tell
+				 * pol_set_cache (0: EXT) */
 };
 
 struct result {
@@ -72,7 +74,7 @@ struct result {
 	uint64_t pass_n[MAX_PASSES], pass_miss[MAX_PASSES];
 };
 
-enum model_kind { M_LRU, M_FIFO, M_MIN, M_MIN_T, M_HOTFS };
+enum model_kind { M_LRU, M_FIFO, M_S3FIFO, M_WTLFU, M_MIN, M_MIN_T, M_HOTFS };
 
 struct model {
 	const char *name;
@@ -80,6 +82,9 @@ struct model {
 	enum pol_keep_rule keep;
 	bool admit;
 	int victim;		/* V_* */
+	bool fill;		/* insert every miss while the store has free
+				 * space (block grain's warm-up) */
+	unsigned move;		/* s3fifo: hits in S that move to M */
 };
 
 enum {
@@ -88,25 +93,33 @@ enum {
 	V_NEXT,			/* the next one the store will drop */
 };
 
+/* the hotfs store model: keep rule, admission, victim, fill */
+#define HOTFS(n, k, a, v, f)	{ .name = n, .kind = M_HOTFS, .keep = k, \
+				  .admit = a, .victim = v, .fill = f }
+
 static const struct model models[] = {
-	{ "lru", M_LRU, 0, false, V_HEAD },
-	{ "fifo", M_FIFO, 0, false, V_HEAD },
-	{ "min", M_MIN, 0, false, V_HEAD },
-	{ "min/T", M_MIN_T, 0, false, V_HEAD },
-	{ "none", M_HOTFS, POL_KEEP_NONE, false, V_HEAD },
-	{ "hot", M_HOTFS, POL_KEEP_HOT, false, V_HEAD },
-	{ "freq", M_HOTFS, POL_KEEP_FREQ, false, V_HEAD },
-	{ "hot+freq", M_HOTFS, POL_KEEP_HOT_FREQ, false, V_HEAD },
-	{ "none/A", M_HOTFS, POL_KEEP_NONE, true, V_HEAD },
-	{ "hot/A", M_HOTFS, POL_KEEP_HOT, true, V_HEAD },
-	{ "freq/A", M_HOTFS, POL_KEEP_FREQ, true, V_HEAD },
-	{ "hot+freq/A", M_HOTFS, POL_KEEP_HOT_FREQ, true, V_HEAD },
-	{ "none/Ap", M_HOTFS, POL_KEEP_NONE, true, V_POL },
-	{ "hot/Ap", M_HOTFS, POL_KEEP_HOT, true, V_POL },
-	{ "freq/Ap", M_HOTFS, POL_KEEP_FREQ, true, V_POL },
-	{ "none/An", M_HOTFS, POL_KEEP_NONE, true, V_NEXT },
-	{ "hot/An", M_HOTFS, POL_KEEP_HOT, true, V_NEXT },
-	{ "freq/An", M_HOTFS, POL_KEEP_FREQ, true, V_NEXT },
+	{ .name = "lru", .kind = M_LRU },
+	{ .name = "fifo", .kind = M_FIFO },
+	{ .name = "s3fifo", .kind = M_S3FIFO, .move = 2 },
+	{ .name = "s3fifo/1", .kind = M_S3FIFO, .move = 1 },
+	{ .name = "wtinylfu", .kind = M_WTLFU },
+	{ .name = "min", .kind = M_MIN },
+	{ .name = "min/T", .kind = M_MIN_T },
+	HOTFS("none", POL_KEEP_NONE, false, V_HEAD, false),
+	HOTFS("hot", POL_KEEP_HOT, false, V_HEAD, false),
+	HOTFS("freq", POL_KEEP_FREQ, false, V_HEAD, false),
+	HOTFS("hot+freq", POL_KEEP_HOT_FREQ, false, V_HEAD, false),
+	HOTFS("none/A", POL_KEEP_NONE, true, V_HEAD, false),
+	HOTFS("hot/A", POL_KEEP_HOT, true, V_HEAD, false),
+	HOTFS("freq/A", POL_KEEP_FREQ, true, V_HEAD, false),
+	HOTFS("hot+freq/A", POL_KEEP_HOT_FREQ, true, V_HEAD, false),
+	HOTFS("none/Ap", POL_KEEP_NONE, true, V_POL, false),
+	HOTFS("hot/Ap", POL_KEEP_HOT, true, V_POL, false),
+	HOTFS("hot/Apf", POL_KEEP_HOT, true, V_POL, true),
+	HOTFS("freq/Ap", POL_KEEP_FREQ, true, V_POL, false),
+	HOTFS("none/An", POL_KEEP_NONE, true, V_NEXT, false),
+	HOTFS("hot/An", POL_KEEP_HOT, true, V_NEXT, false),
+	HOTFS("freq/An", POL_KEEP_FREQ, true, V_NEXT, false),
 };
 #define NMODELS		(sizeof(models) / sizeof(models[0]))
 
@@ -451,6 +464,385 @@ static void run_list(const struct trace *t, uint64_t cap, bool lru,
 	free(in);
 }
 
+/*
+ * The unit-size baselines below (s3fifo, wtinylfu) count capacity in
+ * objects: cap * objects / footprint of them, exact when every object
+ * has one size (the synthetic traces, the 4 KiB block traces); on a
+ * trace of files of many sizes (git grep) a cache of that many average
+ * objects.  Both insert every miss (the SSD writes as LRU's).
+ */
+static uint32_t unit_slots(const struct trace *t, uint64_t cap)
+{
+	uint64_t n = t->footprint ?
+		(uint64_t)((double)cap * t->nobj / t->footprint) : 0;
+
+	return n > t->nobj ? t->nobj : (uint32_t)n;
+}
+
+/*
+ * S3-FIFO: Yang, Zhang, Qiu, Yue, Rashmi, "FIFO queues are all you need
+ * for cache eviction", SOSP '23, Algorithm 1 (and libCacheSim's
+ * S3FIFOv0.c, the paper's implementation):
+ *   - a small FIFO S (10% of the cache), a main FIFO M (90%) and a ghost
+ *     FIFO G of ids only, as many as M holds;
+ *   - a miss is inserted at the head of M if its id is in G, else of S,
+ *     with freq 0; a hit sets freq = min(freq + 1, 3) (two bits);
+ *   - evicting: from S while S holds at least 10% of the cache, else
+ *     from M.  S's tail goes to M (freq cleared) if freq >= move (the
+ *     Algorithm's "t.freq > 1": move = 2; s3fifo/1 is the prose's "moved
+ *     to M if accessed", move = 1), evicting from M if M is then full,
+ *     else to G, and that is the eviction; M's tail is reinserted at its
+ *     head with freq - 1 while freq > 0 (FIFO-reinsertion, CLOCK with a
+ *     2-bit counter), else evicted.
+ * G as the paper suggests implementing it: an id is in G while fewer
+ * than |G| ids have entered G since it did (its entry time is kept).
+ */
+struct ring {
+	uint32_t *q;
+	uint32_t cap, head, n;		/* pop at head, push at head + n */
+};
+
+static void ring_push(struct ring *r, uint32_t o)
+{
+	r->q[(r->head + r->n++) % r->cap] = o;
+}
+
+static uint32_t ring_pop(struct ring *r)
+{
+	uint32_t o = r->q[r->head];
+
+	r->head = (r->head + 1) % r->cap;
+	r->n--;
+	return o;
+}
+
+enum { S3_OUT = 0, S3_S, S3_M };
+
+struct s3 {
+	struct ring s, m;
+	uint32_t c, small, main, ghost;	/* targets, in objects */
+	unsigned move;
+	uint8_t *where, *freq;
+	uint64_t *gtime, gclock;	/* entry into G, 0 = never */
+};
+
+static void s3_evict_m(struct s3 *c)
+{
+	while (c->m.n) {
+		uint32_t o = ring_pop(&c->m);
+
+		if (c->freq[o]) {
+			c->freq[o]--;
+			ring_push(&c->m, o);
+			continue;
+		}
+		c->where[o] = S3_OUT;
+		return;
+	}
+}
+
+static void s3_evict_s(struct s3 *c)
+{
+	while (c->s.n) {
+		uint32_t o = ring_pop(&c->s);
+
+		if (c->freq[o] >= c->move) {
+			c->freq[o] = 0;
+			c->where[o] = S3_M;
+			ring_push(&c->m, o);
+			if (c->m.n >= c->main)
+				s3_evict_m(c);
+			continue;
+		}
+		c->where[o] = S3_OUT;
+		c->gtime[o] = ++c->gclock;
+		return;
+	}
+}
+
+static void run_s3fifo(const struct trace *t, uint64_t cap, unsigned move,
+		       struct result *r)
+{
+	struct s3 c = { .move = move };
+	size_t i;
+
+	c.c = unit_slots(t, cap);
+	if (!c.c)
+		c.c = 1;
+	c.small = c.c / 10 ? c.c / 10 : 1;
+	c.main = c.c - c.small ? c.c - c.small : 1;
+	c.ghost = c.main;
+	c.s.cap = c.m.cap = c.c + 1;
+	c.s.q = xrealloc(NULL, c.s.cap * sizeof(uint32_t));
+	c.m.q = xrealloc(NULL, c.m.cap * sizeof(uint32_t));
+	c.where = calloc(t->nobj, 1);
+	c.freq = calloc(t->nobj, 1);
+	c.gtime = calloc(t->nobj, sizeof(uint64_t));
+	for (i = 0; i < t->n; i++) {
+		uint32_t o = t->acc[i];
+
+		if (c.where[o] != S3_OUT) {
+			account(r, t, i, true);
+			if (c.freq[o] < 3)
+				c.freq[o]++;
+			continue;
+		}
+		account(r, t, i, false);
+		while (c.s.n + c.m.n >= c.c) {
+			if (c.s.n >= c.small)
+				s3_evict_s(&c);
+			else
+				s3_evict_m(&c);
+		}
+		c.freq[o] = 0;
+		if (c.gtime[o] && c.gclock - c.gtime[o] < c.ghost) {
+			c.gtime[o] = 0;
+			c.where[o] = S3_M;
+			ring_push(&c.m, o);
+		} else {
+			c.where[o] = S3_S;
+			ring_push(&c.s, o);
+		}
+		r->ins++;
+		r->ins_bytes += t->len[o];
+	}
+	free(c.s.q);
+	free(c.m.q);
+	free(c.where);
+	free(c.freq);
+	free(c.gtime);
+}
+
+/*
+ * W-TinyLFU as Caffeine builds it (Einziger, Friedman, Manes, "TinyLFU: A
+ * Highly Efficient Cache Admission Policy", ACM ToS 2017; Caffeine's
+ * BoundedLocalCache and FrequencySketch), with the window fixed at its
+ * initial 1% (Caffeine then adapts it by hill climbing; not modelled):
+ *   - a window LRU (1%) takes every miss; what it pushes out is a
+ *     candidate for the main SLRU (99%: probation, and protected up to
+ *     80% of it), which it enters without a contest while main is not
+ *     full; else it replaces main's victim (probation's LRU end, or
+ *     protected's if probation is empty) only if its frequency is
+ *     greater (Caffeine's admit(); a candidate of frequency >= 6 that
+ *     loses is still admitted one time in 128, its guard against hash
+ *     flooding), and is dropped otherwise;
+ *   - a hit in probation moves the object to protected, whose LRU end
+ *     then goes back to probation if protected is over its 80%;
+ *   - frequencies: every access is counted (hits and misses, before the
+ *     miss is handled) in a TinyLFU of the paper's shape: a doorkeeper
+ *     (a Bloom filter, 4 hashes, 8 bits per sampled access) takes an
+ *     object's first access, a count-min sketch (4 rows of 4-bit
+ *     counters, width the power of two >= the capacity, as Caffeine)
+ *     the later ones; the estimate is the sketch's minimum plus one if
+ *     the doorkeeper has it.  Every W = 10 x capacity accesses (Caffeine's
+ *     sample size) the counters halve and the doorkeeper is cleared.
+ */
+struct tlfu {
+	uint8_t *ctr;			/* 4 rows of width */
+	uint64_t *dk;
+	uint32_t width, dkbits;		/* powers of two */
+	uint64_t samples, sample_size;
+};
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static bool tlfu_dk(struct tlfu *f, uint64_t h, bool set)
+{
+	bool all = true;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		uint32_t b = (uint32_t)mix(h + i * 0x9e3779b97f4a7c15ull) &
+			     (f->dkbits - 1);
+		uint64_t m = 1ull << (b & 63);
+
+		if (!(f->dk[b >> 6] & m)) {
+			all = false;
+			if (set)
+				f->dk[b >> 6] |= m;
+		}
+	}
+	return all;
+}
+
+/* Row i's counter of object o. */
+static uint8_t *tlfu_ctr(struct tlfu *f, uint32_t o, unsigned i)
+{
+	uint64_t h = mix((uint64_t)o << 2 | i);
+
+	return &f->ctr[i * f->width + (h & (f->width - 1))];
+}
+
+static unsigned tlfu_estimate(struct tlfu *f, uint32_t o)
+{
+	unsigned m = 15, i;
+
+	for (i = 0; i < 4; i++)
+		if (*tlfu_ctr(f, o, i) < m)
+			m = *tlfu_ctr(f, o, i);
+	return m + tlfu_dk(f, mix(~(uint64_t)o), false);
+}
+
+static void tlfu_add(struct tlfu *f, uint32_t o)
+{
+	uint64_t g = mix(~(uint64_t)o);
+	uint32_t i;
+
+	if (tlfu_dk(f, g, false)) {
+		for (i = 0; i < 4; i++) {
+			uint8_t *c = tlfu_ctr(f, o, i);
+
+			if (*c < 15)
+				(*c)++;
+		}
+	} else {
+		tlfu_dk(f, g, true);
+	}
+	if (++f->samples < f->sample_size)
+		return;
+	for (i = 0; i < 4 * f->width; i++)
+		f->ctr[i] >>= 1;
+	memset(f->dk, 0, f->dkbits / 8);
+	f->samples /= 2;
+}
+
+static uint32_t pow2_at_least(uint64_t n)
+{
+	uint32_t p = 64;
+
+	while (p < n && p < (1u << 30))
+		p *= 2;
+	return p;
+}
+
+enum { W_OUT = 0, W_WIN, W_PROB, W_PROT };
+
+/* Doubly linked lists of object ids with a sentinel each; head = MRU. */
+struct wlists {
+	uint32_t *prev, *next, sent;	/* sentinels sent + W_WIN.. */
+};
+
+static void wl_unlink(struct wlists *l, uint32_t o)
+{
+	l->next[l->prev[o]] = l->next[o];
+	l->prev[l->next[o]] = l->prev[o];
+}
+
+static void wl_push(struct wlists *l, unsigned list, uint32_t o)
+{
+	uint32_t h = l->sent + list;
+
+	l->next[o] = l->next[h];
+	l->prev[o] = h;
+	l->prev[l->next[h]] = o;
+	l->next[h] = o;
+}
+
+static uint32_t wl_lru(struct wlists *l, unsigned list)
+{
+	uint32_t h = l->sent + list;
+
+	return l->prev[h] == h ? NIL : l->prev[h];
+}
+
+static void run_wtinylfu(const struct trace *t, uint64_t cap,
+			 struct result *r)
+{
+	uint32_t c = unit_slots(t, cap), wcap, mcap, pcap, n[4] = { 0 };
+	struct tlfu f = { 0 };
+	struct wlists l;
+	uint8_t *where = calloc(t->nobj, 1);
+	uint64_t seed = 0x2545f4914f6cdd1dull;	/* its own: the traces'
+						 * stream stays untouched */
+	size_t i;
+	unsigned k;
+
+	if (!c)
+		c = 1;
+	wcap = c / 100 ? c / 100 : 1;
+	mcap = c - wcap;
+	pcap = mcap * 4 / 5;
+	f.width = pow2_at_least(c);
+	f.sample_size = 10ull * c;
+	f.dkbits = pow2_at_least(8 * f.sample_size);
+	f.ctr = calloc(4 * (size_t)f.width, 1);
+	f.dk = calloc(f.dkbits / 64, sizeof(uint64_t));
+	l.sent = t->nobj;
+	l.prev = xrealloc(NULL, (t->nobj + 4) * sizeof(uint32_t));
+	l.next = xrealloc(NULL, (t->nobj + 4) * sizeof(uint32_t));
+	for (k = 0; k < 4; k++)
+		l.prev[l.sent + k] = l.next[l.sent + k] = l.sent + k;
+	for (i = 0; i < t->n; i++) {
+		uint32_t o = t->acc[i], cand, v;
+
+		tlfu_add(&f, o);
+		if (where[o] != W_OUT) {
+			account(r, t, i, true);
+			wl_unlink(&l, o);
+			if (where[o] == W_PROB) {
+				n[W_PROB]--;
+				n[W_PROT]++;
+				where[o] = W_PROT;
+				wl_push(&l, W_PROT, o);
+				if (n[W_PROT] > pcap) {
+					v = wl_lru(&l, W_PROT);
+					wl_unlink(&l, v);
+					n[W_PROT]--;
+					n[W_PROB]++;
+					where[v] = W_PROB;
+					wl_push(&l, W_PROB, v);
+				}
+			} else {
+				wl_push(&l, where[o], o);
+			}
+			continue;
+		}
+		account(r, t, i, false);
+		where[o] = W_WIN;
+		wl_push(&l, W_WIN, o);
+		n[W_WIN]++;
+		r->ins++;
+		r->ins_bytes += t->len[o];
+		if (n[W_WIN] <= wcap)
+			continue;
+		cand = wl_lru(&l, W_WIN);
+		wl_unlink(&l, cand);
+		n[W_WIN]--;
+		if (n[W_PROB] + n[W_PROT] >= mcap) {
+			unsigned fc, fv;
+
+			v = wl_lru(&l, W_PROB);
+			if (v == NIL)
+				v = wl_lru(&l, W_PROT);
+			fc = tlfu_estimate(&f, cand);
+			fv = v == NIL ? 0 : tlfu_estimate(&f, v);
+			if (v == NIL ||
+			    (fc <= fv && !(fc >= 6 && (mix(++seed) & 127) == 0))) {
+				where[cand] = W_OUT;
+				continue;
+			}
+			wl_unlink(&l, v);
+			n[where[v]]--;
+			where[v] = W_OUT;
+		}
+		where[cand] = W_PROB;
+		wl_push(&l, W_PROB, cand);
+		n[W_PROB]++;
+	}
+	free(where);
+	free(f.ctr);
+	free(f.dk);
+	free(l.prev);
+	free(l.next);
+}
+
 struct hent {
 	uint32_t when, obj;
 };
@@ -655,6 +1047,30 @@ static uint32_t hs_victim(struct hsim *s, const struct model *m)
 	return head;
 }
 
+/* Does a miss of o, counted cnt, go into the store? */
+static bool hs_admit(struct hsim *s, const struct model *m, uint32_t o,
+		     unsigned cnt)
+{
+	bool full = !s->nfree && (s->open == NIL ||
+				  s->fill[s->open] + s->t->len[o] > s->rsize);
+	uint32_t v;
+
+	/* block grain: while the store has free space, the reader's bytes
+	 * go in on the first miss */
+	if (m->fill && !full)
+		return true;
+	if (!pol_promote(s->pol, cnt))
+		return false;
+	if (!full || !m->admit)
+		return true;
+	/* as src/promote.c: no victim yet, no contest */
+	if (m->victim == V_POL)
+		return !pol_victim(s->pol) ||
+		       pol_admit(s->pol, s->h[o], pol_victim(s->pol));
+	v = hs_victim(s, m);
+	return v == NIL || pol_admit(s->pol, s->h[o], s->h[v]);
+}
+
 static int run_hotfs(const struct trace *t, uint64_t cap,
 		     const struct model *m, struct result *r)
 {
@@ -681,9 +1097,10 @@ static int run_hotfs(const struct trace *t, uint64_t cap,
 	if (err)
 		return err;
 	pol_set_keep(s.pol, m->keep);
-	/* what the daemon does: extents = capacity / extent size */
+	/* what the daemon does: extents = capacity / extent size (or
+	 * block, at block grain) */
 	if (opt_period < 0)
-		err = pol_set_cache(s.pol, cap / EXT);
+		err = pol_set_cache(s.pol, cap / (t->grain ? t->grain : EXT));
 	else if (opt_period > 0)
 		err = pol_set_period(s.pol, (uint64_t)opt_period * (cap / EXT));
 	if (err) {
@@ -705,9 +1122,8 @@ static int run_hotfs(const struct trace *t, uint64_t cap,
 		s.h[i] = pol_hash(&k, t->ext[i]);
 	}
 	for (a = 0; a < t->n; a++) {
-		uint32_t o = t->acc[a], v;
+		uint32_t o = t->acc[a];
 		unsigned cnt = pol_access(s.pol, s.h[o]);
-		bool full;
 
 		if (s.oreg[o] != NIL) {
 			account(r, t, a, true);
@@ -715,20 +1131,8 @@ static int run_hotfs(const struct trace *t, uint64_t cap,
 			continue;
 		}
 		account(r, t, a, false);
-		if (!pol_promote(s.pol, cnt))
+		if (!hs_admit(&s, m, o, cnt))
 			continue;
-		full = !s.nfree && (s.open == NIL ||
-				    s.fill[s.open] + t->len[o] > s.rsize);
-		if (full && m->admit && m->victim == V_POL) {
-			/* as src/promote.c: no victim yet, no contest */
-			if (pol_victim(s.pol) &&
-			    !pol_admit(s.pol, s.h[o], pol_victim(s.pol)))
-				continue;
-		} else if (full && m->admit) {
-			v = hs_victim(&s, m);
-			if (v != NIL && !pol_admit(s.pol, s.h[o], s.h[v]))
-				continue;
-		}
 		if (s.open == NIL || s.fill[s.open] + t->len[o] > s.rsize)
 			hs_new_region(&s);
 		hs_append(&s, s.open, o);
@@ -759,6 +1163,12 @@ static int run_model(struct trace *t, uint64_t cap, const struct model *m,
 		return 0;
 	case M_FIFO:
 		run_list(t, cap, false, r);
+		return 0;
+	case M_S3FIFO:
+		run_s3fifo(t, cap, m->move, r);
+		return 0;
+	case M_WTLFU:
+		run_wtinylfu(t, cap, r);
 		return 0;
 	case M_MIN:
 		run_min(t, cap, 0, r);
@@ -981,8 +1391,8 @@ static const struct model *model_by_name(const char *name)
 
 static const struct model *chosen(void)
 {
-	static struct model m = { "hotfs", M_HOTFS, POL_KEEP_DEFAULT,
-				  POL_ADMIT_DEFAULT, V_POL };
+	static struct model m = HOTFS("hotfs", POL_KEEP_DEFAULT,
+				      POL_ADMIT_DEFAULT, V_POL, false);
 
 	return &m;
 }
