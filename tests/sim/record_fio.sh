@@ -40,6 +40,7 @@ mkdir -p "$(dirname "$out")"
 	     "--io_size=$io_size --write_iolog"
 	echo "# hotfs_sim trace: file extent length (extent 4096)"
 	echo "# grain 4096"
+	echo "# pass 262144"	# reads of 4 KiB in 1 GiB
 	awk '$3 == "read" { print 0, int($4 / 4096), $5 }' "$tmp/iolog"
 } | gzip -9n > "$out"
 ls -l "$out"
