@@ -1009,6 +1009,7 @@ struct hsim {
 	uint32_t *oreg;			/* object -> region, NIL */
 	uint8_t *hot;
 	uint64_t *h;			/* object -> pol_hash */
+	bool recycled;			/* a region was: the store is full */
 };
 
 static void hs_append(struct hsim *s, uint32_t r, uint32_t o)
@@ -1036,6 +1037,7 @@ static void hs_new_region(struct hsim *s)
 		s->open = s->nreg - s->nfree--;
 		return;
 	}
+	s->recycled = true;
 	r = s->fifo[s->fhead];
 	s->fhead = (s->fhead + 1) % s->nreg;
 	s->fn--;
@@ -1100,9 +1102,10 @@ static bool hs_admit(struct hsim *s, const struct model *m, uint32_t o,
 				  s->fill[s->open] + s->t->len[o] > s->rsize);
 	uint32_t v;
 
-	/* block grain: while the store has free space, the reader's bytes
-	 * go in on the first miss */
-	if (m->fill && !full)
+	/* block grain: while the store has free space (it never had to
+	 * recycle a region: the space a recycling frees is the policy's),
+	 * the reader's bytes go in on the first miss */
+	if (m->fill && !full && !s->recycled)
 		return true;
 	if (!pol_promote(s->pol, cnt))
 		return false;
