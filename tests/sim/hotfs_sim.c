@@ -534,8 +534,8 @@ static uint32_t unit_slots(const struct trace *t, uint64_t cap)
  *     with freq 0; a hit sets freq = min(freq + 1, 3) (two bits);
  *   - evicting: from S while S holds at least 10% of the cache, else
  *     from M.  S's tail goes to M (freq cleared) if freq >= move (the
- *     Algorithm's "t.freq > 1": move = 2; s3fifo/1 is the prose's "moved
- *     to M if accessed", move = 1), evicting from M if M is then full,
+ *     Algorithm's "t.freq > 1": move = 2; s3fifo/1 moves on one hit, as
+ *     implementations with one access bit per object do), evicting from M if M is then full,
  *     else to G, and that is the eviction; M's tail is reinserted at its
  *     head with freq - 1 while freq > 0 (FIFO-reinsertion, CLOCK with a
  *     2-bit counter), else evicted.
