@@ -535,16 +535,16 @@ static uint32_t unit_slots(const struct trace *t, uint64_t cap)
  *   - evicting: from S while S holds at least 10% of the cache, else
  *     from M.  S's tail goes to M (freq cleared) if freq >= move (the
  *     Algorithm's "t.freq > 1": move = 2; s3fifo/1 moves on one hit, as
- *     implementations with one access bit per object do), evicting from M if M is then full,
- *     else to G, and that is the eviction; M's tail is reinserted at its
- *     head with freq - 1 while freq > 0 (FIFO-reinsertion, CLOCK with a
- *     2-bit counter), else evicted.
+ *     implementations with one access bit per object do), evicting from
+ *     M if M is then full, else to G, and that is the eviction; M's tail
+ *     is reinserted at its head with freq - 1 while freq > 0
+ *     (FIFO-reinsertion, CLOCK with a 2-bit counter), else evicted.
  * G as the paper suggests implementing it: an id is in G while fewer
  * than |G| ids have entered G since it did (its entry time is kept).
  */
 struct ring {
 	uint32_t *q;
-	uint32_t cap, head, n;		/* pop at head, push at head + n */
+	uint32_t cap, head, n;	/* pop at head, push at head + n */
 };
 
 static void ring_push(struct ring *r, uint32_t o)
@@ -868,8 +868,10 @@ static void run_wtinylfu(const struct trace *t, uint64_t cap,
 				v = wl_lru(&l, W_PROT);
 			fc = tlfu_estimate(&f, cand);
 			fv = v == NIL ? 0 : tlfu_estimate(&f, v);
-			if (v == NIL ||
-			    (fc <= fv && !(fc >= 6 && (mix(++seed) & 127) == 0))) {
+			/* Caffeine: a loser of frequency >= 6 still gets in
+			 * one time in 128 */
+			if (v == NIL || (fc <= fv &&
+			    !(fc >= 6 && (mix(++seed) & 127) == 0))) {
 				where[cand] = W_OUT;
 				continue;
 			}
@@ -1009,7 +1011,7 @@ struct hsim {
 	uint32_t *oreg;			/* object -> region, NIL */
 	uint8_t *hot;
 	uint64_t *h;			/* object -> pol_hash */
-	bool recycled;			/* a region was: the store is full */
+	bool recycled;			/* one was: the store is full */
 };
 
 static void hs_append(struct hsim *s, uint32_t r, uint32_t o)
