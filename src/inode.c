@@ -441,7 +441,7 @@ static struct file_handle *make_handle(int fd, int *mnt_id)
 	return small ? small : fh;
 }
 
-/* Reopen an inode whose fd the budget closed; -1 with errno. */
+/* Reopen an inode whose fd the budget closed; the fd or -errno. */
 static int reopen(struct hotfs_itable *t, struct hotfs_inode *in,
 		  struct file_handle *fh)
 {
@@ -450,21 +450,21 @@ static int reopen(struct hotfs_itable *t, struct hotfs_inode *in,
 
 	fd = open_by_handle_at(t->mount_fd, fh, O_PATH | O_CLOEXEC);
 	if (fd == -1)
-		return -1;
+		return -errno;
 	/* a handle names one object for its lifetime, but a filesystem
 	 * may reuse inode numbers: check it is the object we had */
 	if (fstat(fd, &st) == -1 || st.st_dev != in->dev ||
 	    st.st_ino != in->ino || (st.st_mode & S_IFMT) != in->type) {
 		close(fd);
-		errno = ESTALE;
-		return -1;
+		return -ESTALE;
 	}
 	atomic_fetch_add(&t->fd_reopens, 1);
 	return fd;
 }
 
 /* Open a lazily made inode's fd by its name in its parent (opened the
- * same way first if need be), checked to be the same object. */
+ * same way first if need be), checked to be the same object; the fd or
+ * -errno. */
 static int open_lazy(struct hotfs_itable *t, struct hotfs_inode *in,
 		     struct hotfs_inode *p, const char *name)
 {
@@ -472,22 +472,20 @@ static int open_lazy(struct hotfs_itable *t, struct hotfs_inode *in,
 	int fd, pfd;
 
 	pfd = ino_fd(t, p);
-	fd = pfd < 0 ? -1 : openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0 && (fstat(fd, &st) == -1 || st.st_dev != in->dev ||
-			st.st_ino != in->ino ||
-			(st.st_mode & S_IFMT) != in->type)) {
+	if (pfd < 0)
+		return pfd;
+	fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1) {
+		fd = -errno;
+	} else if (fstat(fd, &st) == -1 || st.st_dev != in->dev ||
+		   st.st_ino != in->ino ||
+		   (st.st_mode & S_IFMT) != in->type) {
 		close(fd);
-		fd = -1;
-		errno = ESTALE;
+		fd = -ESTALE;
 	}
-	if (pfd >= 0) {
-		int e = errno;
-
-		ino_fd_put(p);
-		if (fd < 0 && t->on_stale)
-			t->on_stale(t->on_stale_arg, in);
-		errno = e;
-	}
+	ino_fd_put(p);
+	if (fd < 0 && t->on_stale)
+		t->on_stale(t->on_stale_arg, in);
 	return fd;
 }
 
@@ -514,23 +512,18 @@ int ino_fd(struct hotfs_itable *t, struct hotfs_inode *in)
 	if (fh) {
 		fd = reopen(t, in, fh);
 	} else if (!p) {
-		errno = ESTALE;
-		return -1;
+		return -ESTALE;
 	} else if (!name) {
-		errno = ENOMEM;
-		return -1;
+		return -ENOMEM;
 	} else {
 		ino_hold(t, p);		/* it may get its own fd meanwhile */
 		fd = open_lazy(t, in, p, name);
 		free(name);
 	}
 	if (fd < 0) {
-		int e = errno;
-
 		if (p && !fh)
 			ino_unhold(t, p);
-		errno = e;
-		return -1;
+		return fd;
 	}
 	pthread_mutex_lock(&in->m);
 	if (in->fd >= 0) {		/* another thread was first */

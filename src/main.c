@@ -37,9 +37,12 @@
 
 #include "config.h"
 #include "hotfs/bdi.h"
+#include "hotfs/dirlist.h"
 #include "hotfs/fs.h"
+#include "hotfs/handle.h"
 #include "hotfs/log.h"
 #include "hotfs/meta_fs.h"
+#include "hotfs/tick.h"
 #include "hotfs/watch.h"
 #include "hotfs/opts.h"
 #include "hotfs/store.h"
@@ -132,6 +135,7 @@ int main(int argc, char *argv[])
 	struct fuse_cmdline_opts copts = { 0 };
 	struct fuse_loop_config *lcfg = NULL;
 	struct fuse_session *se = NULL;
+	struct hotfs_tick *tick = NULL;
 	struct hotfs_opts o = { 0 };
 	struct hotfs fs = { .o = &o, .root_fd = -1, .proc_self_fd = -1,
 			    .cache_lock = PTHREAD_MUTEX_INITIALIZER };
@@ -308,6 +312,12 @@ int main(int argc, char *argv[])
 			goto out5;
 		}
 	}
+	/* the store's group commit, the inode sweep, the counts */
+	r = tick_start(&tick, &fs);
+	if (r < 0) {
+		hotfs_log(LOG_ERR, "tick thread: %s\n", strerror(-r));
+		goto out5;
+	}
 	r = meta_fs_start(&fs);
 	if (r < 0) {
 		hotfs_log(LOG_ERR, "metadata snapshot thread: %s\n",
@@ -361,6 +371,7 @@ int main(int argc, char *argv[])
 			  r < 0 ? strerror(-r) : strsignal(r));
 	hotfs_log(LOG_INFO, "unmounting %s\n", o.mountpoint);
 out5:
+	tick_stop(tick);
 	watch_stop(fs.watch);	/* it writes to the session's device */
 	fuse_session_unmount(se);
 out4:

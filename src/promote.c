@@ -20,13 +20,15 @@
  * (TinyLFU, once the store is full) is decided before such a read, not
  * after it: a rejected extent costs the slow disk nothing.
  *
- * An extent is inserted only if, under the inode lock, the inode's write
- * generation is the one seen when it was queued and the source's stamp is
- * the one it was read under: a write or a change racing the promotion
- * makes it a no-op rather than caching old data.
+ * An extent is inserted only if the inode's write generation is the one
+ * seen when it was queued (cache_insert: insert if still current) and
+ * the source's stamp is the one it was read under: a write or a change
+ * racing the promotion makes it a no-op rather than caching old data.
  *
- * The same thread drives the store's group commit (st_tick) every
- * PR_TICK_MS.  Lock: pr->lock protects the queue and the set.
+ * The promoter calls nothing of the cache's own files (hotfs/promote.h);
+ * the daemon's periodic work (the store's group commit, the inode sweep,
+ * saving the access counts) is tick.c's.  Lock: pr->lock protects the
+ * queue and the set; no other lock is held with it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,14 +40,15 @@
 #include <unistd.h>
 
 #include "hotfs/cache.h"
+#include "hotfs/cache_insert.h"
+#include "hotfs/clock.h"
+#include "hotfs/fileio.h"
 #include "hotfs/log.h"
+#include "hotfs/promote.h"
 
 #define PR_QUEUE	4096u		/* power of two */
 #define PR_BUF_MAX	(64u << 20)	/* bytes of readers' copies queued */
 #define PR_SET		(PR_QUEUE * 2)
-#define PR_TICK_MS	100
-#define PR_SWEEP_MS	5000	/* retained inodes whose file was deleted */
-#define PR_COUNTS_MS	(CACHE_COUNTS_SAVE_S * 1000ull)
 
 struct hotfs_promoter {
 	struct hotfs_cache *c;
@@ -64,10 +67,7 @@ struct hotfs_promoter {
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return (uint64_t)clock_mono_ns();
 }
 
 /* Open addressing with linear probing; h is never 0 here. */
@@ -157,12 +157,6 @@ unsigned pr_depth(struct hotfs_promoter *pr)
 	return d;
 }
 
-static bool stamp_eq(const struct hotfs_stamp *a, const struct hotfs_stamp *b)
-{
-	return a->ino == b->ino && a->size == b->size &&
-	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
-}
-
 /*
  * Read the extent from the source; returns its length or -errno (-ESTALE
  * without reading when the file already changed since the extent was
@@ -175,7 +169,6 @@ static ssize_t read_source(struct hotfs_promoter *pr, struct pr_item *it,
 	struct hotfs_cache *c = pr->c;
 	uint64_t off = (uint64_t)it->extno << c->ext_shift;
 	uint64_t len = c->extent;
-	char pn[32];
 	struct stat st;
 	ssize_t n;
 	int fd;
@@ -188,21 +181,14 @@ static ssize_t read_source(struct hotfs_promoter *pr, struct pr_item *it,
 	 * before the hold was taken */
 	fd = ino_fd(c->it, it->in);
 	if (fd < 0)
-		return -errno;
-	snprintf(pn, sizeof(pn), "%d", fd);
-	fd = openat(c->proc_self_fd, pn, O_RDONLY | O_CLOEXEC | O_NOATIME);
-	if (fd == -1 && errno == EPERM)
-		fd = openat(c->proc_self_fd, pn, O_RDONLY | O_CLOEXEC);
-	if (fd == -1) {
-		int r = -errno;
-
-		ino_fd_put(it->in);
-		return r;
-	}
+		return fd;
+	fd = reopen_fd(c->proc_self_fd, fd, O_RDONLY | O_NOATIME);
 	ino_fd_put(it->in);
+	if (fd < 0)
+		return fd;
 	if (fstat(fd, &st) == 0) {
 		cache_stamp(&st, now);
-		if (!stamp_eq(now, &it->stamp)) {
+		if (!cache_stamp_eq(now, &it->stamp)) {
 			close(fd);
 			return -ESTALE;
 		}
@@ -263,7 +249,7 @@ static void promote_one(struct hotfs_promoter *pr, struct pr_item *it)
 		n = read_source(pr, it, &now);
 		if (n != -ESTALE)
 			stats_add(&c->stats, STAT_PROMO_SRC_READS, 1);
-		if (n <= 0 || !stamp_eq(&now, &it->stamp)) {
+		if (n <= 0 || !cache_stamp_eq(&now, &it->stamp)) {
 			stats_add(&c->stats, STAT_NP_RACE, 1);
 			return;
 		}
@@ -272,19 +258,11 @@ static void promote_one(struct hotfs_promoter *pr, struct pr_item *it)
 		stats_add(&c->stats, STAT_NP_ADMISSION, 1);
 		return;
 	}
-	pthread_mutex_lock(&it->in->m);
-	if (it->in->write_gen != it->gen) {
-		pthread_mutex_unlock(&it->in->m);
-		stats_add(&c->stats, STAT_NP_RACE, 1);
-		return;
-	}
-	r = st_insert(c->st, &it->key, it->extno, &it->stamp, it->buf,
-		      (size_t)n);
-	if (r >= 0 && it->in->cached_extents_hint <= it->extno)
-		it->in->cached_extents_hint = (uint64_t)it->extno + 1;
-	pthread_mutex_unlock(&it->in->m);
+	r = cache_insert(c->st, it->in, &it->key, it->extno, &it->stamp,
+			 it->gen, it->buf, (size_t)n);
 	if (r < 0) {
-		stats_add(&c->stats, STAT_NP_STORE, 1);
+		stats_add(&c->stats, r == -ESTALE ? STAT_NP_RACE :
+			  STAT_NP_STORE, 1);
 		return;
 	}
 	stats_add(&c->stats, STAT_PROMOTIONS, 1);
@@ -294,8 +272,7 @@ static void promote_one(struct hotfs_promoter *pr, struct pr_item *it)
 static void *pr_main(void *arg)
 {
 	struct hotfs_promoter *pr = arg;
-	uint64_t tokens = 0, last = now_ns(), last_tick = last;
-	uint64_t last_sweep = last, last_counts = last;
+	uint64_t tokens = 0, last = now_ns();
 
 	pthread_mutex_lock(&pr->lock);
 	for (;;) {
@@ -303,32 +280,8 @@ static void *pr_main(void *arg)
 		uint64_t t, need;
 		uint32_t held;
 
-		while (!pr->stop && pr->head == pr->tail) {
-			struct timespec ts;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += PR_TICK_MS * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&pr->cond, &pr->lock, &ts);
-			t = now_ns();
-			if (t - last_tick >= PR_TICK_MS * 1000000ull) {
-				last_tick = t;
-				pthread_mutex_unlock(&pr->lock);
-				st_tick(pr->c->st);
-				if (t - last_sweep >= PR_SWEEP_MS * 1000000ull) {
-					last_sweep = t;
-					ino_sweep(pr->c->it);
-				}
-				if (t - last_counts >= PR_COUNTS_MS * 1000000ull) {
-					last_counts = t;
-					cache_save_counts(pr->c);
-				}
-				pthread_mutex_lock(&pr->lock);
-			}
-		}
+		while (!pr->stop && pr->head == pr->tail)
+			pthread_cond_wait(&pr->cond, &pr->lock);
 		if (pr->stop)
 			break;
 		it = pr->q[pr->head++ & (PR_QUEUE - 1)];
@@ -365,11 +318,6 @@ static void *pr_main(void *arg)
 		}
 		promote_one(pr, &it);
 done:
-		t = now_ns();
-		if (t - last_tick >= PR_TICK_MS * 1000000ull) {
-			last_tick = t;
-			st_tick(pr->c->st);
-		}
 		item_drop(pr, &it);
 		pthread_mutex_lock(&pr->lock);
 		set_del(pr, it.h);

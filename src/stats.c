@@ -24,6 +24,7 @@
 #include "hotfs/ctl.h"
 #include "hotfs/fs.h"
 #include "hotfs/meta_fs.h"
+#include "hotfs/promote.h"
 #include "hotfs/readahead.h"
 #include "hotfs/watch.h"
 

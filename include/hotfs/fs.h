@@ -62,7 +62,4 @@ static inline struct hotfs_cache *fs_cache(struct hotfs *fs)
  */
 int fs_store_on(struct hotfs *fs, char *msg, size_t len);
 
-/* Free what handle-less directory reads keep (at exit). */
-void dir_free_all(void);
-
 #endif

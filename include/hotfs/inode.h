@@ -7,8 +7,11 @@
  * an *at() call relative to such an fd, so no path string is ever built
  * and no symlink in the source leads out of it.
  *
- * Lock order: table lock -> inode lock.  Neither is held across a reply
- * or across I/O on the source.
+ * Lock order: table lock -> inode lock (the whole order is in
+ * src/README.md).  Neither is held across a reply or across I/O on the
+ * source, except the fstat that stamps a change of the mount's own
+ * (hotfs/stamp.h); the store's insert runs under the inode lock
+ * (hotfs/cache_insert.h says why).
  */
 #ifndef HOTFS_INODE_H
 #define HOTFS_INODE_H
@@ -182,8 +185,8 @@ struct hotfs_inode *ino_get_lazy(struct hotfs_itable *t,
 /*
  * The inode's O_PATH fd, opened now if it has none: by its file handle if
  * the fd budget closed it, else through its parents if it was made
- * lazily.  -1 with errno set if that fails: ENOENT if the name is gone,
- * ESTALE if it now names another object (the stale hook is called then,
+ * lazily.  -errno if that fails: -ENOENT if the name is gone,
+ * -ESTALE if it now names another object (the stale hook is called then,
  * with the inode whose name failed, so the snapshot is not trusted
  * again) or if a file whose fd was closed has been deleted since.
  *

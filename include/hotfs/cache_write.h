@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Writes through the mount and the cache (src/cache_write.c): what a
+ * write, truncate, fallocate, copy_file_range or an open with O_TRUNC does
+ * to the file's cached extents in each write mode.
+ *
+ * cache_write_begin before the change reaches the source, cache_write_end
+ * after, before the reply.  The extents the write touched are dropped
+ * (writearound) or updated (writethrough, when the written bytes are at
+ * hand); the file's other cached extents stay valid under its new stamp.
+ * len = 0: no range written (a size change); CACHE_WR_TO_END: everything
+ * from off on (e.g. fallocate's collapse and insert).  c may be NULL.
+ * cache_write_begin takes the range the write may touch (len 0: the
+ * whole file), cache_write_end the range it did touch.
+ */
+#ifndef HOTFS_CACHE_WRITE_H
+#define HOTFS_CACHE_WRITE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hotfs/cache.h"
+#include "hotfs/inode.h"
+
+struct cache_wr {
+	uint64_t gen;			/* in->write_gen after the bump */
+	struct hotfs_stamp old;		/* the source before the write */
+	bool have_old;
+	int fd;				/* the inode's O_PATH fd, in use
+					 * (ino_fd) until cache_write_end;
+					 * -1 if it could not be had */
+};
+
+#define CACHE_WR_TO_END UINT64_MAX
+
+/* it: the inode table (ino_fd), needed even when c is NULL. */
+void cache_write_begin(struct hotfs_cache *c, struct hotfs_itable *it,
+		       struct hotfs_inode *in, struct cache_wr *w,
+		       uint64_t off, uint64_t len);
+void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
+		     struct cache_wr *w, uint64_t off, uint64_t len,
+		     const void *data);
+
+#endif

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Directory listings kept in memory (src/dirlist.c), for the FUSE
+ * layer's directory handlers (src/fuse_dir.c).  A listing (struct
+ * hotfs_listing, hotfs/inode.h) is the names of a directory as read from
+ * the source, with the directory's stamp (mtime, ctime, size) from before
+ * the read; it is served again while the stamp is unchanged, and never
+ * kept when the stamp is racy (hotfs/negcache.h).
+ *
+ * Locks: the directory inode's m around its listing pointer;
+ * transient_lock (a leaf) around the ring of handle-less listings.
+ */
+#ifndef HOTFS_DIRLIST_H
+#define HOTFS_DIRLIST_H
+
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "hotfs/fs.h"
+#include "hotfs/inode.h"
+
+/*
+ * An open directory.  It is read either from the source (dp; offsets are
+ * the source's d_off) or, when the directory's last listing is still
+ * current, from that listing (lst; offsets are entry indices + 1), never
+ * both.  Read from the source from start to end without a seek, it
+ * records a new listing.
+ */
+struct hotfs_dirp {
+	DIR *dp;
+	struct hotfs_inode *in;
+	struct dirent *entry;		/* read from dp, not yet returned */
+	off_t offset;
+	struct hotfs_listing *lst;	/* serving from this, or NULL */
+	uint64_t gen_tag;		/* handle-less: lst->gen << 32 */
+	/* the directory's stamp at opendir */
+	int64_t mtime_ns, ctime_ns;
+	off_t size;
+	/* recording (dp mode) */
+	bool rec;
+	struct hotfs_lent *rents;	/* names as offsets into rnames */
+	size_t rn, rcap;
+	char *rnames;
+	size_t rnlen, rncap;
+};
+
+/* Is l the directory's current listing, by its stamp st? */
+bool listing_fresh(const struct hotfs_listing *l, const struct stat *st);
+/* At opendir (fd: the directory's): serve d from the last listing if
+ * the directory has not changed since, else record a new one. */
+void listing_open(struct hotfs *fs, struct hotfs_dirp *d, int fd);
+/* Recording: an entry read from the source; give up; the whole
+ * directory was read (keep the listing). */
+void rec_add(struct hotfs_dirp *d, const struct dirent *de);
+void rec_stop(struct hotfs_dirp *d);
+void rec_done(struct hotfs_dirp *d);
+/*
+ * The listing a handle-less readdir at off is answered from, referenced
+ * (listing_put); NULL with -errno in *err.
+ */
+struct hotfs_listing *stateless_listing(struct hotfs *fs,
+					struct hotfs_inode *in, off_t off,
+					int *err);
+/* Free what handle-less directory reads keep (at exit). */
+void dir_free_all(void);
+
+#endif

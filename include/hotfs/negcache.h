@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Negative entries kept by the daemon (src/negcache.c): names a lookup
+ * found absent, per directory, with the directory's stamp from before
+ * that lookup.  A later lookup of such a name in the unchanged directory
+ * is answered from memory: git probes .gitattributes in every directory,
+ * and once the kernel's caches were dropped each probe would read the
+ * directory's blocks from the slow disk.  A change to the directory
+ * (through the mount or not) changes its stamp.  Not kept when the
+ * directory changed within RACY_NS of the lookup (2.1 s on filesystems
+ * with whole-second stamps): a change in the same clock tick could leave
+ * the stamp as it was.  Directory listings follow the same rule
+ * (hotfs/dirlist.h).
+ *
+ * Lock: the directory inode's m, held for the list only.
+ */
+#ifndef HOTFS_NEGCACHE_H
+#define HOTFS_NEGCACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "hotfs/inode.h"
+
+#define RACY_NS		50000000LL	/* 50 ms: a few clock ticks */
+
+/* Is a stamp (mtime, ctime) within a clock tick of now (CLOCK_REALTIME,
+ * ns)?  A change in that tick may not show in it. */
+bool stamp_racy_ns(int64_t mtime_ns, int64_t ctime_ns, int64_t now);
+bool stamp_racy(const struct stat *st, int64_t now);
+
+/* Is name known absent from dir, whose stamp is st? */
+bool neg_hit(struct hotfs_inode *dir, const struct stat *st,
+	     const char *name);
+/* Remember name absent from dir, stamped st before the lookup. */
+void neg_add(struct hotfs_inode *dir, const struct stat *st,
+	     const char *name);
+
+#endif

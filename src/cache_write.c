@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Writes through the mount and the cache (see include/hotfs/cache_write.h):
+ * writearound drops the extents a write touched, writethrough patches the
+ * cached ones with the written bytes; the file's other extents are carried
+ * over to its new stamp (st_restamp).
+ *
+ * Locks: in->m around the write generation, the span of writes in flight
+ * and the stamp; the store's restamp, invalidation and the writethrough's
+ * inserts run under it (hotfs/cache_insert.h says why, and what that
+ * costs).  The source is never touched under it except for the fstat of
+ * its O_PATH descriptor that stamps the change (hotfs/stamp.h: a stat
+ * older than a change of the mount's own must never be taken for a change
+ * behind it).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "hotfs/cache_insert.h"
+#include "hotfs/cache_write.h"
+#include "hotfs/meta_fs.h"
+#include "hotfs/stamp.h"
+
+/*
+ * The extents [*first, *last] of a write of len bytes at off (len 0, a
+ * size change, or no cache to say the extent size: the whole file).
+ */
+static void wr_span(const struct hotfs_cache *c, uint64_t off, uint64_t len,
+		    uint32_t *first, uint32_t *last)
+{
+	uint64_t f, l;
+
+	*first = 0;
+	*last = UINT32_MAX;
+	if (!c || !len)
+		return;
+	f = off >> c->ext_shift;
+	l = len == CACHE_WR_TO_END || off + len < off ? UINT32_MAX :
+	    (off + len - 1) >> c->ext_shift;
+	*first = f < UINT32_MAX ? (uint32_t)f : UINT32_MAX;
+	*last = l < UINT32_MAX ? (uint32_t)l : UINT32_MAX;
+}
+
+/* The source object's attributes now, through the O_PATH fd the write
+ * holds (w->fd, -1: none). */
+static bool stat_inode(const struct cache_wr *w, struct stat *st)
+{
+	return w->fd >= 0 && fstatat(w->fd, "", st, AT_EMPTY_PATH) == 0;
+}
+
+void cache_write_begin(struct hotfs_cache *c, struct hotfs_itable *it,
+		       struct hotfs_inode *in, struct cache_wr *w,
+		       uint64_t off, uint64_t len)
+{
+	struct stat st;
+	uint32_t first, last;
+
+	bool have;
+
+	wr_span(c, off, len, &first, &last);
+	meta_note_write(in);	/* before the change: see meta_fs.h */
+	/* in use until cache_write_end: the fd budget never closes it
+	 * meanwhile (before m: ino_fd takes it) */
+	w->fd = ino_fd(it, in);
+	pthread_mutex_lock(&in->m);
+	w->gen = ++in->write_gen;
+	if (!in->wr_inflight++ || first < in->wr_lo)
+		in->wr_lo = first;
+	if (in->wr_inflight == 1 || last > in->wr_hi)
+		in->wr_hi = last;
+	/* under m: a change that ends meanwhile has recorded its stamp */
+	have = stat_inode(w, &st);
+	stamp_change_begin(in, have ? &st : NULL);
+	pthread_mutex_unlock(&in->m);
+	w->have_old = c && have;
+	if (w->have_old)
+		cache_stamp(&st, &w->old);
+}
+
+/* The end of a change of the mount's own (hotfs/stamp.h); m held. */
+static void change_end(struct hotfs_inode *in, const struct cache_wr *w)
+{
+	struct stat st;
+	bool have = stamp_change_last(in) && stat_inode(w, &st);
+
+	stamp_change_end(in, have ? &st : NULL);
+}
+
+/*
+ * writethrough: the new contents of extent e, built from its cached copy
+ * (under the old stamp) and the written bytes; NULL if it was not cached.
+ */
+static char *patched_extent(struct hotfs_cache *c, const struct hotfs_key *k,
+			    const struct cache_wr *w, uint32_t e,
+			    uint64_t off, uint64_t len, const char *data,
+			    uint64_t new_size, uint32_t *elen)
+{
+	uint64_t es = (uint64_t)e << c->ext_shift, ee, ws, we;
+	uint32_t n = cache_ext_len(c, e, new_size), oldn = cache_ext_len(c, e,
+								   w->old.size);
+	char *buf;
+	ssize_t got;
+
+	if (!n || n != oldn)	/* the extent's length changed: drop it */
+		return NULL;
+	buf = malloc(n);
+	if (!buf)
+		return NULL;
+	got = st_read(c->st, k, e, &w->old, 0, buf, n);
+	if (got != (ssize_t)n) {
+		free(buf);
+		return NULL;
+	}
+	ee = es + n;
+	ws = off > es ? off : es;
+	we = off + len < ee ? off + len : ee;
+	if (we > ws)
+		memcpy(buf + (ws - es), data + (ws - off), we - ws);
+	*elen = n;
+	return buf;
+}
+
+void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
+		     struct cache_wr *w, uint64_t off, uint64_t len,
+		     const void *data)
+{
+	struct hotfs_stamp now;
+	struct hotfs_key k;
+	struct stat st;
+	uint32_t first = 0, count = 0, e, nb = 0;
+	char *bufs[8] = { 0 };
+	uint32_t lens[8] = { 0 }, exts[8] = { 0 };
+	bool have_now;
+	unsigned i;
+
+	if (!c) {
+		pthread_mutex_lock(&in->m);
+		in->wr_inflight--;
+		change_end(in, w);
+		pthread_mutex_unlock(&in->m);
+		if (w->fd >= 0)
+			ino_fd_put(in);
+		return;
+	}
+	cache_key(c, in->dev, in->ino, &k);
+	have_now = w->have_old && stat_inode(w, &st);
+	if (have_now) {
+		cache_stamp(&st, &now);
+		if (len) {
+			uint64_t last = len == CACHE_WR_TO_END ||
+					off + len < off ? UINT32_MAX :
+					(off + len - 1) >> c->ext_shift;
+
+			/* past ST_EXT_LIMIT nothing is cached: first at
+			 * the limit and count 0 drop nothing */
+			first = off >> c->ext_shift < ST_EXT_LIMIT ?
+				(uint32_t)(off >> c->ext_shift) :
+				ST_EXT_LIMIT;
+			count = last >= UINT32_MAX ? 0 :
+				(uint32_t)(last - first + 1);
+			if (!count)	/* to the end of the file */
+				count = UINT32_MAX - first;
+		}
+	}
+	/* writethrough: the touched extents that were cached, patched */
+	if (have_now && c->writemode == HOTFS_WRITETHROUGH && data && len &&
+	    len != CACHE_WR_TO_END && count <= 8)
+		for (e = first; e < first + count; e++) {
+			bufs[nb] = patched_extent(c, &k, w, e, off, len, data,
+						  now.size, &lens[nb]);
+			if (bufs[nb])
+				exts[nb++] = e;
+		}
+	/*
+	 * Under the inode lock, like a promotion's insert: the hint then
+	 * says truly whether anything of the file is left, and a promotion
+	 * either came before (and is dropped here) or sees the generation
+	 * bumped below (and gives up).
+	 */
+	pthread_mutex_lock(&in->m);
+	/*
+	 * Other writes in flight: the store may hold their extents as they
+	 * were before them, under the stamp this write found (they had not
+	 * landed then), which the restamp would carry over to the new
+	 * stamp, theirs included.  Drop their span as well.
+	 */
+	if (in->wr_inflight > 1 && have_now) {
+		uint64_t lo = in->wr_lo, hi = (uint64_t)in->wr_hi + 1;
+
+		if (count) {
+			lo = first < lo ? first : lo;
+			hi = (uint64_t)first + count > hi ?
+			     (uint64_t)first + count : hi;
+		}
+		if (lo > ST_EXT_LIMIT)
+			lo = ST_EXT_LIMIT;
+		first = (uint32_t)lo;
+		count = hi > UINT32_MAX ? UINT32_MAX - first :
+			(uint32_t)(hi - lo);
+		if (!count)
+			count = UINT32_MAX - first;
+	}
+	if (in->cached_extents_hint) {
+		if (!have_now) {
+			st_invalidate(c->st, &k, 0, 0, ST_INVAL_WRITE);
+			in->cached_extents_hint = 0;
+		} else if (st_restamp(c->st, &k, &w->old, &now, first,
+				      count) == 0) {
+			in->cached_extents_hint = 0;
+		}
+		/* the patched extents, unless another write came since */
+		for (i = 0; i < nb; i++)
+			if (__cache_insert(c->st, in, &k, exts[i], &now,
+					   w->gen, bufs[i], lens[i]) == 0)
+				stats_add(&c->stats, STAT_WRITETHROUGH, 1);
+		stats_add(&c->stats, STAT_INVAL_WRITE, 1);
+	}
+	/* a read that began during the write may hold bytes from before it
+	 * landed: promotions it queued must not be inserted */
+	in->write_gen++;
+	in->wr_inflight--;
+	/* our own write: the kernel's pages and attributes followed it */
+	change_end(in, w);
+	pthread_mutex_unlock(&in->m);
+	if (w->fd >= 0)
+		ino_fd_put(in);
+	for (i = 0; i < nb; i++)
+		free(bufs[i]);
+}

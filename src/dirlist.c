@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Directory listings kept in memory (see include/hotfs/dirlist.h):
+ * recording a listing while a directory is read from the source, serving
+ * an open directory from its last listing while the directory is
+ * unchanged, and the listings of handle-less reads (no opendir).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hotfs/clock.h"
+#include "hotfs/dirlist.h"
+#include "hotfs/meta_fs.h"
+#include "hotfs/negcache.h"
+
+/* Is l the directory's current listing, by its stamp st? */
+bool listing_fresh(const struct hotfs_listing *l, const struct stat *st)
+{
+	return !l->racy && l->mtime_ns == ts_ns(&st->st_mtim) &&
+	       l->ctime_ns == ts_ns(&st->st_ctim) && l->size == st->st_size;
+}
+
+/* Serve from the last listing if the directory has not changed since. */
+void listing_open(struct hotfs *fs, struct hotfs_dirp *d, int fd)
+{
+	struct hotfs_listing *l;
+	struct stat st;
+
+	if (!fs->listings || fstat(fd, &st) == -1)
+		return;
+	d->mtime_ns = ts_ns(&st.st_mtim);
+	d->ctime_ns = ts_ns(&st.st_ctim);
+	d->size = st.st_size;
+	pthread_mutex_lock(&d->in->m);
+	l = d->in->listing;
+	if (l && listing_fresh(l, &st)) {
+		atomic_fetch_add(&l->refs, 1);
+		d->lst = l;
+	}
+	pthread_mutex_unlock(&d->in->m);
+	d->rec = !d->lst;
+}
+
+void rec_stop(struct hotfs_dirp *d)
+{
+	d->rec = false;
+	free(d->rents);
+	free(d->rnames);
+	d->rents = NULL;
+	d->rnames = NULL;
+	d->rn = d->rcap = d->rnlen = d->rncap = 0;
+}
+
+void rec_add(struct hotfs_dirp *d, const struct dirent *de)
+{
+	size_t len = strlen(de->d_name) + 1;
+
+	if (d->rn == d->rcap) {
+		size_t cap = d->rcap ? d->rcap * 2 : 64;
+		struct hotfs_lent *e = realloc(d->rents, cap * sizeof(*e));
+
+		if (!e) {
+			rec_stop(d);
+			return;
+		}
+		d->rents = e;
+		d->rcap = cap;
+	}
+	if (d->rnlen + len > d->rncap) {
+		size_t cap = d->rncap ? d->rncap * 2 : 1024;
+		char *n;
+
+		while (cap < d->rnlen + len)
+			cap *= 2;
+		n = realloc(d->rnames, cap);
+		if (!n) {
+			rec_stop(d);
+			return;
+		}
+		d->rnames = n;
+		d->rncap = cap;
+	}
+	memcpy(d->rnames + d->rnlen, de->d_name, len);
+	d->rents[d->rn].ino = de->d_ino;
+	d->rents[d->rn].type = de->d_type;
+	d->rents[d->rn].name = (const char *)(uintptr_t)d->rnlen;
+	d->rn++;
+	d->rnlen += len;
+}
+
+/* The whole directory was read: make the listing (NULL: no memory). */
+static struct hotfs_listing *rec_make(struct hotfs_dirp *d)
+{
+	struct hotfs_listing *l;
+	size_t i;
+
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		rec_stop(d);
+		return NULL;
+	}
+	l->mtime_ns = d->mtime_ns;
+	l->ctime_ns = d->ctime_ns;
+	l->size = d->size;
+	l->gen = listing_next_gen();
+	l->racy = stamp_racy_ns(d->mtime_ns, d->ctime_ns, clock_real_ns());
+	l->n = d->rn;
+	l->ents = d->rents;
+	l->names = d->rnames;
+	for (i = 0; i < l->n; i++)
+		l->ents[i].name = l->names + (uintptr_t)l->ents[i].name;
+	l->bytes = sizeof(*l) + d->rcap * sizeof(*l->ents) + d->rncap;
+	d->rents = NULL;
+	d->rnames = NULL;
+	d->rec = false;
+	return l;
+}
+
+/* The whole directory was read from the source: keep it. */
+void rec_done(struct hotfs_dirp *d)
+{
+	struct hotfs_listing *l = rec_make(d);
+
+	if (l)
+		listing_install(d->in, l);
+}
+
+/* ------------------------------------------------------------------ */
+/*
+ * Directories without opendir (FUSE_CAP_NO_OPENDIR_SUPPORT).  Once
+ * hotfs answers an opendir with ENOSYS the kernel opens directories by
+ * itself, keeps their entries in its page cache (FOPEN_CACHE_DIR:
+ * dropped when the directory's mtime changes, when the source watch
+ * reports a change, or by a change through the mount) and sends readdir
+ * without a handle: no opendir/releasedir round trips per directory.
+ * Such a readdir is answered from the directory's listing, checked
+ * against the directory's stamp when a pass starts (offset 0); offsets
+ * are positions in it.  Listings over the memory bound are kept in a
+ * small ring, for the passes under way.
+ */
+#define NTRANSIENT 16
+
+struct transient {
+	dev_t dev;
+	ino_t ino;
+	struct hotfs_listing *l;
+};
+
+static pthread_mutex_t transient_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct transient transient[NTRANSIENT];
+static unsigned transient_next;
+
+
+/* A referenced transient listing of in: fresh for st, or of generation
+ * gen if st is NULL. */
+static struct hotfs_listing *transient_get(struct hotfs_inode *in,
+					   const struct stat *st, uint32_t gen)
+{
+	struct hotfs_listing *l = NULL;
+	unsigned i;
+
+	pthread_mutex_lock(&transient_lock);
+	for (i = 0; i < NTRANSIENT; i++) {
+		struct transient *t = &transient[i];
+
+		if (t->l && t->dev == in->dev && t->ino == in->ino &&
+		    (st ? listing_fresh(t->l, st) : t->l->gen == gen)) {
+			l = t->l;
+			atomic_fetch_add(&l->refs, 1);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&transient_lock);
+	return l;
+}
+
+/* Keep l (its reference is taken over) in the ring. */
+static void transient_add(struct hotfs_inode *in, struct hotfs_listing *l)
+{
+	struct hotfs_listing *old;
+	struct transient *t;
+
+	pthread_mutex_lock(&transient_lock);
+	t = &transient[transient_next++ % NTRANSIENT];
+	old = t->l;
+	t->dev = in->dev;
+	t->ino = in->ino;
+	t->l = l;
+	pthread_mutex_unlock(&transient_lock);
+	listing_put(old);
+}
+
+void dir_free_all(void)
+{
+	unsigned i;
+
+	for (i = 0; i < NTRANSIENT; i++) {
+		listing_put(transient[i].l);
+		transient[i].l = NULL;
+	}
+}
+
+/* Read the whole directory (dfd: its O_PATH fd); st is its stamp from
+ * before.  NULL with -errno in *err. */
+static struct hotfs_listing *listing_read(struct hotfs_inode *in, int dfd,
+					  const struct stat *st, int *err)
+{
+	struct hotfs_dirp d = { .in = in, .rec = true };
+	struct hotfs_listing *l;
+	struct dirent *de;
+	DIR *dp;
+	int fd;
+
+	d.mtime_ns = ts_ns(&st->st_mtim);
+	d.ctime_ns = ts_ns(&st->st_ctim);
+	d.size = st->st_size;
+	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1) {
+		*err = -errno;
+		return NULL;
+	}
+	dp = fdopendir(fd);
+	if (!dp) {
+		*err = -errno;
+		close(fd);
+		return NULL;
+	}
+	*err = 0;
+	for (;;) {
+		errno = 0;
+		de = readdir(dp);
+		if (!de) {
+			*err = -errno;
+			break;
+		}
+		rec_add(&d, de);
+		if (!d.rec) {
+			*err = -ENOMEM;
+			break;
+		}
+	}
+	closedir(dp);
+	if (*err) {
+		rec_stop(&d);
+		return NULL;
+	}
+	l = rec_make(&d);
+	if (!l)
+		*err = -ENOMEM;
+	return l;
+}
+
+/*
+ * The listing a handle-less readdir at off is answered from, referenced.
+ * A pass goes on with the listing it started with (its generation is in
+ * the offsets), even if a newer one was made meanwhile for another
+ * reader: the old one is kept in the ring for that.
+ */
+struct hotfs_listing *stateless_listing(struct hotfs *fs,
+				       struct hotfs_inode *in, off_t off,
+				       int *err)
+{
+	uint32_t gen = (uint32_t)((uint64_t)off >> 32);
+	struct hotfs_listing *l, *old;
+	struct stat st;
+	int fd;
+
+	l = meta_fs_listing(fs, in, off);
+	if (l)
+		return l;
+	fd = ino_fd(fs->it, in);
+	if (fd < 0) {
+		*err = fd;
+		return NULL;
+	}
+	if (fstat(fd, &st) == -1) {
+		*err = -errno;
+		ino_fd_put(in);
+		return NULL;
+	}
+	pthread_mutex_lock(&in->m);
+	l = in->listing;
+	if (l && (off != 0 ? l->gen == gen : listing_fresh(l, &st)))
+		atomic_fetch_add(&l->refs, 1);
+	else
+		l = NULL;
+	pthread_mutex_unlock(&in->m);
+	if (!l)
+		l = transient_get(in, off ? NULL : &st, gen);
+	if (l) {
+		ino_fd_put(in);
+		return l;
+	}
+	/* a new pass, or one whose listing is gone (then it may see an
+	 * entry twice or miss one, as after a seekdir across a change) */
+	l = listing_read(in, fd, &st, err);
+	ino_fd_put(in);
+	if (!l)
+		return NULL;
+	pthread_mutex_lock(&in->m);
+	old = in->listing;
+	if (old)
+		atomic_fetch_add(&old->refs, 1);
+	pthread_mutex_unlock(&in->m);
+	if (listing_try_install(in, l)) {
+		if (old)
+			transient_add(in, old);	/* for passes under way */
+	} else {
+		listing_put(old);
+		l->bytes = 0;
+		transient_add(in, l);
+	}
+	atomic_fetch_add(&l->refs, 1);
+	return l;
+}

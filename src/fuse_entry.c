@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * FUSE handlers for entries and attributes (see src/fuse_i.h): lookup,
+ * forget, getattr, setattr, readlink, statfs and access.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "fuse_i.h"
+#include "hotfs/cache_write.h"
+#include "hotfs/clock.h"
+#include "hotfs/ctl.h"
+#include "hotfs/meta_fs.h"
+#include "hotfs/negcache.h"
+#include "hotfs/stamp.h"
+#include "hotfs/watch.h"
+
+
+int stat_fd(int fd, struct stat *st)
+{
+	if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1)
+		return -errno;
+	return 0;
+}
+
+/*
+ * The kernel's timeouts: the long one for what the source watch covers
+ * (hotfs/watch.h), unless the user set the timeouts.
+ */
+bool watched(struct hotfs *fs, fuse_ino_t dir)
+{
+	return fs->watch && !vd_is(dir) &&
+	       hino_fs(fs, dir)->wd > 0;
+}
+
+double entry_timeout(struct hotfs *fs, bool dir_watched)
+{
+	if (dir_watched && !fs->o->entry_timeout_str)
+		return HOTFS_WATCH_TIMEOUT;
+	return fs->o->entry_timeout;
+}
+
+double attr_timeout(struct hotfs *fs, struct hotfs_inode *in)
+{
+	if (fs->watch && in->covered && !fs->o->attr_timeout_str)
+		return HOTFS_WATCH_TIMEOUT;
+	return fs->o->attr_timeout;
+}
+
+void forget_one(fuse_req_t req, fuse_ino_t ino, uint64_t n)
+{
+	if (ino == FUSE_ROOT_ID || vd_is(ino))
+		return;
+	ino_forget(hfs(req)->it, hino(req, ino), n);
+}
+
+/*
+ * Reply with an entry whose lookup count the daemon raised: when the
+ * kernel does not take it (the request was interrupted meanwhile: the
+ * reply says -ENOENT), the count is dropped again, or the inode would
+ * never be forgotten.
+ */
+void reply_entry(fuse_req_t req, const struct fuse_entry_param *e)
+{
+	if (fuse_reply_entry(req, e) == -ENOENT && e->ino)
+		forget_one(req, e->ino, 1);
+}
+
+/*
+ * Look name up in parent and fill e.  Returns 0 or -errno.  A missing
+ * name is -ENOENT; the caller decides whether to cache it negatively.
+ */
+int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
+	      struct fuse_entry_param *e)
+{
+	struct hotfs *fs = hfs(req);
+	struct hotfs_inode *in;
+	bool pw;
+	int fd, pfd, err = 0;
+
+	if (meta_fs_lookup(fs, hino(req, parent), name, e, &err))
+		return err;
+	pw = watched(fs, parent);
+	memset(e, 0, sizeof(*e));
+	e->entry_timeout = entry_timeout(fs, pw);
+	pfd = ifd(req, parent);
+	if (pfd < 0)
+		return -errno;
+	fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	err = fd == -1 ? -errno : 0;
+	iput(req, parent);
+	if (err)
+		return err;
+	err = stat_fd(fd, &e->attr);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	in = ino_get(fs->it, fd, &e->attr, &err);
+	if (!in)
+		return err;
+	if (S_ISDIR(e->attr.st_mode)) {
+		in->covered = watch_dir(fs->watch, in);
+		meta_fs_attach(fs, in);
+	}
+	else
+		in->covered = pw && e->attr.st_nlink == 1;
+	e->attr_timeout = attr_timeout(fs, in);
+	e->ino = (uintptr_t)in;
+	return 0;
+}
+
+void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct hotfs_inode *dir = hino(req, parent);
+	struct fuse_entry_param e;
+	struct stat dst;
+	bool stamped;
+	int64_t now = 0;
+	int err, dfd;
+
+	if (vd_is(parent) || vd_is_name(hfs(req), parent, name)) {
+		vd_lookup(req, parent, name);
+		return;
+	}
+	count(&hfs(req)->n_lookup);
+	if (meta_fs_lookup(hfs(req), dir, name, &e, &err))
+		goto reply;
+	dfd = ino_fd(hfs(req)->it, dir);
+	err = dfd;
+	if (dfd < 0)
+		goto reply;
+	/* the directory's stamp before the lookup (no disk: its inode is
+	 * held open) */
+	stamped = fstat(dfd, &dst) == 0;
+	ino_fd_put(dir);
+	if (stamped && neg_hit(dir, &dst, name)) {
+		err = -ENOENT;
+	} else {
+		if (stamped)
+			now = clock_real_ns();
+		err = do_lookup(req, parent, name, &e);
+		if (err == -ENOENT && stamped && !stamp_racy(&dst, now))
+			neg_add(dir, &dst, name);
+	}
+reply:
+	if (err == -ENOENT) {
+		/* a negative entry: git probes many absent names */
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = entry_timeout(hfs(req),
+						watched(hfs(req), parent));
+		err = 0;
+	}
+	if (err)
+		fuse_reply_err(req, -err);
+	else
+		reply_entry(req, &e);
+}
+
+
+void hotfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	forget_one(req, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+void hotfs_forget_multi(fuse_req_t req, size_t count,
+			struct fuse_forget_data *forgets)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		forget_one(req, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+/* ------------------------------------------------------------------ */
+/* Attributes */
+
+/*
+ * The attributes of ino now, in *st: from the open handle, the metadata
+ * snapshot, or the source.  *changed: a regular file changed behind the
+ * mount (its cached pages must go: the kernel's own check on a new mtime
+ * is off, hotfs/stamp.h); the inode is then held until the caller has
+ * sent the invalidation.  0 or -errno.
+ */
+static int get_attr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		    struct stat *st, bool *changed)
+{
+	struct hotfs *fs = hfs(req);
+	struct hotfs_inode *in = hino(req, ino);
+	bool fresh = true, held = false;
+	int err, fd = -1;
+
+	*changed = false;
+	count(&fs->n_getattr);
+	if (fi && fi->fh) {
+		fd = fhfd(fi);
+		err = fstat(fd, st) == -1 ? -errno : 0;
+	} else if (meta_fs_getattr(fs, in, st)) {
+		err = 0;
+		fresh = false;
+	} else {
+		fd = ifd(req, ino);
+		held = fd >= 0;
+		err = fd < 0 ? fd : stat_fd(fd, st);
+	}
+	if (!err && !S_ISDIR(st->st_mode) && st->st_nlink != 1)
+		in->covered = false;  /* a link elsewhere */
+	if (!err)
+		*changed = fresh && S_ISREG(st->st_mode) &&
+			   fs->o->revalidate != HOTFS_REVAL_NEVER &&
+			   stamp_check_fd(in, fd) == STAMP_CHANGED;
+	/* the reply may be the kernel's last use of the inode (a forget
+	 * can free it right after): held until the change is sent */
+	if (*changed)
+		ino_hold(fs->it, in);
+	if (held)	/* after its last use above */
+		iput(req, ino);
+	return err;
+}
+
+/* Reply with ino's attributes (getattr, and after a setattr). */
+static void reply_attr(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct hotfs *fs = hfs(req);
+	struct hotfs_inode *in = hino(req, ino);
+	struct stat st;
+	bool changed;
+	int err;
+
+	err = get_attr(req, ino, fi, &st, &changed);
+	if (err)
+		fuse_reply_err(req, -err);
+	else
+		fuse_reply_attr(req, &st, attr_timeout(fs, in));
+	if (changed) {
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+		stamp_inval_sent(in);
+		ino_unhold(fs->it, in);
+	}
+}
+
+void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
+		   struct fuse_file_info *fi)
+{
+	if (vd_is(ino))
+		vd_getattr(req, ino);
+	else
+		reply_attr(req, ino, fi);
+}
+
+/* the attributes a setattr may change (the rest are how it is asked) */
+#define SETATTR_ANY	(FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | \
+			 FUSE_SET_ATTR_GID | FUSE_SET_ATTR_SIZE | \
+			 FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | \
+			 FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | \
+			 FUSE_SET_ATTR_CTIME)
+
+/* The owner: uid and gid as asked, or neither (chown(path, -1, -1) and
+ * the like: the kernel sends no attribute, but the source moves its
+ * ctime, as ext4 does: the same call on the source does what it does). */
+static int set_owner(int fd, const struct stat *attr, int valid)
+{
+	uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
+	gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
+
+	if (fchownat(fd, "", uid, gid,
+		     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1)
+		return -errno;
+	return 0;
+}
+
+static int set_size(struct hotfs *fs, struct hotfs_inode *in, int fd,
+		    struct fuse_file_info *fi, off_t size)
+{
+	struct cache_wr w;
+	char path[64];
+	int r;
+
+	cache_write_begin(fs_cache(fs), fs->it, in, &w, 0, 0);
+	if (fi) {
+		r = ftruncate(fhfd(fi), size);
+	} else {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		r = truncate(path, size);
+	}
+	r = r == -1 ? -errno : 0;
+	cache_write_end(fs_cache(fs), in, &w, 0, 0, NULL);
+	return r;
+}
+
+static int set_times(struct hotfs *fs, struct hotfs_inode *in, int fd,
+		     struct fuse_file_info *fi, const struct stat *attr,
+		     int valid)
+{
+	struct timespec tv[2] = {
+		{ .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT },
+	};
+	char pn[32];
+	int r;
+
+	if (valid & FUSE_SET_ATTR_ATIME_NOW)
+		tv[0].tv_nsec = UTIME_NOW;
+	else if (valid & FUSE_SET_ATTR_ATIME)
+		tv[0] = attr->st_atim;
+	if (valid & FUSE_SET_ATTR_MTIME_NOW)
+		tv[1].tv_nsec = UTIME_NOW;
+	else if (valid & FUSE_SET_ATTR_MTIME)
+		tv[1] = attr->st_mtim;
+	procname(pn, sizeof(pn), fd);
+	if (fi)
+		r = futimens(fhfd(fi), tv);
+	else if (S_ISLNK(in->type))
+		r = utimensat(fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+	else
+		r = utimensat(fs->proc_self_fd, pn, tv, 0);
+	return r == -1 ? -errno : 0;
+}
+
+/* Apply a setattr to the source object (fd: its O_PATH fd); -errno. */
+static int set_attr(struct hotfs *fs, struct hotfs_inode *in, int fd,
+		    struct fuse_file_info *fi, const struct stat *attr,
+		    int valid)
+{
+	char pn[32];
+	int r = 0;
+
+	procname(pn, sizeof(pn), fd);
+	if (valid & FUSE_SET_ATTR_MODE) {
+		if (fi)
+			r = fchmod(fhfd(fi), attr->st_mode);
+		else
+			r = fchmodat(fs->proc_self_fd, pn, attr->st_mode, 0);
+		if (r == -1)
+			return -errno;
+	}
+	if (!(valid & SETATTR_ANY) ||
+	    (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
+		r = set_owner(fd, attr, valid);
+	if (!r && (valid & FUSE_SET_ATTR_SIZE))
+		r = set_size(fs, in, fd, fi, attr->st_size);
+	if (!r && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)))
+		r = set_times(fs, in, fd, fi, attr, valid);
+	return r;
+}
+
+/* A setattr of a control file: without open, ctl's O_TRUNC comes as a
+ * setattr; nothing to cut (its answers are not truncated by an open
+ * either).  Anything else is refused. */
+static void setattr_virtual(fuse_req_t req, fuse_ino_t ino,
+			    struct stat *attr, int valid)
+{
+	if (hfs(req)->no_open && ino == VINO_CTL &&
+	    !(valid & ~(FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME |
+			FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME)) &&
+	    (!(valid & FUSE_SET_ATTR_SIZE) || attr->st_size == 0))
+		vd_getattr(req, ino);
+	else
+		fuse_reply_err(req, EPERM);
+}
+
+void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		   int valid, struct fuse_file_info *fi)
+{
+	struct hotfs *fs = hfs(req);
+	struct hotfs_inode *in = hino(req, ino);
+	int err, fd;
+
+	if (vd_is(ino)) {
+		setattr_virtual(req, ino, attr, valid);
+		return;
+	}
+	if (fi && !fi->fh)	/* no open: by the inode */
+		fi = NULL;
+	fd = ino_fd(fs->it, in);
+	err = fd;
+	if (fd < 0)
+		goto out_err;
+	meta_fs_change(fs, NULL, in);
+	/* the new ctime or mtime is the mount's own (hotfs/stamp.h) */
+	stamp_begin(in, fd);
+	err = set_attr(fs, in, fd, fi, attr, valid);
+	stamp_end(in, fd);
+	ino_fd_put(in);
+	if (err)
+		goto out_err;
+	reply_attr(req, ino, fi);
+	return;
+out_err:
+	fuse_reply_err(req, -err);
+}
+
+/* The symlink's target into buf (PATH_MAX + 1 bytes); -errno. */
+static int read_link(fuse_req_t req, fuse_ino_t ino, char *buf)
+{
+	ssize_t n;
+	int fd;
+
+	fd = ifd(req, ino);
+	if (fd < 0)
+		return fd;
+	n = readlinkat(fd, "", buf, PATH_MAX + 1);
+	if (n == -1)
+		n = -errno;
+	iput(req, ino);
+	if (n < 0)
+		return (int)n;
+	if (n == PATH_MAX + 1)
+		return -ENAMETOOLONG;
+	buf[n] = '\0';
+	return 0;
+}
+
+void hotfs_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[PATH_MAX + 1];
+	const char *t = NULL;
+	int err = -EINVAL;
+
+	if (!vd_is(ino)) {
+		t = meta_fs_readlink(hfs(req), hino(req, ino));
+		err = 0;
+		if (!t) {
+			err = read_link(req, ino, buf);
+			t = buf;
+		}
+	}
+	if (err)
+		fuse_reply_err(req, -err);
+	else
+		fuse_reply_readlink(req, t);
+}
+
+void hotfs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs sv;
+	int fd, err;
+
+	if (vd_is(ino))
+		ino = FUSE_ROOT_ID;
+	fd = ifd(req, ino);
+	err = fd;
+	if (fd >= 0) {
+		err = fstatvfs(fd, &sv) == -1 ? -errno : 0;
+		iput(req, ino);
+	}
+	if (err)
+		fuse_reply_err(req, -err);
+	else
+		fuse_reply_statfs(req, &sv);
+}
+
+void hotfs_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct hotfs *fs = hfs(req);
+	struct cred c;
+	char pn[32];
+	int err, fd;
+
+	if (vd_is(ino)) {
+		err = (mask & W_OK) && ino != VINO_CTL ? -EACCES : 0;
+		goto out;
+	}
+	fd = ifd(req, ino);
+	err = fd;
+	if (fd < 0)
+		goto out;
+	procname(pn, sizeof(pn), fd);
+	as_caller(req, &c);
+	err = faccessat(fs->proc_self_fd, pn, mask, AT_EACCESS) == -1 ?
+	      -errno : 0;
+	as_daemon(&c);
+	iput(req, ino);
+out:
+	fuse_reply_err(req, -err);
+}

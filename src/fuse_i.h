@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Private to the FUSE layer (src/fuse_*.c): decoding a request's node
+ * ids, handles and caller, and the handlers and helpers the files of the
+ * layer share.  The handlers decode, call the core, and reply exactly
+ * once; below them everything returns -errno.
+ *
+ *   fuse_ops.c    the operations table and FUSE_INIT
+ *   fuse_entry.c  lookup, forget, getattr, setattr, readlink, statfs,
+ *                 access: entries and attributes
+ *   fuse_names.c  mknod, mkdir, symlink, link, unlink, rmdir, rename
+ *   fuse_file.c   open, create, read, write, flush, fsync, release,
+ *                 fallocate, copy_file_range, lseek
+ *   fuse_dir.c    opendir, readdir(plus), releasedir, fsyncdir
+ *   fuse_xattr.c  extended attributes and ioctls
+ *
+ * Node ids are inode addresses (struct hotfs_inode *), the root's is
+ * FUSE_ROOT_ID; file handles are struct hotfs_fh * (hotfs/handle.h).
+ * No lock is held across a reply or across source I/O, except where
+ * hotfs/stamp.h says why (the stamp of a change of the mount's own).
+ */
+#ifndef HOTFS_FUSE_I_H
+#define HOTFS_FUSE_I_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include <fuse_lowlevel.h>
+
+#include "hotfs/cred.h"
+#include "hotfs/fs.h"
+#include "hotfs/handle.h"
+#include "hotfs/inode.h"
+
+static inline struct hotfs *hfs(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static inline struct hotfs_inode *hino_fs(struct hotfs *fs, fuse_ino_t ino)
+{
+	if (ino == FUSE_ROOT_ID)
+		return ino_root(fs->it);
+	return (struct hotfs_inode *)(uintptr_t)ino;
+}
+
+static inline struct hotfs_inode *hino(fuse_req_t req, fuse_ino_t ino)
+{
+	return hino_fs(hfs(req), ino);
+}
+
+/* The inode's source fd, opened now if it was made from the metadata
+ * snapshot or closed for the fd budget; -1 with errno if its name is
+ * gone.  In use until iput(req, ino) (ino_fd_put). */
+static inline int ifd(fuse_req_t req, fuse_ino_t ino)
+{
+	return ino_fd(hfs(req)->it, hino(req, ino));
+}
+
+static inline void iput(fuse_req_t req, fuse_ino_t ino)
+{
+	ino_fd_put(hino(req, ino));
+}
+
+static inline struct hotfs_fh *hfh(struct fuse_file_info *fi)
+{
+	return (struct hotfs_fh *)(uintptr_t)fi->fh;
+}
+
+static inline void count(_Atomic uint64_t *c)
+{
+	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+static inline int fhfd(struct fuse_file_info *fi)
+{
+	return hfh(fi)->fd;
+}
+
+/* The name of fd under /proc/self/fd (fs->proc_self_fd). */
+static inline void procname(char *buf, size_t len, int fd)
+{
+	snprintf(buf, len, "%d", fd);
+}
+
+/* Act as the caller (hotfs/cred.h) until as_daemon. */
+static inline void as_caller(fuse_req_t req, struct cred *c)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	gid_t groups[CRED_MAX_GROUPS];
+	struct cred_who w = { .uid = ctx->uid, .gid = ctx->gid,
+			      .groups = groups };
+
+	c->changed = false;
+	if (!hfs(req)->as_root || (ctx->uid == 0 && ctx->gid == 0))
+		return;
+	w.ngroups = fuse_req_getgroups(req, CRED_MAX_GROUPS, groups);
+	if (w.ngroups < 0)
+		w.ngroups = 0;
+	if (w.ngroups > CRED_MAX_GROUPS)
+		w.ngroups = CRED_MAX_GROUPS;
+	cred_enter(&w, true, c);
+}
+
+static inline void as_daemon(struct cred *c)
+{
+	cred_exit(c);
+}
+
+/* The caller's umask, where the kernel left it to the daemon. */
+static inline void caller_umask(fuse_req_t req)
+{
+	if (hfs(req)->dont_mask)
+		cred_umask_enter(fuse_req_ctx(req)->umask);
+}
+
+static inline void daemon_umask(fuse_req_t req)
+{
+	if (hfs(req)->dont_mask)
+		cred_umask_exit();
+}
+
+/* fuse_entry.c */
+int stat_fd(int fd, struct stat *st);
+bool watched(struct hotfs *fs, fuse_ino_t dir);
+double entry_timeout(struct hotfs *fs, bool dir_watched);
+double attr_timeout(struct hotfs *fs, struct hotfs_inode *in);
+void forget_one(fuse_req_t req, fuse_ino_t ino, uint64_t n);
+void reply_entry(fuse_req_t req, const struct fuse_entry_param *e);
+int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
+	      struct fuse_entry_param *e);
+void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void hotfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void hotfs_forget_multi(fuse_req_t req, size_t count,
+			struct fuse_forget_data *forgets);
+void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
+		   struct fuse_file_info *fi);
+void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		   int valid, struct fuse_file_info *fi);
+void hotfs_readlink(fuse_req_t req, fuse_ino_t ino);
+void hotfs_statfs(fuse_req_t req, fuse_ino_t ino);
+void hotfs_access(fuse_req_t req, fuse_ino_t ino, int mask);
+
+/* fuse_names.c */
+void hotfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		 mode_t mode, dev_t rdev);
+void hotfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		 mode_t mode);
+void hotfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		   const char *name);
+void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
+		const char *name);
+void hotfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void hotfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		  fuse_ino_t newparent, const char *newname,
+		  unsigned int flags);
+
+/* fuse_file.c */
+int backing_flags(int flags);
+void hotfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		  mode_t mode, struct fuse_file_info *fi);
+void hotfs_release(fuse_req_t req, fuse_ino_t ino,
+		   struct fuse_file_info *fi);
+void hotfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void hotfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		 struct fuse_file_info *fi);
+void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void hotfs_write_buf(fuse_req_t req, fuse_ino_t ino,
+		     struct fuse_bufvec *in_buf, off_t off,
+		     struct fuse_file_info *fi);
+void hotfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
+		     off_t len, struct fuse_file_info *fi);
+void hotfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			   struct fuse_file_info *fi_in, fuse_ino_t ino_out,
+			   off_t off_out, struct fuse_file_info *fi_out,
+			   size_t len, int flags);
+void hotfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		 struct fuse_file_info *fi);
+
+/* fuse_dir.c */
+void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
+		   struct fuse_file_info *fi);
+void hotfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi);
+void hotfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+		       off_t off, struct fuse_file_info *fi);
+void hotfs_releasedir(fuse_req_t req, fuse_ino_t ino,
+		      struct fuse_file_info *fi);
+void hotfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+		    struct fuse_file_info *fi);
+
+/* fuse_xattr.c */
+void hotfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		    size_t size);
+void hotfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void hotfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		    const char *value, size_t size, int flags);
+void hotfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+void hotfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
+		 void *arg, struct fuse_file_info *fi, unsigned flags,
+		 const void *in_buf, size_t in_bufsz, size_t out_bufsz);
+
+#endif

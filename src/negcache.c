@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Names a lookup found absent, kept per directory (see
+ * include/hotfs/negcache.h), and the racy rule they and the directory
+ * listings follow.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hotfs/negcache.h"
+
+/* Whole-second times: a filesystem (or server) with 1 or 2 s stamps. */
+static int64_t racy_window(int64_t mtime_ns, int64_t ctime_ns)
+{
+	if (mtime_ns % 1000000000LL == 0 && ctime_ns % 1000000000LL == 0)
+		return 2100000000LL;
+	return RACY_NS;
+}
+
+bool stamp_racy_ns(int64_t mtime_ns, int64_t ctime_ns, int64_t now)
+{
+	int64_t w = racy_window(mtime_ns, ctime_ns);
+
+	return now - mtime_ns < w || now - ctime_ns < w;
+}
+
+bool stamp_racy(const struct stat *st, int64_t now)
+{
+	return stamp_racy_ns(ts_ns(&st->st_mtim), ts_ns(&st->st_ctim), now);
+}
+
+bool neg_hit(struct hotfs_inode *dir, const struct stat *st,
+	     const char *name)
+{
+	struct hotfs_neg *n;
+	bool hit = false;
+	unsigned i;
+
+	pthread_mutex_lock(&dir->m);
+	n = dir->neg;
+	if (n && n->mtime_ns == ts_ns(&st->st_mtim) &&
+	    n->ctime_ns == ts_ns(&st->st_ctim))
+		for (i = 0; i < n->n && !hit; i++)
+			hit = strcmp(n->names[i], name) == 0;
+	pthread_mutex_unlock(&dir->m);
+	return hit;
+}
+
+void neg_add(struct hotfs_inode *dir, const struct stat *st,
+	     const char *name)
+{
+	struct hotfs_neg *n, *stale = NULL;
+	char *copy = strdup(name);
+
+	if (!copy)
+		return;
+	pthread_mutex_lock(&dir->m);
+	n = dir->neg;
+	if (n && (n->mtime_ns != ts_ns(&st->st_mtim) ||
+		  n->ctime_ns != ts_ns(&st->st_ctim))) {
+		stale = n;		/* the directory changed: start over */
+		n = dir->neg = NULL;
+	}
+	if (!n)
+		n = dir->neg = calloc(1, sizeof(*n));
+	if (n) {
+		n->mtime_ns = ts_ns(&st->st_mtim);
+		n->ctime_ns = ts_ns(&st->st_ctim);
+		if (n->n < HOTFS_NEG_MAX) {
+			n->names[n->n++] = copy;
+		} else {		/* replace round-robin */
+			free(n->names[n->next]);
+			n->names[n->next] = copy;
+			n->next = (n->next + 1) % HOTFS_NEG_MAX;
+		}
+		copy = NULL;
+	}
+	pthread_mutex_unlock(&dir->m);
+	free(copy);
+	neg_free(stale);
+}

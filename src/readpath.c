@@ -1,0 +1,641 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The read path (see include/hotfs/readpath.h).
+ *
+ * A FUSE read of [off, off + size) is cut at extent boundaries into
+ * segments.  Each segment is an access for the policy (unless the same
+ * handle touched the extent lately, or the handle is past seqcutoff:
+ * hotfs/handle.h), and is looked up in the store.  If no segment is
+ * cached the read is answered from the source (read into a buffer, not
+ * spliced, so that a read failing part way is an error, not a short
+ * read: EOF to the kernel); otherwise every segment is read at once on
+ * this thread's io_uring (or one after the other with pread, where
+ * io_uring is refused or not built): cached ones from the store's data
+ * file (with their block checksums when the read is not the whole
+ * extent), uncached ones from the source.  Cached data that fails its
+ * checksum, or that the device fails to return, is read from the source
+ * instead: the cache can cost speed, never correctness.  A large or
+ * sequential read with every segment cached is served from whole extents
+ * read ahead with O_DIRECT instead (include/hotfs/readahead.h): one
+ * device read and one copy per byte, and no second copy of the file in
+ * the page cache.
+ *
+ * A missed extent whose count reaches the threshold is queued for
+ * promotion (hotfs/handle.h) before the read returns; if the read covered
+ * the whole extent its bytes go with it, so the slow disk is not read
+ * twice.
+ *
+ * Locks: in->m only to read the write generation and the span of writes
+ * in flight; none held across I/O.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#include "config.h"
+#ifdef HAVE_URING
+#include <liburing.h>
+#endif
+
+#include "hotfs/fileio.h"
+#include "hotfs/log.h"
+#include "hotfs/readpath.h"
+#include "hotfs/uring.h"
+
+struct seg {
+	uint64_t start, end;	/* file offsets */
+	uint32_t extno;
+	bool hit;
+	bool promote;
+	bool failed;		/* cached read failed: use the source */
+	struct hotfs_loc loc;
+	struct hotfs_span sp;
+	char *bounce;		/* malloc'd: data (unless direct) + tab */
+	char *data;		/* where the cached bytes are read to */
+	bool direct;		/* data is the reply buffer itself */
+	char *tab;		/* sp.tab_len bytes */
+	int res_data, res_tab;
+};
+
+
+/*
+ * Read every segment one after the other with pread: the engine where
+ * io_uring is refused (a seccomp profile, kernel.io_uring_disabled) or
+ * not built.  Sets res_data and res_tab as read_uring does.
+ */
+static void read_pread(int src, struct seg *s, unsigned n,
+		       char *buf, uint64_t off)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		struct seg *g = &s[i];
+		ssize_t r;
+
+		if (!g->hit) {
+			r = pread_full(src, buf + (g->start - off),
+				       g->end - g->start, (off_t)g->start);
+			g->res_data = (int)r;
+			g->res_tab = -ECANCELED;
+			continue;
+		}
+		r = pread_full(g->loc.fd, g->data, g->sp.data_len,
+			       (off_t)g->sp.data_off);
+		g->res_data = (int)r;
+		g->res_tab = -ECANCELED;
+		if (r >= 0 && g->sp.tab_len) {
+			r = pread_full(g->loc.fd, g->tab, g->sp.tab_len,
+				       (off_t)g->sp.tab_off);
+			g->res_tab = (int)r;
+		}
+	}
+}
+
+/*
+ * Read every segment at once on this thread's ring.  Sets res_data and
+ * res_tab (-ECANCELED for what was not run); never fails as a whole.
+ * Without a ring (io_uring refused on this thread), with pread.
+ */
+static void read_uring(int src, struct seg *s, unsigned n,
+		       char *buf, uint64_t off, int data_fd)
+{
+#ifdef HAVE_URING
+	struct io_uring_cqe *cqe;
+	struct io_uring *ring;
+	unsigned i, nsub = 0, done = 0, submitted = 0;
+	bool fixed = false;
+	int r;
+
+	ring = ur_ring(data_fd, &fixed);
+	if (!ring) {
+		read_pread(src, s, n, buf, off);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		s[i].res_data = s[i].res_tab = -ECANCELED;
+	for (i = 0; i < n; i++) {
+		struct io_uring_sqe *sqe;
+		int fd = s[i].hit ? (fixed ? 0 : s[i].loc.fd) : src;
+		bool fx = s[i].hit && fixed;
+
+		if (nsub + 2 > UR_DEPTH)
+			break;
+		sqe = io_uring_get_sqe(ring);
+		if (s[i].hit)
+			io_uring_prep_read(sqe, fd, s[i].data,
+					   s[i].sp.data_len, s[i].sp.data_off);
+		else
+			io_uring_prep_read(sqe, fd, buf + (s[i].start - off),
+					   (unsigned)(s[i].end - s[i].start),
+					   s[i].start);
+		if (fx)
+			sqe->flags |= IOSQE_FIXED_FILE;
+		io_uring_sqe_set_data64(sqe, (uint64_t)i << 1);
+		nsub++;
+		if (s[i].hit && s[i].sp.tab_len) {
+			sqe = io_uring_get_sqe(ring);
+			io_uring_prep_read(sqe, fd, s[i].tab, s[i].sp.tab_len,
+					   s[i].sp.tab_off);
+			if (fx)
+				sqe->flags |= IOSQE_FIXED_FILE;
+			io_uring_sqe_set_data64(sqe, ((uint64_t)i << 1) | 1);
+			nsub++;
+		}
+	}
+	while (submitted < nsub) {
+		r = io_uring_submit(ring);
+		if (r > 0) {
+			submitted += (unsigned)r;
+			continue;
+		}
+		if (r == -EINTR || r == -EAGAIN || r == -EBUSY)
+			continue;
+		break;
+	}
+	while (done < submitted) {
+		uint64_t d;
+
+		r = io_uring_wait_cqe(ring, &cqe);
+		if (r == -EINTR)
+			continue;
+		if (r < 0)
+			break;
+		d = io_uring_cqe_get_data64(cqe);
+		if (d & 1)
+			s[d >> 1].res_tab = cqe->res;
+		else
+			s[d >> 1].res_data = cqe->res;
+		io_uring_cqe_seen(ring, cqe);
+		done++;
+	}
+	if (submitted < nsub || done < submitted) {
+		/* a broken ring: forget it, the segments go the slow way */
+		hotfs_log(LOG_WARNING, "io_uring failed, resetting the ring\n");
+		ur_discard();
+	}
+#else
+	(void)data_fd;
+	read_pread(src, s, n, buf, off);
+#endif
+}
+
+/* Serve a cached segment from its bounce buffer, if it verifies. */
+static bool finish_hit(struct hotfs_cache *c, struct seg *g, char *dst)
+{
+	uint64_t ext_base = (uint64_t)g->extno << c->ext_shift;
+	int r;
+
+	if (g->res_data < 0 || (g->sp.tab_len && g->res_tab < 0)) {
+		int e = g->res_data < 0 ? g->res_data : g->res_tab;
+
+		if (e != -ECANCELED) {
+			stats_add(&c->stats, STAT_CACHE_IO_ERR, 1);
+			st_report_io_error(c->st, &g->loc, e);
+		}
+		return false;
+	}
+	/*
+	 * A truncated data file: the bytes past its end are zeros, which
+	 * fail the checksum and drop the entry (if they pass, zeros were
+	 * what was cached), so that the extent is not looked up again.
+	 */
+	if ((uint32_t)g->res_data < g->sp.data_len)
+		memset(g->data + g->res_data, 0,
+		       g->sp.data_len - (uint32_t)g->res_data);
+	if (g->sp.tab_len && (uint32_t)g->res_tab < g->sp.tab_len)
+		memset(g->tab + g->res_tab, 0,
+		       g->sp.tab_len - (uint32_t)g->res_tab);
+	r = st_verify(c->st, &g->loc, g->sp.ext_off, g->data, g->sp.data_len,
+		      g->sp.tab_len ? g->tab : NULL);
+	if (r < 0) {
+		if (r != -ESTALE)
+			stats_add(&c->stats, STAT_CSUM_FAIL, 1);
+		return false;
+	}
+	if (!g->direct)
+		memcpy(dst, g->data + (g->start - ext_base - g->sp.ext_off),
+		       g->end - g->start);
+	return true;
+}
+
+/* At most this many extents in one request for the read-ahead path. */
+
+/* Is this read served by whole-extent read-ahead (readahead.h)?  Large
+ * reads, and reads of a handle reading on sequentially for an extent;
+ * small random reads read blocks, not extents. */
+static bool ra_wanted(const struct hotfs_cache *c, struct hotfs_fh *fh,
+		      size_t size, bool seq, unsigned n)
+{
+	if (!c->ra || n > RP_IOV)
+		return false;
+	return size >= c->extent / 2 ||
+	       (seq && seq_run(&fh->seq) >= c->extent);
+}
+
+/* Start reading the cached extents after last, up to RA_AHEAD bytes on,
+ * stopping at the first that is not cached; those this run of the handle
+ * has started already are not looked up again. */
+static void prefetch_ahead(struct hotfs_cache *c, struct hotfs_fh *fh,
+			   const struct hotfs_key *k,
+			   const struct hotfs_stamp *stamp, uint32_t last)
+{
+	uint64_t x, ahead = RA_AHEAD >> c->ext_shift;
+
+	if (!ahead)
+		ahead = 1;
+	for (x = seq_prefetch_from(&fh->seq, last);
+	     x <= (uint64_t)last + ahead; x++) {
+		struct hotfs_loc loc;
+
+		if (x >= ST_EXT_LIMIT || x << c->ext_shift >= stamp->size ||
+		    st_lookup(c->st, k, (uint32_t)x, stamp, &loc) < 0 ||
+		    !ra_prefetch(c->ra, &loc))
+			break;
+	}
+	seq_prefetched(&fh->seq, x);
+}
+
+/*
+ * Serve a read whose n segments are all cached from whole extents read
+ * with O_DIRECT.  false: nothing was sent, take the ordinary path; a
+ * segment found stale or corrupt on the way is marked not cached.
+ */
+static bool ra_serve(struct hotfs_cache *c, struct hotfs_fh *fh,
+		     const struct hotfs_key *k,
+		     const struct hotfs_stamp *stamp, struct seg *s, unsigned n,
+		     bool seq, struct rp_reply *out)
+{
+	struct ra_ref *ref = out->ref;
+	struct iovec *iov = out->iov;
+	uint64_t total = 0;
+	unsigned i, got;
+	int r = 0;
+
+	for (i = 0; i < n; i++) {
+		uint64_t base = (uint64_t)s[i].extno << c->ext_shift;
+
+		if (!ra_eligible(c->ra, &s[i].loc) ||
+		    s[i].end - base > s[i].loc.len)
+			return false;
+	}
+	/* everything this read and the next ones need, in flight at once */
+	for (i = 0; i < n; i++)
+		ra_prefetch(c->ra, &s[i].loc);
+	if (seq)
+		prefetch_ahead(c, fh, k, stamp, s[n - 1].extno);
+	for (got = 0; got < n; got++) {
+		struct seg *g = &s[got];
+		uint64_t base = (uint64_t)g->extno << c->ext_shift;
+
+		r = ra_get(c->ra, &g->loc, &ref[got]);
+		if (r < 0)
+			break;
+		iov[got].iov_base = (char *)ref[got].data + (g->start - base);
+		iov[got].iov_len = g->end - g->start;
+		total += g->end - g->start;
+	}
+	if (got < n) {
+		if (r == -EBADMSG)
+			stats_add(&c->stats, STAT_CSUM_FAIL, 1);
+		if (r == -EBADMSG || r == -ESTALE)
+			s[got].hit = false;
+		for (i = 0; i < got; i++)
+			ra_put(c->ra, &ref[i], false);
+		return false;
+	}
+	stats_add(&c->stats, STAT_HIT_REQS, 1);
+	stats_add(&c->stats, STAT_HIT_BYTES, total);
+	stats_add(&c->stats, STAT_READ_BYTES, total);
+	/* the slots are given back after the reply (rp_done) */
+	out->n = (int)n;
+	out->ra = c->ra;
+	out->nref = n;
+	for (i = 0; i < n; i++) {
+		uint64_t base = (uint64_t)s[i].extno << c->ext_shift;
+
+		out->ref_done[i] = s[i].end == base + s[i].loc.len;
+	}
+	return true;
+}
+
+
+int rp_read_source(int src, size_t size, off_t off, struct rp_reply *out)
+{
+	ssize_t n;
+
+	memset(out, 0, sizeof(*out));
+	out->buf = malloc(size ? size : 1);
+	if (!out->buf)
+		return -ENOMEM;
+	n = pread_full(src, out->buf, size, off);
+	if (n < 0)
+		return (int)n;
+	out->iov[0].iov_base = out->buf;
+	out->iov[0].iov_len = (size_t)n;
+	out->n = 1;
+	return 0;
+}
+
+void rp_done(struct rp_reply *r)
+{
+	unsigned i;
+
+	for (i = 0; i < r->nref; i++)
+		ra_put(r->ra, &r->ref[i], r->ref_done[i]);
+	r->nref = 0;
+	free(r->buf);
+	r->buf = NULL;
+}
+
+/* The read's plan: its segments, the cached ones found. */
+struct plan {
+	struct hotfs_key k;
+	struct hotfs_stamp stamp;
+	uint64_t gen;		/* in->write_gen before the lookups */
+	uint64_t end;		/* of the read, within the file */
+	struct seg *s;
+	unsigned n, hits, promos;
+	bool seq;
+};
+
+/*
+ * Cut the read into segments, count the accesses, look them up; mark
+ * for promotion the missed extents the policy finds hot.
+ */
+static void plan_segments(struct hotfs_cache *c, struct hotfs_fh *fh,
+			  size_t size, off_t off, struct plan *p)
+{
+	bool count, insertable;
+	uint64_t run;
+	unsigned i;
+
+	count = fh_counts(c, fh, size, off, &p->seq);
+	run = fh_run(fh, p->seq);
+	insertable = st_state(c->st) == ST_OK;
+	for (i = 0; i < p->n; i++) {
+		struct seg *g = &p->s[i];
+		uint64_t h;
+		unsigned cnt = 0;
+
+		g->extno = (uint32_t)((uint64_t)off >> c->ext_shift) + i;
+		g->start = i ? (uint64_t)g->extno << c->ext_shift :
+			   (uint64_t)off;
+		g->end = ((uint64_t)g->extno + 1) << c->ext_shift;
+		if (g->end > p->end)
+			g->end = p->end;
+		h = pol_hash(&p->k, g->extno);
+		if (count && !fh_seen(fh, g->extno, run)) {
+			cnt = pol_access(c->pol, h);
+			stats_add(&c->stats, STAT_ACCESSES, 1);
+		}
+		if (st_lookup(c->st, &p->k, g->extno, &p->stamp,
+			      &g->loc) == 0) {
+			g->hit = true;
+			p->hits++;
+			continue;
+		}
+		if (cnt && !pol_promote(c->pol, cnt))
+			stats_add(&c->stats, STAT_NP_THRESHOLD, 1);
+		if (!cnt && count)
+			cnt = pol_estimate(c->pol, h);	/* same extent again */
+		if (!cnt || !pol_promote(c->pol, cnt))
+			continue;
+		if (!insertable) {
+			/* the store would refuse it after the promoter read
+			 * the source again: a degraded store costs no I/O */
+			stats_add(&c->stats, STAT_NP_STORE, 1);
+			continue;
+		}
+		g->promote = true;
+		p->promos++;
+	}
+}
+
+/* Queue the segments marked for promotion (hotfs/handle.h). */
+static void queue_promotions(struct hotfs_cache *c, struct hotfs_inode *in,
+			     struct hotfs_fh *fh, const struct plan *p,
+			     const char *data, uint64_t data_off,
+			     uint64_t data_len)
+{
+	struct fh_cand v[RP_IOV], *cand = v;
+	unsigned i, n = 0;
+
+	if (!p->promos)
+		return;
+	if (p->n > RP_IOV) {
+		cand = malloc(p->n * sizeof(*cand));
+		if (!cand)
+			return;
+	}
+	for (i = 0; i < p->n; i++)
+		if (p->s[i].promote && !p->s[i].hit) {
+			cand[n].start = p->s[i].start;
+			cand[n].end = p->s[i].end;
+			cand[n++].extno = p->s[i].extno;
+		}
+	fh_queue(c, in, fh, &p->k, &p->stamp, p->gen, cand, n, data, data_off,
+		 data_len);
+	if (cand != v)
+		free(cand);
+}
+
+/*
+ * Bounce buffers for the cached segments (or the reply buffer itself,
+ * when a segment is block-aligned); a segment that cannot have one is
+ * read from the source.  Returns the store's data file's fd, or -1.
+ */
+static int prepare_hits(struct hotfs_cache *c, struct plan *p, char *buf,
+			uint64_t off)
+{
+	int data_fd = -1;
+	unsigned i;
+
+	for (i = 0; i < p->n; i++) {
+		struct seg *g = &p->s[i];
+		uint64_t ext_base = (uint64_t)g->extno << c->ext_shift;
+
+		if (!g->hit)
+			continue;
+		if (st_loc_span(&g->loc, (uint32_t)(g->start - ext_base),
+				(uint32_t)(g->end - g->start), &g->sp) < 0) {
+			g->hit = false;
+			p->hits--;
+			continue;
+		}
+		/* block-aligned (the kernel's reads are): straight into the
+		 * reply, no copy */
+		g->direct = g->sp.ext_off == g->start - ext_base &&
+			    g->sp.data_len == g->end - g->start;
+		g->bounce = malloc((g->direct ? 0 : g->sp.data_len) +
+				   g->sp.tab_len + 1);
+		if (!g->bounce) {
+			g->hit = false;
+			p->hits--;
+			continue;
+		}
+		g->data = g->direct ? buf + (g->start - off) : g->bounce;
+		g->tab = g->bounce + (g->direct ? 0 : g->sp.data_len);
+		data_fd = g->loc.fd;
+	}
+	return data_fd;
+}
+
+/*
+ * After the reads: verify the cached segments, read the others (and the
+ * failed ones) from the source.  Returns the bytes of the answer, or the
+ * source's -errno.
+ */
+static ssize_t finish_segments(struct hotfs_cache *c, struct plan *p,
+			       int src, char *buf, uint64_t off)
+{
+	uint64_t pos = p->end - off;
+	unsigned i;
+
+	for (i = 0; i < p->n; i++) {
+		struct seg *g = &p->s[i];
+		char *dst = buf + (g->start - off);
+		size_t want = g->end - g->start;
+		ssize_t got;
+
+		if (g->hit && finish_hit(c, g, dst)) {
+			stats_add(&c->stats, STAT_HIT_BYTES, want);
+			continue;
+		}
+		if (g->hit)
+			p->hits--;
+		if (!g->hit && g->res_data >= 0 && (size_t)g->res_data == want) {
+			got = g->res_data;
+		} else if (!g->hit && g->res_data >= 0) {	/* short: finish */
+			got = pread_full(src, dst + g->res_data,
+					 want - (size_t)g->res_data,
+					 (off_t)g->start + g->res_data);
+			if (got >= 0)
+				got += g->res_data;
+		} else {
+			got = pread_full(src, dst, want, (off_t)g->start);
+		}
+		/* not the bytes before the failure: a short reply is EOF to
+		 * the kernel, and a reader would see the file end there */
+		if (got < 0)
+			return got;
+		stats_add(&c->stats, STAT_MISS_BYTES, (uint64_t)got);
+		if ((size_t)got < want) {	/* EOF moved: stop here */
+			pos = g->start - off + (uint64_t)got;
+			break;
+		}
+	}
+	return (ssize_t)pos;
+}
+
+/* The read as planned, once something of it is cached (or to be kept). */
+static int read_planned(struct hotfs_cache *c, struct hotfs_inode *in,
+			struct hotfs_fh *fh, int src, struct plan *p,
+			uint64_t off, struct rp_reply *out)
+{
+	uint64_t total = p->end - off;
+	ssize_t pos;
+	int data_fd;
+
+	out->buf = malloc(total);
+	if (!out->buf)
+		return -ENOMEM;
+	data_fd = prepare_hits(c, p, out->buf, off);
+	if (c->uring)
+		read_uring(src, p->s, p->n, out->buf, off, data_fd);
+	else
+		read_pread(src, p->s, p->n, out->buf, off);
+	pos = finish_segments(c, p, src, out->buf, off);
+	if (pos < 0)
+		return (int)pos;
+	stats_add(&c->stats, p->hits == p->n ? STAT_HIT_REQS :
+			     p->hits ? STAT_PARTIAL_REQS : STAT_MISS_REQS, 1);
+	stats_add(&c->stats, STAT_READ_BYTES, (uint64_t)pos);
+	queue_promotions(c, in, fh, p, out->buf, off, (uint64_t)pos);
+	out->iov[0].iov_base = out->buf;
+	out->iov[0].iov_len = (size_t)pos;
+	out->n = 1;
+	return 0;
+}
+
+/*
+ * What of [off, off + size) the store may serve: false if the read goes
+ * to the source alone (past the end, past the extents the store can
+ * number, or where a write through the mount is in flight).
+ */
+static bool cacheable(struct hotfs_cache *c, struct hotfs_inode *in,
+		      int src, size_t size, off_t off, struct plan *p)
+{
+	struct stat st;
+	uint32_t e0, e1;
+	bool busy;
+
+	if (size == 0 || fstat(src, &st) == -1 ||
+	    (uint64_t)off >= (uint64_t)st.st_size)
+		return false;
+	p->end = (uint64_t)off + size;
+	if (p->end > (uint64_t)st.st_size)
+		p->end = (uint64_t)st.st_size;
+	/* extent numbers are 32-bit: the source alone serves reads there */
+	if ((p->end - 1) >> c->ext_shift >= ST_EXT_LIMIT)
+		return false;
+	cache_stamp(&st, &p->stamp);
+	cache_key(c, in->dev, in->ino, &p->k);
+	e0 = (uint32_t)((uint64_t)off >> c->ext_shift);
+	e1 = (uint32_t)((p->end - 1) >> c->ext_shift);
+	pthread_mutex_lock(&in->m);
+	p->gen = in->write_gen;
+	/* a write in flight there: the store's copy may predate it, under
+	 * a stamp that does not show it yet (same clock tick) */
+	busy = in->wr_inflight && e0 <= in->wr_hi && e1 >= in->wr_lo;
+	pthread_mutex_unlock(&in->m);
+	p->n = e1 - e0 + 1;
+	return !busy;
+}
+
+int cache_read(struct hotfs_cache *c, struct hotfs_inode *in,
+	       struct hotfs_fh *fh, int src, size_t size, off_t off,
+	       struct rp_reply *out)
+{
+	struct plan p = { 0 };
+	unsigned i;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	stats_add(&c->stats, STAT_READ_REQS, 1);
+	if (!cacheable(c, in, src, size, off, &p))
+		goto source;
+	p.s = calloc(p.n, sizeof(*p.s));
+	if (!p.s)
+		goto source;
+	plan_segments(c, fh, size, off, &p);
+	if (p.hits == p.n && ra_wanted(c, fh, size, p.seq, p.n)) {
+		if (ra_serve(c, fh, &p.k, &p.stamp, p.s, p.n, p.seq, out)) {
+			free(p.s);
+			return 0;
+		}
+		for (p.hits = 0, i = 0; i < p.n; i++)
+			p.hits += p.s[i].hit;
+	}
+	if (!p.hits && !p.promos) {
+		uint64_t total = p.end - (uint64_t)off;
+
+		free(p.s);
+		stats_add(&c->stats, STAT_MISS_REQS, 1);
+		stats_add(&c->stats, STAT_MISS_BYTES, total);
+		stats_add(&c->stats, STAT_READ_BYTES, total);
+		return rp_read_source(src, size, off, out);
+	}
+	/* a miss to promote keeps its bytes: no second read of the source */
+	r = read_planned(c, in, fh, src, &p, (uint64_t)off, out);
+	for (i = 0; i < p.n; i++)
+		free(p.s[i].bounce);
+	free(p.s);
+	if (r != -ENOMEM)
+		return r;
+	rp_done(out);
+source:
+	stats_add(&c->stats, STAT_MISS_REQS, 1);
+	return rp_read_source(src, size, off, out);
+}
