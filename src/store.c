@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Cache store: opening (lock, superblock, identity, recovery), closing,
- * the mutating entry points (insert, invalidate, commit, tick), state and
+ * the mutating entry points (insert, invalidate, commit, tick) and
  * statistics.  The format and its reasons are in src/store_i.h; reads are
  * in src/store_read.c, regions in src/store_region.c, recovery in
- * src/store_recover.c.
+ * src/store_recover.c, and the helpers all of them share (clock, hashes,
+ * I/O loops, the state) in src/store_util.c.
  *
  * Opening a cachedir:
  *	- the cachedir is made 0700 and every file the store opens or
@@ -61,69 +62,6 @@
 #define ST_DEFAULT_COMMIT_MS	1000u
 #define ST_DEFAULT_COMMIT_BYTES	(4ull << 20)
 
-uint64_t st_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-uint64_t st_stamp_hash(uint64_t ino, uint64_t size, int64_t mtime_ns,
-		       int64_t ctime_ns)
-{
-	uint64_t v[4] = { ino, size, (uint64_t)mtime_ns, (uint64_t)ctime_ns };
-
-	return XXH3_64bits(v, sizeof(v));
-}
-
-uint64_t st_seed(uint64_t dev, uint64_t ino, uint32_t extno, uint64_t gen)
-{
-	uint64_t v[4] = { dev, ino, extno, gen };
-
-	return XXH3_64bits(v, sizeof(v));
-}
-
-ssize_t st_pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, (uint8_t *)buf + done, len - done,
-				  off + done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		done += n;
-	}
-	return done;
-}
-
-ssize_t st_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pwrite(fd, (const uint8_t *)buf + done,
-				   len - done, off + done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		done += n;
-	}
-	return done;
-}
-
 int st_make_private(int fd, mode_t mode)
 {
 	struct stat sb;
@@ -166,50 +104,6 @@ const char *st_advice(int err)
 	return NULL;
 }
 
-enum hotfs_store_state st_state(struct hotfs_store *st)
-{
-	return atomic_load_explicit(&st->state, memory_order_relaxed);
-}
-
-const char *st_state_name(enum hotfs_store_state s)
-{
-	switch (s) {
-	case ST_OK:
-		return "ok";
-	case ST_READONLY:
-		return "read-only";
-	case ST_OFF:
-		return "off";
-	}
-	return "?";
-}
-
-/* Move to a worse state, for this reason; log once. */
-static void set_state_reason(struct hotfs_store *st, int state, int err,
-			     const char *reason)
-{
-	pthread_mutex_lock(&st->state_lock);
-	if (state > atomic_load(&st->state)) {
-		atomic_store(&st->state, state);
-		st->state_since = time(NULL);
-		st->state_err = state == ST_READONLY ? err : 0;
-		snprintf(st->reason, sizeof(st->reason), "%s", reason);
-		hotfs_log(LOG_ERR, "store: %s; cache is now %s\n", reason,
-			  st_state_name(state));
-	}
-	pthread_mutex_unlock(&st->state_lock);
-}
-
-/* Move to a worse state (never back: see st_clear_space_state); log once. */
-void st_set_state(struct hotfs_store *st, int state, int err,
-		  const char *what)
-{
-	char reason[sizeof(st->reason)];
-
-	snprintf(reason, sizeof(reason), "%s: %s", what, strerror(-err));
-	set_state_reason(st, state, err, reason);
-}
-
 /*
  * The cachedir or its data file deleted, or replaced by another, while
  * the store is open: what it writes would be lost (or fill a file no
@@ -241,21 +135,7 @@ static void check_identity(struct hotfs_store *st)
 	snprintf(reason, sizeof(reason), "cachedir %s %s while mounted; "
 		 "remount (with reset if it is to start empty)", st->path,
 		 what);
-	set_state_reason(st, ST_OFF, -ESTALE, reason);
-}
-
-void st_clear_space_state(struct hotfs_store *st)
-{
-	pthread_mutex_lock(&st->state_lock);
-	if (atomic_load(&st->state) == ST_READONLY && st->state_err) {
-		atomic_store(&st->state, ST_OK);
-		st->state_since = time(NULL);
-		st->state_err = 0;
-		st->reason[0] = '\0';
-		hotfs_log(LOG_NOTICE, "store: free space is back, caching "
-			  "resumes\n");
-	}
-	pthread_mutex_unlock(&st->state_lock);
+	st_set_state_reason(st, ST_OFF, -ESTALE, reason);
 }
 
 static void errf(char *err, size_t errlen, const char *fmt, ...)

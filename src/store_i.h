@@ -323,21 +323,25 @@ static inline uint64_t st_region_off(const struct hotfs_store *st,
 	return (uint64_t)r * st->g.rsize;
 }
 
-/* store.c */
+/* store_util.c: the leaf every store file may use. */
 uint64_t st_now_ns(void);
 uint64_t st_stamp_hash(uint64_t ino, uint64_t size, int64_t mtime_ns,
 		       int64_t ctime_ns);
 uint64_t st_seed(uint64_t dev, uint64_t ino, uint32_t extno, uint64_t gen);
+ssize_t st_pread_full(int fd, void *buf, size_t len, uint64_t off);
+ssize_t st_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
+void st_set_state_reason(struct hotfs_store *st, int state, int err,
+			 const char *reason);
 void st_set_state(struct hotfs_store *st, int state, int err,
 		  const char *what);
 void st_clear_space_state(struct hotfs_store *st);
+
+/* store.c */
 void st_tombstone_nowait(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 			 uint32_t first, uint32_t count);
 /* store_region.c: a file's extents change (invalidation, restamp); under
  * idx_lock, either way. */
 void st_rk_note(struct hotfs_store *st, uint64_t dev, uint64_t ino);
-ssize_t st_pread_full(int fd, void *buf, size_t len, uint64_t off);
-ssize_t st_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
 
 /* store_index.c: callers hold idx_lock (shared for find). */
 int idx_init(struct hotfs_store *st, uint64_t max_entries,
