@@ -33,11 +33,11 @@
  * Invalidation must not wait behind an insert's I/O or a commit's
  * fdatasync (the write path calls it before acknowledging a write): it
  * drops the index entries under idx_lock alone, and queues the tombstone
- * under state_lock if the store mutex is busy; the queue is drained into
- * the summary at the next insert, commit or tick.  A tombstone that is
- * lost (queue full, store read-only, crash before the commit) only
- * matters if the source's ctime did not change, since the stamp check
- * catches the rest.
+ * under state_lock if the store mutex is busy (st_tombstone_nowait, in
+ * src/store_region.c); the queue is drained into the summary at the next
+ * insert, commit or tick.  A tombstone that is lost (queue full, store
+ * read-only, crash before the commit) only matters if the source's ctime
+ * did not change, since the stamp check catches the rest.
  *
  * Locks: st->lock, then st->idx_lock; st->state_lock is a leaf.
  */
@@ -507,21 +507,6 @@ fail:
 	return rc;
 }
 
-/* Move queued tombstones into the summary.  Under st->lock. */
-static void drain_tombstones(struct hotfs_store *st)
-{
-	struct st_sument q[ST_TQ_MAX];
-	uint32_t n, i;
-
-	pthread_mutex_lock(&st->state_lock);
-	n = st->ntq;
-	memcpy(q, st->tq, n * sizeof(q[0]));
-	__atomic_store_n(&st->ntq, 0, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&st->state_lock);
-	for (i = 0; i < n; i++)
-		__st_tombstone(st, q[i].dev, q[i].ino, q[i].extno, q[i].len);
-}
-
 int st_close(struct hotfs_store *st)
 {
 	int err;
@@ -529,7 +514,7 @@ int st_close(struct hotfs_store *st)
 	if (!st)
 		return 0;
 	pthread_mutex_lock(&st->lock);
-	drain_tombstones(st);
+	__st_drain_tombstones(st);
 	err = __st_commit(st, false);
 	pthread_mutex_unlock(&st->lock);
 	st_free(st);
@@ -548,7 +533,7 @@ int st_insert(struct hotfs_store *st, const struct hotfs_key *key,
 		return -EOVERFLOW;
 	pthread_mutex_lock(&st->lock);
 	if (__atomic_load_n(&st->ntq, __ATOMIC_RELAXED))
-		drain_tombstones(st);
+		__st_drain_tombstones(st);
 	err = __st_append(st, key->dev, key->ino, extno, stamp->size,
 			  stamp->mtime_ns, stamp->ctime_ns, buf, len);
 	pthread_mutex_unlock(&st->lock);
@@ -584,39 +569,12 @@ int st_invalidate(struct hotfs_store *st, const struct hotfs_key *key,
 	return n;
 }
 
-/*
- * Persist a tombstone without waiting for the store mutex: append it if
- * the mutex is free, else queue it for the next insert, commit or tick.
- */
-void st_tombstone_nowait(struct hotfs_store *st, uint64_t dev, uint64_t ino,
-			 uint32_t first, uint32_t count)
-{
-	if (!pthread_mutex_trylock(&st->lock)) {
-		__st_tombstone(st, dev, ino, first, count);
-		pthread_mutex_unlock(&st->lock);
-		return;
-	}
-	pthread_mutex_lock(&st->state_lock);
-	if (st->ntq < ST_TQ_MAX) {
-		struct st_sument *q = &st->tq[st->ntq];
-
-		memset(q, 0, sizeof(*q));
-		q->dev = dev;
-		q->ino = ino;
-		q->extno = first;
-		q->len = count;
-		q->flags = ST_SE_TOMB;
-		__atomic_store_n(&st->ntq, st->ntq + 1, __ATOMIC_RELAXED);
-	}
-	pthread_mutex_unlock(&st->state_lock);
-}
-
 int st_commit(struct hotfs_store *st)
 {
 	int err;
 
 	pthread_mutex_lock(&st->lock);
-	drain_tombstones(st);
+	__st_drain_tombstones(st);
 	err = __st_commit(st, false);
 	pthread_mutex_unlock(&st->lock);
 	return err;
@@ -627,7 +585,7 @@ int st_tick(struct hotfs_store *st)
 	int err = 0;
 
 	pthread_mutex_lock(&st->lock);
-	drain_tombstones(st);
+	__st_drain_tombstones(st);
 	if ((st->dirty || st->nsum_disk < st->nsum) &&
 	    st_now_ns() - st->last_commit_ns >= st->commit_ns)
 		err = __st_commit(st, false);

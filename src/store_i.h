@@ -336,12 +336,13 @@ void st_set_state(struct hotfs_store *st, int state, int err,
 		  const char *what);
 void st_clear_space_state(struct hotfs_store *st);
 
-/* store.c */
-void st_tombstone_nowait(struct hotfs_store *st, uint64_t dev, uint64_t ino,
-			 uint32_t first, uint32_t count);
 /* store_region.c: a file's extents change (invalidation, restamp); under
  * idx_lock, either way. */
 void st_rk_note(struct hotfs_store *st, uint64_t dev, uint64_t ino);
+/* store_region.c: persist a tombstone, or queue it if st->lock is busy;
+ * called with no store lock held. */
+void st_tombstone_nowait(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+			 uint32_t first, uint32_t count);
 
 /* store_index.c: callers hold idx_lock (shared for find). */
 int idx_init(struct hotfs_store *st, uint64_t max_entries,
@@ -370,6 +371,8 @@ int __st_append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		int64_t ctime_ns, const void *buf, uint32_t len);
 int __st_tombstone(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		   uint32_t first, uint32_t count);
+/* The tombstones st_tombstone_nowait queued go into the summary. */
+void __st_drain_tombstones(struct hotfs_store *st);
 int __st_evict_region(struct hotfs_store *st, uint32_t r, bool reuse,
 		      bool punch);
 int __st_watermarks(struct hotfs_store *st);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Cache store regions: appending records, group commit, sealing, eviction
- * with reinsertion, and the free-space watermarks.
+ * Cache store regions: appending records and tombstones (and the queue of
+ * tombstones that could not wait for st->lock), group commit, sealing,
+ * eviction with reinsertion, and the free-space watermarks.
  *
  * A region is HOLE (no space allocated), FREE (allocated, empty), OPEN (the
  * one being appended to) or SEALED.  New regions come from FREE, then from
@@ -30,8 +31,10 @@
  * write makes the store read-only until brun% is free again; any other
  * write error turns it off.  Neither is ever returned to a reader.
  *
- * Locks: every function here runs under st->lock and takes st->idx_lock
- * (exclusive) only around index updates, never across I/O.
+ * Locks: every function here runs under st->lock (st_evict takes it;
+ * st_tombstone_nowait only tries it, and st_rk_note needs idx_lock alone)
+ * and takes st->idx_lock only around index look-ups and updates, never
+ * across I/O.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -416,6 +419,48 @@ int __st_tombstone(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 	se->len = count;
 	se->flags = ST_SE_TOMB;
 	return 0;
+}
+
+/*
+ * Persist a tombstone without waiting for the store mutex: append it if
+ * the mutex is free, else queue it for the next insert, commit or tick.
+ */
+void st_tombstone_nowait(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+			 uint32_t first, uint32_t count)
+{
+	if (!pthread_mutex_trylock(&st->lock)) {
+		__st_tombstone(st, dev, ino, first, count);
+		pthread_mutex_unlock(&st->lock);
+		return;
+	}
+	pthread_mutex_lock(&st->state_lock);
+	if (st->ntq < ST_TQ_MAX) {
+		struct st_sument *q = &st->tq[st->ntq];
+
+		memset(q, 0, sizeof(*q));
+		q->dev = dev;
+		q->ino = ino;
+		q->extno = first;
+		q->len = count;
+		q->flags = ST_SE_TOMB;
+		__atomic_store_n(&st->ntq, st->ntq + 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&st->state_lock);
+}
+
+/* Move queued tombstones into the summary.  Under st->lock. */
+void __st_drain_tombstones(struct hotfs_store *st)
+{
+	struct st_sument q[ST_TQ_MAX];
+	uint32_t n, i;
+
+	pthread_mutex_lock(&st->state_lock);
+	n = st->ntq;
+	memcpy(q, st->tq, n * sizeof(q[0]));
+	__atomic_store_n(&st->ntq, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&st->state_lock);
+	for (i = 0; i < n; i++)
+		__st_tombstone(st, q[i].dev, q[i].ino, q[i].extno, q[i].len);
 }
 
 struct victim {
