@@ -307,6 +307,18 @@ static int write_record(struct hotfs_store *st, uint64_t off, uint64_t seed,
 	return 0;
 }
 
+/* A summary entry for extents of (dev, ino), the rest of it zeroed. */
+static void sument_init(struct st_sument *se, uint64_t dev, uint64_t ino,
+			uint32_t extno, uint32_t len, uint32_t flags)
+{
+	memset(se, 0, sizeof(*se));
+	se->dev = dev;
+	se->ino = ino;
+	se->extno = extno;
+	se->len = len;
+	se->flags = flags;
+}
+
 /*
  * Append a record and index it.  stamp is the hash the index keeps: that
  * of the stamp written to the summary, except for an extent copied
@@ -372,11 +384,7 @@ static int append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		return -ENOSPC;
 
 	se = &st->sum[st->nsum++];
-	memset(se, 0, sizeof(*se));
-	se->dev = dev;
-	se->ino = ino;
-	se->extno = extno;
-	se->len = len;
+	sument_init(se, dev, ino, extno, len, 0);
 	se->off = off;
 	se->size = size;
 	se->mtime_ns = mtime_ns;
@@ -403,7 +411,6 @@ int __st_append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 int __st_tombstone(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		   uint32_t first, uint32_t count)
 {
-	struct st_sument *se;
 	int err;
 
 	if (atomic_load(&st->state) != ST_OK)
@@ -411,13 +418,7 @@ int __st_tombstone(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 	err = ensure_room(st, 0, ST_ALIGN_SMALL);
 	if (err)
 		return err;
-	se = &st->sum[st->nsum++];
-	memset(se, 0, sizeof(*se));
-	se->dev = dev;
-	se->ino = ino;
-	se->extno = first;
-	se->len = count;
-	se->flags = ST_SE_TOMB;
+	sument_init(&st->sum[st->nsum++], dev, ino, first, count, ST_SE_TOMB);
 	return 0;
 }
 
@@ -435,14 +436,8 @@ void st_tombstone_nowait(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 	}
 	pthread_mutex_lock(&st->state_lock);
 	if (st->ntq < ST_TQ_MAX) {
-		struct st_sument *q = &st->tq[st->ntq];
-
-		memset(q, 0, sizeof(*q));
-		q->dev = dev;
-		q->ino = ino;
-		q->extno = first;
-		q->len = count;
-		q->flags = ST_SE_TOMB;
+		sument_init(&st->tq[st->ntq], dev, ino, first, count,
+			    ST_SE_TOMB);
 		__atomic_store_n(&st->ntq, st->ntq + 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&st->state_lock);
