@@ -362,6 +362,8 @@ void idx_reap(struct hotfs_store *st, uint64_t dev, uint64_t ino, bool all);
 uint32_t idx_drop_file(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		       uint32_t first, uint32_t count, bool keep_stamp,
 		       uint64_t stamp);
+uint32_t idx_drop_other_stamps(struct hotfs_store *st, uint64_t dev,
+			       uint64_t ino, uint64_t stamp);
 uint64_t idx_ram(const struct hotfs_store *st);
 
 /* store_region.c: callers hold st->lock. */

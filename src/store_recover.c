@@ -251,7 +251,6 @@ static void replay_apply(struct hotfs_store *st, uint32_t region,
 			 const struct st_sument *e)
 {
 	struct st_entry t;
-	uint32_t i;
 
 	if (e->flags & ST_SE_TOMB) {
 		idx_drop_file(st, e->dev, e->ino, e->extno, e->len, false, 0);
@@ -266,9 +265,7 @@ static void replay_apply(struct hotfs_store *st, uint32_t region,
 	t.region = region;
 	t.off = e->off;
 	t.lenfl = e->len;
-	i = idx_file_first(st, e->dev, e->ino);
-	if (i != ST_NIL && st->ent[i].stamp != t.stamp)
-		idx_drop_file(st, e->dev, e->ino, 0, 0, true, t.stamp);
+	idx_drop_other_stamps(st, e->dev, e->ino, t.stamp);
 	/* more entries than records could hold: a damaged summary */
 	idx_put(st, &t);
 }

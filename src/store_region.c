@@ -340,10 +340,9 @@ static int append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 	if (atomic_load(&st->state) != ST_OK)
 		return -EROFS;
 	pthread_rwlock_wrlock(&st->idx_lock);
-	i = idx_file_first(st, dev, ino);
-	if (i != ST_NIL && st->ent[i].stamp != stamp)
-		CNT_ADD(st, inval[ST_INVAL_SOURCE],
-			idx_drop_file(st, dev, ino, 0, 0, true, stamp));
+	i = idx_drop_other_stamps(st, dev, ino, stamp);
+	if (i)
+		CNT_ADD(st, inval[ST_INVAL_SOURCE], i);
 	pthread_rwlock_unlock(&st->idx_lock);
 
 	err = ensure_room(st, reclen, align);
