@@ -298,14 +298,191 @@ static int set_params(struct hotfs_store *st,
 	return 0;
 }
 
+/*
+ * Open the cachedir, make it private and lock it: the lock file, and the
+ * directory itself.  0 or -errno, with err said.
+ */
+static int lock_cachedir(struct hotfs_store *st, const char *cachedir,
+			 char *err, size_t errlen)
+{
+	int rc;
+
+	st->dirfd = open(cachedir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (st->dirfd < 0) {
+		rc = -errno;
+		errf(err, errlen, "cannot open cachedir %s: %s", cachedir,
+		     strerror(errno));
+		return rc;
+	}
+	st->path = strdup(cachedir);
+	if (!st->path || fstat(st->dirfd, &st->dir_st)) {
+		rc = st->path ? -errno : -ENOMEM;
+		errf(err, errlen, "cachedir %s: %s", cachedir, strerror(-rc));
+		return rc;
+	}
+	rc = st_make_private(st->dirfd, 0700);
+	if (rc) {
+		errf(err, errlen, "cannot make cachedir %s private (mode "
+		     "0700, owned by uid %u): %s", cachedir,
+		     (unsigned)geteuid(), strerror(-rc));
+		return rc;
+	}
+	st->lockfd = openat(st->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC |
+			    O_NOFOLLOW, 0600);
+	if (st->lockfd >= 0 && flock(st->lockfd, LOCK_EX | LOCK_NB) == 0) {
+		rc = st_make_private(st->lockfd, 0600);
+		if (rc) {
+			errf(err, errlen, "cachedir %s: cannot make 'lock' "
+			     "0600: %s", cachedir, strerror(-rc));
+			return rc;
+		}
+	} else {
+		rc = -errno;
+		if (rc == -EWOULDBLOCK) {
+			rc = -EBUSY;
+			errf(err, errlen, "cachedir %s is in use by another "
+			     "hotfs", cachedir);
+		} else {
+			errf(err, errlen, "cannot lock cachedir %s: %s",
+			     cachedir, strerror(-rc));
+		}
+		return rc;
+	}
+	/*
+	 * And the directory itself: cachedir/lock removed while a store is
+	 * open must not let a second one in.  A filesystem that cannot lock
+	 * a directory (NFS maps flock to POSIX locks, which a read-only
+	 * descriptor cannot take) is left with the lock file alone.
+	 */
+	if (flock(st->dirfd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK) {
+		errf(err, errlen, "cachedir %s is in use by another hotfs",
+		     cachedir);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/*
+ * Read the superblock and settle the store's geometry and capacity, in
+ * st and in sb (a new one if the store starts afresh).  Returns 1 to
+ * start afresh, 0 to recover what the cachedir holds, or -errno with err
+ * said.
+ */
+static int choose_geometry(struct hotfs_store *st, const char *cachedir,
+			   const struct hotfs_store_params *p,
+			   struct st_sb *sb, char *err, size_t errlen)
+{
+	struct stat sbuf;
+	uint32_t rsize;
+	uint64_t cap;
+	int rc, fresh;
+
+	rc = read_sb(st, sb);
+	fresh = p->reset ? 1 : sb_match(cachedir, sb, rc, p, err, errlen);
+	if (fresh < 0)
+		return fresh;
+	if (fresh && !p->reset && rc == -ENOENT &&
+	    !fstatat(st->dirfd, "data", &sbuf, AT_SYMLINK_NOFOLLOW) &&
+	    sbuf.st_size) {
+		errf(err, errlen, "cachedir %s has a 'data' file but no "
+		     "superblock; use reset to empty it", cachedir);
+		return -EEXIST;
+	}
+	rsize = fresh ? (p->region ? p->region : ST_REGION_DEFAULT) : sb->rsize;
+	cap = p->capacity ? p->capacity : (fresh ? 0 : sb->capacity);
+	if (!cap) {
+		struct statvfs vfs;
+
+		/* the default: 90% of the free space at creation */
+		if (!fstatvfs(st->dirfd, &vfs))
+			cap = (uint64_t)vfs.f_bavail * vfs.f_frsize / 10 * 9;
+	}
+	if (st_geom_ok(p->extent, rsize)) {
+		errf(err, errlen, "store: bad extent (%u) or region (%u) size",
+		     p->extent, rsize);
+		return -EINVAL;
+	}
+	if (cap < 2ull * rsize) {
+		errf(err, errlen, "store: cache size %llu is less than two "
+		     "regions (%u bytes each); give a larger cachesize= or "
+		     "free space on the cachedir's filesystem",
+		     (unsigned long long)cap, rsize);
+		return -EINVAL;
+	}
+	if (fresh)
+		sb_init(sb, p, cap, rsize);
+	sb->capacity = cap;
+	st->capacity = cap;
+	st->g.epoch = sb->epoch;
+	st->g.rsize = rsize;
+	st->g.extent = p->extent;
+	st->nregions = cap / rsize > UINT32_MAX - 1 ? UINT32_MAX - 1 :
+		cap / rsize;
+	st->next_seq = sb->seq_floor;
+	return fresh;
+}
+
+/*
+ * Open the data file (emptied if fresh), make it private and no longer
+ * than the capacity's regions.  0 or -errno, with err said.
+ */
+static int open_data(struct hotfs_store *st, const char *cachedir,
+		     bool fresh, char *err, size_t errlen)
+{
+	uint64_t max = (uint64_t)st->nregions * st->g.rsize;
+	struct stat sbuf;
+	int rc;
+
+	st->datafd = openat(st->dirfd, "data", O_RDWR | O_CREAT | O_CLOEXEC |
+			    O_NOFOLLOW | (fresh ? O_TRUNC : 0), 0600);
+	if (st->datafd < 0 || fstat(st->datafd, &sbuf)) {
+		rc = -errno;
+		errf(err, errlen, "cachedir %s: cannot open data: %s",
+		     cachedir, strerror(-rc));
+		return rc;
+	}
+	st->data_st = sbuf;
+	rc = st_make_private(st->datafd, 0600);
+	if (rc) {
+		errf(err, errlen, "cachedir %s: cannot make 'data' 0600: %s",
+		     cachedir, strerror(-rc));
+		return rc;
+	}
+	if ((uint64_t)sbuf.st_size > max && ftruncate(st->datafd, max)) {
+		rc = -errno;
+		errf(err, errlen, "cachedir %s: cannot shrink data: %s",
+		     cachedir, strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+/* The regions, the open region's summary and record tail, the index. */
+static int alloc_tables(struct hotfs_store *st)
+{
+	int rc;
+
+	st->regions = calloc(st->nregions, sizeof(*st->regions));
+	st->sum_max = st->g.rsize / ST_ALIGN_SMALL;
+	st->sum = malloc((size_t)st->sum_max * sizeof(*st->sum));
+	st->tab = malloc(st->g.extent / ST_BLOCK * 8 + 2 * ST_BLOCK);
+	/*
+	 * Presize the index's tables for 64 KiB a record: growing them is
+	 * incremental, but costs each insert a little meanwhile; this
+	 * costs 0.01% of the capacity in RAM up front.
+	 */
+	rc = idx_init(st, st->capacity / ST_ALIGN_SMALL + 1024,
+		      st->capacity / 65536);
+	if (!st->regions || !st->sum || !st->tab || rc)
+		return -ENOMEM;
+	return 0;
+}
+
 int st_open(const char *cachedir, const struct hotfs_store_params *p,
 	    struct hotfs_store **out, char *err, size_t errlen)
 {
 	struct hotfs_store *st;
 	struct st_sb sb;
-	struct stat sbuf;
-	uint32_t rsize;
-	uint64_t cap;
 	int rc, fresh;
 
 	*out = NULL;
@@ -328,143 +505,19 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 		     "brun < 100");
 		goto fail;
 	}
-
-	st->dirfd = open(cachedir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (st->dirfd < 0) {
-		rc = -errno;
-		errf(err, errlen, "cannot open cachedir %s: %s", cachedir,
-		     strerror(errno));
+	rc = lock_cachedir(st, cachedir, err, errlen);
+	if (rc)
 		goto fail;
-	}
-	st->path = strdup(cachedir);
-	if (!st->path || fstat(st->dirfd, &st->dir_st)) {
-		rc = st->path ? -errno : -ENOMEM;
-		errf(err, errlen, "cachedir %s: %s", cachedir, strerror(-rc));
-		goto fail;
-	}
-	rc = st_make_private(st->dirfd, 0700);
-	if (rc) {
-		errf(err, errlen, "cannot make cachedir %s private (mode "
-		     "0700, owned by uid %u): %s", cachedir,
-		     (unsigned)geteuid(), strerror(-rc));
-		goto fail;
-	}
-	st->lockfd = openat(st->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC |
-			    O_NOFOLLOW, 0600);
-	if (st->lockfd >= 0 && flock(st->lockfd, LOCK_EX | LOCK_NB) == 0) {
-		rc = st_make_private(st->lockfd, 0600);
-		if (rc) {
-			errf(err, errlen, "cachedir %s: cannot make 'lock' "
-			     "0600: %s", cachedir, strerror(-rc));
-			goto fail;
-		}
-	} else {
-		rc = -errno;
-		if (rc == -EWOULDBLOCK) {
-			rc = -EBUSY;
-			errf(err, errlen, "cachedir %s is in use by another "
-			     "hotfs", cachedir);
-		} else {
-			errf(err, errlen, "cannot lock cachedir %s: %s",
-			     cachedir, strerror(-rc));
-		}
-		goto fail;
-	}
-	/*
-	 * And the directory itself: cachedir/lock removed while a store is
-	 * open must not let a second one in.  A filesystem that cannot lock
-	 * a directory (NFS maps flock to POSIX locks, which a read-only
-	 * descriptor cannot take) is left with the lock file alone.
-	 */
-	if (flock(st->dirfd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK) {
-		rc = -EBUSY;
-		errf(err, errlen, "cachedir %s is in use by another hotfs",
-		     cachedir);
-		goto fail;
-	}
-
-	rc = read_sb(st, &sb);
-	fresh = p->reset ? 1 : sb_match(cachedir, &sb, rc, p, err, errlen);
+	fresh = choose_geometry(st, cachedir, p, &sb, err, errlen);
 	if (fresh < 0) {
 		rc = fresh;
 		goto fail;
 	}
-	if (fresh && !p->reset && rc == -ENOENT &&
-	    !fstatat(st->dirfd, "data", &sbuf, AT_SYMLINK_NOFOLLOW) &&
-	    sbuf.st_size) {
-		errf(err, errlen, "cachedir %s has a 'data' file but no "
-		     "superblock; use reset to empty it", cachedir);
-		rc = -EEXIST;
+	rc = open_data(st, cachedir, fresh, err, errlen);
+	if (rc)
 		goto fail;
-	}
-	rsize = fresh ? (p->region ? p->region : ST_REGION_DEFAULT) : sb.rsize;
-	cap = p->capacity ? p->capacity : (fresh ? 0 : sb.capacity);
-	if (!cap) {
-		struct statvfs vfs;
-
-		/* the default: 90% of the free space at creation */
-		if (!fstatvfs(st->dirfd, &vfs))
-			cap = (uint64_t)vfs.f_bavail * vfs.f_frsize / 10 * 9;
-	}
-	if (st_geom_ok(p->extent, rsize)) {
-		errf(err, errlen, "store: bad extent (%u) or region (%u) size",
-		     p->extent, rsize);
-		rc = -EINVAL;
-		goto fail;
-	}
-	if (cap < 2ull * rsize) {
-		errf(err, errlen, "store: cache size %llu is less than two "
-		     "regions (%u bytes each); give a larger cachesize= or "
-		     "free space on the cachedir's filesystem",
-		     (unsigned long long)cap, rsize);
-		rc = -EINVAL;
-		goto fail;
-	}
-	if (fresh)
-		sb_init(&sb, p, cap, rsize);
-	sb.capacity = cap;
-	st->capacity = cap;
-	st->g.epoch = sb.epoch;
-	st->g.rsize = rsize;
-	st->g.extent = p->extent;
-	st->nregions = cap / rsize > UINT32_MAX - 1 ? UINT32_MAX - 1 :
-		cap / rsize;
-	st->next_seq = sb.seq_floor;
-
-	st->datafd = openat(st->dirfd, "data", O_RDWR | O_CREAT | O_CLOEXEC |
-			    O_NOFOLLOW | (fresh ? O_TRUNC : 0), 0600);
-	if (st->datafd < 0 || fstat(st->datafd, &sbuf)) {
-		rc = -errno;
-		errf(err, errlen, "cachedir %s: cannot open data: %s",
-		     cachedir, strerror(-rc));
-		goto fail;
-	}
-	st->data_st = sbuf;
-	rc = st_make_private(st->datafd, 0600);
+	rc = alloc_tables(st);
 	if (rc) {
-		errf(err, errlen, "cachedir %s: cannot make 'data' 0600: %s",
-		     cachedir, strerror(-rc));
-		goto fail;
-	}
-	if ((uint64_t)sbuf.st_size > (uint64_t)st->nregions * rsize &&
-	    ftruncate(st->datafd, (uint64_t)st->nregions * rsize)) {
-		rc = -errno;
-		errf(err, errlen, "cachedir %s: cannot shrink data: %s",
-		     cachedir, strerror(-rc));
-		goto fail;
-	}
-	st->regions = calloc(st->nregions, sizeof(*st->regions));
-	st->sum_max = rsize / ST_ALIGN_SMALL;
-	st->sum = malloc((size_t)st->sum_max * sizeof(*st->sum));
-	st->tab = malloc(p->extent / ST_BLOCK * 8 + 2 * ST_BLOCK);
-	/*
-	 * Presize the index's tables for 64 KiB a record: growing them is
-	 * incremental, but costs each insert a little meanwhile; this
-	 * costs 0.01% of the capacity in RAM up front.
-	 */
-	rc = idx_init(st, cap / ST_ALIGN_SMALL + 1024, cap / 65536);
-	if (!st->regions || !st->sum || !st->tab || rc) {
-		rc = -ENOMEM;
 		errf(err, errlen, "store: out of memory");
 		goto fail;
 	}
@@ -497,7 +550,7 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 		snprintf(st->reason, sizeof(st->reason), "cachedir %s: no "
 			 "room for a region (%u bytes) within the free-space "
 			 "watermarks of its filesystem; free space there",
-			 cachedir, rsize);
+			 cachedir, st->g.rsize);
 	}
 	*out = st;
 	return 0;
