@@ -39,7 +39,9 @@
  * read-only, crash before the commit) only matters if the source's ctime
  * did not change, since the stamp check catches the rest.
  *
- * Locks: st->lock, then st->idx_lock; st->state_lock is a leaf.
+ * Locks (their order is in src/store_i.h): st->lock in the entry points
+ * that write (close, insert, commit, tick); idx_lock alone in
+ * st_invalidate; state_lock, then idx_lock shared, in st_get_stats.
  */
 #include <errno.h>
 #include <fcntl.h>

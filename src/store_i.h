@@ -47,13 +47,38 @@
  *	  so no uncommitted record or stray summary block of a crashed run
  *	  can join the chain later.
  *
- * Locks (order: st->lock, then st->idx_lock):
- *	st->lock	mutex: regions, the open region, the data file's
- *			writes, commits, evictions, tombstones;
- *	st->idx_lock	rwlock: the index; st_lookup/st_verify take it
- *			shared (and exclusive only to drop stale entries).
- *	st->state_lock	leaf mutex: the state's reason, queued tombstones.
- * Counters are atomics, read without locks.
+ * Locks.  The store's lock order, written here and nowhere else:
+ *
+ *	st->lock  ->  st->idx_lock  ->  st->state_lock
+ *
+ * A thread holding one of them takes only later ones, never an earlier
+ * one (st_tombstone_nowait, called with none held, only tries st->lock).
+ *	st->lock	mutex: the regions, the open region and its summary,
+ *			the data file's writes and fdatasyncs, commits,
+ *			evictions, tombstones.  Held across that I/O (it is
+ *			what the mutex serialises): st_close, st_insert,
+ *			st_commit, st_tick and st_evict take it, the __st_*
+ *			functions need it.
+ *	st->idx_lock	rwlock: the index (store_index.c); never held across
+ *			I/O.  Shared to look up (st_lookup, st_iterate,
+ *			st_get_stats, pick_keepers), exclusive to change
+ *			entries (append, eviction, st_invalidate, st_restamp,
+ *			a stale or corrupt entry dropped by st_lookup or
+ *			st_verify).  Shared is let go of before exclusive is
+ *			taken: never an upgrade.
+ *	st->state_lock	mutex, a leaf: the state and its reason, the queued
+ *			tombstones (tq, ntq), the keepers' marks (st_rk_note,
+ *			under idx_lock).  What it calls out to is hotfs_log
+ *			alone, which takes no lock of hotfs's.
+ * Callbacks run under store locks: st_keep_fn under st->lock and
+ * idx_lock (shared), st_iter_fn under idx_lock (shared).  The cache's
+ * keep callback takes the pins' and the policy's locks there, so those
+ * locks come after idx_lock and must not be held while calling into the
+ * store.  Apart from the callbacks and hotfs_log the store calls out to
+ * nothing while it holds a lock, so its callers' locks all come before
+ * st->lock.
+ * Counters are atomics, read without locks, as are a region's gen,
+ * st->state, st->nused, and st->ntq as a hint (st_insert).
  */
 #ifndef HOTFS_STORE_I_H
 #define HOTFS_STORE_I_H

@@ -31,10 +31,10 @@
  * write makes the store read-only until brun% is free again; any other
  * write error turns it off.  Neither is ever returned to a reader.
  *
- * Locks: every function here runs under st->lock (st_evict takes it;
- * st_tombstone_nowait only tries it, and st_rk_note needs idx_lock alone)
- * and takes st->idx_lock only around index look-ups and updates, never
- * across I/O.
+ * Locks (their order is in src/store_i.h): every function here runs
+ * under st->lock (st_evict takes it; st_tombstone_nowait only tries it,
+ * and st_rk_note needs idx_lock alone) and takes st->idx_lock only
+ * around index look-ups and updates, never across I/O.
  */
 #include <errno.h>
 #include <fcntl.h>
