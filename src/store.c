@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Cache store: opening (lock, superblock, identity, recovery), closing,
- * the mutating entry points (insert, invalidate, commit, tick), state and
+ * the mutating entry points (insert, invalidate, commit, tick) and
  * statistics.  The format and its reasons are in src/store_i.h; reads are
  * in src/store_read.c, regions in src/store_region.c, recovery in
- * src/store_recover.c.
+ * src/store_recover.c, and the helpers all of them share (clock, hashes,
+ * I/O loops, the state) in src/store_util.c.
  *
  * Opening a cachedir:
  *	- the cachedir is made 0700 and every file the store opens or
@@ -32,13 +33,15 @@
  * Invalidation must not wait behind an insert's I/O or a commit's
  * fdatasync (the write path calls it before acknowledging a write): it
  * drops the index entries under idx_lock alone, and queues the tombstone
- * under state_lock if the store mutex is busy; the queue is drained into
- * the summary at the next insert, commit or tick.  A tombstone that is
- * lost (queue full, store read-only, crash before the commit) only
- * matters if the source's ctime did not change, since the stamp check
- * catches the rest.
+ * under state_lock if the store mutex is busy (st_tombstone_nowait, in
+ * src/store_region.c); the queue is drained into the summary at the next
+ * insert, commit or tick.  A tombstone that is lost (queue full, store
+ * read-only, crash before the commit) only matters if the source's ctime
+ * did not change, since the stamp check catches the rest.
  *
- * Locks: st->lock, then st->idx_lock; st->state_lock is a leaf.
+ * Locks (their order is in src/store_i.h): st->lock in the entry points
+ * that write (close, insert, commit, tick); idx_lock alone in
+ * st_invalidate; state_lock, then idx_lock shared, in st_get_stats.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,69 +63,6 @@
 
 #define ST_DEFAULT_COMMIT_MS	1000u
 #define ST_DEFAULT_COMMIT_BYTES	(4ull << 20)
-
-uint64_t st_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-uint64_t st_stamp_hash(uint64_t ino, uint64_t size, int64_t mtime_ns,
-		       int64_t ctime_ns)
-{
-	uint64_t v[4] = { ino, size, (uint64_t)mtime_ns, (uint64_t)ctime_ns };
-
-	return XXH3_64bits(v, sizeof(v));
-}
-
-uint64_t st_seed(uint64_t dev, uint64_t ino, uint32_t extno, uint64_t gen)
-{
-	uint64_t v[4] = { dev, ino, extno, gen };
-
-	return XXH3_64bits(v, sizeof(v));
-}
-
-ssize_t st_pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, (uint8_t *)buf + done, len - done,
-				  off + done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		done += n;
-	}
-	return done;
-}
-
-ssize_t st_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pwrite(fd, (const uint8_t *)buf + done,
-				   len - done, off + done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		done += n;
-	}
-	return done;
-}
 
 int st_make_private(int fd, mode_t mode)
 {
@@ -166,50 +106,6 @@ const char *st_advice(int err)
 	return NULL;
 }
 
-enum hotfs_store_state st_state(struct hotfs_store *st)
-{
-	return atomic_load_explicit(&st->state, memory_order_relaxed);
-}
-
-const char *st_state_name(enum hotfs_store_state s)
-{
-	switch (s) {
-	case ST_OK:
-		return "ok";
-	case ST_READONLY:
-		return "read-only";
-	case ST_OFF:
-		return "off";
-	}
-	return "?";
-}
-
-/* Move to a worse state, for this reason; log once. */
-static void set_state_reason(struct hotfs_store *st, int state, int err,
-			     const char *reason)
-{
-	pthread_mutex_lock(&st->state_lock);
-	if (state > atomic_load(&st->state)) {
-		atomic_store(&st->state, state);
-		st->state_since = time(NULL);
-		st->state_err = state == ST_READONLY ? err : 0;
-		snprintf(st->reason, sizeof(st->reason), "%s", reason);
-		hotfs_log(LOG_ERR, "store: %s; cache is now %s\n", reason,
-			  st_state_name(state));
-	}
-	pthread_mutex_unlock(&st->state_lock);
-}
-
-/* Move to a worse state (never back: see st_clear_space_state); log once. */
-void st_set_state(struct hotfs_store *st, int state, int err,
-		  const char *what)
-{
-	char reason[sizeof(st->reason)];
-
-	snprintf(reason, sizeof(reason), "%s: %s", what, strerror(-err));
-	set_state_reason(st, state, err, reason);
-}
-
 /*
  * The cachedir or its data file deleted, or replaced by another, while
  * the store is open: what it writes would be lost (or fill a file no
@@ -241,21 +137,7 @@ static void check_identity(struct hotfs_store *st)
 	snprintf(reason, sizeof(reason), "cachedir %s %s while mounted; "
 		 "remount (with reset if it is to start empty)", st->path,
 		 what);
-	set_state_reason(st, ST_OFF, -ESTALE, reason);
-}
-
-void st_clear_space_state(struct hotfs_store *st)
-{
-	pthread_mutex_lock(&st->state_lock);
-	if (atomic_load(&st->state) == ST_READONLY && st->state_err) {
-		atomic_store(&st->state, ST_OK);
-		st->state_since = time(NULL);
-		st->state_err = 0;
-		st->reason[0] = '\0';
-		hotfs_log(LOG_NOTICE, "store: free space is back, caching "
-			  "resumes\n");
-	}
-	pthread_mutex_unlock(&st->state_lock);
+	st_set_state_reason(st, ST_OFF, -ESTALE, reason);
 }
 
 static void errf(char *err, size_t errlen, const char *fmt, ...)
@@ -418,14 +300,191 @@ static int set_params(struct hotfs_store *st,
 	return 0;
 }
 
+/*
+ * Open the cachedir, make it private and lock it: the lock file, and the
+ * directory itself.  0 or -errno, with err said.
+ */
+static int lock_cachedir(struct hotfs_store *st, const char *cachedir,
+			 char *err, size_t errlen)
+{
+	int rc;
+
+	st->dirfd = open(cachedir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (st->dirfd < 0) {
+		rc = -errno;
+		errf(err, errlen, "cannot open cachedir %s: %s", cachedir,
+		     strerror(errno));
+		return rc;
+	}
+	st->path = strdup(cachedir);
+	if (!st->path || fstat(st->dirfd, &st->dir_st)) {
+		rc = st->path ? -errno : -ENOMEM;
+		errf(err, errlen, "cachedir %s: %s", cachedir, strerror(-rc));
+		return rc;
+	}
+	rc = st_make_private(st->dirfd, 0700);
+	if (rc) {
+		errf(err, errlen, "cannot make cachedir %s private (mode "
+		     "0700, owned by uid %u): %s", cachedir,
+		     (unsigned)geteuid(), strerror(-rc));
+		return rc;
+	}
+	st->lockfd = openat(st->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC |
+			    O_NOFOLLOW, 0600);
+	if (st->lockfd >= 0 && flock(st->lockfd, LOCK_EX | LOCK_NB) == 0) {
+		rc = st_make_private(st->lockfd, 0600);
+		if (rc) {
+			errf(err, errlen, "cachedir %s: cannot make 'lock' "
+			     "0600: %s", cachedir, strerror(-rc));
+			return rc;
+		}
+	} else {
+		rc = -errno;
+		if (rc == -EWOULDBLOCK) {
+			rc = -EBUSY;
+			errf(err, errlen, "cachedir %s is in use by another "
+			     "hotfs", cachedir);
+		} else {
+			errf(err, errlen, "cannot lock cachedir %s: %s",
+			     cachedir, strerror(-rc));
+		}
+		return rc;
+	}
+	/*
+	 * And the directory itself: cachedir/lock removed while a store is
+	 * open must not let a second one in.  A filesystem that cannot lock
+	 * a directory (NFS maps flock to POSIX locks, which a read-only
+	 * descriptor cannot take) is left with the lock file alone.
+	 */
+	if (flock(st->dirfd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK) {
+		errf(err, errlen, "cachedir %s is in use by another hotfs",
+		     cachedir);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/*
+ * Read the superblock and settle the store's geometry and capacity, in
+ * st and in sb (a new one if the store starts afresh).  Returns 1 to
+ * start afresh, 0 to recover what the cachedir holds, or -errno with err
+ * said.
+ */
+static int choose_geometry(struct hotfs_store *st, const char *cachedir,
+			   const struct hotfs_store_params *p,
+			   struct st_sb *sb, char *err, size_t errlen)
+{
+	struct stat sbuf;
+	uint32_t rsize;
+	uint64_t cap;
+	int rc, fresh;
+
+	rc = read_sb(st, sb);
+	fresh = p->reset ? 1 : sb_match(cachedir, sb, rc, p, err, errlen);
+	if (fresh < 0)
+		return fresh;
+	if (fresh && !p->reset && rc == -ENOENT &&
+	    !fstatat(st->dirfd, "data", &sbuf, AT_SYMLINK_NOFOLLOW) &&
+	    sbuf.st_size) {
+		errf(err, errlen, "cachedir %s has a 'data' file but no "
+		     "superblock; use reset to empty it", cachedir);
+		return -EEXIST;
+	}
+	rsize = fresh ? (p->region ? p->region : ST_REGION_DEFAULT) : sb->rsize;
+	cap = p->capacity ? p->capacity : (fresh ? 0 : sb->capacity);
+	if (!cap) {
+		struct statvfs vfs;
+
+		/* the default: 90% of the free space at creation */
+		if (!fstatvfs(st->dirfd, &vfs))
+			cap = (uint64_t)vfs.f_bavail * vfs.f_frsize / 10 * 9;
+	}
+	if (st_geom_ok(p->extent, rsize)) {
+		errf(err, errlen, "store: bad extent (%u) or region (%u) size",
+		     p->extent, rsize);
+		return -EINVAL;
+	}
+	if (cap < 2ull * rsize) {
+		errf(err, errlen, "store: cache size %llu is less than two "
+		     "regions (%u bytes each); give a larger cachesize= or "
+		     "free space on the cachedir's filesystem",
+		     (unsigned long long)cap, rsize);
+		return -EINVAL;
+	}
+	if (fresh)
+		sb_init(sb, p, cap, rsize);
+	sb->capacity = cap;
+	st->capacity = cap;
+	st->g.epoch = sb->epoch;
+	st->g.rsize = rsize;
+	st->g.extent = p->extent;
+	st->nregions = cap / rsize > UINT32_MAX - 1 ? UINT32_MAX - 1 :
+		cap / rsize;
+	st->next_seq = sb->seq_floor;
+	return fresh;
+}
+
+/*
+ * Open the data file (emptied if fresh), make it private and no longer
+ * than the capacity's regions.  0 or -errno, with err said.
+ */
+static int open_data(struct hotfs_store *st, const char *cachedir,
+		     bool fresh, char *err, size_t errlen)
+{
+	uint64_t max = (uint64_t)st->nregions * st->g.rsize;
+	struct stat sbuf;
+	int rc;
+
+	st->datafd = openat(st->dirfd, "data", O_RDWR | O_CREAT | O_CLOEXEC |
+			    O_NOFOLLOW | (fresh ? O_TRUNC : 0), 0600);
+	if (st->datafd < 0 || fstat(st->datafd, &sbuf)) {
+		rc = -errno;
+		errf(err, errlen, "cachedir %s: cannot open data: %s",
+		     cachedir, strerror(-rc));
+		return rc;
+	}
+	st->data_st = sbuf;
+	rc = st_make_private(st->datafd, 0600);
+	if (rc) {
+		errf(err, errlen, "cachedir %s: cannot make 'data' 0600: %s",
+		     cachedir, strerror(-rc));
+		return rc;
+	}
+	if ((uint64_t)sbuf.st_size > max && ftruncate(st->datafd, max)) {
+		rc = -errno;
+		errf(err, errlen, "cachedir %s: cannot shrink data: %s",
+		     cachedir, strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+/* The regions, the open region's summary and record tail, the index. */
+static int alloc_tables(struct hotfs_store *st)
+{
+	int rc;
+
+	st->regions = calloc(st->nregions, sizeof(*st->regions));
+	st->sum_max = st->g.rsize / ST_ALIGN_SMALL;
+	st->sum = malloc((size_t)st->sum_max * sizeof(*st->sum));
+	st->tab = malloc(st->g.extent / ST_BLOCK * 8 + 2 * ST_BLOCK);
+	/*
+	 * Presize the index's tables for 64 KiB a record: growing them is
+	 * incremental, but costs each insert a little meanwhile; this
+	 * costs 0.01% of the capacity in RAM up front.
+	 */
+	rc = idx_init(st, st->capacity / ST_ALIGN_SMALL + 1024,
+		      st->capacity / 65536);
+	if (!st->regions || !st->sum || !st->tab || rc)
+		return -ENOMEM;
+	return 0;
+}
+
 int st_open(const char *cachedir, const struct hotfs_store_params *p,
 	    struct hotfs_store **out, char *err, size_t errlen)
 {
 	struct hotfs_store *st;
 	struct st_sb sb;
-	struct stat sbuf;
-	uint32_t rsize;
-	uint64_t cap;
 	int rc, fresh;
 
 	*out = NULL;
@@ -448,143 +507,19 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 		     "brun < 100");
 		goto fail;
 	}
-
-	st->dirfd = open(cachedir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (st->dirfd < 0) {
-		rc = -errno;
-		errf(err, errlen, "cannot open cachedir %s: %s", cachedir,
-		     strerror(errno));
+	rc = lock_cachedir(st, cachedir, err, errlen);
+	if (rc)
 		goto fail;
-	}
-	st->path = strdup(cachedir);
-	if (!st->path || fstat(st->dirfd, &st->dir_st)) {
-		rc = st->path ? -errno : -ENOMEM;
-		errf(err, errlen, "cachedir %s: %s", cachedir, strerror(-rc));
-		goto fail;
-	}
-	rc = st_make_private(st->dirfd, 0700);
-	if (rc) {
-		errf(err, errlen, "cannot make cachedir %s private (mode "
-		     "0700, owned by uid %u): %s", cachedir,
-		     (unsigned)geteuid(), strerror(-rc));
-		goto fail;
-	}
-	st->lockfd = openat(st->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC |
-			    O_NOFOLLOW, 0600);
-	if (st->lockfd >= 0 && flock(st->lockfd, LOCK_EX | LOCK_NB) == 0) {
-		rc = st_make_private(st->lockfd, 0600);
-		if (rc) {
-			errf(err, errlen, "cachedir %s: cannot make 'lock' "
-			     "0600: %s", cachedir, strerror(-rc));
-			goto fail;
-		}
-	} else {
-		rc = -errno;
-		if (rc == -EWOULDBLOCK) {
-			rc = -EBUSY;
-			errf(err, errlen, "cachedir %s is in use by another "
-			     "hotfs", cachedir);
-		} else {
-			errf(err, errlen, "cannot lock cachedir %s: %s",
-			     cachedir, strerror(-rc));
-		}
-		goto fail;
-	}
-	/*
-	 * And the directory itself: cachedir/lock removed while a store is
-	 * open must not let a second one in.  A filesystem that cannot lock
-	 * a directory (NFS maps flock to POSIX locks, which a read-only
-	 * descriptor cannot take) is left with the lock file alone.
-	 */
-	if (flock(st->dirfd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK) {
-		rc = -EBUSY;
-		errf(err, errlen, "cachedir %s is in use by another hotfs",
-		     cachedir);
-		goto fail;
-	}
-
-	rc = read_sb(st, &sb);
-	fresh = p->reset ? 1 : sb_match(cachedir, &sb, rc, p, err, errlen);
+	fresh = choose_geometry(st, cachedir, p, &sb, err, errlen);
 	if (fresh < 0) {
 		rc = fresh;
 		goto fail;
 	}
-	if (fresh && !p->reset && rc == -ENOENT &&
-	    !fstatat(st->dirfd, "data", &sbuf, AT_SYMLINK_NOFOLLOW) &&
-	    sbuf.st_size) {
-		errf(err, errlen, "cachedir %s has a 'data' file but no "
-		     "superblock; use reset to empty it", cachedir);
-		rc = -EEXIST;
+	rc = open_data(st, cachedir, fresh, err, errlen);
+	if (rc)
 		goto fail;
-	}
-	rsize = fresh ? (p->region ? p->region : ST_REGION_DEFAULT) : sb.rsize;
-	cap = p->capacity ? p->capacity : (fresh ? 0 : sb.capacity);
-	if (!cap) {
-		struct statvfs vfs;
-
-		/* the default: 90% of the free space at creation */
-		if (!fstatvfs(st->dirfd, &vfs))
-			cap = (uint64_t)vfs.f_bavail * vfs.f_frsize / 10 * 9;
-	}
-	if (st_geom_ok(p->extent, rsize)) {
-		errf(err, errlen, "store: bad extent (%u) or region (%u) size",
-		     p->extent, rsize);
-		rc = -EINVAL;
-		goto fail;
-	}
-	if (cap < 2ull * rsize) {
-		errf(err, errlen, "store: cache size %llu is less than two "
-		     "regions (%u bytes each); give a larger cachesize= or "
-		     "free space on the cachedir's filesystem",
-		     (unsigned long long)cap, rsize);
-		rc = -EINVAL;
-		goto fail;
-	}
-	if (fresh)
-		sb_init(&sb, p, cap, rsize);
-	sb.capacity = cap;
-	st->capacity = cap;
-	st->g.epoch = sb.epoch;
-	st->g.rsize = rsize;
-	st->g.extent = p->extent;
-	st->nregions = cap / rsize > UINT32_MAX - 1 ? UINT32_MAX - 1 :
-		cap / rsize;
-	st->next_seq = sb.seq_floor;
-
-	st->datafd = openat(st->dirfd, "data", O_RDWR | O_CREAT | O_CLOEXEC |
-			    O_NOFOLLOW | (fresh ? O_TRUNC : 0), 0600);
-	if (st->datafd < 0 || fstat(st->datafd, &sbuf)) {
-		rc = -errno;
-		errf(err, errlen, "cachedir %s: cannot open data: %s",
-		     cachedir, strerror(-rc));
-		goto fail;
-	}
-	st->data_st = sbuf;
-	rc = st_make_private(st->datafd, 0600);
+	rc = alloc_tables(st);
 	if (rc) {
-		errf(err, errlen, "cachedir %s: cannot make 'data' 0600: %s",
-		     cachedir, strerror(-rc));
-		goto fail;
-	}
-	if ((uint64_t)sbuf.st_size > (uint64_t)st->nregions * rsize &&
-	    ftruncate(st->datafd, (uint64_t)st->nregions * rsize)) {
-		rc = -errno;
-		errf(err, errlen, "cachedir %s: cannot shrink data: %s",
-		     cachedir, strerror(-rc));
-		goto fail;
-	}
-	st->regions = calloc(st->nregions, sizeof(*st->regions));
-	st->sum_max = rsize / ST_ALIGN_SMALL;
-	st->sum = malloc((size_t)st->sum_max * sizeof(*st->sum));
-	st->tab = malloc(p->extent / ST_BLOCK * 8 + 2 * ST_BLOCK);
-	/*
-	 * Presize the index's tables for 64 KiB a record: growing them is
-	 * incremental, but costs each insert a little meanwhile; this
-	 * costs 0.01% of the capacity in RAM up front.
-	 */
-	rc = idx_init(st, cap / ST_ALIGN_SMALL + 1024, cap / 65536);
-	if (!st->regions || !st->sum || !st->tab || rc) {
-		rc = -ENOMEM;
 		errf(err, errlen, "store: out of memory");
 		goto fail;
 	}
@@ -617,7 +552,7 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 		snprintf(st->reason, sizeof(st->reason), "cachedir %s: no "
 			 "room for a region (%u bytes) within the free-space "
 			 "watermarks of its filesystem; free space there",
-			 cachedir, rsize);
+			 cachedir, st->g.rsize);
 	}
 	*out = st;
 	return 0;
@@ -627,21 +562,6 @@ fail:
 	return rc;
 }
 
-/* Move queued tombstones into the summary.  Under st->lock. */
-static void drain_tombstones(struct hotfs_store *st)
-{
-	struct st_sument q[ST_TQ_MAX];
-	uint32_t n, i;
-
-	pthread_mutex_lock(&st->state_lock);
-	n = st->ntq;
-	memcpy(q, st->tq, n * sizeof(q[0]));
-	__atomic_store_n(&st->ntq, 0, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&st->state_lock);
-	for (i = 0; i < n; i++)
-		__st_tombstone(st, q[i].dev, q[i].ino, q[i].extno, q[i].len);
-}
-
 int st_close(struct hotfs_store *st)
 {
 	int err;
@@ -649,7 +569,7 @@ int st_close(struct hotfs_store *st)
 	if (!st)
 		return 0;
 	pthread_mutex_lock(&st->lock);
-	drain_tombstones(st);
+	__st_drain_tombstones(st);
 	err = __st_commit(st, false);
 	pthread_mutex_unlock(&st->lock);
 	st_free(st);
@@ -668,7 +588,7 @@ int st_insert(struct hotfs_store *st, const struct hotfs_key *key,
 		return -EOVERFLOW;
 	pthread_mutex_lock(&st->lock);
 	if (__atomic_load_n(&st->ntq, __ATOMIC_RELAXED))
-		drain_tombstones(st);
+		__st_drain_tombstones(st);
 	err = __st_append(st, key->dev, key->ino, extno, stamp->size,
 			  stamp->mtime_ns, stamp->ctime_ns, buf, len);
 	pthread_mutex_unlock(&st->lock);
@@ -704,39 +624,12 @@ int st_invalidate(struct hotfs_store *st, const struct hotfs_key *key,
 	return n;
 }
 
-/*
- * Persist a tombstone without waiting for the store mutex: append it if
- * the mutex is free, else queue it for the next insert, commit or tick.
- */
-void st_tombstone_nowait(struct hotfs_store *st, uint64_t dev, uint64_t ino,
-			 uint32_t first, uint32_t count)
-{
-	if (!pthread_mutex_trylock(&st->lock)) {
-		__st_tombstone(st, dev, ino, first, count);
-		pthread_mutex_unlock(&st->lock);
-		return;
-	}
-	pthread_mutex_lock(&st->state_lock);
-	if (st->ntq < ST_TQ_MAX) {
-		struct st_sument *q = &st->tq[st->ntq];
-
-		memset(q, 0, sizeof(*q));
-		q->dev = dev;
-		q->ino = ino;
-		q->extno = first;
-		q->len = count;
-		q->flags = ST_SE_TOMB;
-		__atomic_store_n(&st->ntq, st->ntq + 1, __ATOMIC_RELAXED);
-	}
-	pthread_mutex_unlock(&st->state_lock);
-}
-
 int st_commit(struct hotfs_store *st)
 {
 	int err;
 
 	pthread_mutex_lock(&st->lock);
-	drain_tombstones(st);
+	__st_drain_tombstones(st);
 	err = __st_commit(st, false);
 	pthread_mutex_unlock(&st->lock);
 	return err;
@@ -747,7 +640,7 @@ int st_tick(struct hotfs_store *st)
 	int err = 0;
 
 	pthread_mutex_lock(&st->lock);
-	drain_tombstones(st);
+	__st_drain_tombstones(st);
 	if ((st->dirty || st->nsum_disk < st->nsum) &&
 	    st_now_ns() - st->last_commit_ns >= st->commit_ns)
 		err = __st_commit(st, false);

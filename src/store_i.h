@@ -47,13 +47,38 @@
  *	  so no uncommitted record or stray summary block of a crashed run
  *	  can join the chain later.
  *
- * Locks (order: st->lock, then st->idx_lock):
- *	st->lock	mutex: regions, the open region, the data file's
- *			writes, commits, evictions, tombstones;
- *	st->idx_lock	rwlock: the index; st_lookup/st_verify take it
- *			shared (and exclusive only to drop stale entries).
- *	st->state_lock	leaf mutex: the state's reason, queued tombstones.
- * Counters are atomics, read without locks.
+ * Locks.  The store's lock order, written here and nowhere else:
+ *
+ *	st->lock  ->  st->idx_lock  ->  st->state_lock
+ *
+ * A thread holding one of them takes only later ones, never an earlier
+ * one (st_tombstone_nowait, called with none held, only tries st->lock).
+ *	st->lock	mutex: the regions, the open region and its summary,
+ *			the data file's writes and fdatasyncs, commits,
+ *			evictions, tombstones.  Held across that I/O (it is
+ *			what the mutex serialises): st_close, st_insert,
+ *			st_commit, st_tick and st_evict take it, the __st_*
+ *			functions need it.
+ *	st->idx_lock	rwlock: the index (store_index.c); never held across
+ *			I/O.  Shared to look up (st_lookup, st_iterate,
+ *			st_get_stats, pick_keepers), exclusive to change
+ *			entries (append, eviction, st_invalidate, st_restamp,
+ *			a stale or corrupt entry dropped by st_lookup or
+ *			st_verify).  Shared is let go of before exclusive is
+ *			taken: never an upgrade.
+ *	st->state_lock	mutex, a leaf: the state and its reason, the queued
+ *			tombstones (tq, ntq), the keepers' marks (st_rk_note,
+ *			under idx_lock).  What it calls out to is hotfs_log
+ *			alone, which takes no lock of hotfs's.
+ * Callbacks run under store locks: st_keep_fn under st->lock and
+ * idx_lock (shared), st_iter_fn under idx_lock (shared).  The cache's
+ * keep callback takes the pins' and the policy's locks there, so those
+ * locks come after idx_lock and must not be held while calling into the
+ * store.  Apart from the callbacks and hotfs_log the store calls out to
+ * nothing while it holds a lock, so its callers' locks all come before
+ * st->lock.
+ * Counters are atomics, read without locks, as are a region's gen,
+ * st->state, st->nused, and st->ntq as a hint (st_insert).
  */
 #ifndef HOTFS_STORE_I_H
 #define HOTFS_STORE_I_H
@@ -323,21 +348,26 @@ static inline uint64_t st_region_off(const struct hotfs_store *st,
 	return (uint64_t)r * st->g.rsize;
 }
 
-/* store.c */
+/* store_util.c: the leaf every store file may use. */
 uint64_t st_now_ns(void);
 uint64_t st_stamp_hash(uint64_t ino, uint64_t size, int64_t mtime_ns,
 		       int64_t ctime_ns);
 uint64_t st_seed(uint64_t dev, uint64_t ino, uint32_t extno, uint64_t gen);
+ssize_t st_pread_full(int fd, void *buf, size_t len, uint64_t off);
+ssize_t st_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
+void st_set_state_reason(struct hotfs_store *st, int state, int err,
+			 const char *reason);
 void st_set_state(struct hotfs_store *st, int state, int err,
 		  const char *what);
 void st_clear_space_state(struct hotfs_store *st);
-void st_tombstone_nowait(struct hotfs_store *st, uint64_t dev, uint64_t ino,
-			 uint32_t first, uint32_t count);
+
 /* store_region.c: a file's extents change (invalidation, restamp); under
  * idx_lock, either way. */
 void st_rk_note(struct hotfs_store *st, uint64_t dev, uint64_t ino);
-ssize_t st_pread_full(int fd, void *buf, size_t len, uint64_t off);
-ssize_t st_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
+/* store_region.c: persist a tombstone, or queue it if st->lock is busy;
+ * called with no store lock held. */
+void st_tombstone_nowait(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+			 uint32_t first, uint32_t count);
 
 /* store_index.c: callers hold idx_lock (shared for find). */
 int idx_init(struct hotfs_store *st, uint64_t max_entries,
@@ -357,6 +387,8 @@ void idx_reap(struct hotfs_store *st, uint64_t dev, uint64_t ino, bool all);
 uint32_t idx_drop_file(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		       uint32_t first, uint32_t count, bool keep_stamp,
 		       uint64_t stamp);
+uint32_t idx_drop_other_stamps(struct hotfs_store *st, uint64_t dev,
+			       uint64_t ino, uint64_t stamp);
 uint64_t idx_ram(const struct hotfs_store *st);
 
 /* store_region.c: callers hold st->lock. */
@@ -366,6 +398,8 @@ int __st_append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		int64_t ctime_ns, const void *buf, uint32_t len);
 int __st_tombstone(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		   uint32_t first, uint32_t count);
+/* The tombstones st_tombstone_nowait queued go into the summary. */
+void __st_drain_tombstones(struct hotfs_store *st);
 int __st_evict_region(struct hotfs_store *st, uint32_t r, bool reuse,
 		      bool punch);
 int __st_watermarks(struct hotfs_store *st);

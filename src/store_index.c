@@ -499,3 +499,18 @@ uint32_t idx_drop_file(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 	}
 	return n;
 }
+
+/*
+ * Drop the file's extents if they carry a stamp other than this one (a
+ * file's extents all carry the same, so its first tells).  Returns how
+ * many were dropped.
+ */
+uint32_t idx_drop_other_stamps(struct hotfs_store *st, uint64_t dev,
+			       uint64_t ino, uint64_t stamp)
+{
+	uint32_t i = idx_file_first(st, dev, ino);
+
+	if (i == ST_NIL || st->ent[i].stamp == stamp)
+		return 0;
+	return idx_drop_file(st, dev, ino, 0, 0, true, stamp);
+}

@@ -251,7 +251,6 @@ static void replay_apply(struct hotfs_store *st, uint32_t region,
 			 const struct st_sument *e)
 {
 	struct st_entry t;
-	uint32_t i;
 
 	if (e->flags & ST_SE_TOMB) {
 		idx_drop_file(st, e->dev, e->ino, e->extno, e->len, false, 0);
@@ -266,9 +265,7 @@ static void replay_apply(struct hotfs_store *st, uint32_t region,
 	t.region = region;
 	t.off = e->off;
 	t.lenfl = e->len;
-	i = idx_file_first(st, e->dev, e->ino);
-	if (i != ST_NIL && st->ent[i].stamp != t.stamp)
-		idx_drop_file(st, e->dev, e->ino, 0, 0, true, t.stamp);
+	idx_drop_other_stamps(st, e->dev, e->ino, t.stamp);
 	/* more entries than records could hold: a damaged summary */
 	idx_put(st, &t);
 }
@@ -374,6 +371,51 @@ static int rseq_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/*
+ * The regions among the first inside ones whose last block is a valid
+ * first summary block: their numbers and sequences into v, how many into
+ * *n.  Counts the damaged ones.  0, or a read's -errno once the store
+ * was turned off for it (a failing cache device must not stop the mount).
+ */
+static int find_regions(struct hotfs_store *st, uint32_t inside,
+			uint8_t *blk, struct rseq *v, uint32_t *n)
+{
+	uint32_t r;
+
+	*n = 0;
+	/*
+	 * Cold, these are random 4 KiB reads, one per region: let the
+	 * kernel queue them all at once rather than one at a time.
+	 */
+	for (r = 0; r < inside; r++)
+		posix_fadvise(st->datafd, st_region_off(st, r) + st->g.rsize -
+			      ST_BLOCK, ST_BLOCK, POSIX_FADV_WILLNEED);
+	for (r = 0; r < inside; r++) {
+		uint64_t off = st_region_off(st, r) + st->g.rsize - ST_BLOCK;
+		ssize_t got = st_pread_full(st->datafd, blk, ST_BLOCK, off);
+		int rc;
+
+		if (got < 0) {
+			st_set_state(st, ST_OFF, got, "recovery read");
+			return got;
+		}
+		if (got < ST_BLOCK)
+			continue;
+		rc = st_block_check(blk, &st->g, 0, 0);
+		if (rc == 0) {
+			v[*n].seq = ((struct st_sumhdr *)blk)->seq;
+			v[*n].r = r;
+			(*n)++;
+		} else if (rc == -EBADMSG ||
+			   (rc == -ENODATA && !all_zero(blk, ST_BLOCK))) {
+			/* a free region's last block is zeros (killed or
+			 * never written): anything else there is damage */
+			CNT_ADD(st, regions_dropped, 1);
+		}
+	}
+	return 0;
+}
+
 int st_recover(struct hotfs_store *st)
 {
 	struct replay *rp = NULL;
@@ -400,37 +442,8 @@ int st_recover(struct hotfs_store *st)
 		err = -ENOMEM;
 		goto out;
 	}
-	/*
-	 * Cold, these are random 4 KiB reads, one per region: let the
-	 * kernel queue them all at once rather than one at a time.
-	 */
-	for (r = 0; r < inside; r++)
-		posix_fadvise(st->datafd, st_region_off(st, r) + st->g.rsize -
-			      ST_BLOCK, ST_BLOCK, POSIX_FADV_WILLNEED);
-	for (r = 0; r < inside; r++) {
-		uint64_t off = st_region_off(st, r) + st->g.rsize - ST_BLOCK;
-		ssize_t got = st_pread_full(st->datafd, blk, ST_BLOCK, off);
-		int rc;
-
-		if (got < 0) {
-			/* a failing cache device must not stop the mount */
-			st_set_state(st, ST_OFF, got, "recovery read");
-			goto out;
-		}
-		if (got < ST_BLOCK)
-			continue;
-		rc = st_block_check(blk, &st->g, 0, 0);
-		if (rc == 0) {
-			v[n].seq = ((struct st_sumhdr *)blk)->seq;
-			v[n].r = r;
-			n++;
-		} else if (rc == -EBADMSG ||
-			   (rc == -ENODATA && !all_zero(blk, ST_BLOCK))) {
-			/* a free region's last block is zeros (killed or
-			 * never written): anything else there is damage */
-			CNT_ADD(st, regions_dropped, 1);
-		}
-	}
+	if (find_regions(st, inside, blk, v, &n))
+		goto out;	/* the store is off: nothing to recover */
 	qsort(v, n, sizeof(*v), rseq_cmp);
 	st->idx_bulk = true;
 	ahead = st->g.rsize < 32 * ST_BLOCK ? st->g.rsize : 32 * ST_BLOCK;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Cache store regions: appending records, group commit, sealing, eviction
- * with reinsertion, and the free-space watermarks.
+ * Cache store regions: appending records and tombstones (and the queue of
+ * tombstones that could not wait for st->lock), group commit, sealing,
+ * eviction with reinsertion, and the free-space watermarks.
  *
  * A region is HOLE (no space allocated), FREE (allocated, empty), OPEN (the
  * one being appended to) or SEALED.  New regions come from FREE, then from
@@ -30,8 +31,10 @@
  * write makes the store read-only until brun% is free again; any other
  * write error turns it off.  Neither is ever returned to a reader.
  *
- * Locks: every function here runs under st->lock and takes st->idx_lock
- * (exclusive) only around index updates, never across I/O.
+ * Locks (their order is in src/store_i.h): every function here runs
+ * under st->lock (st_evict takes it; st_tombstone_nowait only tries it,
+ * and st_rk_note needs idx_lock alone) and takes st->idx_lock only
+ * around index look-ups and updates, never across I/O.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -304,6 +307,18 @@ static int write_record(struct hotfs_store *st, uint64_t off, uint64_t seed,
 	return 0;
 }
 
+/* A summary entry for extents of (dev, ino), the rest of it zeroed. */
+static void sument_init(struct st_sument *se, uint64_t dev, uint64_t ino,
+			uint32_t extno, uint32_t len, uint32_t flags)
+{
+	memset(se, 0, sizeof(*se));
+	se->dev = dev;
+	se->ino = ino;
+	se->extno = extno;
+	se->len = len;
+	se->flags = flags;
+}
+
 /*
  * Append a record and index it.  stamp is the hash the index keeps: that
  * of the stamp written to the summary, except for an extent copied
@@ -325,10 +340,9 @@ static int append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 	if (atomic_load(&st->state) != ST_OK)
 		return -EROFS;
 	pthread_rwlock_wrlock(&st->idx_lock);
-	i = idx_file_first(st, dev, ino);
-	if (i != ST_NIL && st->ent[i].stamp != stamp)
-		CNT_ADD(st, inval[ST_INVAL_SOURCE],
-			idx_drop_file(st, dev, ino, 0, 0, true, stamp));
+	i = idx_drop_other_stamps(st, dev, ino, stamp);
+	if (i)
+		CNT_ADD(st, inval[ST_INVAL_SOURCE], i);
 	pthread_rwlock_unlock(&st->idx_lock);
 
 	err = ensure_room(st, reclen, align);
@@ -369,11 +383,7 @@ static int append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		return -ENOSPC;
 
 	se = &st->sum[st->nsum++];
-	memset(se, 0, sizeof(*se));
-	se->dev = dev;
-	se->ino = ino;
-	se->extno = extno;
-	se->len = len;
+	sument_init(se, dev, ino, extno, len, 0);
 	se->off = off;
 	se->size = size;
 	se->mtime_ns = mtime_ns;
@@ -400,7 +410,6 @@ int __st_append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 int __st_tombstone(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		   uint32_t first, uint32_t count)
 {
-	struct st_sument *se;
 	int err;
 
 	if (atomic_load(&st->state) != ST_OK)
@@ -408,14 +417,44 @@ int __st_tombstone(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 	err = ensure_room(st, 0, ST_ALIGN_SMALL);
 	if (err)
 		return err;
-	se = &st->sum[st->nsum++];
-	memset(se, 0, sizeof(*se));
-	se->dev = dev;
-	se->ino = ino;
-	se->extno = first;
-	se->len = count;
-	se->flags = ST_SE_TOMB;
+	sument_init(&st->sum[st->nsum++], dev, ino, first, count, ST_SE_TOMB);
 	return 0;
+}
+
+/*
+ * Persist a tombstone without waiting for the store mutex: append it if
+ * the mutex is free, else queue it for the next insert, commit or tick.
+ */
+void st_tombstone_nowait(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+			 uint32_t first, uint32_t count)
+{
+	if (!pthread_mutex_trylock(&st->lock)) {
+		__st_tombstone(st, dev, ino, first, count);
+		pthread_mutex_unlock(&st->lock);
+		return;
+	}
+	pthread_mutex_lock(&st->state_lock);
+	if (st->ntq < ST_TQ_MAX) {
+		sument_init(&st->tq[st->ntq], dev, ino, first, count,
+			    ST_SE_TOMB);
+		__atomic_store_n(&st->ntq, st->ntq + 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&st->state_lock);
+}
+
+/* Move queued tombstones into the summary.  Under st->lock. */
+void __st_drain_tombstones(struct hotfs_store *st)
+{
+	struct st_sument q[ST_TQ_MAX];
+	uint32_t n, i;
+
+	pthread_mutex_lock(&st->state_lock);
+	n = st->ntq;
+	memcpy(q, st->tq, n * sizeof(q[0]));
+	__atomic_store_n(&st->ntq, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&st->state_lock);
+	for (i = 0; i < n; i++)
+		__st_tombstone(st, q[i].dev, q[i].ino, q[i].extno, q[i].len);
 }
 
 struct victim {

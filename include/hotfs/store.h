@@ -35,7 +35,8 @@
  * st_verify take the index lock shared; inserts, commits and evictions
  * serialise on the store mutex; st_invalidate takes the index lock alone
  * (it never waits behind an insert's I/O or an fdatasync).  Lock order:
- * store mutex, then index rwlock, then the state lock (a leaf).
+ * store mutex, then index rwlock, then the state lock (a leaf); the
+ * details are in src/store_i.h.
  * Callbacks (st_keep_fn, st_iter_fn) run with store locks held: they must
  * not call back into the store, nor take a lock that anyone holds while
  * calling into the store.
