@@ -44,6 +44,7 @@
 #include "hotfs/meta_fs.h"
 #include "hotfs/policy_state.h"
 #include "hotfs/readahead.h"
+#include "hotfs/srcprobe.h"
 #include "hotfs/stamp.h"
 #include "hotfs/uring.h"
 
@@ -113,7 +114,7 @@ static void load_counts(struct hotfs_cache *c, const struct hotfs_opts *o,
 			  "will not be kept\n", o->cachedir, strerror(errno));
 		return;
 	}
-	if (o->reset) {
+	if (o->reset || !hotfs_src.ids_kept) {
 		unlinkat(c->dirfd, POL_STATE_FILE, 0);
 		return;
 	}
@@ -191,6 +192,9 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	sp.ident_len = (size_t)len;
 	sp.extent = o->extent;
 	sp.reset = o->reset;
+	/* inode numbers of another mount of the source may name other
+	 * files (include/hotfs/srcprobe.h): nothing is kept for them */
+	sp.forget = !hotfs_src.ids_kept;
 	if (o->cachesize) {
 		sp.capacity = o->cachesize;
 	} else if (o->cachesize_pct) {
@@ -239,7 +243,7 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 		pol_set_cache(c->pol, ss.capacity >> c->ext_shift);
 	}
 	load_counts(c, o, ident, (size_t)len);
-	r = pins_open(&c->pins, o->cachedir, o->reset);
+	r = pins_open(&c->pins, o->cachedir, o->reset || !hotfs_src.ids_kept);
 	if (r < 0) {
 		snprintf(err, errlen, "cachedir '%s': pins: %s", o->cachedir,
 			 strerror(-r));

@@ -38,6 +38,7 @@
 #include "hotfs/meta_fs.h"
 #include "hotfs/watch.h"
 #include "hotfs/opts.h"
+#include "hotfs/srcprobe.h"
 #include "hotfs/store.h"
 
 static void usage(const char *prog)
@@ -196,6 +197,20 @@ int main(int argc, char *argv[])
 			strerror(errno));
 		goto out1;
 	}
+	/* before anything looks a name up in the source */
+	{
+		int dfd = -1;
+
+		if (!o.nocache && o.cachedir) {
+			dfd = open(o.cachedir, O_RDONLY | O_DIRECTORY |
+				   O_CLOEXEC);
+			if (dfd >= 0 && o.reset)
+				unlinkat(dfd, PROBE_FILE, 0);
+		}
+		srcprobe_run(fs.root_fd, dfd, &hotfs_src);
+		if (dfd >= 0)
+			close(dfd);
+	}
 	r = ino_table_new(&fs.it, fs.root_fd);
 	if (r < 0) {
 		fprintf(stderr, "hotfs: inode table: %s\n", strerror(-r));
@@ -306,6 +321,10 @@ int main(int argc, char *argv[])
 		}
 	}
 	hotfs_log(LOG_INFO, "mounted %s on %s\n", o.source, o.mountpoint);
+	if (!hotfs_src.ids_kept && fs.cache)
+		hotfs_log(LOG_NOTICE, "cache not kept across restarts: this "
+			  "source's inode numbers are not persistent (%s)\n",
+			  hotfs_src.why);
 	if (!o.nocache && !fs.cache)
 		hotfs_log(LOG_ERR, "%s; cache is off until the next mount\n",
 			  fs.cache_off ? fs.cache_off : "store");

@@ -24,6 +24,7 @@
 #include "hotfs/fs.h"
 #include "hotfs/meta_fs.h"
 #include "hotfs/readahead.h"
+#include "hotfs/srcprobe.h"
 #include "hotfs/watch.h"
 
 enum kind { K_U64, K_F64, K_STR };
@@ -120,6 +121,27 @@ static void add_meta(struct hotfs *fs, struct kvlist *l)
 	add_u(l, "meta_snapshot_saved_dirs", ms.saved_dirs);
 }
 
+/* What the source probe found (hotfs/srcprobe.h). */
+static void add_source(struct hotfs *fs, struct kvlist *l)
+{
+	char buf[256];
+
+	if (!fs->cache)
+		snprintf(buf, sizeof(buf), "no store");
+	else if (hotfs_src.ids_kept)
+		snprintf(buf, sizeof(buf), "kept (the source's inode numbers "
+			 "are persistent)");
+	else
+		snprintf(buf, sizeof(buf), "cache not kept across restarts: "
+			 "this source's inode numbers are not persistent "
+			 "(%s)", hotfs_src.why);
+	add_s(l, "restarts", buf);
+	add_u(l, "source_remote", hotfs_src.remote);
+	add_u(l, "source_ids_kept", hotfs_src.ids_kept);
+	add_u(l, "source_time_granularity_ns", (uint64_t)hotfs_src.gran_ns);
+	add_u(l, "source_time_samples", hotfs_src.nstamps);
+}
+
 static void collect(struct hotfs *fs, struct kvlist *l,
 		    struct hotfs_store_stats *ss)
 {
@@ -133,6 +155,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_s(l, "source", fs->o->source);
 	add_s(l, "options", fs->opts_summary ? fs->opts_summary : "");
 	add_s(l, "cachedir", fs->o->cachedir ? fs->o->cachedir : "");
+	add_source(fs, l);
 	if (!c) {
 		add_s(l, "store_state", "off");
 		add_s(l, "store_reason", fs->cache_off ? fs->cache_off :
