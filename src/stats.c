@@ -124,18 +124,15 @@ static void add_meta(struct hotfs *fs, struct kvlist *l)
 /* What the source probe found (hotfs/srcprobe.h). */
 static void add_source(struct hotfs *fs, struct kvlist *l)
 {
-	char buf[256];
-
 	if (!fs->cache)
-		snprintf(buf, sizeof(buf), "no store");
+		add_s(l, "restarts", "no store");
 	else if (hotfs_src.ids_kept)
-		snprintf(buf, sizeof(buf), "kept (the source's inode numbers "
-			 "are persistent)");
+		add_s(l, "restarts", "cache kept across restarts (the "
+		      "source's inode numbers are persistent)");
 	else
-		snprintf(buf, sizeof(buf), "cache not kept across restarts: "
-			 "this source's inode numbers are not persistent "
-			 "(%s)", hotfs_src.why);
-	add_s(l, "restarts", buf);
+		add_s(l, "restarts", "cache not kept across restarts: this "
+		      "source's inode numbers are not persistent");
+	add_s(l, "restarts_why", hotfs_src.ids_kept ? "" : hotfs_src.why);
 	add_u(l, "source_remote", hotfs_src.remote);
 	add_u(l, "source_ids_kept", hotfs_src.ids_kept);
 	add_u(l, "source_time_granularity_ns", (uint64_t)hotfs_src.gran_ns);
