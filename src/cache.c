@@ -437,6 +437,12 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	}
 	cache_key(c, in->dev, in->ino, &k);
 	have_now = w->have_old && stat_inode(w, &st);
+	/* a stamp the next change in the same clock tick may keep (a
+	 * coarse or network source): what is cached is dropped, not
+	 * carried over to it */
+	if (have_now && srcprobe_racy_now(ts_ns(&st.st_mtim),
+					  ts_ns(&st.st_ctim)))
+		have_now = false;
 	if (have_now) {
 		cache_stamp(&st, &now);
 		if (len) {
@@ -1156,7 +1162,7 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 	uint64_t end, total, gen, pos, run;
 	uint32_t e0, e1;
 	unsigned n, i, hits = 0, promos = 0;
-	bool count, seq, insertable, busy, reuse = false;
+	bool count, seq, insertable, busy, racy, reuse = false;
 	int data_fd = -1;
 
 	stats_add(&c->stats, STAT_READ_REQS, 1);
@@ -1171,6 +1177,10 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 		goto passthrough;
 	cache_stamp(&st, &stamp);
 	cache_key(c, in->dev, in->ino, &k);
+	/* taken before the read: bytes read from the source now may be a
+	 * version that a change in the same clock tick replaces under the
+	 * same stamp; they are not promoted until the tick is over */
+	racy = srcprobe_racy_now(stamp.mtime_ns, stamp.ctime_ns);
 	e0 = (uint32_t)((uint64_t)off >> c->ext_shift);
 	e1 = (uint32_t)((end - 1) >> c->ext_shift);
 	pthread_mutex_lock(&in->m);
@@ -1220,6 +1230,10 @@ void cache_read(fuse_req_t req, struct hotfs_cache *c, struct hotfs_inode *in,
 			/* the store would refuse it after the promoter read
 			 * the source again: a degraded store costs no I/O */
 			stats_add(&c->stats, STAT_NP_STORE, 1);
+			continue;
+		}
+		if (racy) {
+			stats_add(&c->stats, STAT_NP_RACY, 1);
 			continue;
 		}
 		g->promote = true;
@@ -1441,6 +1455,11 @@ int cache_warm(struct hotfs_cache *c, struct hotfs_inode *in,
 	cache_key(c, in->dev, in->ino, &k);
 	ctl_ioc_extents(io, stamp.size, c->ext_shift, &e0, &e1);
 	io->done = 0;
+	/* changed within a clock tick: nothing to cache yet (srcprobe.h) */
+	if (srcprobe_racy_now(stamp.mtime_ns, stamp.ctime_ns)) {
+		stats_add(&c->stats, STAT_NP_RACY, 1);
+		e1 = e0;
+	}
 	for (e = e0; e < e1 && !r; e++) {
 		uint32_t len = ext_len(c, e, stamp.size);
 		ssize_t n;

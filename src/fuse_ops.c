@@ -47,6 +47,7 @@
 #include "hotfs/ioctl.h"
 #include "hotfs/log.h"
 #include "hotfs/meta_fs.h"
+#include "hotfs/srcprobe.h"
 #include "hotfs/stamp.h"
 #include "hotfs/watch.h"
 
@@ -306,7 +307,10 @@ static int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
  * mount or not) changes its stamp.  Not kept when the directory changed
  * within RACY_NS of the lookup (2.1 s on filesystems with whole-second
  * stamps): a change in the same clock tick could leave the stamp as it
- * was.  Listings follow the same rule.
+ * was.  Listings follow the same rule.  Neither is kept on a remote
+ * source (hotfs/srcprobe.h): there a directory's stamp is the lower
+ * client's cached copy (sshfs keeps it 20 s), and another client's
+ * create does not change it in time.
  */
 #define RACY_NS		50000000LL	/* 50 ms: a few clock ticks */
 
@@ -412,7 +416,7 @@ static void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	/* the directory's stamp before the lookup (no disk: its inode is
 	 * held open) */
-	stamped = fstat(dfd, &dst) == 0;
+	stamped = !hotfs_src.remote && fstat(dfd, &dst) == 0;
 	ino_fd_put(dir);
 	if (stamped && neg_hit(dir, &dst, name)) {
 		err = -ENOENT;
@@ -429,6 +433,10 @@ reply:
 		e.ino = 0;
 		e.entry_timeout = entry_timeout(hfs(req),
 						watched(hfs(req), parent));
+		/* a remote source: another client's create must be seen at
+		 * the next lookup, as on the lower mount itself */
+		if (hotfs_src.remote && !hfs(req)->o->entry_timeout_str)
+			e.entry_timeout = 0;
 		fuse_reply_entry(req, &e);
 		return;
 	}
@@ -916,8 +924,9 @@ static bool set_keep_cache(struct hotfs_inode *in, int fd,
 
 	pthread_mutex_lock(&in->m);
 	/* under m: a write of the mount's own that ends meanwhile has
-	 * recorded its stamp (hotfs/stamp.h) */
-	if (fstat(fd, &st) == 0)
+	 * recorded its stamp (hotfs/stamp.h); from the server on a
+	 * remote source (close-to-open: another client's close is seen) */
+	if (srcprobe_stat_sync(fd, &st) == 0)
 		v = stamp_check_locked(in, &st);
 	/* a getattr or the source watch saw the change first and its
 	 * invalidation is on its way: this open must not keep what it
@@ -925,7 +934,15 @@ static bool set_keep_cache(struct hotfs_inode *in, int fd,
 	pending = stamp_inval_pending(in);
 	if (pending)
 		stamp_wait_inval_locked(in);
-	fi->keep_cache = never || (v == STAMP_SAME && !pending);
+	fi->keep_cache = never || (v == STAMP_SAME && !pending &&
+				   in->stamp_settled);
+	/* the same stamp, recorded within its clock tick: the kernel's
+	 * pages may hold a version written earlier in that tick; dropped
+	 * now, the ones read from here on are of the version the stamp
+	 * names once the tick is over */
+	if (!fi->keep_cache && v == STAMP_SAME && in->stamp_valid)
+		in->stamp_settled = !srcprobe_racy_now(in->stamp_mtime_ns,
+						       in->stamp_ctime_ns);
 	in->nopen++;
 	pthread_mutex_unlock(&in->m);
 	return (v == STAMP_CHANGED || pending) && !never;
@@ -1388,7 +1405,9 @@ static void dir_keep_cache(struct hotfs_inode *in, int fd,
 
 	fi->cache_readdir = 0;
 	fi->keep_cache = 0;
-	if (fstat(fd, &st) == -1)
+	/* a remote source: the directory's stamp comes from the lower
+	 * client's cache and says nothing of another client's create */
+	if ((hotfs_src.remote && !never) || fstat(fd, &st) == -1)
 		return;
 	pthread_mutex_lock(&in->m);
 	fi->cache_readdir = 1;

@@ -239,8 +239,9 @@ int main(int argc, char *argv[])
 				watch_dir(fs.watch, ino_root(fs.it));
 	}
 	/* listings live in retained inodes (swept by the promotion
-	 * thread's tick): both or neither */
-	fs.listings = fs.cache && o.inode_cache;
+	 * thread's tick): both or neither; none on a remote source, whose
+	 * directory stamps are the lower client's cached copies */
+	fs.listings = fs.cache && o.inode_cache && !hotfs_src.remote;
 	/* the metadata snapshot goes with them: it is made of listings */
 	if (fs.listings)
 		meta_fs_open(&fs);

@@ -12,14 +12,17 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hotfs/inode.h"
 #include "hotfs/srcprobe.h"
 
+/* until probed (unit tests): a local source with fine stamps */
 struct hotfs_srcinfo hotfs_src = {
 	.ids_kept = true,
-	.gran_ns = 2000000000LL,
+	.gran_ns = 1,
 };
 
 #define FUSE_MAGIC	0x65735546L
@@ -76,6 +79,49 @@ bool srcprobe_racy(int64_t gran_ns, int64_t mtime_ns, int64_t ctime_ns,
 	/* a stamp is its tick's start: the tick ends gran later, and a
 	 * change before that may leave it as it is */
 	return now_ns < t + gran_ns + PROBE_RACY_SLACK_NS;
+}
+
+bool srcprobe_racy_now(int64_t mtime_ns, int64_t ctime_ns)
+{
+	struct timespec ts;
+
+	if (!srcprobe_coarse(&hotfs_src))
+		return false;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return srcprobe_racy(hotfs_src.gran_ns, mtime_ns, ctime_ns,
+			     ts_ns(&ts));
+}
+
+int srcprobe_stat_sync(int fd, struct stat *st)
+{
+	struct statx x;
+
+	if (!hotfs_src.remote ||
+	    statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW |
+		  AT_STATX_FORCE_SYNC, STATX_BASIC_STATS, &x) == -1) {
+		if (fstatat(fd, "", st, AT_EMPTY_PATH |
+			    AT_SYMLINK_NOFOLLOW) == -1)
+			return -errno;
+		return 0;
+	}
+	memset(st, 0, sizeof(*st));
+	st->st_dev = makedev(x.stx_dev_major, x.stx_dev_minor);
+	st->st_ino = x.stx_ino;
+	st->st_mode = x.stx_mode;
+	st->st_nlink = x.stx_nlink;
+	st->st_uid = x.stx_uid;
+	st->st_gid = x.stx_gid;
+	st->st_rdev = makedev(x.stx_rdev_major, x.stx_rdev_minor);
+	st->st_size = (off_t)x.stx_size;
+	st->st_blksize = x.stx_blksize;
+	st->st_blocks = (blkcnt_t)x.stx_blocks;
+	st->st_atim.tv_sec = x.stx_atime.tv_sec;
+	st->st_atim.tv_nsec = x.stx_atime.tv_nsec;
+	st->st_mtim.tv_sec = x.stx_mtime.tv_sec;
+	st->st_mtim.tv_nsec = x.stx_mtime.tv_nsec;
+	st->st_ctim.tv_sec = x.stx_ctime.tv_sec;
+	st->st_ctim.tv_nsec = x.stx_ctime.tv_nsec;
+	return 0;
 }
 
 int srcprobe_check(int root_fd, const char *text, size_t len,

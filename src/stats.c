@@ -200,6 +200,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_u(l, "not_promoted_admission", stats_get(s, STAT_NP_ADMISSION));
 	add_u(l, "not_promoted_race", stats_get(s, STAT_NP_RACE));
 	add_u(l, "not_promoted_store", stats_get(s, STAT_NP_STORE));
+	add_u(l, "not_promoted_racy", stats_get(s, STAT_NP_RACY));
 	add_u(l, "promotion_rate_waits", stats_get(s, STAT_NP_RATE));
 
 	add_u(l, "evictions", ss->evicted_extents);

@@ -37,6 +37,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #define PROBE_FILE		"srcprobe"
 /* names kept in the sample, and stamps read at most for the clock */
@@ -94,5 +95,27 @@ int srcprobe_check(int root_fd, const char *text, size_t len,
  */
 bool srcprobe_racy(int64_t gran_ns, int64_t mtime_ns, int64_t ctime_ns,
 		   int64_t now_ns);
+
+/*
+ * Does the racy rule apply to data on this source: a network source, or
+ * one whose clock ticks a millisecond or more?  (On a local filesystem
+ * with fine stamps the kernel gives a change that follows a stat a fine
+ * timestamp of its own: no two versions share one.)
+ */
+static inline bool srcprobe_coarse(const struct hotfs_srcinfo *si)
+{
+	return si->remote || si->gran_ns >= 1000000;
+}
+
+/* A stamp of the source is racy now, on a source where that counts. */
+bool srcprobe_racy_now(int64_t mtime_ns, int64_t ctime_ns);
+
+/*
+ * fstat of fd (an O_PATH one will do), on a remote source from the server
+ * rather than the lower client's attribute cache (statx with
+ * AT_STATX_FORCE_SYNC): what close-to-open needs at an open.  0 or
+ * -errno.
+ */
+int srcprobe_stat_sync(int fd, struct stat *st);
 
 #endif
