@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/statfs.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -52,8 +53,13 @@ void cache_key(const struct hotfs_cache *c, dev_t dev, ino_t ino,
 	       struct hotfs_key *k)
 {
 	/* device numbers of loop and network filesystems change across
-	 * reboots; the source root's device is stable as "0" */
-	k->dev = dev == c->root_dev ? 0 : (uint64_t)dev;
+	 * reboots; the source root's device is stable as "0".  Filesystems
+	 * mounted inside the source are not probed (hotfs/srcprobe.h):
+	 * their device numbers are reused and their inode numbers may
+	 * not be kept across their mounts, so their keys carry a salt of
+	 * this run and nothing of theirs is found after a restart */
+	k->dev = dev == c->root_dev ? 0 :
+		 (c->run_salt << 32) ^ (uint64_t)dev;
 	k->ino = (uint64_t)ino;
 }
 
@@ -156,6 +162,7 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	struct statfs sfs;
 	struct stat st;
 	char *ident = NULL;
+	uint32_t salt;
 	int len, r, tries;
 
 	if (fstat(root_fd, &st) == -1 || fstatfs(root_fd, &sfs) == -1) {
@@ -171,6 +178,9 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	c->extent = o->extent;
 	c->ext_shift = ilog2u(o->extent);
 	c->root_dev = st.st_dev;
+	if (getrandom(&salt, sizeof(salt), 0) != sizeof(salt))
+		salt = (uint32_t)time(NULL) ^ (uint32_t)getpid();
+	c->run_salt = salt ? salt : 1;
 	c->seqcutoff = o->seqcutoff;
 	c->writemode = o->writemode;
 	c->proc_self_fd = -1;

@@ -99,6 +99,7 @@ struct hotfs_cache {
 	uint32_t extent;		/* bytes, power of two */
 	unsigned ext_shift;
 	dev_t root_dev;			/* files on it get key.dev = 0 */
+	uint64_t run_salt;		/* other devices: 32 random bits */
 	uint64_t seqcutoff;
 	enum hotfs_writemode writemode;
 	int proc_self_fd;
