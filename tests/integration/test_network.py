@@ -262,6 +262,18 @@ def status(mnt):
     return r.stdout.decode()
 
 
+def same(got, want):
+    """got == want, or a short account of where they differ (pytest's
+    own diff of two large byte strings takes minutes)."""
+    if got == want:
+        return True
+    n = min(len(got), len(want))
+    i = next((k for k in range(n) if got[k] != want[k]), n)
+    pytest.fail('%d bytes, expected %d; first difference at %d: %r, '
+                'expected %r' % (len(got), len(want), i, got[i:i + 16],
+                                 want[i:i + 16]))
+
+
 def content(i, size):
     """size bytes that say which file and version they belong to."""
     tag = ('<%06d>' % i).encode()
@@ -281,7 +293,8 @@ def test_remount_both_layers_200_files(net):
     ha, _ = net.up('threshold=2')
     for _ in range(3):
         for i in range(n):
-            assert read(os.path.join(ha, 'f%03d' % i)) == content(i, size)
+            assert same(read(os.path.join(ha, 'f%03d' % i)),
+                        content(i, size))
     first = stats(ha)
     assert int(first['promotions']) > 0, first
     st = status(ha)
@@ -302,7 +315,8 @@ def test_remount_both_layers_200_files(net):
     # a read of everything once more is served from the store again
     for _ in range(3):
         for i in range(n):
-            assert read(os.path.join(ha, 'f%03d' % i)) == content(i, size)
+            assert same(read(os.path.join(ha, 'f%03d' % i)),
+                        content(i, size))
     assert int(stats(ha)['read_hits']) > 0
 
 
@@ -340,9 +354,9 @@ def test_same_second_rewrite(net, how, remount):
     os.utime(p, (t, t))
     m = os.path.join(ha, 'f')
     for _ in range(3):
-        assert read(m) == content(1, size)
+        assert same(read(m), content(1, size))
     with open(m, 'rb') as f:        # pages the kernel may keep
-        assert f.read() == content(1, size)
+        assert same(f.read(), content(1, size))
     rewrite(p, how, content(2, size), t)
     assert os.stat(os.path.join(net.a, 'f')).st_mtime == t
     if remount:
@@ -350,8 +364,8 @@ def test_same_second_rewrite(net, how, remount):
         ha = net.hotfs_mount(net.a, 'ha', 'ca', 'threshold=2')
         m = os.path.join(ha, 'f')
     with open(m, 'rb') as f:
-        assert f.read() == content(2, size)
-    assert read(m) == content(2, size)
+        assert same(f.read(), content(2, size))
+    assert same(read(m), content(2, size))
     s = stats(ha)
     assert int(s['read_hits']) == 0, s
 
@@ -368,16 +382,16 @@ def test_settled_file_is_cached(net):
     ha, hb = net.up('threshold=2')
     m = os.path.join(ha, 'f')
     for _ in range(3):
-        assert read(m) == content(1, size)
+        assert same(read(m), content(1, size))
     util.wait_for(lambda: int(stats(ha)['cached_extents']) > 0,
                   'the file to be promoted')
     before = int(stats(ha)['read_hits'])
-    assert read(m) == content(1, size)
+    assert same(read(m), content(1, size))
     assert int(stats(ha)['read_hits']) > before
     # another client rewrites it (its mtime now another second)
     with open(os.path.join(hb, 'f'), 'r+b') as f:
         f.write(content(2, size))
-    assert read(m) == content(2, size)
+    assert same(read(m), content(2, size))
 
 
 def test_listing_after_other_clients_create(net):
@@ -427,7 +441,7 @@ def test_close_to_open_between_clients(net):
     wb, ra = os.path.join(hb, 'f'), os.path.join(ha, 'f')
     write(wb, content(0, 4096))
     with open(ra, 'rb') as f:
-        assert f.read() == content(0, 4096)
+        assert same(f.read(), content(0, 4096))
     for i in range(1, 31):
         size = 4096 if i % 3 else 4096 + i * 100
         if i % 2:
@@ -437,11 +451,11 @@ def test_close_to_open_between_clients(net):
         else:
             write(wb, content(i, size))
         with open(ra, 'rb') as f:
-            assert f.read() == content(i, size), 'version %d' % i
+            assert same(f.read(), content(i, size))   # tags say which
     # and the other way round
     write(ra, content(99, 5000))
     with open(wb, 'rb') as f:
-        assert f.read() == content(99, 5000)
+        assert same(f.read(), content(99, 5000))
 
 
 def test_sshd_restart_under_reader(net):
