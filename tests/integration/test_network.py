@@ -394,28 +394,31 @@ def test_settled_file_is_cached(net):
     assert same(read(m), content(2, size))
 
 
+#: how long sshfs itself keeps attributes and listings (its
+#: dcache_timeout, 20 s by default), plus the kernel's 1 s and slack
+SSHFS_CACHE_S = 20 + 1 + 4
+
+
 def test_listing_after_other_clients_create(net):
     """ls of a directory, then another client creates a name in it: the
-    listing through hotfs shows it no later than the lower sshfs mount
-    itself does (the report: 90 s and more)."""
+    listing through hotfs shows it within what the lower sshfs mount
+    itself guarantees (its own cache: SSHFS_CACHE_S), polled without
+    looking at the lower mount (the report: not within 90 s in 4 of 5
+    runs, once 6.7 minutes), and stays listed."""
     os.mkdir(net.e('d'))
     write(net.e('d', 'old'), b'x\n')
     ha, hb = net.up()
     assert os.listdir(os.path.join(ha, 'd')) == ['old']
-    # as in the report, the create comes in a later second than the ls
-    t0 = int(os.stat(net.e('d')).st_mtime)
-    util.wait_for(lambda: time.time() >= t0 + 2, 'a later second')
+    # as in the report, the create comes 2.5 s after the ls
+    t0 = time.monotonic()
+    util.wait_for(lambda: time.monotonic() >= t0 + 2.5, '2.5 s')
     write(os.path.join(hb, 'd', 'new'), b'y\n')
-    start = time.monotonic()
-    seen = {}
-    def both():
-        for k, root in (('hotfs', ha), ('sshfs', net.a)):
-            if k not in seen and 'new' in os.listdir(os.path.join(root,
-                                                                  'd')):
-                seen[k] = time.monotonic() - start
-        return len(seen) == 2
-    util.wait_for(both, 'both mounts to list the new name', timeout=60)
-    assert seen['hotfs'] <= seen['sshfs'] + 1.5, seen
+    util.wait_for(lambda: 'new' in os.listdir(os.path.join(ha, 'd')),
+                  'hotfs to list the new name', timeout=SSHFS_CACHE_S)
+    assert sorted(os.listdir(os.path.join(net.a, 'd'))) == ['new', 'old']
+    # and it stays listed (no old listing kept under the new stamp)
+    for _ in range(3):
+        assert sorted(os.listdir(os.path.join(ha, 'd'))) == ['new', 'old']
 
 
 @pytest.mark.parametrize('opts', ['', 'nocache'])
