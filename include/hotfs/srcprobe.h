@@ -9,13 +9,13 @@
  * daemon's (sshfs numbers files in the order they are looked up, per
  * mount: after a remount another file has the number, with the same size
  * and whole-second times), and so are those of CIFS with noserverino.
- * The probe: a sample of names in the source (the root's first entries)
- * with their inode numbers and times is kept in the cachedir (PROBE_FILE); at the
- * next start they are looked up again, in the reverse order, before
- * anything else, and any name with the same times that now has another
- * number proves the numbers are not kept.  FUSE sources are never trusted (whatever a
- * sample says: their numbers are made up by a process that may be
- * another one next time).  A source found so is cached for one run
+ * The probe: a sample of names in the source (the root's first
+ * entries) with their inode numbers and times is kept in the cachedir
+ * (PROBE_FILE); at the next start they are looked up again, in the
+ * reverse order, before anything else, and any name with the same times
+ * that now has another number proves the numbers are not kept.  FUSE
+ * sources are never trusted (whatever a sample says: their numbers are
+ * made up by a process that may be another one next time).  A source found so is cached for one run
  * only: the store, the pins, the access counts and the metadata snapshot
  * are emptied at each start.
  *
@@ -29,7 +29,10 @@
  * "racy": not trusted later (cache.c, fuse_ops.c).
  *
  * Remote sources (NFS, SMB, FUSE, Ceph, ...): other clients' changes
- * raise no inotify event, and the lower client caches attributes.
+ * raise no inotify event, and the lower client caches attributes: hotfs
+ * keeps no listings or absent names of its own for them, and takes the
+ * stamp at open from the server (srcprobe_stat_sync).  Filesystems
+ * mounted inside the source are not probed (cache.c keys them per run).
  */
 #ifndef HOTFS_SRCPROBE_H
 #define HOTFS_SRCPROBE_H
