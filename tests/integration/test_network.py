@@ -505,3 +505,31 @@ def test_sshd_restart_under_reader(net):
     assert not wrong, '%d reads returned wrong bytes' % len(wrong)
     assert any(r[0] == 'err' for r in results if r[1] > down) or \
         all(r[2] for r in results), results[-5:]
+
+
+def test_local_source_kept_across_restart(ws):
+    """The counterpart on the local ext4 source: inode numbers probed as
+    kept, so the same 200 files read back after a restart of hotfs are
+    served from the store at once, byte for byte."""
+    n, size = 200, 64 << 10
+    t = int(time.time()) - 60
+    for i in range(n):
+        write(os.path.join(ws.src, 'f%03d' % i), content(i, size))
+        os.utime(os.path.join(ws.src, 'f%03d' % i), (t, t))
+    proc = ws.start(opts='threshold=2')
+    for _ in range(3):
+        for i in range(n):
+            assert same(read(os.path.join(ws.mnt, 'f%03d' % i)),
+                        content(i, size))
+    util.wait_for(lambda: int(stats(ws.mnt)['cached_extents']) == n,
+                  'every file to be promoted')
+    st = status(ws.mnt)
+    assert 'cache kept across restarts' in st, st
+    ws.stop(proc)
+    proc = ws.start(opts='threshold=2')
+    wrong = [i for i in reversed(range(n))
+             if read(os.path.join(ws.mnt, 'f%03d' % i)) != content(i, size)]
+    assert wrong == []
+    s = stats(ws.mnt)
+    assert int(s['read_misses']) == 0 and int(s['read_hits']) >= n, s
+    ws.stop(proc)
