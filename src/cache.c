@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
@@ -21,6 +22,7 @@
 #include "hotfs/policy_state.h"
 #include "hotfs/promote.h"
 #include "hotfs/readahead.h"
+#include "hotfs/srcprobe.h"
 #include "hotfs/uring.h"
 
 static unsigned ilog2u(uint32_t v)
@@ -72,7 +74,7 @@ static void load_counts(struct hotfs_cache *c, const struct hotfs_opts *o,
 			  "will not be kept\n", o->cachedir, strerror(errno));
 		return;
 	}
-	if (o->reset) {
+	if (o->reset || !hotfs_src.ids_kept) {
 		unlinkat(c->dirfd, POL_STATE_FILE, 0);
 		return;
 	}
@@ -148,6 +150,7 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	struct statfs sfs;
 	struct stat st;
 	char *ident = NULL;
+	uint32_t salt;
 	int len, r, tries;
 
 	if (fstat(root_fd, &st) == -1 || fstatfs(root_fd, &sfs) == -1) {
@@ -171,6 +174,9 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	c->extent = o->extent;
 	c->ext_shift = ilog2u(o->extent);
 	c->root_dev = st.st_dev;
+	if (getrandom(&salt, sizeof(salt), 0) != sizeof(salt))
+		salt = (uint32_t)time(NULL) ^ (uint32_t)getpid();
+	c->run_salt = salt ? salt : 1;
 	c->seqcutoff = o->seqcutoff;
 	c->writemode = o->writemode;
 	c->proc_self_fd = -1;
@@ -192,6 +198,9 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	sp.ident_len = (size_t)len;
 	sp.extent = o->extent;
 	sp.reset = o->reset;
+	/* inode numbers of another mount of the source may name other
+	 * files (include/hotfs/srcprobe.h): nothing is kept for them */
+	sp.forget = !hotfs_src.ids_kept;
 	pp.threshold = (unsigned)o->threshold;
 	r = pol_new(&pp, &c->pol);
 	if (r < 0) {
@@ -221,7 +230,7 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 		pol_set_cache(c->pol, ss.capacity >> c->ext_shift);
 	}
 	load_counts(c, o, ident, (size_t)len);
-	r = pins_open(&c->pins, o->cachedir, o->reset);
+	r = pins_open(&c->pins, o->cachedir, o->reset || !hotfs_src.ids_kept);
 	if (r < 0) {
 		snprintf(err, errlen, "cachedir '%s': pins: %s", o->cachedir,
 			 strerror(-r));

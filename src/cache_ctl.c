@@ -13,6 +13,7 @@
 #include "hotfs/cache_insert.h"
 #include "hotfs/ctl.h"
 #include "hotfs/fileio.h"
+#include "hotfs/srcprobe.h"
 
 /* Open the source file for reading, and its stamp. */
 static int open_source(struct hotfs_cache *c, struct hotfs_inode *in,
@@ -103,6 +104,11 @@ int cache_warm(struct hotfs_cache *c, struct hotfs_inode *in,
 	cache_key(c, in->dev, in->ino, &k);
 	ctl_ioc_extents(io, stamp.size, c->ext_shift, &e0, &e1);
 	io->done = 0;
+	/* changed within a clock tick: nothing to cache yet (srcprobe.h) */
+	if (srcprobe_racy_now(stamp.mtime_ns, stamp.ctime_ns)) {
+		stats_add(&c->stats, STAT_NP_RACY, 1);
+		e1 = e0;
+	}
 	for (e = e0; e < e1 && !r; e++) {
 		uint32_t len = cache_ext_len(c, e, stamp.size);
 		ssize_t n;

@@ -22,6 +22,7 @@
 #include "hotfs/cache_insert.h"
 #include "hotfs/cache_write.h"
 #include "hotfs/meta_fs.h"
+#include "hotfs/srcprobe.h"
 #include "hotfs/stamp.h"
 
 /*
@@ -147,6 +148,12 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	}
 	cache_key(c, in->dev, in->ino, &k);
 	have_now = w->have_old && stat_inode(w, &st);
+	/* a stamp the next change in the same clock tick may keep (a
+	 * coarse or network source): what is cached is dropped, not
+	 * carried over to it */
+	if (have_now && srcprobe_racy_now(ts_ns(&st.st_mtim),
+					  ts_ns(&st.st_ctim)))
+		have_now = false;
 	if (have_now) {
 		cache_stamp(&st, &now);
 		if (len) {

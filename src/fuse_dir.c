@@ -16,6 +16,7 @@
 #include "hotfs/ctl.h"
 #include "hotfs/dirlist.h"
 #include "hotfs/meta_fs.h"
+#include "hotfs/srcprobe.h"
 
 /*
  * Let the kernel keep a directory's listing while the directory is
@@ -31,7 +32,9 @@ static void dir_keep_cache(struct hotfs_inode *in, int fd,
 
 	fi->cache_readdir = 0;
 	fi->keep_cache = 0;
-	if (fstat(fd, &st) == -1)
+	/* a remote source: the directory's stamp comes from the lower
+	 * client's cache and says nothing of another client's create */
+	if ((hotfs_src.remote && !never) || fstat(fd, &st) == -1)
 		return;
 	pthread_mutex_lock(&in->m);
 	fi->cache_readdir = 1;

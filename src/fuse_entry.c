@@ -17,6 +17,7 @@
 #include "hotfs/ctl.h"
 #include "hotfs/meta_fs.h"
 #include "hotfs/negcache.h"
+#include "hotfs/srcprobe.h"
 #include "hotfs/stamp.h"
 #include "hotfs/watch.h"
 
@@ -137,7 +138,7 @@ void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		goto reply;
 	/* the directory's stamp before the lookup (no disk: its inode is
 	 * held open) */
-	stamped = fstat(dfd, &dst) == 0;
+	stamped = !hotfs_src.remote && fstat(dfd, &dst) == 0;
 	ino_fd_put(dir);
 	if (stamped && neg_hit(dir, &dst, name)) {
 		err = -ENOENT;
@@ -154,6 +155,10 @@ reply:
 		memset(&e, 0, sizeof(e));
 		e.entry_timeout = entry_timeout(hfs(req),
 						watched(hfs(req), parent));
+		/* a remote source: another client's create must be seen at
+		 * the next lookup, as on the lower mount itself */
+		if (hotfs_src.remote && !hfs(req)->o->entry_timeout_str)
+			e.entry_timeout = 0;
 		err = 0;
 	}
 	if (err)

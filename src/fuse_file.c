@@ -23,6 +23,7 @@
 #include "hotfs/fileio.h"
 #include "hotfs/meta_fs.h"
 #include "hotfs/readpath.h"
+#include "hotfs/srcprobe.h"
 #include "hotfs/stamp.h"
 
 /*
@@ -90,8 +91,9 @@ static bool set_keep_cache(struct hotfs_inode *in, int fd,
 
 	pthread_mutex_lock(&in->m);
 	/* under m: a write of the mount's own that ends meanwhile has
-	 * recorded its stamp (hotfs/stamp.h) */
-	if (fstat(fd, &st) == 0)
+	 * recorded its stamp (hotfs/stamp.h); from the server on a
+	 * remote source (close-to-open: another client's close is seen) */
+	if (srcprobe_stat_sync(fd, &st) == 0)
 		v = stamp_check_locked(in, &st);
 	/* a getattr or the source watch saw the change first and its
 	 * invalidation is on its way: this open must not keep what it
@@ -99,7 +101,15 @@ static bool set_keep_cache(struct hotfs_inode *in, int fd,
 	pending = stamp_inval_pending(in);
 	if (pending)
 		stamp_wait_inval_locked(in);
-	fi->keep_cache = never || (v == STAMP_SAME && !pending);
+	fi->keep_cache = never || (v == STAMP_SAME && !pending &&
+				   in->stamp_settled);
+	/* the same stamp, recorded within its clock tick: the kernel's
+	 * pages may hold a version written earlier in that tick; dropped
+	 * now, the ones read from here on are of the version the stamp
+	 * names once the tick is over */
+	if (!fi->keep_cache && v == STAMP_SAME && in->stamp_valid)
+		in->stamp_settled = !srcprobe_racy_now(in->stamp_mtime_ns,
+						       in->stamp_ctime_ns);
 	in->nopen++;
 	pthread_mutex_unlock(&in->m);
 	return (v == STAMP_CHANGED || pending) && !never;

@@ -327,6 +327,7 @@ static int cmd_status(int argc, char **argv)
 	static const char *keys[] = {
 		"mountpoint", "source", "cachedir", "options", "store_state",
 		"store_reason", "store_state_since", "read_engine",
+		"restarts", "restarts_why", "source_time_granularity_ns",
 		"capacity_bytes",
 		"cached_bytes", "cached_extents", "usage_ratio", "pinned_files",
 		"promotion_queue_depth", "uptime_seconds", "version",

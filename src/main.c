@@ -45,6 +45,7 @@
 #include "hotfs/tick.h"
 #include "hotfs/watch.h"
 #include "hotfs/opts.h"
+#include "hotfs/srcprobe.h"
 #include "hotfs/store.h"
 
 static void usage(const char *prog)
@@ -205,6 +206,20 @@ int main(int argc, char *argv[])
 			strerror(errno));
 		goto out1;
 	}
+	/* before anything looks a name up in the source */
+	{
+		int dfd = -1;
+
+		if (!o.nocache && o.cachedir) {
+			dfd = open(o.cachedir, O_RDONLY | O_DIRECTORY |
+				   O_CLOEXEC);
+			if (dfd >= 0 && o.reset)
+				unlinkat(dfd, PROBE_FILE, 0);
+		}
+		srcprobe_run(fs.root_fd, dfd, &hotfs_src);
+		if (dfd >= 0)
+			close(dfd);
+	}
 	r = ino_table_new(&fs.it, fs.root_fd);
 	if (r < 0) {
 		fprintf(stderr, "hotfs: inode table: %s\n", strerror(-r));
@@ -245,8 +260,9 @@ int main(int argc, char *argv[])
 				watch_dir(fs.watch, ino_root(fs.it));
 	}
 	/* listings live in retained inodes (swept by the promotion
-	 * thread's tick): both or neither */
-	fs.listings = fs.cache && o.inode_cache;
+	 * thread's tick): both or neither; none on a remote source, whose
+	 * directory stamps are the lower client's cached copies */
+	fs.listings = fs.cache && o.inode_cache && !hotfs_src.remote;
 	/* the metadata snapshot goes with them: it is made of listings */
 	if (fs.listings)
 		meta_fs_open(&fs);
@@ -340,6 +356,10 @@ int main(int argc, char *argv[])
 	else if (!o.foreground && fs.cache &&
 		 !cache_usable(fs.cache, err, sizeof(err)))
 		hotfs_log(LOG_ERR, "%s\n", err);
+	if (!hotfs_src.ids_kept && fs.cache)
+		hotfs_log(LOG_NOTICE, "cache not kept across restarts: this "
+			  "source's inode numbers are not persistent (%s)\n",
+			  hotfs_src.why);
 
 	if (copts.singlethread) {
 		r = fuse_session_loop(se);

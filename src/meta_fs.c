@@ -30,6 +30,7 @@
 #include "hotfs/log.h"
 #include "hotfs/meta.h"
 #include "hotfs/meta_fs.h"
+#include "hotfs/srcprobe.h"
 #include "hotfs/watch.h"
 
 struct byid {
@@ -168,7 +169,9 @@ void meta_fs_open(struct hotfs *fs)
 	fs->meta = m;
 	the_meta = m;
 	ino_set_stale_hook(fs->it, on_stale, m);
-	if (fs->o->reset)
+	/* its inode numbers are another mount's if the source does not
+	 * keep them (include/hotfs/srcprobe.h) */
+	if (fs->o->reset || !hotfs_src.ids_kept)
 		unlinkat(m->dirfd, META_FILE, 0);
 	r = meta_read_file(m->dirfd, META_FILE, META_MAX_BYTES, &buf, &len);
 	if (r == -ENOENT)

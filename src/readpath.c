@@ -42,6 +42,7 @@
 #include "hotfs/fileio.h"
 #include "hotfs/log.h"
 #include "hotfs/readpath.h"
+#include "hotfs/srcprobe.h"
 #include "hotfs/uring.h"
 
 struct seg {
@@ -358,6 +359,10 @@ struct plan {
 	struct seg *s;
 	unsigned n, hits, promos;
 	bool seq;
+	/* taken before the read: bytes read from the source now may be a
+	 * version that a change in the same clock tick replaces under the
+	 * same stamp; they are not promoted until the tick is over */
+	bool racy;
 };
 
 /*
@@ -406,6 +411,10 @@ static void plan_segments(struct hotfs_cache *c, struct hotfs_fh *fh,
 			/* the store would refuse it after the promoter read
 			 * the source again: a degraded store costs no I/O */
 			stats_add(&c->stats, STAT_NP_STORE, 1);
+			continue;
+		}
+		if (p->racy) {
+			stats_add(&c->stats, STAT_NP_RACY, 1);
 			continue;
 		}
 		g->promote = true;
@@ -582,6 +591,7 @@ static bool cacheable(struct hotfs_cache *c, struct hotfs_inode *in,
 		return false;
 	cache_stamp(&st, &p->stamp);
 	cache_key(c, in->dev, in->ino, &p->k);
+	p->racy = srcprobe_racy_now(p->stamp.mtime_ns, p->stamp.ctime_ns);
 	e0 = (uint32_t)((uint64_t)off >> c->ext_shift);
 	e1 = (uint32_t)((p->end - 1) >> c->ext_shift);
 	pthread_mutex_lock(&in->m);

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "hotfs/srcprobe.h"
 #include "hotfs/stamp.h"
 
 static bool same(const struct hotfs_inode *in, const struct stat *st)
@@ -22,6 +23,8 @@ static void record(struct hotfs_inode *in, const struct stat *st, bool ours)
 {
 	in->stamp_valid = true;
 	in->stamp_ours = ours;
+	in->stamp_settled = !srcprobe_racy_now(ts_ns(&st->st_mtim),
+					       ts_ns(&st->st_ctim));
 	in->stamp_mtime_ns = ts_ns(&st->st_mtim);
 	in->stamp_ctime_ns = ts_ns(&st->st_ctim);
 	in->stamp_size = st->st_size;

@@ -26,6 +26,7 @@
 #include "hotfs/meta_fs.h"
 #include "hotfs/promote.h"
 #include "hotfs/readahead.h"
+#include "hotfs/srcprobe.h"
 #include "hotfs/watch.h"
 
 enum kind { K_U64, K_F64, K_STR };
@@ -122,6 +123,24 @@ static void add_meta(struct hotfs *fs, struct kvlist *l)
 	add_u(l, "meta_snapshot_saved_dirs", ms.saved_dirs);
 }
 
+/* What the source probe found (hotfs/srcprobe.h). */
+static void add_source(struct hotfs *fs, struct kvlist *l)
+{
+	if (!fs_cache(fs))
+		add_s(l, "restarts", "no store");
+	else if (hotfs_src.ids_kept)
+		add_s(l, "restarts", "cache kept across restarts (the "
+		      "source's inode numbers are persistent)");
+	else
+		add_s(l, "restarts", "cache not kept across restarts: this "
+		      "source's inode numbers are not persistent");
+	add_s(l, "restarts_why", hotfs_src.ids_kept ? "" : hotfs_src.why);
+	add_u(l, "source_remote", hotfs_src.remote);
+	add_u(l, "source_ids_kept", hotfs_src.ids_kept);
+	add_u(l, "source_time_granularity_ns", (uint64_t)hotfs_src.gran_ns);
+	add_u(l, "source_time_samples", hotfs_src.nstamps);
+}
+
 /* Seconds since a CLOCK_REALTIME moment (the mount, without a store). */
 static double secs_since_real(const struct timespec *t)
 {
@@ -151,6 +170,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_s(l, "source", fs->o->source);
 	add_s(l, "options", fs->opts_summary ? fs->opts_summary : "");
 	add_s(l, "cachedir", fs->o->cachedir ? fs->o->cachedir : "");
+	add_source(fs, l);
 	if (c) {
 		st_get_stats(c->st, ss);
 		add_f(l, "uptime_seconds", secs_since(&s->started));
@@ -210,6 +230,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_u(l, "not_promoted_admission", stats_get(s, STAT_NP_ADMISSION));
 	add_u(l, "not_promoted_race", stats_get(s, STAT_NP_RACE));
 	add_u(l, "not_promoted_store", stats_get(s, STAT_NP_STORE));
+	add_u(l, "not_promoted_racy", stats_get(s, STAT_NP_RACY));
 	add_u(l, "promotion_rate_waits", stats_get(s, STAT_NP_RATE));
 
 	add_u(l, "evictions", ss->evicted_extents);

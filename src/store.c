@@ -390,8 +390,15 @@ static int choose_geometry(struct hotfs_store *st, const char *cachedir,
 		     "superblock; use reset to empty it", cachedir);
 		return -EEXIST;
 	}
-	rsize = fresh ? (p->region ? p->region : ST_REGION_DEFAULT) : sb->rsize;
-	cap = p->capacity ? p->capacity : (fresh ? 0 : sb->capacity);
+	if (!fresh && p->forget) {
+		hotfs_log(LOG_NOTICE, "store: %s: emptied, the source's "
+			  "inode numbers are not kept across mounts\n",
+			  cachedir);
+		fresh = 2;		/* empty, of the recorded geometry */
+	}
+	rsize = fresh == 1 ? (p->region ? p->region : ST_REGION_DEFAULT) :
+		sb->rsize;
+	cap = p->capacity ? p->capacity : (fresh == 1 ? 0 : sb->capacity);
 	if (!cap) {
 		struct statvfs vfs;
 

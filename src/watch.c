@@ -63,6 +63,7 @@
 
 #include "hotfs/log.h"
 #include "hotfs/stamp.h"
+#include "hotfs/srcprobe.h"
 #include "hotfs/watch.h"
 
 #define WATCH_MASK	(IN_ATTRIB | IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | \
@@ -113,29 +114,6 @@ struct hotfs_watch {
 static size_t bucket(int wd)
 {
 	return (size_t)((unsigned)wd * 2654435761u) % NBUCKETS;
-}
-
-/* Filesystems where changes by others raise no event here. */
-static bool remote_fs(long type)
-{
-	switch ((unsigned long)type) {
-	case 0x6969:		/* NFS */
-	case 0x517B:		/* SMB */
-	case 0xFE534D42:	/* SMB2 */
-	case 0xFF534D42:	/* CIFS */
-	case 0x65735546:	/* FUSE */
-	case 0x01021997:	/* 9P */
-	case 0x00C36400:	/* Ceph */
-	case 0x5346414F:	/* AFS */
-	case 0x6B414653:	/* kAFS */
-	case 0x73757245:	/* Coda */
-	case 0x7461636F:	/* OCFS2 */
-	case 0x01161970:	/* GFS2 */
-	case 0x47504653:	/* GPFS */
-	case 0x19830326:	/* Lustre */
-		return true;
-	}
-	return false;
 }
 
 static uint64_t read_max_watches(void)
@@ -222,7 +200,7 @@ bool watch_dir(struct hotfs_watch *w, struct hotfs_inode *in)
 		ino_fd_put(in);
 		return in->wd > 0;
 	}
-	if (fstatfs(ifd, &sfs) == 0 && remote_fs(sfs.f_type))
+	if (fstatfs(ifd, &sfs) == 0 && srcprobe_fs_remote(sfs.f_type))
 		goto unwatched;
 	if (w->ndirs >= w->max_dirs)
 		goto unwatched;

@@ -50,6 +50,7 @@ struct hotfs_cache {
 	uint32_t extent;		/* bytes, power of two */
 	unsigned ext_shift;
 	dev_t root_dev;			/* files on it get key.dev = 0 */
+	uint64_t run_salt;		/* other devices: 32 random bits */
 	uint64_t seqcutoff;
 	enum hotfs_writemode writemode;
 	int proc_self_fd;
@@ -80,8 +81,13 @@ static inline void cache_key(const struct hotfs_cache *c, dev_t dev,
 			     ino_t ino, struct hotfs_key *k)
 {
 	/* device numbers of loop and network filesystems change across
-	 * reboots; the source root's device is stable as "0" */
-	k->dev = dev == c->root_dev ? 0 : (uint64_t)dev;
+	 * reboots; the source root's device is stable as "0".  Filesystems
+	 * mounted inside the source are not probed (hotfs/srcprobe.h):
+	 * their device numbers are reused and their inode numbers may
+	 * not be kept across their mounts, so their keys carry a salt of
+	 * this run and nothing of theirs is found after a restart */
+	k->dev = dev == c->root_dev ? 0 :
+		 (c->run_salt << 32) ^ (uint64_t)dev;
 	k->ino = (uint64_t)ino;
 }
 

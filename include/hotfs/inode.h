@@ -110,6 +110,10 @@ struct hotfs_inode {
 	 * finds the same stamp keeps the kernel's page cache. */
 	bool stamp_valid;
 	bool stamp_ours;	/* recorded at the end of a change of ours */
+	/* the stamp was recorded, or the kernel's pages dropped, once it
+	 * was no longer racy (hotfs/srcprobe.h): the pages are of the
+	 * version the stamp names, not of an older one of the same tick */
+	bool stamp_settled;
 	int64_t stamp_mtime_ns;
 	int64_t stamp_ctime_ns;
 	off_t stamp_size;

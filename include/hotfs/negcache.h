@@ -10,7 +10,10 @@
  * directory changed within RACY_NS of the lookup (2.1 s on filesystems
  * with whole-second stamps): a change in the same clock tick could leave
  * the stamp as it was.  Directory listings follow the same rule
- * (hotfs/dirlist.h).
+ * (hotfs/dirlist.h).  Neither is kept on a remote source
+ * (hotfs/srcprobe.h): there a directory's stamp is the lower client's
+ * cached copy (sshfs keeps it 20 s), and another client's create does
+ * not change it in time.
  *
  * Lock: the directory inode's m, held for the list only.
  */

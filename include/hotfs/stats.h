@@ -32,6 +32,9 @@ enum hotfs_stat {
 	STAT_NP_ADMISSION,	/* lost admission to a hotter victim */
 	STAT_NP_RACE,		/* a write or change raced the promotion */
 	STAT_NP_STORE,		/* the store refused (read-only, off, error) */
+	STAT_NP_RACY,		/* the file changed within a tick of the
+				 * source's clock: its stamp cannot tell
+				 * this version from the next (srcprobe.h) */
 	STAT_CSUM_FAIL,		/* cached data failed its checksum */
 	STAT_CACHE_IO_ERR,	/* read errors from the cache device */
 	STAT_INVAL_WRITE,	/* writes via the mount that dropped extents */

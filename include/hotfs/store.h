@@ -139,6 +139,10 @@ struct hotfs_store_params {
 	uint32_t extent;	/* power of two, 4K..4M */
 	uint32_t region;	/* 0 = ST_REGION_DEFAULT, or as recorded */
 	bool reset;		/* empty whatever the cachedir holds */
+	bool forget;		/* start empty (a store of this source keeps
+				 * its size): what it holds cannot be
+				 * trusted, the source's inode numbers are
+				 * not kept across mounts */
 	unsigned commit_ms;	/* group commit interval, 0 = 1000 */
 	uint64_t commit_bytes;	/* or after this much data, 0 = 4 MiB */
 	/* free space of the cachedir fs, percent (cachefilesd): 0 = 10/7/3 */

@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "hotfs/srcprobe.h"
 #include "hotfs/stamp.h"
 
 struct fx {
@@ -238,6 +239,35 @@ static void test_wait_inval(void **state)
 		    (b.tv_nsec - a.tv_nsec) >= 900000000L);
 }
 
+/*
+ * On a coarse source (hotfs/srcprobe.h), a stamp recorded within its
+ * clock tick is not settled (an open then drops the kernel's pages); on
+ * a fine local source every stamp is.  (The file's ctime is always now
+ * here: the racy case uses an mtime ahead of the clock, which stays
+ * racy however slow the machine.)
+ */
+static void test_settled(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_srcinfo saved = hotfs_src;
+	struct timespec ts[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
+
+	hotfs_src.remote = true;
+	hotfs_src.gran_ns = 1000000000LL;
+	ts[1].tv_sec = time(NULL) + 30;
+	assert_int_equal(futimens(f->fd, ts), 0);
+	assert_int_equal(check(f), STAMP_NEW);
+	assert_false(f->in.stamp_settled);
+	/* the same on a local source with fine stamps: settled */
+	hotfs_src.remote = false;
+	hotfs_src.gran_ns = 1;
+	ts[1].tv_sec++;
+	assert_int_equal(futimens(f->fd, ts), 0);
+	assert_int_equal(check(f), STAMP_CHANGED);
+	assert_true(f->in.stamp_settled);
+	hotfs_src = saved;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -255,6 +285,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_end_without_begin, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_settled, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
