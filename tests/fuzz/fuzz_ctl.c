@@ -11,9 +11,9 @@
  *	2: ctl_ioc_extents: a struct hotfs_ioc, a file size (8 bytes) and
  *	   an extent shift (16..22, the extent sizes -o extent= allows).
  *
- * Checked, beyond "no crash, no sanitizer report": a command is
- * recognised exactly when the bytes, without trailing newlines and
- * spaces, are its name; the copy is NUL-terminated inside the buffer;
+ * Checked, beyond "no crash, no sanitizer report": a command
+ * (reset-stats, store on) is recognised exactly when the bytes, without
+ * trailing newlines and spaces, are its name; the copy is NUL-terminated inside the buffer;
  * the decoder refuses what the handler must refuse and copies exactly
  * one struct otherwise; the extents of a request are exactly those its
  * range touches, computed in 64 bits, and never numbered past
@@ -70,7 +70,10 @@ static void fuzz_cmd(const uint8_t *data, size_t size, uint8_t mode)
 	if ((r == CTL_RESET_STATS) !=
 	    (n == 11 && memcmp(data, "reset-stats", 11) == 0))
 		abort();
-	if (r != CTL_RESET_STATS && r != -EINVAL)
+	if ((r == CTL_STORE_ON) !=
+	    (n == 8 && memcmp(data, "store on", 8) == 0))
+		abort();
+	if (r != CTL_RESET_STATS && r != CTL_STORE_ON && r != -EINVAL)
 		abort();
 }
 
