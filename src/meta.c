@@ -13,6 +13,7 @@
 
 #include <xxhash.h>
 
+#include "hotfs/fileio.h"
 #include "hotfs/meta.h"
 #include "hotfs/store.h"
 
@@ -445,48 +446,6 @@ bad:
 /* ------------------------------------------------------------------ */
 /* Files */
 
-int meta_write_file(int dirfd, const char *name, const void *buf, size_t len)
-{
-	char tmp[256];
-	const char *p = buf;
-	int fd, err = 0;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-		    0600);
-	if (fd == -1)
-		return -errno;
-	/* one left behind keeps its mode through O_CREAT */
-	err = st_make_private(fd, 0600);
-	if (err)
-		len = 0;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			err = n < 0 ? -errno : -EIO;
-			break;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	if (!err && fsync(fd) == -1)
-		err = -errno;
-	if (close(fd) == -1 && !err)
-		err = -errno;
-	if (!err && renameat(dirfd, tmp, dirfd, name) == -1)
-		err = -errno;
-	if (err) {
-		unlinkat(dirfd, tmp, 0);
-		return err;
-	}
-	if (fsync(dirfd) == -1)
-		return -errno;
-	return 0;
-}
-
 int meta_read_file(int dirfd, const char *name, size_t max, void **bufp,
 		   size_t *lenp)
 {
@@ -511,7 +470,7 @@ int meta_read_file(int dirfd, const char *name, size_t max, void **bufp,
 		return -EINVAL;
 	}
 	/* the cachedir's files are the daemon's alone, even old ones */
-	err = st_make_private(fd, 0600);
+	err = file_make_private(fd, 0600);
 	if (err) {
 		close(fd);
 		return err;

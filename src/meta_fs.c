@@ -26,6 +26,7 @@
 #include <dirent.h>
 #include <syslog.h>
 
+#include "hotfs/fileio.h"
 #include "hotfs/fs.h"
 #include "hotfs/log.h"
 #include "hotfs/meta.h"
@@ -809,7 +810,7 @@ static bool save_once(struct hotfs_meta *m, uint64_t *ndirsp, size_t *lenp)
 		ndirs = check->ndirs;
 		atomic_store(&m->saved_dirs, ndirs);
 		meta_snap_free(check);
-		r = meta_write_file(m->dirfd, META_FILE ".new", buf, len);
+		r = file_replace_at(m->dirfd, META_FILE ".new", buf, len);
 	}
 	free(buf);
 	if (r < 0) {

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hotfs/fileio.h"
 #include "hotfs/log.h"
 #include "hotfs/pins.h"
 #include "hotfs/store.h"
@@ -114,39 +115,22 @@ static void __del(struct hotfs_pins *p, const struct hotfs_key *k)
 
 static int save(struct hotfs_pins *p)
 {
+	char *buf = NULL;
+	size_t len = 0, i;
 	FILE *f;
-	size_t i;
-	int fd, r = 0;
+	int r;
 
-	fd = openat(p->dirfd, "pins.tmp", O_WRONLY | O_CREAT | O_TRUNC |
-		    O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
+	f = open_memstream(&buf, &len);
+	if (!f)
 		return -errno;
-	/* one left behind keeps its mode through O_CREAT */
-	r = st_make_private(fd, 0600);
-	if (r) {
-		close(fd);
-		return r;
-	}
-	f = fdopen(fd, "w");
-	if (!f) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
 	fprintf(f, "hotfs-pins 1\n");
 	for (i = 0; i < p->nslot; i++)
 		if (!empty(&p->slot[i]))
 			fprintf(f, "%" PRIu64 " %" PRIu64 "\n",
 				p->slot[i].dev, p->slot[i].ino);
-	if (fflush(f) != 0 || fdatasync(fd) != 0)
-		r = -errno;
-	if (fclose(f) != 0 && !r)
-		r = -errno;
-	if (!r && renameat(p->dirfd, "pins.tmp", p->dirfd, "pins") != 0)
-		r = -errno;
-	if (!r && fsync(p->dirfd) != 0)
-		r = -errno;
+	r = fclose(f) == 0 ? file_replace_at(p->dirfd, "pins", buf, len) :
+	    -ENOMEM;
+	free(buf);
 	return r;
 }
 
@@ -160,7 +144,7 @@ static void load(struct hotfs_pins *p)
 	if (fd < 0)
 		return;
 	/* the cachedir's files are the daemon's alone, even old ones */
-	if (st_make_private(fd, 0600)) {
+	if (file_make_private(fd, 0600)) {
 		hotfs_log(LOG_WARNING, "pins: cannot make the file 0600, "
 			  "ignored\n");
 		close(fd);

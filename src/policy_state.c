@@ -15,6 +15,7 @@
 
 #include <xxhash.h>
 
+#include "hotfs/fileio.h"
 #include "hotfs/meta.h"
 #include "hotfs/policy_state.h"
 
@@ -108,7 +109,7 @@ int pol_state_save(struct hotfs_policy *p, int dirfd, uint64_t tag)
 
 	if (r < 0)
 		return r;
-	r = meta_write_file(dirfd, POL_STATE_FILE, buf, len);
+	r = file_replace_at(dirfd, POL_STATE_FILE, buf, len);
 	munmap(buf, len);
 	return r;
 }

@@ -65,11 +65,6 @@ struct hotfs_promoter {
 	uint64_t set[PR_SET];		/* queued hashes, 0 = empty */
 };
 
-static uint64_t now_ns(void)
-{
-	return (uint64_t)clock_mono_ns();
-}
-
 /* Open addressing with linear probing; h is never 0 here. */
 static bool set_add(struct hotfs_promoter *pr, uint64_t h)
 {
@@ -272,7 +267,7 @@ static void promote_one(struct hotfs_promoter *pr, struct pr_item *it)
 static void *pr_main(void *arg)
 {
 	struct hotfs_promoter *pr = arg;
-	uint64_t tokens = 0, last = now_ns();
+	uint64_t tokens = 0, last = (uint64_t)clock_mono_ns();
 
 	pthread_mutex_lock(&pr->lock);
 	for (;;) {
@@ -303,7 +298,7 @@ static void *pr_main(void *arg)
 		if (pr->rate && !it.buf && st_state(pr->c->st) == ST_OK) {
 			need = pr->c->extent;
 			for (;;) {
-				t = now_ns();
+				t = (uint64_t)clock_mono_ns();
 				tokens += (t - last) * pr->rate / 1000000000ull;
 				last = t;
 				if (tokens > pr->rate)	/* burst: 1 second */

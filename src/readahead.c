@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "hotfs/clock.h"
 #include "hotfs/log.h"
 #include "hotfs/readahead.h"
 
@@ -81,10 +82,7 @@ struct hotfs_ra {
 
 static int64_t now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	return clock_mono_ns();
 }
 
 /*

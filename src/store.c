@@ -58,24 +58,12 @@
 
 #include <xxhash.h>
 
+#include "hotfs/fileio.h"
 #include "hotfs/log.h"
 #include "store_i.h"
 
 #define ST_DEFAULT_COMMIT_MS	1000u
 #define ST_DEFAULT_COMMIT_BYTES	(4ull << 20)
-
-int st_make_private(int fd, mode_t mode)
-{
-	struct stat sb;
-
-	if (fstat(fd, &sb))
-		return -errno;
-	if (sb.st_uid != geteuid() && fchown(fd, geteuid(), getegid()))
-		return -errno;
-	if ((sb.st_mode & 07777) != mode && fchmod(fd, mode))
-		return -errno;
-	return 0;
-}
 
 bool st_device_error(int err)
 {
@@ -164,7 +152,7 @@ static int read_sb(struct hotfs_store *st, struct st_sb *sb)
 		    O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
-	n = st_pread_full(fd, buf, sizeof(buf), 0);
+	n = pread_full(fd, buf, sizeof(buf), 0);
 	err = n < 0 ? (int)n : st_sb_decode(buf, n, sb);
 	close(fd);
 	return err;
@@ -172,27 +160,10 @@ static int read_sb(struct hotfs_store *st, struct st_sb *sb)
 
 static int write_sb(struct hotfs_store *st, struct st_sb *sb)
 {
-	ssize_t n;
-	int fd, err = 0;
+	int err;
 
 	sb->csum = XXH3_64bits(sb, offsetof(struct st_sb, csum));
-	fd = openat(st->dirfd, "superblock.tmp", O_WRONLY | O_CREAT |
-		    O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	/* a superblock.tmp left behind keeps its mode through O_CREAT */
-	err = st_make_private(fd, 0600);
-	n = err ? err : st_pwrite_full(fd, sb, sizeof(*sb), 0);
-	if (n < 0)
-		err = n;
-	else if (fdatasync(fd))
-		err = -errno;
-	close(fd);
-	if (!err && renameat(st->dirfd, "superblock.tmp", st->dirfd,
-			     "superblock"))
-		err = -errno;
-	if (!err && fsync(st->dirfd))
-		err = -errno;
+	err = file_replace_at(st->dirfd, "superblock", sb, sizeof(*sb));
 	if (!err)
 		CNT_ADD(st, bytes_written, sizeof(*sb));
 	return err;
@@ -322,7 +293,7 @@ static int lock_cachedir(struct hotfs_store *st, const char *cachedir,
 		errf(err, errlen, "cachedir %s: %s", cachedir, strerror(-rc));
 		return rc;
 	}
-	rc = st_make_private(st->dirfd, 0700);
+	rc = file_make_private(st->dirfd, 0700);
 	if (rc) {
 		errf(err, errlen, "cannot make cachedir %s private (mode "
 		     "0700, owned by uid %u): %s", cachedir,
@@ -332,7 +303,7 @@ static int lock_cachedir(struct hotfs_store *st, const char *cachedir,
 	st->lockfd = openat(st->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC |
 			    O_NOFOLLOW, 0600);
 	if (st->lockfd >= 0 && flock(st->lockfd, LOCK_EX | LOCK_NB) == 0) {
-		rc = st_make_private(st->lockfd, 0600);
+		rc = file_make_private(st->lockfd, 0600);
 		if (rc) {
 			errf(err, errlen, "cachedir %s: cannot make 'lock' "
 			     "0600: %s", cachedir, strerror(-rc));
@@ -451,7 +422,7 @@ static int open_data(struct hotfs_store *st, const char *cachedir,
 		return rc;
 	}
 	st->data_st = sbuf;
-	rc = st_make_private(st->datafd, 0600);
+	rc = file_make_private(st->datafd, 0600);
 	if (rc) {
 		errf(err, errlen, "cachedir %s: cannot make 'data' 0600: %s",
 		     cachedir, strerror(-rc));

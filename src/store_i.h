@@ -90,6 +90,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "hotfs/fileio.h"
 #include "hotfs/store.h"
 
 #define ST_SB_MAGIC	0x3142535346544f48ull	/* "HOTFSSB1" */
@@ -353,8 +354,6 @@ uint64_t st_now_ns(void);
 uint64_t st_stamp_hash(uint64_t ino, uint64_t size, int64_t mtime_ns,
 		       int64_t ctime_ns);
 uint64_t st_seed(uint64_t dev, uint64_t ino, uint32_t extno, uint64_t gen);
-ssize_t st_pread_full(int fd, void *buf, size_t len, uint64_t off);
-ssize_t st_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
 void st_set_state_reason(struct hotfs_store *st, int state, int err,
 			 const char *reason);
 void st_set_state(struct hotfs_store *st, int state, int err,

@@ -140,7 +140,7 @@ static int blocks_bad(struct hotfs_store *st, const struct hotfs_loc *loc,
 		own = malloc((size_t)nb * 8);
 		if (!own)
 			return -ENOMEM;
-		n = st_pread_full(loc->fd, own, (size_t)nb * 8,
+		n = pread_full(loc->fd, own, (size_t)nb * 8,
 				  loc->tab_off + (uint64_t)b0 * 8);
 		if (n < 0)
 			st_report_io_error(st, loc, n);
@@ -241,8 +241,8 @@ ssize_t st_read(struct hotfs_store *st, const struct hotfs_key *key,
 	tmp = malloc((size_t)sp.data_len + sp.tab_len);
 	if (!tmp)
 		return -ENOMEM;
-	n = st_pread_full(loc.fd, tmp, sp.data_len, sp.data_off);
-	nt = n >= 0 && sp.tab_len ? st_pread_full(loc.fd, tmp + sp.data_len,
+	n = pread_full(loc.fd, tmp, sp.data_len, sp.data_off);
+	nt = n >= 0 && sp.tab_len ? pread_full(loc.fd, tmp + sp.data_len,
 						 sp.tab_len, sp.tab_off) : 0;
 	if (n < 0 || nt < 0) {
 		n = n < 0 ? n : nt;

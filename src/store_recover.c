@@ -216,7 +216,7 @@ int st_load_summary(struct hotfs_store *st, uint32_t r, st_sument_fn fn,
 		}
 		buf = p;
 		memmove(buf + want - len, buf, len);
-		n = st_pread_full(st->datafd, buf, want - len, rend - want);
+		n = pread_full(st->datafd, buf, want - len, rend - want);
 		if (n < 0) {
 			err = n;
 			break;
@@ -392,7 +392,7 @@ static int find_regions(struct hotfs_store *st, uint32_t inside,
 			      ST_BLOCK, ST_BLOCK, POSIX_FADV_WILLNEED);
 	for (r = 0; r < inside; r++) {
 		uint64_t off = st_region_off(st, r) + st->g.rsize - ST_BLOCK;
-		ssize_t got = st_pread_full(st->datafd, blk, ST_BLOCK, off);
+		ssize_t got = pread_full(st->datafd, blk, ST_BLOCK, off);
 		int rc;
 
 		if (got < 0) {

@@ -71,7 +71,7 @@ static int write_block(struct hotfs_store *st, uint32_t r, uint32_t b,
 {
 	uint64_t off = st_region_off(st, r) + st->g.rsize -
 		(uint64_t)(b + 1) * ST_BLOCK;
-	ssize_t n = st_pwrite_full(st->datafd, blk, ST_BLOCK, off);
+	ssize_t n = pwrite_full(st->datafd, blk, ST_BLOCK, off);
 
 	if (n < 0)
 		return io_fail(st, n, "write summary");
@@ -292,14 +292,14 @@ static int write_record(struct hotfs_store *st, uint64_t off, uint64_t seed,
 	if ((uint32_t)n < reclen) {
 		/* rare: finish the short write piecewise */
 		if ((uint32_t)n < len) {
-			ssize_t m = st_pwrite_full(st->datafd,
+			ssize_t m = pwrite_full(st->datafd,
 						   (const uint8_t *)buf + n,
 						   len - n, off + n);
 			if (m < 0)
 				return m;
 			n = len;
 		}
-		n = st_pwrite_full(st->datafd, t + (n - len), reclen - n,
+		n = pwrite_full(st->datafd, t + (n - len), reclen - n,
 				   off + n);
 		if (n < 0)
 			return n;
@@ -556,7 +556,7 @@ static uint32_t pick_keepers(struct hotfs_store *st, uint32_t r,
 	for (j = 0; j < n; j++) {
 		const struct st_sument *e = &vc->v[k[j].si];
 		uint64_t seed = st_seed(e->dev, e->ino, e->extno, gen);
-		ssize_t got = st_pread_full(st->datafd, buf + k[j].boff,
+		ssize_t got = pread_full(st->datafd, buf + k[j].boff,
 					    e->len, st_region_off(st, r) +
 					    e->off);
 

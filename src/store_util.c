@@ -18,15 +18,13 @@
 
 #include <xxhash.h>
 
+#include "hotfs/clock.h"
 #include "hotfs/log.h"
 #include "store_i.h"
 
 uint64_t st_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	return (uint64_t)clock_mono_ns();
 }
 
 uint64_t st_stamp_hash(uint64_t ino, uint64_t size, int64_t mtime_ns,
@@ -42,46 +40,6 @@ uint64_t st_seed(uint64_t dev, uint64_t ino, uint32_t extno, uint64_t gen)
 	uint64_t v[4] = { dev, ino, extno, gen };
 
 	return XXH3_64bits(v, sizeof(v));
-}
-
-ssize_t st_pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, (uint8_t *)buf + done, len - done,
-				  off + done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		done += n;
-	}
-	return done;
-}
-
-ssize_t st_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pwrite(fd, (const uint8_t *)buf + done,
-				   len - done, off + done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		done += n;
-	}
-	return done;
 }
 
 enum hotfs_store_state st_state(struct hotfs_store *st)

@@ -96,9 +96,6 @@ void meta_enc_drop_dir(struct meta_enc *e);
 int meta_enc_finish(struct meta_enc *e, void **buf, size_t *len);
 void meta_enc_free(struct meta_enc *e);
 
-/* Write buf as dirfd/name crash-safely: a temporary file, fsync, rename
- * over, fsync of the directory.  0 or -errno. */
-int meta_write_file(int dirfd, const char *name, const void *buf, size_t len);
 /* Read dirfd/name whole (at most max bytes: a larger one is -EFBIG).
  * 0, -ENOENT if there is none, or -errno. */
 int meta_read_file(int dirfd, const char *name, size_t max, void **buf,

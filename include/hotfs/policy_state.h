@@ -9,7 +9,7 @@
  * counts are about (the source's identity and the extent size: counts of
  * another source or another extent size mean nothing here), the state's
  * length, the state, and an xxh3 of all of that.  Written crash-safely
- * (meta_write_file: temporary file, fsync, rename).
+ * (file_replace_at: temporary file, fsync, rename).
  */
 #ifndef HOTFS_POLICY_STATE_H
 #define HOTFS_POLICY_STATE_H

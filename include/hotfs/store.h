@@ -201,13 +201,6 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
  */
 bool st_device_error(int err);
 /*
- * Make fd (the cachedir or a file in it) the daemon's user's alone:
- * owned by the effective uid and of exactly this mode (0700 for the
- * cachedir, 0600 for its files), whatever it was before.  0 or -errno
- * (EPERM, EROFS: it cannot be made private, and must not be used).
- */
-int st_make_private(int fd, mode_t mode);
-/*
  * What the user can do about st_open's (or a cachedir's) error err, for
  * the errors whose message does not say it already (a damaged or foreign
  * store names reset, a too small one cachesize): NULL for the others.

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 #include <xxhash.h>
 
+#include "hotfs/fileio.h"
 #include "hotfs/meta.h"
 
 static struct stat mkst(ino_t ino, mode_t mode, off_t size)
@@ -289,7 +290,7 @@ static void test_file(void **state)
 	assert_int_equal(meta_read_file(dfd, META_FILE, META_MAX_BYTES,
 					&back, &blen), -ENOENT);
 	build(&buf, &len);
-	assert_int_equal(meta_write_file(dfd, META_FILE, buf, len), 0);
+	assert_int_equal(file_replace_at(dfd, META_FILE, buf, len), 0);
 	assert_int_equal(faccessat(dfd, "meta.tmp", F_OK, 0), -1);
 	assert_int_equal(meta_read_file(dfd, META_FILE, META_MAX_BYTES,
 					&back, &blen), 0);
