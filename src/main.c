@@ -248,7 +248,13 @@ int main(int argc, char *argv[])
 			}
 			hotfs_log(LOG_ERR, "%s\n", err);
 		}
+		/* the store is the daemon's: the source's sample goes
+		 * beside it (hotfs/srcprobe.h) */
+		if (r == 0)
+			srcprobe_save(fs.cache->dirfd, &hotfs_src);
 	}
+	free(hotfs_src.sample);		/* not kept: no store */
+	hotfs_src.sample = NULL;
 	fs.root_fd = -1;	/* owned by the table now */
 	if (o.revalidate == HOTFS_REVAL_OPEN && !o.nowatch) {
 		r = watch_new(&fs.watch, fs.it);

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hotfs/fileio.h"
 #include "hotfs/inode.h"
 #include "hotfs/srcprobe.h"
 
@@ -195,25 +196,6 @@ static int read_sample(int dirfd, char *buf, size_t size, size_t *len)
 	return 0;
 }
 
-static int write_sample(int dirfd, const char *buf, size_t len)
-{
-	static const char tmp[] = PROBE_FILE ".tmp";
-	int fd, r = 0;
-
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
-		    O_NOFOLLOW, 0600);
-	if (fd == -1)
-		return -errno;
-	if (write(fd, buf, len) != (ssize_t)len || fsync(fd) == -1)
-		r = errno ? -errno : -EIO;
-	close(fd);
-	if (!r && renameat(dirfd, tmp, dirfd, PROBE_FILE) == -1)
-		r = -errno;
-	if (r)
-		unlinkat(dirfd, tmp, 0);
-	return r;
-}
-
 static void add_stamp(int64_t *ts, unsigned *n, const struct stat *st)
 {
 	if (*n + 2 > PROBE_STAMPS * 2)
@@ -295,10 +277,28 @@ int srcprobe_run(int root_fd, int dirfd, struct hotfs_srcinfo *si)
 	}
 	if (dp)
 		closedir(dp);
-	if (dirfd >= 0 && sample && names)
-		write_sample(dirfd, sample, slen);
-	free(sample);
+	/* kept for srcprobe_save: the cachedir is written only once the
+	 * store is known to be usable */
+	if (sample && names) {
+		si->sample = sample;
+		si->sample_len = slen;
+	} else {
+		free(sample);
+	}
 	si->nstamps = nts;
 	si->gran_ns = srcprobe_granularity(ts, nts);
 	return 0;
+}
+
+int srcprobe_save(int dirfd, struct hotfs_srcinfo *si)
+{
+	int r = 0;
+
+	if (dirfd >= 0 && si->sample)
+		r = file_replace_at(dirfd, PROBE_FILE, si->sample,
+				    si->sample_len);
+	free(si->sample);
+	si->sample = NULL;
+	si->sample_len = 0;
+	return r;
 }

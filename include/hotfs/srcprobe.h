@@ -58,18 +58,26 @@ struct hotfs_srcinfo {
 	unsigned nstamps;	/* stamps it was measured on */
 	unsigned checked;	/* sample names found again at start */
 	char why[160];		/* !ids_kept: the reason, for status */
+	char *sample;		/* the new sample, until srcprobe_save */
+	size_t sample_len;
 };
 
 /* The process's probe result (set once by main, before the mount). */
 extern struct hotfs_srcinfo hotfs_src;
 
 /*
- * Probe the source (root_fd, O_PATH will do) and update the sample in
- * dirfd (the cachedir; -1: no sample, ids are judged by the fs type
- * alone).  Fills *si; returns 0 or -errno (si is then conservative:
- * ids not kept, 2 s).
+ * Probe the source (root_fd, O_PATH will do) against the sample in dirfd
+ * (the cachedir; -1: no sample, ids are judged by the fs type alone).
+ * Fills *si; returns 0 or -errno (si is then conservative: ids not kept,
+ * 2 s).  Nothing is written to the cachedir here: a cachedir that turns
+ * out foreign, damaged or in use must be left as it was.
  */
 int srcprobe_run(int root_fd, int dirfd, struct hotfs_srcinfo *si);
+/*
+ * Once the store opened: keep the new sample in dirfd for the next start
+ * (crash-safely, private), and free it.  0 or -errno.
+ */
+int srcprobe_save(int dirfd, struct hotfs_srcinfo *si);
 
 /* A network or FUSE filesystem (statfs f_type). */
 bool srcprobe_fs_remote(long f_type);

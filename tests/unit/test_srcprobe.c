@@ -140,7 +140,7 @@ static void sample_check(void **state)
 					sizeof(why)), -ENOENT);
 }
 
-static void run_writes_and_rechecks(void **state)
+static void run_then_save_rechecks(void **state)
 {
 	struct hotfs_srcinfo si;
 	char cache[] = "/tmp/test_srcprobe_c.XXXXXX";
@@ -157,11 +157,17 @@ static void run_writes_and_rechecks(void **state)
 	assert_int_equal(si.checked, 0);	/* nothing recorded yet */
 	assert_true(si.nstamps >= 4);
 	assert_true(si.gran_ns >= 1 && si.gran_ns <= 2 * S);
+	/* nothing written until the store is known usable */
+	assert_int_equal(faccessat(cfd, PROBE_FILE, F_OK, 0), -1);
+	assert_non_null(si.sample);
+	assert_int_equal(srcprobe_save(cfd, &si), 0);
+	assert_null(si.sample);
 	assert_int_equal(faccessat(cfd, PROBE_FILE, F_OK, 0), 0);
 	/* the second start compares what the first recorded */
 	assert_int_equal(srcprobe_run(rfd, cfd, &si), 0);
 	assert_true(si.ids_kept);
 	assert_true(si.checked >= 1);
+	free(si.sample);
 	unlinkat(cfd, PROBE_FILE, 0);
 	close(cfd);
 	close(rfd);
@@ -174,7 +180,7 @@ int main(void)
 		cmocka_unit_test(granularity_of_stamps),
 		cmocka_unit_test(racy_window),
 		cmocka_unit_test(sample_check),
-		cmocka_unit_test(run_writes_and_rechecks),
+		cmocka_unit_test(run_then_save_rechecks),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
