@@ -69,17 +69,26 @@ static int key_and_stamp(struct hotfs_cache *c, struct hotfs_inode *in,
 	return 0;
 }
 
+/* The file's key and stamp, and what of it is cached, in io. */
+static int info(struct hotfs_cache *c, struct hotfs_inode *in,
+		struct hotfs_key *k, struct hotfs_stamp *stamp,
+		struct hotfs_ioc *io)
+{
+	int r = key_and_stamp(c, in, k, stamp);
+
+	if (r < 0)
+		return r;
+	fill_info(c, k, stamp, io);
+	return 0;
+}
+
 int cache_info(struct hotfs_cache *c, struct hotfs_inode *in,
 	       struct hotfs_ioc *io)
 {
 	struct hotfs_stamp stamp;
 	struct hotfs_key k;
-	int r = key_and_stamp(c, in, &k, &stamp);
 
-	if (r < 0)
-		return r;
-	fill_info(c, &k, &stamp, io);
-	return 0;
+	return info(c, in, &k, &stamp, io);
 }
 
 int cache_warm(struct hotfs_cache *c, struct hotfs_inode *in,
@@ -159,11 +168,10 @@ int cache_evict(struct hotfs_cache *c, struct hotfs_inode *in,
 {
 	struct hotfs_stamp stamp;
 	struct hotfs_key k;
-	int r = key_and_stamp(c, in, &k, &stamp);
+	int r = info(c, in, &k, &stamp, io);
 
 	if (r < 0)
 		return r;
-	fill_info(c, &k, &stamp, io);
 	io->done = io->bytes;
 	st_invalidate(c->st, &k, 0, 0, ST_INVAL_USER);
 	fill_info(c, &k, &stamp, io);

@@ -314,21 +314,19 @@ out_err:
 void hotfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 		   off_t offset, struct fuse_file_info *fi)
 {
-	if (vd_is(ino)) {
+	if (vd_is(ino))
 		vd_readdir(req, ino, size, offset, fi, false);
-		return;
-	}
-	do_readdir(req, ino, size, offset, fi, false);
+	else
+		do_readdir(req, ino, size, offset, fi, false);
 }
 
 void hotfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 		       off_t offset, struct fuse_file_info *fi)
 {
-	if (vd_is(ino)) {
+	if (vd_is(ino))
 		vd_readdir(req, ino, size, offset, fi, true);
-		return;
-	}
-	do_readdir(req, ino, size, offset, fi, true);
+	else
+		do_readdir(req, ino, size, offset, fi, true);
 }
 
 void hotfs_releasedir(fuse_req_t req, fuse_ino_t ino,

@@ -35,14 +35,19 @@ MODES = {
     'warmwt': 'threshold=1,writemode=writethrough',
 }
 
-# a child that makes a directory through the mount, goes into it and
-# prints getcwd() at once, 0.1 s and 1 s later (the delays the watch's
-# notifications take to arrive: at once and 50 ms later)
+# a child that goes into a directory made (mkdir) or renamed (rename)
+# through the mount and prints getcwd() at once, 0.1 s and 1 s later (the
+# delays the watch's notifications take to arrive: at once and 50 ms
+# later)
 GETCWD = r'''
 import os, sys, time
-os.chdir(sys.argv[1])
-os.mkdir("d")
-os.chdir("d")
+mnt, how = sys.argv[1], sys.argv[2]
+if how == "mkdir":
+    os.mkdir(os.path.join(mnt, "d"))
+    os.chdir(os.path.join(mnt, "d"))
+else:
+    os.chdir(os.path.join(mnt, "a"))
+    os.rename(os.path.join(mnt, "a"), os.path.join(mnt, "b"))
 t0 = time.monotonic()
 for at in (0, 0.1, 1.0):
     time.sleep(max(0, t0 + at - time.monotonic()))
@@ -51,41 +56,26 @@ for at in (0, 0.1, 1.0):
     except OSError as e:
         print("ERR", e.errno)
 '''
+
+
+def getcwd_after(ws, how, want):
+    out = subprocess.run([sys.executable, '-c', GETCWD, ws.mnt, how],
+                         capture_output=True, text=True, check=True,
+                         timeout=util.TIMEOUT).stdout.split('\n')[:3]
+    assert out == [want] * 3, 'getcwd at 0, 0.1 and 1 s: %r' % out
 
 
 @pytest.mark.parametrize('mode', sorted(MODES))
 def test_getcwd_in_a_directory_made_through_the_mount(ws, mode):
     ws.start(opts=MODES[mode])
-    out = subprocess.run([sys.executable, '-c', GETCWD, ws.mnt],
-                         capture_output=True, text=True, check=True,
-                         timeout=util.TIMEOUT).stdout.split('\n')[:3]
-    want = os.path.join(ws.mnt, 'd')
-    assert out == [want] * 3, 'getcwd at 0, 0.1 and 1 s: %r' % out
-
-
-RENAMED = r'''
-import os, sys, time
-os.chdir(os.path.join(sys.argv[1], "a"))
-os.rename(os.path.join(sys.argv[1], "a"), os.path.join(sys.argv[1], "b"))
-t0 = time.monotonic()
-for at in (0, 0.1, 1.0):
-    time.sleep(max(0, t0 + at - time.monotonic()))
-    try:
-        print(os.getcwd())
-    except OSError as e:
-        print("ERR", e.errno)
-'''
+    getcwd_after(ws, 'mkdir', os.path.join(ws.mnt, 'd'))
 
 
 @pytest.mark.parametrize('mode', sorted(MODES))
 def test_getcwd_in_a_directory_renamed_through_the_mount(ws, mode):
     os.mkdir(os.path.join(ws.src, 'a'))
     ws.start(opts=MODES[mode])
-    out = subprocess.run([sys.executable, '-c', RENAMED, ws.mnt],
-                         capture_output=True, text=True, check=True,
-                         timeout=util.TIMEOUT).stdout.split('\n')[:3]
-    want = os.path.join(ws.mnt, 'b')
-    assert out == [want] * 3, 'getcwd at 0, 0.1 and 1 s: %r' % out
+    getcwd_after(ws, 'rename', os.path.join(ws.mnt, 'b'))
 
 
 @pytest.mark.parametrize('mode', sorted(MODES))

@@ -24,6 +24,8 @@
 
 #include <cmocka.h>
 
+#include "unit_util.h"
+
 #include "hotfs/cache.h"
 #include "hotfs/handle.h"
 #include "hotfs/promote.h"
@@ -43,22 +45,13 @@ static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	struct stat st;
-	int fd, err;
 
 	assert_non_null(f);
-	strcpy(f->dir, "/tmp/hotfs-handle-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	f->dfd = open(f->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	f->dfd = ut_dir_with_file("handle", f->dir, sizeof(f->dir), "f", NULL,
+				  4 * EXT + 100);
 	assert_true(f->dfd >= 0);
-	fd = openat(f->dfd, "f", O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, 4 * EXT + 100), 0);
-	close(fd);
 	assert_int_equal(ino_table_new(&f->c.it, f->dfd), 0);
-	fd = openat(f->dfd, "f", O_PATH | O_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_int_equal(fstat(fd, &st), 0);
-	f->in = ino_get(f->c.it, fd, &st, &err);
+	f->in = ut_inode(f->c.it, f->dfd, "f", &st);
 	assert_non_null(f->in);
 	f->c.extent = EXT;
 	f->c.ext_shift = 16;
@@ -72,13 +65,11 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fx *f = *state;
-	char cmd[128];
 
 	pr_free(f->c.pr);	/* drops the queue: the holds go */
 	ino_forget(f->c.it, f->in, 1);
 	ino_table_free(f->c.it);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(ut_rm_tree(f->dir), 0);
 	free(f);
 	return 0;
 }

@@ -23,6 +23,8 @@
 
 #include <cmocka.h>
 
+#include "unit_util.h"
+
 #include "hotfs/inode.h"
 
 #define NFILES 64
@@ -73,11 +75,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fx *f = *state;
-	char cmd[128];
 
 	ino_table_free(f->t);	/* closes the root fd too */
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(ut_rm_tree(f->dir), 0);
 	free(f);
 	return 0;
 }

@@ -22,6 +22,8 @@
 
 #include <cmocka.h>
 
+#include "unit_util.h"
+
 #include "hotfs/cache.h"
 #include "hotfs/promote.h"
 
@@ -46,22 +48,17 @@ static int setup(void **state)
 	struct fx *f = calloc(1, sizeof(*f));
 	char cache[96], err[256], *buf;
 	struct stat st;
-	int fd, e;
+	int e;
 
 	assert_non_null(f);
-	strcpy(f->dir, "/tmp/hotfs-promote-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	f->dfd = open(f->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	assert_true(f->dfd >= 0);
-	fd = openat(f->dfd, "f", O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
-	assert_true(fd >= 0);
 	buf = malloc(FSIZE);
 	assert_non_null(buf);
 	for (e = 0; e < FSIZE; e++)
 		buf[e] = (char)('a' + e / EXT);
-	assert_int_equal(write(fd, buf, FSIZE), FSIZE);
+	f->dfd = ut_dir_with_file("promote", f->dir, sizeof(f->dir), "f", buf,
+				  FSIZE);
+	assert_true(f->dfd >= 0);
 	free(buf);
-	close(fd);
 	snprintf(cache, sizeof(cache), "%s/cache", f->dir);
 	assert_int_equal(mkdir(cache, 0700), 0);
 	sp.ident = ident;
@@ -73,10 +70,7 @@ static int setup(void **state)
 	assert_int_equal(ino_table_new(&f->c.it, f->dfd), 0);
 	f->c.proc_self_fd = open("/proc/self/fd", O_PATH | O_CLOEXEC);
 	assert_true(f->c.proc_self_fd >= 0);
-	fd = openat(f->dfd, "f", O_PATH | O_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_int_equal(fstat(fd, &st), 0);
-	f->in = ino_get(f->c.it, fd, &st, &e);
+	f->in = ut_inode(f->c.it, f->dfd, "f", &st);
 	assert_non_null(f->in);
 	f->c.extent = EXT;
 	f->c.ext_shift = 16;
@@ -84,15 +78,6 @@ static int setup(void **state)
 	cache_stamp(&st, &f->stamp);
 	*state = f;
 	return 0;
-}
-
-static int rm_one(const char *path, const struct stat *sb, int type,
-		  struct FTW *ftw)
-{
-	(void)sb;
-	(void)type;
-	(void)ftw;
-	return remove(path);
 }
 
 static int teardown(void **state)
@@ -105,7 +90,7 @@ static int teardown(void **state)
 	st_close(f->c.st);
 	pol_free(f->c.pol);
 	close(f->c.proc_self_fd);
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	ut_rm_tree(f->dir);
 	free(f);
 	return 0;
 }

@@ -23,6 +23,8 @@
 
 #include <cmocka.h>
 
+#include "unit_util.h"
+
 #include "hotfs/readahead.h"
 #include "hotfs/store.h"
 
@@ -68,15 +70,6 @@ static bool same(const void *data, uint32_t len, uint32_t extno)
 	r = memcmp(want, data, len) == 0;
 	free(want);
 	return r;
-}
-
-static int rm_one(const char *path, const struct stat *sb, int type,
-		  struct FTW *ftw)
-{
-	(void)sb;
-	(void)type;
-	(void)ftw;
-	return remove(path);
 }
 
 /* A store holding NEXT extents of EXT bytes of one file, and read-ahead
@@ -138,7 +131,7 @@ static int teardown(void **state)
 
 	ra_free(f->ra);
 	st_close(f->st);
-	nftw(f->dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+	ut_rm_tree(f->dir);
 	free(f);
 	return 0;
 }

@@ -29,6 +29,8 @@
 
 #include <cmocka.h>
 
+#include "unit_util.h"
+
 #include "hotfs/log.h"
 #include "hotfs/store.h"
 #include "src/store_i.h"
@@ -112,15 +114,6 @@ static int setup(void **state)
 	return 0;
 }
 
-static int rm_one(const char *path, const struct stat *sb, int type,
-		  struct FTW *ftw)
-{
-	(void)sb;
-	(void)type;
-	(void)ftw;
-	return remove(path);
-}
-
 static int teardown(void **state)
 {
 	struct fx *f = *state;
@@ -129,7 +122,7 @@ static int teardown(void **state)
 		st_close(f->st);
 	if (f->mounted)
 		umount2(f->small, MNT_DETACH);
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	ut_rm_tree(f->dir);
 	free(f);
 	return 0;
 }
