@@ -130,18 +130,256 @@ static bool fuse_still_mounted(const char *mnt)
 	return sf.f_type == 0x65735546;		/* FUSE_SUPER_MAGIC */
 }
 
+/*
+ * The command line into o and copts: 0 to go on, 1 when it was all
+ * answered (--help, --version), -1 on an error (said on stderr).
+ */
+static int parse_args(struct fuse_args *args, struct fuse_cmdline_opts *copts,
+		      struct hotfs_opts *o, const char *prog)
+{
+	char err[512];
+
+	if (opt_parse(args, o, err, sizeof(err)) < 0) {
+		fprintf(stderr, "hotfs: %s\n", err);
+		return -1;
+	}
+	if (fuse_parse_cmdline(args, copts) != 0)
+		return -1;
+	if (o->show_help || copts->show_help) {
+		usage(prog);
+		fuse_cmdline_help();
+		fuse_lowlevel_help();
+		opt_help();
+		return 1;
+	}
+	if (o->show_version || copts->show_version) {
+		printf("hotfs version %s\n", HOTFS_VERSION);
+		fuse_lowlevel_version();
+		return 1;
+	}
+	if (copts->mountpoint) {
+		fprintf(stderr, "hotfs: unexpected argument '%s'\n",
+			copts->mountpoint);
+		return -1;
+	}
+	o->foreground = copts->foreground;
+	o->debug = copts->debug;
+	if (o->debug)
+		hotfs_log_level = LOG_DEBUG;
+	if (o->allow_other && !o->default_permissions &&
+	    fuse_opt_add_arg(args, "-odefault_permissions") != 0)
+		return -1;
+	if (add_fsname(args, o->source) != 0)
+		return -1;
+	return 0;
+}
+
+/* Before anything looks a name up in the source (hotfs/srcprobe.h). */
+static void probe_source(int root_fd, const struct hotfs_opts *o)
+{
+	int dfd = -1;
+
+	if (!o->nocache && o->cachedir) {
+		dfd = open(o->cachedir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd >= 0 && o->reset)
+			unlinkat(dfd, PROBE_FILE, 0);
+	}
+	srcprobe_run(root_fd, dfd, &hotfs_src);
+	if (dfd >= 0)
+		close(dfd);
+}
+
+/*
+ * Open the store.  A cache must never make the tree unavailable: without
+ * a usable store the mount goes on (the store off, said on stderr and in
+ * the log), as when it fails while mounted, unless the user asked for a
+ * mount with a cache or none (cache_required).  0, or -1 to refuse the
+ * mount.
+ */
+static int open_cache(struct hotfs *fs, const struct hotfs_opts *o)
+{
+	char err[512];
+	int r;
+
+	r = cache_open(&fs->cache, o, fs->root_fd, err, sizeof(err));
+	if (r < 0 && (o->cache_required || r == -ENOMEM)) {
+		fprintf(stderr, "hotfs: %s\n", err);
+		return -1;
+	}
+	if (r < 0) {
+		fs->cache_off = strdup(err);
+		clock_gettime(CLOCK_REALTIME, &fs->cache_off_since);
+		/* where the user looks: the mount command's stderr (the
+		 * log, in the foreground) */
+		hotfs_log(LOG_ERR, "%s; cache is off (hotfsctl store on "
+			  "MOUNT, once fixed)\n", err);
+		return 0;
+	}
+	if (!cache_usable(fs->cache, err, sizeof(err))) {
+		if (o->cache_required) {
+			fprintf(stderr, "hotfs: %s\n", err);
+			return -1;
+		}
+		hotfs_log(LOG_ERR, "%s\n", err);
+	}
+	/* the store is the daemon's: the source's sample goes beside it
+	 * (hotfs/srcprobe.h) */
+	srcprobe_save(fs->cache->dirfd, &hotfs_src);
+	return 0;
+}
+
+/* The threads, after daemonizing (threads do not survive a fork). */
+static int start_threads(struct hotfs *fs, struct hotfs_tick **tick)
+{
+	int r;
+
+	if (fs->cache) {
+		r = cache_start(fs->cache, fs->it, fs->proc_self_fd);
+		if (r < 0) {
+			hotfs_log(LOG_ERR, "promotion thread: %s\n",
+				  strerror(-r));
+			return r;
+		}
+	}
+	/* the store's group commit, the inode sweep, the counts */
+	r = tick_start(tick, fs);
+	if (r < 0) {
+		hotfs_log(LOG_ERR, "tick thread: %s\n", strerror(-r));
+		return r;
+	}
+	r = meta_fs_start(fs);
+	if (r < 0) {
+		hotfs_log(LOG_ERR, "metadata snapshot thread: %s\n",
+			  strerror(-r));
+		return r;
+	}
+	if (fs->watch) {
+		r = watch_start(fs->watch, fs->se);
+		if (r < 0) {
+			hotfs_log(LOG_ERR, "source watch thread: %s\n",
+				  strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* Serve until unmounted or signalled: the exit status. */
+static int run_loop(struct fuse_session *se,
+		    const struct fuse_cmdline_opts *copts,
+		    const struct hotfs_opts *o)
+{
+	struct fuse_loop_config *lcfg;
+	int r;
+
+	if (copts->singlethread) {
+		r = fuse_session_loop(se);
+	} else {
+		lcfg = fuse_loop_cfg_create();
+		if (!lcfg) {
+			r = -ENOMEM;
+		} else {
+			fuse_loop_cfg_set_clone_fd(lcfg, copts->clone_fd);
+			if (copts->max_idle_threads != UINT_MAX)
+				fuse_loop_cfg_set_idle_threads(lcfg,
+						copts->max_idle_threads);
+			fuse_loop_cfg_set_max_threads(lcfg,
+				copts->max_threads > 16 ? copts->max_threads :
+				16);
+			r = fuse_session_loop_mt(se, lcfg);
+			fuse_loop_cfg_destroy(lcfg);
+		}
+	}
+	/* a signal handled by libfuse ends the loop with its number; an
+	 * unmount that races a worker taking a request ends it with
+	 * ECONNABORTED (libfuse knows only ENODEV): clean if the mount is
+	 * gone, an abort (/sys/fs/fuse/connections) if it is still there */
+	if (r == -ECONNABORTED && !fuse_still_mounted(o->mountpoint))
+		r = 0;
+	if (r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP)
+		return 0;
+	hotfs_log(LOG_ERR, "session loop ended: %s\n",
+		  r < 0 ? strerror(-r) : strsignal(r));
+	return 1;
+}
+
+/*
+ * Everything the mount needs before it is mounted: the source watch, the
+ * listings and their snapshot, who may use the control files, the
+ * effective options for status, and the descriptor budgets.
+ */
+static void prepare(struct hotfs *fs, const struct hotfs_opts *o)
+{
+	rlim_t nofile;
+	int r;
+
+	if (o->revalidate == HOTFS_REVAL_OPEN && !o->nowatch) {
+		r = watch_new(&fs->watch, fs->it);
+		if (r < 0)	/* the short timeouts still hold */
+			hotfs_log(LOG_WARNING, "source watch: %s\n",
+				  strerror(-r));
+		else
+			ino_root(fs->it)->covered =
+				watch_dir(fs->watch, ino_root(fs->it));
+	}
+	/* listings live in retained inodes (swept by the promotion
+	 * thread's tick): both or neither; none on a remote source, whose
+	 * directory stamps are the lower client's cached copies */
+	fs->listings = fs->cache && o->inode_cache && !hotfs_src.remote;
+	/* the metadata snapshot goes with them: it is made of listings */
+	if (fs->listings)
+		meta_fs_open(fs);
+	fs->as_root = geteuid() == 0;
+	fs->ctldir = o->ctldir;
+	fs->owner_uid = getuid();
+	fs->owner_gid = getgid();
+	clock_gettime(CLOCK_REALTIME, &fs->mount_time);
+	if (asprintf(&fs->opts_summary,
+		     "%sextent=%u,threshold=%d,seqcutoff=%llu,promote_rate=%llu,"
+		     "read_ahead=%llu,writemode=%s,revalidate=%s,attr_timeout=%g,"
+		     "entry_timeout=%g,ctldir=%s",
+		     o->nocache ? "nocache," : "", o->extent, o->threshold,
+		     (unsigned long long)o->seqcutoff,
+		     (unsigned long long)o->promote_rate,
+		     (unsigned long long)o->read_ahead,
+		     o->writemode == HOTFS_WRITETHROUGH ? "writethrough" :
+		     "writearound", o->revalidate_str ? o->revalidate_str : "open",
+		     o->attr_timeout, o->entry_timeout,
+		     o->ctldir) < 0)
+		fs->opts_summary = NULL;
+	umask(0);		/* the kernel applied the caller's umask */
+	nofile = raise_nofile();
+	/*
+	 * The inode table's O_PATH fds, retained or known to the kernel,
+	 * stay within three quarters of the limit (past it, retained inodes
+	 * go and the fds of idle ones are closed, to be reopened by file
+	 * handle: inode.c); watched directories, which hold an fd each, an
+	 * eighth; the last eighth is for open files, directories being
+	 * read, the store and io_uring.  (Where the hard limit cannot be
+	 * raised, 20,000 say, half of it left a 13,000-inode tree partly
+	 * forgotten after each drop_caches.)
+	 */
+	if (fs->cache)
+		ino_set_retain(fs->it, o->inode_cache);
+	ino_set_fd_budget(fs->it, nofile - nofile / 4);
+	watch_set_max_dirs(fs->watch, nofile / 8);
+}
+
+/*
+ * The steps in order, and their unwinding in reverse at the labels (as
+ * libfuse's passthrough_ll.c): each step is a function above, and what
+ * is left here is the order, which reads best in one place.
+ */
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts copts = { 0 };
-	struct fuse_loop_config *lcfg = NULL;
 	struct fuse_session *se = NULL;
 	struct hotfs_tick *tick = NULL;
 	struct hotfs_opts o = { 0 };
 	struct hotfs fs = { .o = &o, .root_fd = -1, .proc_self_fd = -1,
 			    .cache_lock = PTHREAD_MUTEX_INITIALIZER };
 	char err[512];
-	rlim_t nofile = 1024;
 	int ret = 1, r;
 
 	/* two malloc arenas, not one per thread: with a FUSE worker pool
@@ -156,40 +394,11 @@ int main(int argc, char *argv[])
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 
 	log_init();
-	if (opt_parse(&args, &o, err, sizeof(err)) < 0) {
-		fprintf(stderr, "hotfs: %s\n", err);
+	r = parse_args(&args, &copts, &o, argv[0]);
+	if (r) {
+		ret = r > 0 ? 0 : 1;
 		goto out0;
 	}
-	if (fuse_parse_cmdline(&args, &copts) != 0)
-		goto out0;
-	if (o.show_help || copts.show_help) {
-		usage(argv[0]);
-		fuse_cmdline_help();
-		fuse_lowlevel_help();
-		opt_help();
-		ret = 0;
-		goto out0;
-	}
-	if (o.show_version || copts.show_version) {
-		printf("hotfs version %s\n", HOTFS_VERSION);
-		fuse_lowlevel_version();
-		ret = 0;
-		goto out0;
-	}
-	if (copts.mountpoint) {
-		fprintf(stderr, "hotfs: unexpected argument '%s'\n",
-			copts.mountpoint);
-		goto out0;
-	}
-	o.foreground = copts.foreground;
-	o.debug = copts.debug;
-	if (o.debug)
-		hotfs_log_level = LOG_DEBUG;
-	if (o.allow_other && !o.default_permissions &&
-	    fuse_opt_add_arg(&args, "-odefault_permissions") != 0)
-		goto out0;
-	if (add_fsname(&args, o.source) != 0)
-		goto out0;
 
 	se = fuse_session_new(&args, &hotfs_ll_ops, sizeof(hotfs_ll_ops),
 			      &fs);
@@ -206,106 +415,18 @@ int main(int argc, char *argv[])
 			strerror(errno));
 		goto out1;
 	}
-	/* before anything looks a name up in the source */
-	{
-		int dfd = -1;
-
-		if (!o.nocache && o.cachedir) {
-			dfd = open(o.cachedir, O_RDONLY | O_DIRECTORY |
-				   O_CLOEXEC);
-			if (dfd >= 0 && o.reset)
-				unlinkat(dfd, PROBE_FILE, 0);
-		}
-		srcprobe_run(fs.root_fd, dfd, &hotfs_src);
-		if (dfd >= 0)
-			close(dfd);
-	}
+	probe_source(fs.root_fd, &o);
 	r = ino_table_new(&fs.it, fs.root_fd);
 	if (r < 0) {
 		fprintf(stderr, "hotfs: inode table: %s\n", strerror(-r));
 		goto out2;
 	}
-	if (!o.nocache) {
-		r = cache_open(&fs.cache, &o, fs.root_fd, err, sizeof(err));
-		/* a cache must never make the tree unavailable: go on
-		 * without the store, as when it fails while mounted,
-		 * unless the user asked for a mount with a cache or none */
-		if (r < 0 && (o.cache_required || r == -ENOMEM)) {
-			fprintf(stderr, "hotfs: %s\n", err);
-			goto out3;
-		}
-		if (r < 0) {
-			fs.cache_off = strdup(err);
-			clock_gettime(CLOCK_REALTIME, &fs.cache_off_since);
-			/* where the user looks: the mount command's stderr
-			 * (the log, in the foreground) */
-			hotfs_log(LOG_ERR, "%s; cache is off (hotfsctl "
-				  "store on MOUNT, once fixed)\n", err);
-		} else if (!cache_usable(fs.cache, err, sizeof(err))) {
-			if (o.cache_required) {
-				fprintf(stderr, "hotfs: %s\n", err);
-				goto out3;
-			}
-			hotfs_log(LOG_ERR, "%s\n", err);
-		}
-		/* the store is the daemon's: the source's sample goes
-		 * beside it (hotfs/srcprobe.h) */
-		if (r == 0)
-			srcprobe_save(fs.cache->dirfd, &hotfs_src);
-	}
+	if (!o.nocache && open_cache(&fs, &o) < 0)
+		goto out3;
 	free(hotfs_src.sample);		/* not kept: no store */
 	hotfs_src.sample = NULL;
 	fs.root_fd = -1;	/* owned by the table now */
-	if (o.revalidate == HOTFS_REVAL_OPEN && !o.nowatch) {
-		r = watch_new(&fs.watch, fs.it);
-		if (r < 0)	/* the short timeouts still hold */
-			hotfs_log(LOG_WARNING, "source watch: %s\n",
-				  strerror(-r));
-		else
-			ino_root(fs.it)->covered =
-				watch_dir(fs.watch, ino_root(fs.it));
-	}
-	/* listings live in retained inodes (swept by the promotion
-	 * thread's tick): both or neither; none on a remote source, whose
-	 * directory stamps are the lower client's cached copies */
-	fs.listings = fs.cache && o.inode_cache && !hotfs_src.remote;
-	/* the metadata snapshot goes with them: it is made of listings */
-	if (fs.listings)
-		meta_fs_open(&fs);
-	fs.as_root = geteuid() == 0;
-	fs.ctldir = o.ctldir;
-	fs.owner_uid = getuid();
-	fs.owner_gid = getgid();
-	clock_gettime(CLOCK_REALTIME, &fs.mount_time);
-	if (asprintf(&fs.opts_summary,
-		     "%sextent=%u,threshold=%d,seqcutoff=%llu,promote_rate=%llu,"
-		     "read_ahead=%llu,writemode=%s,revalidate=%s,attr_timeout=%g,"
-		     "entry_timeout=%g,ctldir=%s",
-		     o.nocache ? "nocache," : "", o.extent, o.threshold,
-		     (unsigned long long)o.seqcutoff,
-		     (unsigned long long)o.promote_rate,
-		     (unsigned long long)o.read_ahead,
-		     o.writemode == HOTFS_WRITETHROUGH ? "writethrough" :
-		     "writearound", o.revalidate_str ? o.revalidate_str : "open",
-		     o.attr_timeout, o.entry_timeout,
-		     o.ctldir) < 0)
-		fs.opts_summary = NULL;
-	umask(0);		/* the kernel applied the caller's umask */
-	nofile = raise_nofile();
-	/*
-	 * The inode table's O_PATH fds, retained or known to the kernel,
-	 * stay within three quarters of the limit (past it, retained inodes
-	 * go and the fds of idle ones are closed, to be reopened by file
-	 * handle: inode.c); watched directories, which hold an fd each, an
-	 * eighth; the last eighth is for open files, directories being
-	 * read, the store and io_uring.  (Where the hard limit cannot be
-	 * raised, 20,000 say, half of it left a 13,000-inode tree partly
-	 * forgotten after each drop_caches.)
-	 */
-	if (fs.cache)
-		ino_set_retain(fs.it, o.inode_cache);
-	ino_set_fd_budget(fs.it, nofile - nofile / 4);
-	watch_set_max_dirs(fs.watch, nofile / 8);
+	prepare(&fs, &o);
 
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out3;
@@ -326,34 +447,8 @@ int main(int argc, char *argv[])
 		hotfs_log(LOG_ERR, "/proc/self/fd: %s\n", strerror(errno));
 		goto out5;
 	}
-	if (fs.cache) {
-		r = cache_start(fs.cache, fs.it, fs.proc_self_fd);
-		if (r < 0) {
-			hotfs_log(LOG_ERR, "promotion thread: %s\n",
-				  strerror(-r));
-			goto out5;
-		}
-	}
-	/* the store's group commit, the inode sweep, the counts */
-	r = tick_start(&tick, &fs);
-	if (r < 0) {
-		hotfs_log(LOG_ERR, "tick thread: %s\n", strerror(-r));
+	if (start_threads(&fs, &tick) < 0)
 		goto out5;
-	}
-	r = meta_fs_start(&fs);
-	if (r < 0) {
-		hotfs_log(LOG_ERR, "metadata snapshot thread: %s\n",
-			  strerror(-r));
-		goto out5;
-	}
-	if (fs.watch) {
-		r = watch_start(fs.watch, se);
-		if (r < 0) {
-			hotfs_log(LOG_ERR, "source watch thread: %s\n",
-				  strerror(-r));
-			goto out5;
-		}
-	}
 	hotfs_log(LOG_INFO, "mounted %s on %s\n", o.source, o.mountpoint);
 	/* said on stderr before daemonizing; now in syslog too */
 	if (!o.foreground && fs.cache_off)
@@ -367,34 +462,7 @@ int main(int argc, char *argv[])
 			  "source's inode numbers are not persistent (%s)\n",
 			  hotfs_src.why);
 
-	if (copts.singlethread) {
-		r = fuse_session_loop(se);
-	} else {
-		lcfg = fuse_loop_cfg_create();
-		if (!lcfg) {
-			r = -ENOMEM;
-		} else {
-			fuse_loop_cfg_set_clone_fd(lcfg, copts.clone_fd);
-			if (copts.max_idle_threads != UINT_MAX)
-				fuse_loop_cfg_set_idle_threads(lcfg,
-						copts.max_idle_threads);
-			fuse_loop_cfg_set_max_threads(lcfg,
-				copts.max_threads > 16 ? copts.max_threads : 16);
-			r = fuse_session_loop_mt(se, lcfg);
-			fuse_loop_cfg_destroy(lcfg);
-		}
-	}
-	/* a signal handled by libfuse ends the loop with its number; an
-	 * unmount that races a worker taking a request ends it with
-	 * ECONNABORTED (libfuse knows only ENODEV): clean if the mount is
-	 * gone, an abort (/sys/fs/fuse/connections) if it is still there */
-	if (r == -ECONNABORTED && !fuse_still_mounted(o.mountpoint))
-		r = 0;
-	if (r == 0 || r == SIGTERM || r == SIGINT || r == SIGHUP)
-		ret = 0;
-	else
-		hotfs_log(LOG_ERR, "session loop ended: %s\n",
-			  r < 0 ? strerror(-r) : strsignal(r));
+	ret = run_loop(se, &copts, &o);
 	hotfs_log(LOG_INFO, "unmounting %s\n", o.mountpoint);
 out5:
 	tick_stop(tick);
