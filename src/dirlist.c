@@ -21,8 +21,8 @@
 /* Is l the directory's current listing, by its stamp st? */
 bool listing_fresh(const struct hotfs_listing *l, const struct stat *st)
 {
-	return !l->racy && l->mtime_ns == ts_ns(&st->st_mtim) &&
-	       l->ctime_ns == ts_ns(&st->st_ctim) && l->size == st->st_size;
+	return !l->racy && times_same(l->mtime_ns, l->ctime_ns, st) &&
+	       l->size == st->st_size;
 }
 
 /* Serve from the last listing if the directory has not changed since. */

@@ -17,6 +17,7 @@
 #include "hotfs/dirlist.h"
 #include "hotfs/meta_fs.h"
 #include "hotfs/srcprobe.h"
+#include "hotfs/stamp.h"
 
 /*
  * Let the kernel keep a directory's listing while the directory is
@@ -38,10 +39,7 @@ static void dir_keep_cache(struct hotfs_inode *in, int fd,
 		return;
 	pthread_mutex_lock(&in->m);
 	fi->cache_readdir = 1;
-	fi->keep_cache = never || (in->stamp_valid &&
-			 in->stamp_mtime_ns == ts_ns(&st.st_mtim) &&
-			 in->stamp_ctime_ns == ts_ns(&st.st_ctim) &&
-			 in->stamp_size == st.st_size);
+	fi->keep_cache = never || stamp_same_locked(in, &st);
 	in->stamp_valid = true;
 	in->stamp_mtime_ns = ts_ns(&st.st_mtim);
 	in->stamp_ctime_ns = ts_ns(&st.st_ctim);

@@ -38,8 +38,7 @@ bool neg_hit(struct hotfs_inode *dir, const struct stat *st,
 
 	pthread_mutex_lock(&dir->m);
 	n = dir->neg;
-	if (n && n->mtime_ns == ts_ns(&st->st_mtim) &&
-	    n->ctime_ns == ts_ns(&st->st_ctim))
+	if (n && times_same(n->mtime_ns, n->ctime_ns, st))
 		for (i = 0; i < n->n && !hit; i++)
 			hit = strcmp(n->names[i], name) == 0;
 	pthread_mutex_unlock(&dir->m);
@@ -56,8 +55,7 @@ void neg_add(struct hotfs_inode *dir, const struct stat *st,
 		return;
 	pthread_mutex_lock(&dir->m);
 	n = dir->neg;
-	if (n && (n->mtime_ns != ts_ns(&st->st_mtim) ||
-		  n->ctime_ns != ts_ns(&st->st_ctim))) {
+	if (n && !times_same(n->mtime_ns, n->ctime_ns, st)) {
 		stale = n;		/* the directory changed: start over */
 		n = dir->neg = NULL;
 	}

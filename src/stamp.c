@@ -11,11 +11,10 @@
 #include "hotfs/srcprobe.h"
 #include "hotfs/stamp.h"
 
-static bool same(const struct hotfs_inode *in, const struct stat *st)
+bool stamp_same_locked(const struct hotfs_inode *in, const struct stat *st)
 {
 	return in->stamp_valid &&
-	       in->stamp_mtime_ns == ts_ns(&st->st_mtim) &&
-	       in->stamp_ctime_ns == ts_ns(&st->st_ctim) &&
+	       times_same(in->stamp_mtime_ns, in->stamp_ctime_ns, st) &&
 	       in->stamp_size == st->st_size;
 }
 
@@ -35,7 +34,7 @@ enum stamp_verdict stamp_check_locked(struct hotfs_inode *in,
 {
 	bool valid = in->stamp_valid;
 
-	if (in->chg_inflight || same(in, st))
+	if (in->chg_inflight || stamp_same_locked(in, st))
 		return STAMP_SAME;
 	record(in, st, false);
 	return valid ? STAMP_CHANGED : STAMP_NEW;
@@ -110,7 +109,7 @@ void stamp_change_begin(struct hotfs_inode *in, const struct stat *st)
 	 * kernel's pages go with?  (If not, the file changed behind the
 	 * mount before, and the next open or check must see that.) */
 	if (!in->chg_inflight++)
-		in->chg_ours = st && same(in, st);
+		in->chg_ours = st && stamp_same_locked(in, st);
 }
 
 void stamp_change_end(struct hotfs_inode *in, const struct stat *st)

@@ -278,4 +278,13 @@ static inline int64_t ts_ns(const struct timespec *ts)
 	return (int64_t)ts->tv_sec * 1000000000LL + ts->tv_nsec;
 }
 
+/* Are (mtime_ns, ctime_ns) the times st has?  The one comparison of a
+ * recorded stamp's times (stamp.c, negcache.c, dirlist.c). */
+static inline bool times_same(int64_t mtime_ns, int64_t ctime_ns,
+			      const struct stat *st)
+{
+	return mtime_ns == ts_ns(&st->st_mtim) &&
+	       ctime_ns == ts_ns(&st->st_ctim);
+}
+
 #endif

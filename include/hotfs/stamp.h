@@ -90,6 +90,9 @@ static inline bool stamp_inval_pending(const struct hotfs_inode *in)
  */
 enum stamp_verdict stamp_check_ino(struct hotfs_inode *in, bool *seen);
 
+/* Is st the recorded stamp (times and size)?  m held. */
+bool stamp_same_locked(const struct hotfs_inode *in, const struct stat *st);
+
 /* Same as stamp_check, m held. */
 enum stamp_verdict stamp_check_locked(struct hotfs_inode *in,
 				      const struct stat *st);
