@@ -91,15 +91,53 @@ static void count(_Atomic uint64_t *c)
 	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
 
-static int fhfd(struct fuse_file_info *fi)
-{
-	return hfh(fi)->fd;
-}
-
 /* The name of fd under /proc/self/fd (fs->proc_self_fd). */
 static void procname(char *buf, size_t len, int fd)
 {
 	snprintf(buf, len, "%d", fd);
+}
+
+/*
+ * The source file of an open handle.  A lazy handle (an open that
+ * revalidate=N answered without the source, see hotfs_open) opens it at
+ * its first use; -1 with errno if that fails.
+ */
+static int fh_src(struct hotfs *fs, struct hotfs_inode *in,
+		  struct fuse_file_info *fi)
+{
+	struct hotfs_fh *fh = hfh(fi);
+	char pn[32];
+	int fd = atomic_load(&fh->fd), pfd, err = 0;
+
+	if (fd >= 0 || !fh->lazy)
+		return fd;
+	pthread_mutex_lock(&fh->m);
+	fd = atomic_load(&fh->fd);
+	if (fd < 0) {
+		pfd = ino_fd(fs->it, in);
+		if (pfd < 0) {
+			err = errno;
+		} else {
+			procname(pn, sizeof(pn), pfd);
+			fd = openat(fs->proc_self_fd, pn, fh->lazy_flags);
+			err = fd == -1 ? errno : 0;
+			ino_fd_put(in);
+		}
+		if (fd >= 0) {
+			atomic_store(&fh->fd, fd);
+			count(&fs->n_src_open);
+		}
+	}
+	pthread_mutex_unlock(&fh->m);
+	if (fd < 0)
+		errno = err;
+	return fd;
+}
+
+/* The source fd of a handle, opened or not (-1: not yet, lazy). */
+static int fhfd(struct fuse_file_info *fi)
+{
+	return atomic_load(&hfh(fi)->fd);
 }
 
 /*
@@ -125,7 +163,7 @@ static int src_fd(struct hotfs *fs, struct hotfs_inode *in,
 
 	*tmp = !(fi && fi->fh);
 	if (!*tmp)
-		return fhfd(fi);
+		return fh_src(fs, in, fi);
 	fd = ino_fd(fs->it, in);
 	if (fd < 0)
 		return -1;
@@ -314,6 +352,14 @@ static int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
  */
 #define RACY_NS		50000000LL	/* 50 ms: a few clock ticks */
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts_ns(&ts);
+}
+
 static int64_t now_ns(void)
 {
 	struct timespec ts;
@@ -494,7 +540,7 @@ static void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
 	}
 	in = hino(req, ino);
 	count(&fs->n_getattr);
-	if (fi && fi->fh) {
+	if (fi && fi->fh && fhfd(fi) >= 0) {
 		fd = fhfd(fi);
 		err = fstat(fd, &st) == -1 ? -errno : 0;
 	} else if (meta_fs_getattr(fs, in, &st)) {
@@ -566,7 +612,7 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	stamp_begin(in, fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
 		if (fi)
-			r = fchmod(fhfd(fi), attr->st_mode);
+			r = fchmod(fh_src(fs, in, fi), attr->st_mode);
 		else
 			r = fchmodat(fs->proc_self_fd, pn, attr->st_mode, 0);
 		if (r == -1)
@@ -588,7 +634,7 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 
 		cache_write_begin(fs->cache, fs->it, in, &w, 0, 0);
 		if (fi)
-			r = ftruncate(fhfd(fi), attr->st_size);
+			r = ftruncate(fh_src(fs, in, fi), attr->st_size);
 		else {
 			char path[64];
 
@@ -615,7 +661,7 @@ static void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		else if (valid & FUSE_SET_ATTR_MTIME)
 			tv[1] = attr->st_mtim;
 		if (fi)
-			r = futimens(fhfd(fi), tv);
+			r = futimens(fh_src(fs, in, fi), tv);
 		else if (S_ISLNK(in->type))
 			r = utimensat(fd, "", tv,
 				      AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
@@ -933,8 +979,10 @@ static bool set_keep_cache(struct hotfs_inode *in, int fd,
 	/* under m: a write of the mount's own that ends meanwhile has
 	 * recorded its stamp (hotfs/stamp.h); from the server on a
 	 * remote source (close-to-open: another client's close is seen) */
-	if (srcprobe_stat_sync(fd, &st) == 0)
+	if (srcprobe_stat_sync(fd, &st) == 0) {
 		v = stamp_check_locked(in, &st);
+		in->stamp_checked_ns = mono_ns();
+	}
 	/* a getattr or the source watch saw the change first and its
 	 * invalidation is on its way: this open must not keep what it
 	 * will drop, nor return before the kernel's copy is gone */
@@ -953,6 +1001,49 @@ static bool set_keep_cache(struct hotfs_inode *in, int fd,
 	in->nopen++;
 	pthread_mutex_unlock(&in->m);
 	return (v == STAMP_CHANGED || pending) && !never;
+}
+
+/*
+ * revalidate=N: a read-only open of a file whose stamp an open took from
+ * the source less than N seconds ago, unchanged since by the mount and
+ * settled (hotfs/srcprobe.h), is answered without the source: the
+ * kernel keeps its pages, and the handle opens the source file only if
+ * a request needs it (fh_src).  A fully cached file read from the
+ * kernel's pages then costs the source nothing.  True if so (fi->fh
+ * set, the open counted).
+ */
+static bool open_trusted(struct hotfs *fs, struct hotfs_inode *in,
+			 struct fuse_file_info *fi)
+{
+	struct hotfs_fh *fh;
+	int64_t limit;
+	bool ok;
+
+	if (fs->o->revalidate != HOTFS_REVAL_SECONDS ||
+	    (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+		return false;
+	fh = fh_new(-1);
+	if (!fh)
+		return false;
+	fh->lazy = true;
+	fh->lazy_flags = backing_flags(fi->flags);
+	limit = (int64_t)(fs->o->revalidate_secs * 1e9);
+	pthread_mutex_lock(&in->m);
+	ok = in->stamp_valid && in->stamp_settled && in->stamp_checked_ns &&
+	     mono_ns() - in->stamp_checked_ns < limit &&
+	     !in->chg_inflight && !in->wr_inflight &&
+	     !stamp_inval_pending(in);
+	if (ok)
+		in->nopen++;
+	pthread_mutex_unlock(&in->m);
+	if (!ok) {
+		fh_free(fh);
+		return false;
+	}
+	fi->fh = (uintptr_t)fh;
+	fi->keep_cache = 1;
+	fi->noflush = 1;
+	return true;
 }
 
 static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
@@ -974,6 +1065,15 @@ static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, ENOSYS);
 		return;
 	}
+	if (open_trusted(fs, in, fi)) {
+		if (fuse_reply_open(req, fi) == -ENOENT) {
+			pthread_mutex_lock(&in->m);
+			in->nopen--;
+			pthread_mutex_unlock(&in->m);
+			fh_free(hfh(fi));
+		}
+		return;
+	}
 	fd = ino_fd(fs->it, in);
 	if (fd < 0) {
 		fuse_reply_err(req, errno);
@@ -991,6 +1091,7 @@ static void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, err);
 		return;
 	}
+	count(&fs->n_src_open);
 	fh = fh_new(fd);
 	if (!fh) {
 		close(fd);
@@ -1118,6 +1219,11 @@ static void hotfs_flush(fuse_req_t req, fuse_ino_t ino,
 	}
 
 	(void)ino;
+	/* a lazy handle never opened: nothing written, nothing to report */
+	if (fhfd(fi) < 0) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 	/* like close(2) on the source: NFS reports write errors here */
 	r = close(dup(fhfd(fi)));
 	fuse_reply_err(req, r == -1 ? errno : 0);
@@ -1160,11 +1266,13 @@ static void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	in = hino(req, ino);
 	if (fi->fh) {
-		if (fs->cache)
-			cache_read(req, fs->cache, in, hfh(fi), fhfd(fi), size,
-				   off);
+		fd = fh_src(fs, in, fi);
+		if (fd < 0)
+			fuse_reply_err(req, errno);
+		else if (fs->cache)
+			cache_read(req, fs->cache, in, hfh(fi), fd, size, off);
 		else
-			cache_reply_source(req, fhfd(fi), size, off);
+			cache_reply_source(req, fd, size, off);
 		return;
 	}
 	/* no open: this read's own fd (the reader's O_NOATIME too), the

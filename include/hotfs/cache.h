@@ -62,7 +62,11 @@ struct fh_stitch {
  * its own), and an extent it touched counts again after NOFH_WINDOW_NS.
  */
 struct hotfs_fh {
-	int fd;				/* the source file */
+	_Atomic int fd;			/* the source file; -1 until the
+					 * first use for a lazy handle */
+	int lazy_flags;			/* lazy: how to open it (fuse_ops.c,
+					 * revalidate=N), under m */
+	bool lazy;
 	bool shared;			/* an inode's, without open: not on
 					 * the list of open handles */
 	struct hotfs_fh *prev, *next;	/* all open handles, protected by

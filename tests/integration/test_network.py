@@ -537,3 +537,42 @@ def test_local_source_kept_across_restart(ws):
     s = stats(ws.mnt)
     assert int(s['read_misses']) == 0 and int(s['read_hits']) >= n, s
     ws.stop(proc)
+
+
+def test_revalidate_seconds_trusts_opens_that_long(net):
+    """revalidate=N: an open within N seconds of the file's last check
+    costs the source nothing (no open of the source file, the kernel's
+    pages kept); another client's change is seen at the first open after
+    that."""
+    size = 64 << 10
+    p = net.e('f')
+    write(p, content(1, size))
+    t = int(time.time()) - 60
+    os.utime(p, (t, t))
+    ha, hb = net.up('revalidate=3')
+    m = os.path.join(ha, 'f')
+
+    def opens():
+        return int(stats(ha)['source_opens'])
+    with open(m, 'rb') as f:
+        assert same(f.read(), content(1, size))
+    n = opens()
+    assert n >= 1
+    for _ in range(5):
+        with open(m, 'rb') as f:
+            assert same(f.read(), content(1, size))
+    assert opens() == n
+    # another client's rewrite: seen once the 3 s are over
+    with open(os.path.join(hb, 'f'), 'r+b') as f:
+        f.write(content(2, size))
+
+    def seen():
+        with open(m, 'rb') as f:
+            return f.read() == content(2, size)
+    util.wait_for(seen, 'the change to be seen after revalidate=3',
+                  timeout=3 + SSHFS_CACHE_S)
+    assert opens() > n
+    # and a read that reaches the daemon through a trusted handle opens
+    # the source then, and reads the right bytes
+    for _ in range(2):
+        assert same(read(m), content(2, size))
