@@ -204,7 +204,7 @@ static int get_attr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 
 	*changed = false;
 	count(&fs->n_getattr);
-	if (fi && fi->fh) {
+	if (fi && fi->fh && fhfd(fi) >= 0) {
 		fd = fhfd(fi);
 		err = fstat(fd, st) == -1 ? -errno : 0;
 	} else if (meta_fs_getattr(fs, in, st)) {
@@ -289,6 +289,8 @@ static int set_size(struct hotfs *fs, struct hotfs_inode *in, int fd,
 	char path[64];
 	int r;
 
+	if (fi && fh_src(fs, in, fi) < 0)
+		return fh_src(fs, in, fi);
 	cache_write_begin(fs_cache(fs), fs->it, in, &w, 0, 0);
 	if (fi) {
 		r = ftruncate(fhfd(fi), size);
@@ -320,6 +322,8 @@ static int set_times(struct hotfs *fs, struct hotfs_inode *in, int fd,
 	else if (valid & FUSE_SET_ATTR_MTIME)
 		tv[1] = attr->st_mtim;
 	procname(pn, sizeof(pn), fd);
+	if (fi && fh_src(fs, in, fi) < 0)
+		return fh_src(fs, in, fi);
 	if (fi)
 		r = futimens(fhfd(fi), tv);
 	else if (S_ISLNK(in->type))
@@ -339,6 +343,8 @@ static int set_attr(struct hotfs *fs, struct hotfs_inode *in, int fd,
 
 	procname(pn, sizeof(pn), fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
+		if (fi && fh_src(fs, in, fi) < 0)
+			return fh_src(fs, in, fi);
 		if (fi)
 			r = fchmod(fhfd(fi), attr->st_mode);
 		else

@@ -19,6 +19,7 @@
 
 #include "fuse_i.h"
 #include "hotfs/cache_write.h"
+#include "hotfs/clock.h"
 #include "hotfs/ctl.h"
 #include "hotfs/fileio.h"
 #include "hotfs/meta_fs.h"
@@ -48,7 +49,7 @@ static int src_fd(struct hotfs *fs, struct hotfs_inode *in,
 
 	*tmp = !(fi && fi->fh);
 	if (!*tmp)
-		return fhfd(fi);
+		return fh_src(fs, in, fi);
 	fd = ino_fd(fs->it, in);
 	if (fd < 0)
 		return fd;
@@ -93,8 +94,10 @@ static bool set_keep_cache(struct hotfs_inode *in, int fd,
 	/* under m: a write of the mount's own that ends meanwhile has
 	 * recorded its stamp (hotfs/stamp.h); from the server on a
 	 * remote source (close-to-open: another client's close is seen) */
-	if (srcprobe_stat_sync(fd, &st) == 0)
+	if (srcprobe_stat_sync(fd, &st) == 0) {
 		v = stamp_check_locked(in, &st);
+		in->stamp_checked_ns = clock_mono_ns();
+	}
 	/* a getattr or the source watch saw the change first and its
 	 * invalidation is on its way: this open must not keep what it
 	 * will drop, nor return before the kernel's copy is gone */
@@ -113,6 +116,49 @@ static bool set_keep_cache(struct hotfs_inode *in, int fd,
 	in->nopen++;
 	pthread_mutex_unlock(&in->m);
 	return (v == STAMP_CHANGED || pending) && !never;
+}
+
+/*
+ * revalidate=N: a read-only open of a file whose stamp an open took from
+ * the source less than N seconds ago, unchanged since by the mount and
+ * settled (hotfs/srcprobe.h), is answered without the source: the
+ * kernel keeps its pages, and the handle opens the source file only if
+ * a request needs it (fh_src).  A fully cached file read from the
+ * kernel's pages then costs the source nothing.  True if so (fi->fh
+ * set, the open counted).
+ */
+static bool open_trusted(struct hotfs *fs, struct hotfs_inode *in,
+			 struct fuse_file_info *fi)
+{
+	struct hotfs_fh *fh;
+	int64_t limit;
+	bool ok;
+
+	if (fs->o->revalidate != HOTFS_REVAL_SECONDS ||
+	    (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+		return false;
+	fh = fh_new(-1);
+	if (!fh)
+		return false;
+	fh->lazy = true;
+	fh->lazy_flags = backing_flags(fi->flags);
+	limit = (int64_t)(fs->o->revalidate_secs * 1e9);
+	pthread_mutex_lock(&in->m);
+	ok = in->stamp_valid && in->stamp_settled && in->stamp_checked_ns &&
+	     clock_mono_ns() - in->stamp_checked_ns < limit &&
+	     !in->chg_inflight && !in->wr_inflight &&
+	     !stamp_inval_pending(in);
+	if (ok)
+		in->nopen++;
+	pthread_mutex_unlock(&in->m);
+	if (!ok) {
+		fh_free(fh);
+		return false;
+	}
+	fi->fh = (uintptr_t)fh;
+	fi->keep_cache = 1;
+	fi->noflush = 1;
+	return true;
 }
 
 /* Open the source file of in for a handle (O_TRUNC: a write through
@@ -161,10 +207,16 @@ void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 	err = -ENOSYS;		/* see "Files without open round trips" */
 	if (fs->no_open)
 		goto out_err;
+	if (open_trusted(fs, in, fi)) {
+		if (fuse_reply_open(req, fi) == -ENOENT)
+			open_undone(in, hfh(fi));
+		return;
+	}
 	fd = open_source(fs, in, fi->flags);
 	err = fd;
 	if (fd < 0)
 		goto out_err;
+	count(&fs->n_src_open);
 	err = -ENOMEM;
 	fh = fh_new(fd);
 	if (!fh) {
@@ -294,7 +346,8 @@ void hotfs_flush(fuse_req_t req, fuse_ino_t ino,
 
 	if (!fi->fh)		/* no open: no flush round trips either */
 		err = -ENOSYS;
-	else if (!vd_is(ino) && close(dup(fhfd(fi))) == -1)
+	/* a lazy handle never opened: nothing written, nothing to report */
+	else if (!vd_is(ino) && fhfd(fi) >= 0 && close(dup(fhfd(fi))) == -1)
 		/* like close(2) on the source: NFS reports write errors
 		 * here */
 		err = -errno;
@@ -350,7 +403,11 @@ void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	in = hino(req, ino);
 	if (fi->fh) {
 		fh = hfh(fi);
-		fd = fhfd(fi);
+		fd = fh_src(fs, in, fi);
+		if (fd < 0) {
+			fuse_reply_err(req, -fd);
+			return;
+		}
 	} else {
 		/* no open: this read's own fd (the reader's O_NOATIME too),
 		 * the inode's shared handle */

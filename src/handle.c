@@ -10,11 +10,38 @@
 #include <unistd.h>
 
 #include "hotfs/clock.h"
+#include "hotfs/fileio.h"
 #include "hotfs/handle.h"
 #include "hotfs/promote.h"
 
 static pthread_mutex_t fh_list_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct hotfs_fh *fh_list;	/* protected by fh_list_lock */
+
+int fh_source(struct hotfs_fh *fh, struct hotfs_itable *it,
+	      struct hotfs_inode *in, int proc_self_fd, bool *opened)
+{
+	int fd = atomic_load(&fh->fd), pfd;
+
+	*opened = false;
+	if (fd >= 0 || !fh->lazy)
+		return fd;
+	pthread_mutex_lock(&fh->m);
+	fd = atomic_load(&fh->fd);
+	if (fd < 0) {
+		pfd = ino_fd(it, in);
+		fd = pfd;
+		if (pfd >= 0) {
+			fd = reopen_fd(proc_self_fd, pfd, fh->lazy_flags);
+			ino_fd_put(in);
+		}
+		if (fd >= 0) {
+			atomic_store(&fh->fd, fd);
+			*opened = true;
+		}
+	}
+	pthread_mutex_unlock(&fh->m);
+	return fd;
+}
 
 static struct hotfs_fh *fh_alloc(int fd)
 {

@@ -629,7 +629,7 @@ static void enc_names(struct hotfs_meta *m, struct meta_enc *enc,
 /*
  * How long until st's stamp can prove a listing read now (0: it can): a
  * change within a clock tick or two may leave the stamp as it was
- * (within 2 s with whole-second stamps).
+ * (within 2 s with whole-second stamps, or the source's measured tick).
  */
 static int64_t racy_left(const struct stat *st)
 {
@@ -638,6 +638,9 @@ static int64_t racy_left(const struct stat *st)
 
 	if (st->st_mtim.tv_nsec == 0 && st->st_ctim.tv_nsec == 0)
 		w = 2100000000LL;
+	/* the source's measured tick (hotfs/srcprobe.h), if longer */
+	if (hotfs_src.gran_ns + PROBE_RACY_SLACK_NS > w)
+		w = hotfs_src.gran_ns + PROBE_RACY_SLACK_NS;
 	clock_gettime(CLOCK_REALTIME, &now);
 	t = ts_ns(&now);
 	left = w - (t - ts_ns(&st->st_mtim));

@@ -8,13 +8,21 @@
 #include <string.h>
 
 #include "hotfs/negcache.h"
+#include "hotfs/srcprobe.h"
 
-/* Whole-second times: a filesystem (or server) with 1 or 2 s stamps. */
+/*
+ * The source's measured clock tick (hotfs/srcprobe.h) and slack; and
+ * whole-second times, whatever was measured: a filesystem (or server)
+ * with 1 or 2 s stamps.
+ */
 static int64_t racy_window(int64_t mtime_ns, int64_t ctime_ns)
 {
-	if (mtime_ns % 1000000000LL == 0 && ctime_ns % 1000000000LL == 0)
-		return 2100000000LL;
-	return RACY_NS;
+	int64_t w = hotfs_src.gran_ns + PROBE_RACY_SLACK_NS;
+
+	if (mtime_ns % 1000000000LL == 0 && ctime_ns % 1000000000LL == 0 &&
+	    w < 2100000000LL)
+		w = 2100000000LL;
+	return w > RACY_NS ? w : RACY_NS;
 }
 
 bool stamp_racy_ns(int64_t mtime_ns, int64_t ctime_ns, int64_t now)

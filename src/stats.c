@@ -98,6 +98,8 @@ static void add_watch(struct hotfs *fs, struct kvlist *l)
 							  memory_order_relaxed));
 	add_u(l, "open_requests", atomic_load_explicit(&fs->n_open,
 						       memory_order_relaxed));
+	add_u(l, "source_opens", atomic_load_explicit(&fs->n_src_open,
+						      memory_order_relaxed));
 	add_u(l, "opendir_requests", atomic_load_explicit(&fs->n_opendir,
 							  memory_order_relaxed));
 	watch_get_stats(fs->watch, &ws);
@@ -347,6 +349,7 @@ void stats_reset(struct hotfs *fs)
 	atomic_store_explicit(&fs->n_getattr, 0, memory_order_relaxed);
 	atomic_store_explicit(&fs->n_open, 0, memory_order_relaxed);
 	atomic_store_explicit(&fs->n_opendir, 0, memory_order_relaxed);
+	atomic_store_explicit(&fs->n_src_open, 0, memory_order_relaxed);
 	if (!c)
 		return;
 	for (i = 0; i < STAT__NR; i++)

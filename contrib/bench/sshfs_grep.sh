@@ -8,6 +8,8 @@
 #
 #   contrib/bench/sshfs_grep.sh TREE PASSES HOTFS [HOTFS...]
 #
+# HOTFS_OPTS: more -o options for every hotfs (e.g. revalidate=30).
+#
 # Everything it starts is stopped and unmounted on exit.
 set -euo pipefail
 
@@ -86,9 +88,9 @@ for bin in "$@"; do
 	n=$((n + 1))
 	sshfs_mount "$W/s$n"
 	mkdir -p "$W/h$n"
-	"$bin" "$W/s$n" "$W/h$n" -o "cachedir=$W/c$n"
+	"$bin" "$W/s$n" "$W/h$n" -o "cachedir=$W/c$n${HOTFS_OPTS:+,$HOTFS_OPTS}"
 	MNTS+=("$W/h$n")
-	passes "hotfs#$n ($(basename "$(dirname "$(dirname "$bin")")"))" \
+	passes "hotfs#$n ${HOTFS_OPTS:-}" \
 		"$W/h$n/tree"
 	fusermount3 -u "$W/h$n"
 done

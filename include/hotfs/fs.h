@@ -45,6 +45,8 @@ struct hotfs {
 	bool mount_dev_known;		/* found in /proc/self/mountinfo */
 	/* metadata requests that reached the daemon (relaxed atomics) */
 	_Atomic uint64_t n_lookup, n_getattr, n_open, n_opendir;
+	/* opens of source files for open handles (lazy ones included) */
+	_Atomic uint64_t n_src_open;
 };
 
 extern const struct fuse_lowlevel_ops hotfs_ll_ops;

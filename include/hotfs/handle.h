@@ -21,6 +21,7 @@
 #define HOTFS_HANDLE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -52,7 +53,11 @@ struct fh_stitch {
  * its own), and an extent it touched counts again after NOFH_WINDOW_NS.
  */
 struct hotfs_fh {
-	int fd;				/* the source file */
+	_Atomic int fd;			/* the source file; -1 until the
+					 * first use for a lazy handle */
+	int lazy_flags;			/* lazy: how to open it (fuse_file.c,
+					 * revalidate=N), under m */
+	bool lazy;
 	bool shared;			/* an inode's, without open: not on
 					 * the list of open handles */
 	struct hotfs_fh *prev, *next;	/* all open handles, protected by
@@ -78,6 +83,14 @@ struct hotfs_fh {
  * (reads going on where the last one ended: readahead splits one reader's
  * extent into several requests, a second pass starts a new run). */
 #define NOFH_WINDOW_NS	200000000LL
+
+/*
+ * The source file of fh, opened now (*opened) through the inode's O_PATH
+ * fd if the handle is lazy (lazy_flags; revalidate=N opens without the
+ * source, src/fuse_file.c): the fd, or -errno.
+ */
+int fh_source(struct hotfs_fh *fh, struct hotfs_itable *it,
+	      struct hotfs_inode *in, int proc_self_fd, bool *opened);
 
 /* A handle on the source file fd (owned: fh_free closes it). */
 struct hotfs_fh *fh_new(int fd);

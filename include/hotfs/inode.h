@@ -114,6 +114,9 @@ struct hotfs_inode {
 	 * was no longer racy (hotfs/srcprobe.h): the pages are of the
 	 * version the stamp names, not of an older one of the same tick */
 	bool stamp_settled;
+	/* when an open last took the stamp from the source (CLOCK_MONOTONIC
+	 * ns; 0: never): revalidate=N trusts it that long */
+	int64_t stamp_checked_ns;
 	int64_t stamp_mtime_ns;
 	int64_t stamp_ctime_ns;
 	off_t stamp_size;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Unit tests for the source probe (src/srcprobe.c): the timestamp
- * granularity of sets of stamps, the racy window, and the inode-number
- * sample checked against a directory (renumbered, replaced, unchanged).
+ * granularity of sets of stamps, the racy window, the inode-number
+ * sample checked against a directory (renumbered, replaced, unchanged),
+ * and the per-run keys of filesystems mounted inside the source.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "hotfs/cache.h"
 #include "hotfs/inode.h"
 #include "hotfs/srcprobe.h"
 
@@ -174,6 +176,30 @@ static void run_then_save_rechecks(void **state)
 	assert_int_equal(rmdir(cache), 0);
 }
 
+/* Files of the source's root filesystem keep their key across runs;
+ * those of filesystems mounted inside it get another each run. */
+static void submount_keys_per_run(void **state)
+{
+	struct hotfs_cache a = { .root_dev = 2049, .run_salt = 7 };
+	struct hotfs_cache b = { .root_dev = 2049, .run_salt = 9 };
+	struct hotfs_key ka, kb;
+
+	(void)state;
+	cache_key(&a, 2049, 12, &ka);
+	cache_key(&b, 2049, 12, &kb);
+	assert_int_equal(ka.dev, 0);
+	assert_int_equal(kb.dev, 0);
+	assert_int_equal(ka.ino, 12);
+	cache_key(&a, 45, 12, &ka);
+	cache_key(&b, 45, 12, &kb);
+	assert_int_not_equal(ka.dev, kb.dev);
+	assert_int_not_equal(ka.dev, 0);
+	assert_int_equal(ka.ino, kb.ino);
+	/* two devices of one run stay apart */
+	cache_key(&a, 46, 12, &kb);
+	assert_int_not_equal(ka.dev, kb.dev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -181,6 +207,7 @@ int main(void)
 		cmocka_unit_test(racy_window),
 		cmocka_unit_test(sample_check),
 		cmocka_unit_test(run_then_save_rechecks),
+		cmocka_unit_test(submount_keys_per_run),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
