@@ -271,19 +271,6 @@ int main(int argc, char *argv[])
 	fs.owner_uid = getuid();
 	fs.owner_gid = getgid();
 	clock_gettime(CLOCK_REALTIME, &fs.mount_time);
-	if (asprintf(&fs.opts_summary,
-		     "%sextent=%u,threshold=%d,seqcutoff=%llu,promote_rate=%llu,"
-		     "read_ahead=%llu,writemode=%s,revalidate=%s,attr_timeout=%g,"
-		     "entry_timeout=%g,ctldir=%s",
-		     o.nocache ? "nocache," : "", o.extent, o.threshold,
-		     (unsigned long long)o.seqcutoff,
-		     (unsigned long long)o.promote_rate,
-		     (unsigned long long)o.read_ahead,
-		     o.writemode == HOTFS_WRITETHROUGH ? "writethrough" :
-		     "writearound", o.revalidate_str ? o.revalidate_str : "open",
-		     o.attr_timeout, o.entry_timeout,
-		     o.ctldir) < 0)
-		fs.opts_summary = NULL;
 	umask(0);		/* the kernel applied the caller's umask */
 	nofile = raise_nofile();
 	/*
@@ -415,7 +402,6 @@ out2:
 out1:
 	fuse_session_destroy(se);
 out0:
-	free(fs.opts_summary);
 	free(fs.cache_off);
 	free(copts.mountpoint);
 	fuse_opt_free_args(&args);
