@@ -799,6 +799,19 @@ static int do_ioctl(int fd, unsigned long cmd, struct hotfs_ioc *io)
 	return r;
 }
 
+/* HOTFS_IOC_INFO; without a store the daemon fills in nothing, so the
+ * size is the file's own. */
+static int info(int fd, struct hotfs_ioc *io)
+{
+	struct stat st;
+
+	if (do_ioctl(fd, HOTFS_IOC_INFO, io) < 0)
+		return -1;
+	if ((io->flags & HOTFS_IOC_F_NOCACHE) && fstat(fd, &st) == 0)
+		io->size = (uint64_t)st.st_size;
+	return 0;
+}
+
 /* One file of info or pins: a line, or an element of a JSON array. */
 static void report_file(const char *path, const struct hotfs_ioc *io)
 {
@@ -906,18 +919,18 @@ static int one_file(const char *path)
 		tot.bytes += io.done;
 		break;
 	case F_INFO:
-		if (do_ioctl(fd, HOTFS_IOC_INFO, &io) < 0)
+		if (info(fd, &io) < 0)
 			goto fail;
 		report_file(path, &io);
 		break;
 	case F_PINS:
-		if (do_ioctl(fd, HOTFS_IOC_INFO, &io) < 0)
+		if (info(fd, &io) < 0)
 			goto fail;
 		if (io.flags & HOTFS_IOC_F_PINNED)
 			report_file(path, &io);
 		break;
 	case F_CHECK:	/* after warm: how much of it is cached now */
-		if (do_ioctl(fd, HOTFS_IOC_INFO, &io) < 0)
+		if (info(fd, &io) < 0)
 			goto fail;
 		tot.files++;
 		tot.size += io.size;
