@@ -172,6 +172,9 @@ int main(int argc, char *argv[])
 	}
 	if (o.show_version || copts.show_version) {
 		printf("hotfs version %s\n", HOTFS_VERSION);
+		/* before fusermount3, which prints its own line from a
+		 * child process */
+		fflush(stdout);
 		fuse_lowlevel_version();
 		ret = 0;
 		goto out0;
