@@ -149,25 +149,57 @@ static char *ctl_path(const char *mount, const char *name)
 	return p;
 }
 
+/*
+ * A virtual file of .hotfs, NUL-terminated (malloc'd), or NULL with
+ * errno.  In as few read(2)s as it takes, each as large as the buffer, and
+ * a short read is the end: on a mount without open round trips
+ * (revalidate=never) every read that reaches past the size the kernel
+ * knows has the daemon render a new snapshot, so a second read at the end
+ * of the first could append the tail of a newer, longer one.
+ */
 static char *read_all(const char *path)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = fopen(path, "r"), *m;
-	char chunk[4096];
-	size_t n;
+	size_t cap = 1 << 20, len = 0;
+	char *buf = malloc(cap + 1), *nb;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (!f)
-		return NULL;
-	m = open_memstream(&buf, &len);
-	if (!m) {
-		fclose(f);
+	if (fd < 0 || !buf) {
+		int e = errno;
+
+		if (fd >= 0)
+			close(fd);
+		free(buf);
+		errno = e;
 		return NULL;
 	}
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		fwrite(chunk, 1, n, m);
-	fclose(f);
-	fclose(m);
+	for (;;) {
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+
+			close(fd);
+			free(buf);
+			errno = e;
+			return NULL;
+		}
+		len += (size_t)n;
+		if (len < cap)
+			break;
+		nb = realloc(buf, 2 * cap + 1);
+		if (!nb) {
+			close(fd);
+			free(buf);
+			errno = ENOMEM;
+			return NULL;
+		}
+		buf = nb;
+		cap *= 2;
+	}
+	close(fd);
+	buf[len] = '\0';
 	return buf;
 }
 

@@ -204,7 +204,12 @@ def test_json_keys_with_and_without_store(tree):
     proc = ws.start(opts='cachesize=64M')
     check_keys(ws.mnt, 'ok')
     ws.stop(proc)
-    ws.start(opts='nocache', cachedir=False)
+    proc = ws.start(opts='nocache', cachedir=False)
+    check_keys(ws.mnt, 'off')
+    ws.stop(proc)
+    # a store that could not open (smaller than two regions)
+    ws.start(opts='cachesize=16M', cachedir=os.path.join(ws.root, 'c16'))
+    assert 'two regions' in stats(ws.mnt)['store_reason']
     check_keys(ws.mnt, 'off')
 
 
@@ -213,9 +218,18 @@ def parse_metrics(text):
     return {f.name: f for f in text_string_to_metric_families(text)}
 
 
+def read_virtual(path):
+    """One read(2), as hotfsctl does: without open round trips
+    (revalidate=never) a read past the end renders a new snapshot."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, 1 << 20).decode()
+    finally:
+        os.close(fd)
+
+
 def check_metrics(mnt, state):
-    with open(os.path.join(mnt, '.hotfs', 'metrics')) as f:
-        text = f.read()
+    text = read_virtual(os.path.join(mnt, '.hotfs', 'metrics'))
     fams = parse_metrics(text)
     s = stats(mnt)
     other = parse_metrics(ctl('stats', '--prometheus', mnt).stdout.decode())
@@ -258,8 +272,13 @@ def test_prometheus_metrics_parse(tree):
     reasons = check_metrics(ws.mnt, 'ok')
     assert reasons['below_threshold'] > 0
     ws.stop(proc)
-    ws.start(opts='nocache', cachedir=False)
+    proc = ws.start(opts='nocache', cachedir=False)
     check_metrics(ws.mnt, 'off')
+    ws.stop(proc)
+    # without open round trips the virtual files are read by snapshot
+    ws.start(opts='cachesize=64M,revalidate=never')
+    read_once(os.path.join(ws.mnt, 'f1'))
+    check_metrics(ws.mnt, 'ok')
 
 
 def test_pins_by_path_and_info_total(tree):
@@ -336,3 +355,23 @@ def test_warm_files_from_and_fit(ws):
     j = json.loads(r.stdout)
     assert j['fits'] is False and j['cached_bytes'] < j['asked_bytes'], j
     assert j['capacity_bytes'] == 32 * MiB
+
+
+def test_umount_then_flock_waits_for_the_state(tree):
+    """umount returns before the daemon wrote its state; flock on
+    cachedir/lock waits until it has (as man/hotfs.8 says)."""
+    ws = tree
+    proc = ws.start(opts='cachesize=64M')
+    for name in ('f0', 'f1', 'dir/g0'):
+        read_once(os.path.join(ws.mnt, name))
+    os.listdir(os.path.join(ws.mnt, 'dir'))
+    for name in ('meta', 'counts'):
+        assert not os.path.exists(os.path.join(ws.cache, name))
+    subprocess.run(['umount', ws.mnt], check=True, timeout=30)
+    r = subprocess.run(['flock', '-w', '30',
+                        os.path.join(ws.cache, 'lock'), 'true'],
+                       timeout=60)
+    assert r.returncode == 0
+    for name in ('meta', 'counts'):
+        assert os.path.getsize(os.path.join(ws.cache, name)) > 0, name
+    assert proc.wait(timeout=util.TIMEOUT) == 0
