@@ -43,15 +43,17 @@ int fs_set(struct hotfs *fs, const struct ctl_set *set, char *msg,
 	int r = 0;
 
 	pthread_mutex_lock(&settings_mutex);
-	if ((set->mask & CTL_SET_INODE_CACHE) && !fs->listings) {
-		snprintf(msg, len, "inode_cache: no inodes are retained on "
-			 "this mount (%s); fixed until the next mount",
-			 o->inode_cache ? "it came up without a store" :
+	c = fs_cache(fs);
+	/* retained inodes are swept (deleted files let go) by the periodic
+	 * work, which runs with a store; inode_cache=0 at mount is for
+	 * good (main.c: no listings either) */
+	if ((set->mask & CTL_SET_INODE_CACHE) && (!c || !o->inode_cache)) {
+		snprintf(msg, len, "inode_cache: fixed until the next mount "
+			 "(%s)", o->inode_cache ? "the mount has no store" :
 			 "mounted with inode_cache=0");
 		r = -EINVAL;
 		goto out;
 	}
-	c = fs_cache(fs);
 	if (set->mask & CTL_SET_THRESHOLD) {
 		o->threshold = (int)set->threshold;
 		if (c)

@@ -185,6 +185,11 @@ def check_keys(mnt, state):
     assert set(json.loads(r.stdout)) == DROP_KEYS, r
     r = ctl('set', '--json', mnt, 'threshold=2')
     assert set(json.loads(r.stdout)) == ANSWER_KEYS
+    # retained inodes need the store's periodic sweep
+    r = ctl('set', mnt, 'inode_cache=5', check=False)
+    assert (r.returncode == 0) == (state == 'ok'), r
+    if state == 'off':
+        assert b'the mount has no store' in r.stderr, r
     r = ctl('reset-stats', '--json', mnt)
     assert json.loads(r.stdout) == {'ok': True, 'message': ''}
     p = subprocess.Popen([os.environ['HOTFSCTL_BIN'], 'stats', mnt, '--json',
