@@ -2,13 +2,15 @@
 /*
  * The virtual control directory (see include/hotfs/ctl.h).
  *
- * stats and stats.json are rendered once per open, so a reader sees one
+ * stats, stats.json and metrics are rendered once per open, so a reader sees one
  * consistent snapshot however it reads (they are opened direct_io: their
  * size in stat is 0).  ctl takes one command per write(2) and keeps the
  * answer for the following read(2)s of the same open file:
  *   reset-stats          zero the read-path and promotion counters
  *   store on             open the store that could not open at mount
  *                        (fs_store_on), answered "ok: ..." or "error: ..."
+ *   set KEY=VALUE ...    change options while mounted (fs_set): all of
+ *                        them or none, answered the same way
  * (parsed by ctl_parse_cmd, src/ctl_parse.c).
  * ctl is mode 0600 and owned by the mounting user; open checks that too,
  * so that without default_permissions other users are still refused.
@@ -32,6 +34,7 @@
 #include "hotfs/ctl.h"
 #include "hotfs/fs.h"
 #include "hotfs/log.h"
+#include "hotfs/settings.h"
 
 /* An open virtual file; requests on one open file may run at once. */
 struct vfh {
@@ -104,16 +107,23 @@ static void snap_set(fuse_ino_t ino, char *buf, size_t len)
 	free(old);
 }
 
-/* Render stats or stats.json into its snapshot. */
+static enum stats_fmt vfmt(fuse_ino_t ino)
+{
+	return ino == VINO_STATS_JSON ? STATS_JSON :
+	       ino == VINO_METRICS ? STATS_PROM : STATS_TEXT;
+}
+
+/* Render stats, stats.json or metrics into its snapshot. */
 static int snap_render(struct hotfs *fs, fuse_ino_t ino)
 {
 	char *buf;
 	size_t len;
 	int r;
 
-	if (ino != VINO_STATS && ino != VINO_STATS_JSON)
+	if (ino != VINO_STATS && ino != VINO_STATS_JSON &&
+	    ino != VINO_METRICS)
 		return 0;
-	r = stats_render(fs, ino == VINO_STATS_JSON, &buf, &len);
+	r = stats_render(fs, vfmt(ino), &buf, &len);
 	if (r == 0)
 		snap_set(ino, buf, len);
 	return r;
@@ -136,6 +146,7 @@ static const char *const vnames[] = {
 	[VINO_STATS] = "stats",
 	[VINO_STATS_JSON] = "stats.json",
 	[VINO_CTL] = "ctl",
+	[VINO_METRICS] = "metrics",
 };
 
 static void vstat(struct hotfs *fs, fuse_ino_t ino, struct stat *st)
@@ -253,8 +264,7 @@ void vd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_init(&h->m, NULL);
 	vfh_link(h);
 	if (ino != VINO_CTL) {
-		r = stats_render(vfs(req), ino == VINO_STATS_JSON, &h->buf,
-				 &h->len);
+		r = stats_render(vfs(req), vfmt(ino), &h->buf, &h->len);
 		if (r < 0) {
 			vfh_free(h);
 			fuse_reply_err(req, -r);
@@ -316,14 +326,18 @@ void vd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(copy);
 }
 
+/* One "store on" at a time. */
+static pthread_mutex_t one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
+
 int fs_store_on(struct hotfs *fs, char *msg, size_t len)
 {
-	static pthread_mutex_t one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
 	struct hotfs_cache *c;
 	char err[512];
 	int fd, r;
 
 	pthread_mutex_lock(&one_at_a_time);
+	/* the store opens with the options "set" may be changing */
+	settings_lock();
 	c = fs_cache(fs);
 	if (c) {
 		struct hotfs_store_stats ss;
@@ -390,6 +404,7 @@ int fs_store_on(struct hotfs *fs, char *msg, size_t len)
 	}
 	r = 0;
 out:
+	settings_unlock();
 	pthread_mutex_unlock(&one_at_a_time);
 	return r;
 }
@@ -404,6 +419,13 @@ static char *run_cmd(struct hotfs *fs, int r, const char *cmd, bool *ok)
 	if (r == CTL_RESET_STATS) {
 		stats_reset(fs);
 		n = asprintf(&ans, "ok\n");
+	} else if (r == CTL_SET) {
+		struct ctl_set set;
+
+		r = ctl_parse_set(cmd + 4, &set, msg, sizeof(msg));
+		if (r == 0)
+			r = fs_set(fs, &set, msg, sizeof(msg));
+		n = asprintf(&ans, "%s: %s\n", r < 0 ? "error" : "ok", msg);
 	} else if (r == CTL_STORE_ON) {
 		/* a refusal is the command's answer, not a failed write */
 		r = fs_store_on(fs, msg, sizeof(msg));

@@ -7,9 +7,13 @@
  * by tests/fuzz/fuzz_ctl.c.
  */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hotfs/ctl.h"
+#include "hotfs/opts.h"
+#include "hotfs/policy.h"
 #include "hotfs/store.h"
 
 int ctl_parse_cmd(const char *buf, size_t size, char *cmd, size_t cmdsz)
@@ -30,7 +34,154 @@ int ctl_parse_cmd(const char *buf, size_t size, char *cmd, size_t cmdsz)
 		return CTL_RESET_STATS;
 	if (strlen(cmd) == n && strcmp(cmd, "store on") == 0)
 		return CTL_STORE_ON;
+	if (strlen(cmd) == n && strncmp(cmd, "set ", 4) == 0)
+		return CTL_SET;
 	return -EINVAL;
+}
+
+/* hotfs's mount options that only a new mount can change (opts.c) */
+static const char *const fixed_keys[] = {
+	"cachedir", "cachesize", "extent", "read_ahead", "revalidate",
+	"attr_timeout", "entry_timeout", "reset", "nocache", "nowatch",
+	"cache_required", "nonempty", "ctldir", "allow_other",
+	"default_permissions", "max_read",
+};
+
+static bool is_fixed(const char *key, size_t n)
+{
+	for (size_t i = 0; i < sizeof(fixed_keys) / sizeof(fixed_keys[0]); i++)
+		if (strlen(fixed_keys[i]) == n &&
+		    strncmp(fixed_keys[i], key, n) == 0)
+			return true;
+	return false;
+}
+
+/* One KEY=VALUE word (value NUL-terminated); 0 or -EINVAL with err. */
+static int set_one(const char *key, const char *v, struct ctl_set *s,
+		   char *err, size_t errlen)
+{
+	uint64_t b;
+	char *end;
+	long t;
+
+	if (strcmp(key, "threshold") == 0) {
+		errno = 0;
+		t = strtol(v, &end, 10);
+		if (errno || end == v || *end || *v < '0' || *v > '9' ||
+		    t < 1 || t > POL_COUNT_MAX) {
+			snprintf(err, errlen, "invalid threshold '%s': 1..%u",
+				 v, POL_COUNT_MAX);
+			return -EINVAL;
+		}
+		s->threshold = (unsigned)t;
+		s->mask |= CTL_SET_THRESHOLD;
+	} else if (strcmp(key, "promote_rate") == 0) {
+		if (opt_parse_size(v, &b, NULL) < 0) {
+			snprintf(err, errlen, "invalid promote_rate '%s': "
+				 "bytes per second (e.g. 50M, 0 = unlimited)",
+				 v);
+			return -EINVAL;
+		}
+		s->promote_rate = b;
+		s->mask |= CTL_SET_PROMOTE_RATE;
+	} else if (strcmp(key, "seqcutoff") == 0) {
+		if (opt_parse_size(v, &b, NULL) < 0) {
+			snprintf(err, errlen, "invalid seqcutoff '%s': a size "
+				 "(0 = off)", v);
+			return -EINVAL;
+		}
+		s->seqcutoff = b;
+		s->mask |= CTL_SET_SEQCUTOFF;
+	} else if (strcmp(key, "writemode") == 0) {
+		if (strcmp(v, "writearound") == 0) {
+			s->writemode = HOTFS_WRITEAROUND;
+		} else if (strcmp(v, "writethrough") == 0) {
+			s->writemode = HOTFS_WRITETHROUGH;
+		} else {
+			snprintf(err, errlen, "invalid writemode '%s': "
+				 "writearound or writethrough", v);
+			return -EINVAL;
+		}
+		s->mask |= CTL_SET_WRITEMODE;
+	} else if (strcmp(key, "inode_cache") == 0) {
+		errno = 0;
+		t = strtol(v, &end, 10);
+		if (errno || end == v || *end || *v < '0' || *v > '9' ||
+		    t < 1 || t > 10000000) {
+			snprintf(err, errlen, "invalid inode_cache '%s': "
+				 "1..10000000 inodes", v);
+			return -EINVAL;
+		}
+		s->inode_cache = (uint64_t)t;
+		s->mask |= CTL_SET_INODE_CACHE;
+	} else {
+		snprintf(err, errlen, "unknown option '%s' (these can be set "
+			 "while mounted: " CTL_SET_KEYS ")", key);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int ctl_parse_set(const char *args, struct ctl_set *s, char *err,
+		  size_t errlen)
+{
+	char word[256], fixed[512] = "", first[512] = "";
+	const char *p = args;
+	int r = 0;
+
+	memset(s, 0, sizeof(*s));
+	if (errlen)
+		err[0] = '\0';
+	for (; *p; p += strcspn(p, " ,")) {
+		size_t n, k;
+		char *eq;
+
+		p += strspn(p, " ,");
+		n = strcspn(p, " ,");
+		if (!n)
+			break;
+		k = strcspn(p, " ,=");
+		if (is_fixed(p, k)) {
+			/* name them all, not only the first */
+			size_t used = strlen(fixed);
+
+			snprintf(fixed + used, sizeof(fixed) - used, "%s%.*s",
+				 used ? ", " : "", (int)k, p);
+			continue;
+		}
+		if (*first)
+			continue;
+		if (n >= sizeof(word)) {
+			snprintf(first, sizeof(first),
+				 "option too long: '%.32s...'", p);
+			continue;
+		}
+		memcpy(word, p, n);
+		word[n] = '\0';
+		eq = strchr(word, '=');
+		if (!eq) {
+			snprintf(first, sizeof(first),
+				 "'%s': expected KEY=VALUE", word);
+			continue;
+		}
+		*eq = '\0';
+		set_one(word, eq + 1, s, first, sizeof(first));
+	}
+	if (*fixed) {
+		snprintf(err, errlen, "fixed until the next mount (only "
+			 CTL_SET_KEYS " can change while mounted): %s", fixed);
+		r = -EINVAL;
+	} else if (*first) {
+		snprintf(err, errlen, "%s", first);
+		r = -EINVAL;
+	} else if (!s->mask) {
+		snprintf(err, errlen, "nothing to set (KEY=VALUE: "
+			 CTL_SET_KEYS ")");
+		r = -EINVAL;
+	}
+	if (r < 0)
+		memset(s, 0, sizeof(*s));
+	return r;
 }
 
 int ctl_ioc_decode(unsigned int cmd, unsigned int flags, const void *in,

@@ -154,6 +154,9 @@ static int parse_args(struct fuse_args *args, struct fuse_cmdline_opts *copts,
 	}
 	if (o->show_version || copts->show_version) {
 		printf("hotfs version %s\n", HOTFS_VERSION);
+		/* before fusermount3, which prints its own line from a
+		 * child process */
+		fflush(stdout);
 		fuse_lowlevel_version();
 		return 1;
 	}
@@ -305,8 +308,8 @@ static int run_loop(struct fuse_session *se,
 
 /*
  * Everything the mount needs before it is mounted: the source watch, the
- * listings and their snapshot, who may use the control files, the
- * effective options for status, and the descriptor budgets.
+ * listings and their snapshot, who may use the control files, and the
+ * descriptor budgets.
  */
 static void prepare(struct hotfs *fs, const struct hotfs_opts *o)
 {
@@ -334,19 +337,6 @@ static void prepare(struct hotfs *fs, const struct hotfs_opts *o)
 	fs->owner_uid = getuid();
 	fs->owner_gid = getgid();
 	clock_gettime(CLOCK_REALTIME, &fs->mount_time);
-	if (asprintf(&fs->opts_summary,
-		     "%sextent=%u,threshold=%d,seqcutoff=%llu,promote_rate=%llu,"
-		     "read_ahead=%llu,writemode=%s,revalidate=%s,attr_timeout=%g,"
-		     "entry_timeout=%g,ctldir=%s",
-		     o->nocache ? "nocache," : "", o->extent, o->threshold,
-		     (unsigned long long)o->seqcutoff,
-		     (unsigned long long)o->promote_rate,
-		     (unsigned long long)o->read_ahead,
-		     o->writemode == HOTFS_WRITETHROUGH ? "writethrough" :
-		     "writearound", o->revalidate_str ? o->revalidate_str : "open",
-		     o->attr_timeout, o->entry_timeout,
-		     o->ctldir) < 0)
-		fs->opts_summary = NULL;
 	umask(0);		/* the kernel applied the caller's umask */
 	nofile = raise_nofile();
 	/*
@@ -489,7 +479,6 @@ out2:
 out1:
 	fuse_session_destroy(se);
 out0:
-	free(fs.opts_summary);
 	free(fs.cache_off);
 	free(copts.mountpoint);
 	fuse_opt_free_args(&args);

@@ -27,6 +27,7 @@
 
 #include "hotfs/mountinfo.h"
 #include "hotfs/opts.h"
+#include "hotfs/policy.h"
 
 #define HOTFS_OPT(t, p, v) { t, offsetof(struct hotfs_opts, p), v }
 
@@ -37,6 +38,7 @@ enum {
 	KEY_ALLOW_OTHER,
 	KEY_DEFAULT_PERMISSIONS,
 	KEY_MAX_READ,
+	KEY_REMOUNT,
 };
 
 static const struct fuse_opt opt_table[] = {
@@ -73,6 +75,7 @@ static const struct fuse_opt opt_table[] = {
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
 	FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
+	FUSE_OPT_KEY("remount", KEY_REMOUNT),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -118,6 +121,15 @@ static int opt_proc(void *data, const char *arg, int key,
 	case KEY_VERSION:
 		c->o->show_version = 1;
 		return 0;
+	case KEY_REMOUNT:
+		/* mount -o remount,... runs mount.fuse3, which starts a
+		 * second daemon with these options; the running one is never
+		 * told (the kernel keeps a FUSE remount's options to itself) */
+		if (!c->failed)
+			seterr(c->err, c->errlen,
+			       "-o remount: a running hotfs takes no options from mount(8); change them with: hotfsctl set MOUNTPOINT KEY=VALUE (threshold, promote_rate, seqcutoff, writemode, inode_cache; others need umount and mount)");
+		c->failed = 1;
+		return -1;
 	case KEY_ALLOW_OTHER:
 		c->o->allow_other = 1;
 		return 1;
@@ -348,9 +360,11 @@ int opt_parse(struct fuse_args *args, struct hotfs_opts *o,
 	if (o->threshold_str) {
 		long v;
 
-		if (parse_long(o->threshold_str, &v) < 0 || v < 1 || v > 255) {
-			seterr(err, errlen, "invalid threshold '%s': 1..255",
-			       o->threshold_str);
+		/* the policy's counts saturate at POL_COUNT_MAX */
+		if (parse_long(o->threshold_str, &v) < 0 || v < 1 ||
+		    v > POL_COUNT_MAX) {
+			seterr(err, errlen, "invalid threshold '%s': 1..%u",
+			       o->threshold_str, POL_COUNT_MAX);
 			return -EINVAL;
 		}
 		o->threshold = (int)v;

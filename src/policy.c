@@ -108,7 +108,7 @@
 typedef _Atomic uint64_t aword;
 
 struct hotfs_policy {
-	unsigned threshold;
+	unsigned threshold;		/* __atomic: pol_set_threshold */
 	enum pol_keep_rule keep;
 	size_t counters;		/* per row, power of two */
 	size_t nblocks;			/* counters / BLOCK_CTRS */
@@ -354,7 +354,15 @@ unsigned pol_estimate(struct hotfs_policy *p, uint64_t h)
 
 bool pol_promote(const struct hotfs_policy *p, unsigned count)
 {
-	return count >= p->threshold;
+	return count >= __atomic_load_n(&p->threshold, __ATOMIC_RELAXED);
+}
+
+int pol_set_threshold(struct hotfs_policy *p, unsigned threshold)
+{
+	if (threshold < 1 || threshold > POL_COUNT_MAX)
+		return -EINVAL;
+	__atomic_store_n(&p->threshold, threshold, __ATOMIC_RELAXED);
+	return 0;
 }
 
 bool pol_admit(struct hotfs_policy *p, uint64_t cand, uint64_t victim)
@@ -374,9 +382,11 @@ static bool keep_rule(struct hotfs_policy *p, uint64_t h, bool hot)
 	case POL_KEEP_HOT:
 		return hot;
 	case POL_KEEP_FREQ:
-		return pol_estimate(p, h) >= p->threshold;
+		return pol_estimate(p, h) >=
+		       __atomic_load_n(&p->threshold, __ATOMIC_RELAXED);
 	case POL_KEEP_HOT_FREQ:
-		return hot && pol_estimate(p, h) >= p->threshold;
+		return hot && pol_estimate(p, h) >=
+		       __atomic_load_n(&p->threshold, __ATOMIC_RELAXED);
 	default:
 		return hot;
 	}

@@ -49,10 +49,12 @@
 #define PR_QUEUE	4096u		/* power of two */
 #define PR_BUF_MAX	(64u << 20)	/* bytes of readers' copies queued */
 #define PR_SET		(PR_QUEUE * 2)
+#define PR_RATE_POLL_MS	100		/* pr_set_rate applies within this */
 
 struct hotfs_promoter {
 	struct hotfs_cache *c;
-	uint64_t rate;			/* bytes/s, 0 = unlimited */
+	_Atomic uint64_t rate;		/* bytes/s, 0 = unlimited; may change
+					 * at any time (pr_set_rate) */
 	pthread_t thread;
 	bool started;
 
@@ -140,6 +142,11 @@ bool pr_enqueue(struct hotfs_promoter *pr, struct pr_item *item)
 	else
 		item_drop(pr, item);
 	return ok;
+}
+
+void pr_set_rate(struct hotfs_promoter *pr, uint64_t rate)
+{
+	atomic_store_explicit(&pr->rate, rate, memory_order_relaxed);
 }
 
 unsigned pr_depth(struct hotfs_promoter *pr)
@@ -272,7 +279,7 @@ static void *pr_main(void *arg)
 	pthread_mutex_lock(&pr->lock);
 	for (;;) {
 		struct pr_item it;
-		uint64_t t, need;
+		uint64_t t, need, rate, wait;
 		uint32_t held;
 
 		while (!pr->stop && pr->head == pr->tail)
@@ -295,19 +302,27 @@ static void *pr_main(void *arg)
 		/* only what must read the slow disk again is limited: an
 		 * extent assembled from readers' own reads costs it nothing,
 		 * nor one that promote_one drops because of the store */
-		if (pr->rate && !it.buf && st_state(pr->c->st) == ST_OK) {
+		rate = atomic_load_explicit(&pr->rate, memory_order_relaxed);
+		if (rate && !it.buf && st_state(pr->c->st) == ST_OK) {
 			need = pr->c->extent;
 			for (;;) {
 				t = (uint64_t)clock_mono_ns();
-				tokens += (t - last) * pr->rate / 1000000000ull;
+				tokens += (t - last) * rate / 1000000000ull;
 				last = t;
-				if (tokens > pr->rate)	/* burst: 1 second */
-					tokens = pr->rate;
-				if (tokens >= need || need > pr->rate)
+				if (tokens > rate)	/* burst: 1 second */
+					tokens = rate;
+				if (tokens >= need || need > rate)
 					break;
 				stats_add(&pr->c->stats, STAT_NP_RATE, 1);
-				usleep((useconds_t)((need - tokens) * 1000000ull /
-						    pr->rate) + 1);
+				/* a new rate (or none) applies soon */
+				wait = (need - tokens) * 1000000ull / rate + 1;
+				usleep((useconds_t)(wait < PR_RATE_POLL_MS *
+						    1000ull ? wait :
+						    PR_RATE_POLL_MS * 1000ull));
+				rate = atomic_load_explicit(&pr->rate,
+							    memory_order_relaxed);
+				if (!rate)
+					break;
 			}
 			tokens = tokens > need ? tokens - need : 0;
 		}

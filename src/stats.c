@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Rendering of .hotfs/stats and .hotfs/stats.json.
+ * Rendering of .hotfs/stats, .hotfs/stats.json and .hotfs/metrics (the
+ * same keys in Prometheus's text format: src/prom.c).
  *
  * The vocabulary follows dmsetup status and bcache's sysfs: hits, misses
  * and partial hits in requests and bytes, promotions, evictions,
@@ -25,43 +26,35 @@
 #include "hotfs/fs.h"
 #include "hotfs/meta_fs.h"
 #include "hotfs/promote.h"
+#include "hotfs/prom.h"
 #include "hotfs/readahead.h"
+#include "hotfs/settings.h"
 #include "hotfs/srcprobe.h"
 #include "hotfs/watch.h"
-
-enum kind { K_U64, K_F64, K_STR };
-
-struct kv {
-	const char *key;
-	enum kind kind;
-	uint64_t u;
-	double f;
-	const char *s;
-};
 
 #define MAX_KV 96
 
 struct kvlist {
-	struct kv v[MAX_KV];
+	struct stats_kv v[MAX_KV];
 	unsigned n;
 };
 
 static void add_u(struct kvlist *l, const char *k, uint64_t u)
 {
 	if (l->n < MAX_KV)
-		l->v[l->n++] = (struct kv){ .key = k, .kind = K_U64, .u = u };
+		l->v[l->n++] = (struct stats_kv){ .key = k, .kind = K_U64, .u = u };
 }
 
 static void add_f(struct kvlist *l, const char *k, double f)
 {
 	if (l->n < MAX_KV)
-		l->v[l->n++] = (struct kv){ .key = k, .kind = K_F64, .f = f };
+		l->v[l->n++] = (struct stats_kv){ .key = k, .kind = K_F64, .f = f };
 }
 
 static void add_s(struct kvlist *l, const char *k, const char *s)
 {
 	if (l->n < MAX_KV)
-		l->v[l->n++] = (struct kv){ .key = k, .kind = K_STR, .s = s };
+		l->v[l->n++] = (struct stats_kv){ .key = k, .kind = K_STR, .s = s };
 }
 
 static double secs_since(const struct timespec *t)
@@ -159,7 +152,8 @@ static double secs_since_real(const struct timespec *t)
  * of hotfsctl stats -w never misses one.
  */
 static void collect(struct hotfs *fs, struct kvlist *l,
-		    struct hotfs_store_stats *ss, char *off, size_t offlen)
+		    struct hotfs_store_stats *ss, char *off, size_t offlen,
+		    const char *opts)
 {
 	static struct hotfs_stats none;
 	struct hotfs_cache *c = fs_cache(fs);
@@ -170,7 +164,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_s(l, "version", HOTFS_VERSION);
 	add_s(l, "mountpoint", fs->o->mountpoint);
 	add_s(l, "source", fs->o->source);
-	add_s(l, "options", fs->opts_summary ? fs->opts_summary : "");
+	add_s(l, "options", opts ? opts : "");
 	add_s(l, "cachedir", fs->o->cachedir ? fs->o->cachedir : "");
 	add_source(fs, l);
 	if (c) {
@@ -293,27 +287,36 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-int stats_render(struct hotfs *fs, bool json, char **out, size_t *len)
+int stats_render(struct hotfs *fs, enum stats_fmt fmt, char **out,
+		 size_t *len)
 {
 	struct hotfs_store_stats ss;
 	struct kvlist l = { .n = 0 };
-	char off[512];
+	bool json = fmt == STATS_JSON;
+	char off[512], *opts = fs_opts_summary(fs);
 	size_t w = 0;
 	unsigned i;
 	FILE *f;
 
 	memset(&ss, 0, sizeof(ss));
-	collect(fs, &l, &ss, off, sizeof(off));
+	collect(fs, &l, &ss, off, sizeof(off), opts);
 	f = open_memstream(out, len);
-	if (!f)
+	if (!f) {
+		free(opts);
 		return -ENOMEM;
+	}
+	if (fmt == STATS_PROM) {
+		prom_write(f, l.v, l.n);
+		free(opts);
+		return fclose(f) != 0 ? -ENOMEM : 0;
+	}
 	for (i = 0; i < l.n; i++)
 		if (strlen(l.v[i].key) > w)
 			w = strlen(l.v[i].key);
 	if (json)
 		fputs("{", f);
 	for (i = 0; i < l.n; i++) {
-		const struct kv *v = &l.v[i];
+		const struct stats_kv *v = &l.v[i];
 
 		if (json) {
 			fprintf(f, "%s\n  \"%s\": ", i ? "," : "", v->key);
@@ -335,6 +338,7 @@ int stats_render(struct hotfs *fs, bool json, char **out, size_t *len)
 	}
 	if (json)
 		fputs("\n}\n", f);
+	free(opts);
 	if (fclose(f) != 0)
 		return -ENOMEM;
 	return 0;

@@ -6,8 +6,8 @@ set -euo pipefail
 
 PKGS=(build-essential meson ninja-build pkg-config
       libfuse3-dev fuse3 liburing-dev libxxhash-dev libcmocka-dev
-      python3 python3-pytest attr acl util-linux git e2fsprogs
-      openssh-server openssh-client sshfs)
+      python3 python3-pytest python3-prometheus-client attr acl util-linux
+      git e2fsprogs openssh-server openssh-client sshfs)
 # optional extras (tests/run.sh asks for them): clang and its runtime
 # libraries (libFuzzer, sanitizers; a recommends of clang) for fuzzing; fio, jq,
 # gnuplot, golang-src (the tree it greps) and psmisc (fuser, when teardown

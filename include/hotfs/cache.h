@@ -51,8 +51,10 @@ struct hotfs_cache {
 	unsigned ext_shift;
 	dev_t root_dev;			/* files on it get key.dev = 0 */
 	uint64_t run_salt;		/* other devices: 32 random bits */
-	uint64_t seqcutoff;
-	enum hotfs_writemode writemode;
+	/* both may change while mounted (hotfsctl set: src/ctl.c); each
+	 * request reads them once */
+	_Atomic uint64_t seqcutoff;
+	_Atomic enum hotfs_writemode writemode;
 	int proc_self_fd;
 	/* the policy's counts in the cachedir (hotfs/policy_state.h) */
 	int dirfd;

@@ -4,6 +4,7 @@
  * mount root: found by lookup, never listed by readdir, and read-only:
  *   stats        human-readable "key: value" lines
  *   stats.json   the same counters as one JSON object
+ *   metrics      the same counters in Prometheus's text format
  *   ctl          the control channel for hotfsctl (root and the mounting
  *                user only)
  * Its nodes have fixed FUSE node ids below any inode address.
@@ -26,6 +27,7 @@ enum {
 	VINO_STATS,
 	VINO_STATS_JSON,
 	VINO_CTL,
+	VINO_METRICS,
 	VINO__END,
 };
 
@@ -66,8 +68,40 @@ void vd_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 enum {
 	CTL_RESET_STATS,	/* "reset-stats": zero the counters */
 	CTL_STORE_ON,		/* "store on": open a store that is off */
+	CTL_SET,		/* "set KEY=VALUE ...": ctl_parse_set */
 };
 int ctl_parse_cmd(const char *buf, size_t size, char *cmd, size_t cmdsz);
+
+/*
+ * The options "set" may change while mounted (hotfsctl set), each with
+ * the same values as at mount (hotfs.8).  The others are fixed at mount:
+ * they shape the store, the kernel's view or the session.
+ */
+enum {
+	CTL_SET_THRESHOLD = 1u << 0,
+	CTL_SET_PROMOTE_RATE = 1u << 1,
+	CTL_SET_SEQCUTOFF = 1u << 2,
+	CTL_SET_WRITEMODE = 1u << 3,
+	CTL_SET_INODE_CACHE = 1u << 4,
+};
+#define CTL_SET_KEYS "threshold, promote_rate, seqcutoff, writemode, " \
+		     "inode_cache"
+struct ctl_set {
+	unsigned mask;		/* CTL_SET_*: the keys given */
+	unsigned threshold;
+	uint64_t promote_rate;
+	uint64_t seqcutoff;
+	int writemode;		/* enum hotfs_writemode */
+	uint64_t inode_cache;
+};
+/*
+ * ctl_parse_set: "KEY=VALUE" words separated by spaces or commas (what
+ * follows "set "), all or nothing.  Returns 0 with *s filled, or -EINVAL
+ * with one line in err: the keys fixed at mount, all of them named, else
+ * the first unknown key or invalid value.  A key given twice: the last.
+ */
+int ctl_parse_set(const char *args, struct ctl_set *s, char *err,
+		  size_t errlen);
 /*
  * ctl_ioc_decode: an ioctl's command, flags and buffers, as FUSE passes
  * them: 0 with *io filled, -ENOTTY if cmd is not one of hotfs's type, or
@@ -86,7 +120,13 @@ void ctl_ioc_extents(const struct hotfs_ioc *io, uint64_t size,
 		     unsigned int ext_shift, uint32_t *e0, uint32_t *e1);
 
 /* Render the counters; *out is malloc'd.  Returns 0 or -errno. */
-int stats_render(struct hotfs *fs, bool json, char **out, size_t *len);
+enum stats_fmt {
+	STATS_TEXT,		/* stats: "key: value" lines */
+	STATS_JSON,		/* stats.json: one flat object */
+	STATS_PROM,		/* metrics: Prometheus text (hotfs/prom.h) */
+};
+int stats_render(struct hotfs *fs, enum stats_fmt fmt, char **out,
+		 size_t *len);
 void stats_reset(struct hotfs *fs);
 
 #endif

@@ -40,7 +40,6 @@ struct hotfs {
 	uid_t owner_uid;		/* who mounted: may use .hotfs/ctl */
 	gid_t owner_gid;
 	struct timespec mount_time;
-	char *opts_summary;		/* the effective options, for status */
 	dev_t mount_dev;		/* the mount's device (its bdi) */
 	bool mount_dev_known;		/* found in /proc/self/mountinfo */
 	/* metadata requests that reached the daemon (relaxed atomics) */
@@ -63,5 +62,6 @@ static inline struct hotfs_cache *fs_cache(struct hotfs *fs)
  * in msg (and the new reason in the stats).
  */
 int fs_store_on(struct hotfs *fs, char *msg, size_t len);
+
 
 #endif

@@ -44,6 +44,9 @@ unsigned pol_access(struct hotfs_policy *p, uint64_t h);
 unsigned pol_estimate(struct hotfs_policy *p, uint64_t h);
 /* Should an extent with this many accesses be promoted? */
 bool pol_promote(const struct hotfs_policy *p, unsigned count);
+/* Change the threshold while in use (hotfsctl set): 1..POL_COUNT_MAX,
+ * else -EINVAL.  Counts already made are kept. */
+int pol_set_threshold(struct hotfs_policy *p, unsigned threshold);
 /*
  * Cache full: admit cand if it is hotter than victim, not counting the
  * access that made cand a candidate (call it right after pol_access said

@@ -38,6 +38,9 @@ int pr_start(struct hotfs_promoter *pr);
  * Returns false if it was dropped (duplicate or queue full). */
 bool pr_enqueue(struct hotfs_promoter *pr, struct pr_item *item);
 unsigned pr_depth(struct hotfs_promoter *pr);
+/* promote_rate= while mounted (hotfsctl set): bytes/s, 0 = unlimited;
+ * the thread keeps to it within PR_RATE_POLL_MS. */
+void pr_set_rate(struct hotfs_promoter *pr, uint64_t rate);
 /* Stop the thread and drop the queue. */
 void pr_free(struct hotfs_promoter *pr);
 

@@ -9,11 +9,14 @@
  *	1: ctl_ioc_decode: command (4 bytes), flags (4), in and out buffer
  *	   sizes (1 byte each, times 8), then the payload;
  *	2: ctl_ioc_extents: a struct hotfs_ioc, a file size (8 bytes) and
- *	   an extent shift (16..22, the extent sizes -o extent= allows).
+ *	   an extent shift (16..22, the extent sizes -o extent= allows);
+ *	3: ctl_parse_set, on the rest up to its first NUL.
  *
- * Checked, beyond "no crash, no sanitizer report": a command
- * (reset-stats, store on) is recognised exactly when the bytes, without
- * trailing newlines and spaces, are its name; the copy is NUL-terminated inside the buffer;
+ * Checked, beyond "no crash, no sanitizer report": a command is
+ * recognised exactly when the bytes, without trailing newlines and
+ * spaces, are its name; the copy is NUL-terminated inside the buffer;
+ * "set" accepts all of a list or none of it, with values in range, and
+ * otherwise says why in a NUL-terminated line;
  * the decoder refuses what the handler must refuse and copies exactly
  * one struct otherwise; the extents of a request are exactly those its
  * range touches, computed in 64 bits, and never numbered past
@@ -73,8 +76,43 @@ static void fuzz_cmd(const uint8_t *data, size_t size, uint8_t mode)
 	if ((r == CTL_STORE_ON) !=
 	    (n == 8 && memcmp(data, "store on", 8) == 0))
 		abort();
-	if (r != CTL_RESET_STATS && r != CTL_STORE_ON && r != -EINVAL)
+	if ((r == CTL_SET) != (n > 4 && memcmp(data, "set ", 4) == 0 &&
+			       !memchr(data, '\0', n)))
 		abort();
+	if (r != CTL_RESET_STATS && r != CTL_STORE_ON && r != CTL_SET &&
+	    r != -EINVAL)
+		abort();
+}
+
+static void fuzz_set(const uint8_t *data, size_t size)
+{
+	char *args = malloc(size + 1), err[300];
+	struct ctl_set s;
+	int r;
+
+	if (!args)
+		return;
+	memcpy(args, data, size);
+	args[size] = '\0';
+	memset(err, 'x', sizeof(err));
+	r = ctl_parse_set(args, &s, err, sizeof(err));
+	if (r == 0) {
+		if (!s.mask || (s.mask & ~31u))
+			abort();
+		if ((s.mask & CTL_SET_THRESHOLD) &&
+		    (s.threshold < 1 || s.threshold > 16))
+			abort();
+		if ((s.mask & CTL_SET_WRITEMODE) && s.writemode != 0 &&
+		    s.writemode != 1)
+			abort();
+		if ((s.mask & CTL_SET_INODE_CACHE) &&
+		    (s.inode_cache < 1 || s.inode_cache > 10000000))
+			abort();
+	} else if (r != -EINVAL || s.mask || !memchr(err, '\0', sizeof(err)) ||
+		   !err[0]) {
+		abort();
+	}
+	free(args);
 }
 
 static void fuzz_decode(const uint8_t *data, size_t size)
@@ -167,6 +205,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 2:
 		fuzz_extents(data, size);
+		break;
+	case 3:
+		fuzz_set(data, size);
 		break;
 	}
 	return 0;

@@ -496,7 +496,7 @@ def test_ctldir_hidden_and_protected(cached):
     root = ws.mnt
     assert '.hotfs' not in os.listdir(root)
     assert sorted(os.listdir(os.path.join(root, '.hotfs'))) == \
-        ['ctl', 'stats', 'stats.json']
+        ['ctl', 'metrics', 'stats', 'stats.json']
     with open(os.path.join(root, '.hotfs', 'stats')) as f:
         text = f.read()
     assert 'read_hits:' in text and 'store_state:' in text

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Unit tests for the control channel's command parser (src/ctl_parse.c):
- * the commands written to .hotfs/ctl.
+ * the commands written to .hotfs/ctl, and "set"'s KEY=VALUE list.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "hotfs/ctl.h"
+#include "hotfs/opts.h"
 
 static int parse(const char *buf, size_t size, char *cmd, size_t cmdsz)
 {
@@ -56,11 +57,86 @@ static void test_not_commands(void **state)
 	assert_int_equal(parse("store on", 8, cmd, 8), -E2BIG);
 }
 
+static void test_set_command(void **state)
+{
+	char cmd[64];
+
+	(void)state;
+	assert_int_equal(parse("set threshold=3\n", 16, cmd, sizeof(cmd)),
+			 CTL_SET);
+	assert_string_equal(cmd, "set threshold=3");
+	assert_int_equal(parse("set", 3, cmd, sizeof(cmd)), -EINVAL);
+	assert_int_equal(parse("setx=1", 6, cmd, sizeof(cmd)), -EINVAL);
+}
+
+static void test_set_values(void **state)
+{
+	struct ctl_set s;
+	char err[600];
+
+	(void)state;
+	assert_int_equal(ctl_parse_set("threshold=3 promote_rate=16M", &s,
+				       err, sizeof(err)), 0);
+	assert_int_equal(s.mask, CTL_SET_THRESHOLD | CTL_SET_PROMOTE_RATE);
+	assert_int_equal(s.threshold, 3);
+	assert_true(s.promote_rate == 16ull << 20);
+	/* commas, runs of separators, the last of a key given twice */
+	assert_int_equal(ctl_parse_set(" seqcutoff=1G,,writemode=writethrough"
+				       " ,inode_cache=5,seqcutoff=0 ", &s,
+				       err, sizeof(err)), 0);
+	assert_int_equal(s.mask, CTL_SET_SEQCUTOFF | CTL_SET_WRITEMODE |
+			 CTL_SET_INODE_CACHE);
+	assert_true(s.seqcutoff == 0);
+	assert_int_equal(s.writemode, HOTFS_WRITETHROUGH);
+	assert_true(s.inode_cache == 5);
+	assert_int_equal(ctl_parse_set("promote_rate=0", &s, err,
+				       sizeof(err)), 0);
+	assert_true(s.promote_rate == 0 && s.mask == CTL_SET_PROMOTE_RATE);
+}
+
+static void expect_set_error(const char *args, const char *words)
+{
+	struct ctl_set s;
+	char err[600];
+
+	assert_int_equal(ctl_parse_set(args, &s, err, sizeof(err)), -EINVAL);
+	assert_int_equal(s.mask, 0);	/* all or nothing */
+	if (!strstr(err, words))
+		fail_msg("'%s': '%s' lacks '%s'", args, err, words);
+}
+
+static void test_set_refused(void **state)
+{
+	(void)state;
+	/* every fixed key named, whatever else is wrong */
+	expect_set_error("threshold=3 extent=1M nocache cachedir=/x",
+			 "fixed until the next mount (only threshold, "
+			 "promote_rate, seqcutoff, writemode, inode_cache "
+			 "can change while mounted): extent, nocache, "
+			 "cachedir");
+	expect_set_error("bogus=1 extent=1M", ": extent");
+	expect_set_error("threshold=0", "invalid threshold '0': 1..16");
+	expect_set_error("threshold=17", "invalid threshold");
+	expect_set_error("threshold=-1", "invalid threshold");
+	expect_set_error("threshold=2x", "invalid threshold");
+	expect_set_error("promote_rate=fast", "invalid promote_rate");
+	expect_set_error("seqcutoff=-1", "invalid seqcutoff");
+	expect_set_error("writemode=writeback", "invalid writemode");
+	expect_set_error("inode_cache=0", "invalid inode_cache");
+	expect_set_error("bogus=1", "unknown option 'bogus'");
+	expect_set_error("threshold", "expected KEY=VALUE");
+	expect_set_error("", "nothing to set");
+	expect_set_error(" , ", "nothing to set");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_commands),
 		cmocka_unit_test(test_not_commands),
+		cmocka_unit_test(test_set_command),
+		cmocka_unit_test(test_set_values),
+		cmocka_unit_test(test_set_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -291,7 +291,7 @@ static void test_bad_values(void **state)
 
 	expect_bad(f, "threshold=0", "threshold");
 	expect_bad(f, "threshold=abc", "threshold");
-	expect_bad(f, "threshold=256", "threshold");
+	expect_bad(f, "threshold=17", "threshold");
 	expect_bad(f, "threshold=", "threshold");
 	expect_bad(f, "extent=3M", "extent");
 	expect_bad(f, "extent=2K", "extent");

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Prometheus text exposition of the counters (see include/hotfs/prom.h).
+ *
+ * Names follow Prometheus's conventions: a hotfs_ prefix, base units
+ * (bytes, seconds), _total on counters, one family with a label where
+ * stats.c has one key per reason.  The counters are those of
+ * .hotfs/stats, so "hotfsctl reset-stats" resets them (a scraper sees a
+ * counter reset, which rate() handles).  Samples of one family are
+ * written together, as the format requires.
+ */
+#include <stdbool.h>
+#include <string.h>
+
+#include "hotfs/prom.h"
+
+struct pm {
+	const char *key;	/* stats key */
+	const char *name;	/* metric family */
+	char type;		/* 'c'ounter or 'g'auge */
+	const char *label;	/* label="value", or NULL */
+	const char *help;	/* on the family's first entry */
+};
+
+static const struct pm table[] = {
+	{ "source_remote", "hotfs_source_remote", 'g', NULL,
+	  "1 if the source is a network or FUSE filesystem." },
+	{ "source_ids_kept", "hotfs_source_ids_kept", 'g', NULL,
+	  "1 if the source keeps inode numbers across mounts." },
+	{ "source_time_granularity_ns",
+	  "hotfs_source_time_granularity_seconds", 'g', NULL,
+	  "The source's timestamp granularity." },
+	{ "source_time_samples", "hotfs_source_time_samples", 'g', NULL,
+	  "Timestamps the granularity was probed from." },
+	{ "uptime_seconds", "hotfs_uptime_seconds", 'g', NULL,
+	  "Seconds since the store opened (or the mount, without one)." },
+	{ "counters_age_seconds", "hotfs_counters_age_seconds", 'g', NULL,
+	  "Seconds since the counters were last reset." },
+	{ "store_state_since", "hotfs_store_state_since_timestamp_seconds",
+	  'g', NULL, "Unix time the store entered its current state." },
+	{ "read_requests", "hotfs_read_requests_total", 'c', NULL,
+	  "FUSE read requests." },
+	{ "read_bytes", "hotfs_read_bytes_total", 'c', NULL,
+	  "Bytes returned by read requests." },
+	{ "read_hits", "hotfs_read_hits_total", 'c', NULL,
+	  "Reads served entirely from the cache." },
+	{ "read_partial_hits", "hotfs_read_partial_hits_total", 'c', NULL,
+	  "Reads served partly from the cache." },
+	{ "read_misses", "hotfs_read_misses_total", 'c', NULL,
+	  "Reads served entirely from the source." },
+	{ "read_hit_bytes", "hotfs_read_hit_bytes_total", 'c', NULL,
+	  "Bytes served from the cache." },
+	{ "read_miss_bytes", "hotfs_read_miss_bytes_total", 'c', NULL,
+	  "Bytes read from the source for readers." },
+	{ "hit_ratio", "hotfs_hit_ratio", 'g', NULL,
+	  "Hits over reads since the counters were reset." },
+	{ "byte_hit_ratio", "hotfs_byte_hit_ratio", 'g', NULL,
+	  "Hit bytes over read bytes since the counters were reset." },
+	{ "extent_accesses", "hotfs_extent_accesses_total", 'c', NULL,
+	  "Extent accesses counted by the policy." },
+	{ "promotions", "hotfs_promotions_total", 'c', NULL,
+	  "Extents inserted into the store." },
+	{ "promoted_bytes", "hotfs_promoted_bytes_total", 'c', NULL,
+	  "Bytes inserted into the store." },
+	{ "promotions_from_reader", "hotfs_promotions_from_reader_total", 'c',
+	  NULL, "Promotions made from a reader's own bytes." },
+	{ "promotions_reading_source",
+	  "hotfs_promotions_reading_source_total", 'c', NULL,
+	  "Promotions that read the source again." },
+	{ "promotion_queued", "hotfs_promotions_queued_total", 'c', NULL,
+	  "Extents queued for promotion." },
+	{ "promotion_queue_depth", "hotfs_promotion_queue_depth", 'g', NULL,
+	  "Extents waiting in the promotion queue." },
+	{ "not_promoted_below_threshold", "hotfs_not_promoted_total", 'c',
+	  "reason=\"below_threshold\"",
+	  "Extent accesses or candidates not promoted, by reason." },
+	{ "not_promoted_seqcutoff", "hotfs_not_promoted_total", 'c',
+	  "reason=\"seqcutoff\"", NULL },
+	{ "not_promoted_queue_full", "hotfs_not_promoted_total", 'c',
+	  "reason=\"queue_full\"", NULL },
+	{ "not_promoted_admission", "hotfs_not_promoted_total", 'c',
+	  "reason=\"admission\"", NULL },
+	{ "not_promoted_race", "hotfs_not_promoted_total", 'c',
+	  "reason=\"race\"", NULL },
+	{ "not_promoted_store", "hotfs_not_promoted_total", 'c',
+	  "reason=\"store\"", NULL },
+	{ "not_promoted_racy", "hotfs_not_promoted_total", 'c',
+	  "reason=\"racy\"", NULL },
+	{ "promotion_rate_waits", "hotfs_promotion_rate_waits_total", 'c',
+	  NULL, "Waits of the promotion thread for promote_rate." },
+	{ "evictions", "hotfs_evicted_extents_total", 'c', NULL,
+	  "Extents evicted from the store." },
+	{ "evicted_regions", "hotfs_evicted_regions_total", 'c', NULL,
+	  "Store regions recycled." },
+	{ "reinserted_extents", "hotfs_reinserted_extents_total", 'c', NULL,
+	  "Extents copied forward when their region was recycled." },
+	{ "culled_regions", "hotfs_culled_regions_total", 'c', NULL,
+	  "Regions dropped to keep the cache filesystem's free space." },
+	{ "invalidations_write", "hotfs_invalidations_total", 'c',
+	  "reason=\"write\"", "Cached extents dropped, by reason." },
+	{ "invalidations_source_changed", "hotfs_invalidations_total", 'c',
+	  "reason=\"source_changed\"", NULL },
+	{ "invalidations_checksum", "hotfs_invalidations_total", 'c',
+	  "reason=\"checksum\"", NULL },
+	{ "invalidations_user", "hotfs_invalidations_total", 'c',
+	  "reason=\"user\"", NULL },
+	{ "writethrough_updates", "hotfs_writethrough_updates_total", 'c',
+	  NULL, "Cached extents updated in place by writes." },
+	{ "pinned_files", "hotfs_pinned_files", 'g', NULL,
+	  "Files pinned in the cache." },
+	{ "checksum_failures", "hotfs_checksum_failures_total", 'c', NULL,
+	  "Cached reads that failed their checksum." },
+	{ "cache_io_errors", "hotfs_cache_io_errors_total", 'c', NULL,
+	  "Read errors from the cache device." },
+	{ "readahead_extents", "hotfs_readahead_extents_total", 'c', NULL,
+	  "Extents read ahead from the source." },
+	{ "readahead_bytes", "hotfs_readahead_bytes_total", 'c', NULL,
+	  "Bytes read ahead from the source." },
+	{ "readahead_served", "hotfs_readahead_served_total", 'c', NULL,
+	  "Reads served from read-ahead." },
+	{ "readahead_waits", "hotfs_readahead_waits_total", 'c', NULL,
+	  "Reads that waited for read-ahead." },
+	{ "readahead_failures", "hotfs_readahead_failures_total", 'c', NULL,
+	  "Read-aheads that failed." },
+	{ "cached_extents", "hotfs_cached_extents", 'g', NULL,
+	  "Extents in the store." },
+	{ "cached_bytes", "hotfs_cached_bytes", 'g', NULL,
+	  "Bytes of live data in the store." },
+	{ "capacity_bytes", "hotfs_capacity_bytes", 'g', NULL,
+	  "The store's capacity." },
+	{ "usage_ratio", "hotfs_usage_ratio", 'g', NULL,
+	  "Regions in use over regions." },
+	{ "regions_used", "hotfs_regions_used", 'g', NULL,
+	  "Store regions in use." },
+	{ "regions", "hotfs_regions", 'g', NULL, "Store regions." },
+	{ "ssd_bytes_written", "hotfs_ssd_written_bytes_total", 'c', NULL,
+	  "Bytes written to the cache device." },
+	{ "write_amplification", "hotfs_write_amplification_ratio", 'g',
+	  NULL, "Bytes written to the cache device over bytes inserted." },
+	{ "store_commits", "hotfs_store_commits_total", 'c', NULL,
+	  "Store index commits." },
+	{ "recovered_extents", "hotfs_recovered_extents", 'g', NULL,
+	  "Extents found in the store when it opened." },
+	{ "recovery_dropped_regions", "hotfs_recovery_dropped_regions", 'g',
+	  NULL, "Regions dropped when the store opened." },
+	{ "index_bytes", "hotfs_index_memory_bytes", 'g', NULL,
+	  "Memory of the store's index." },
+	{ "policy_bytes", "hotfs_policy_memory_bytes", 'g', NULL,
+	  "Memory of the promotion policy." },
+	{ "inodes", "hotfs_inodes", 'g', NULL, "Inodes in the table." },
+	{ "retained_inodes", "hotfs_retained_inodes", 'g', NULL,
+	  "Inodes kept after the kernel forgot them." },
+	{ "inode_fds", "hotfs_inode_fds", 'g', NULL,
+	  "O_PATH descriptors of the inode table." },
+	{ "inode_fds_closed", "hotfs_inode_fds_closed_total", 'c', NULL,
+	  "Inode descriptors closed for the descriptor budget." },
+	{ "inode_fds_reopened", "hotfs_inode_fds_reopened_total", 'c', NULL,
+	  "Inode descriptors reopened by file handle." },
+	{ "lookup_requests", "hotfs_metadata_requests_total", 'c',
+	  "op=\"lookup\"", "Metadata requests that reached the daemon." },
+	{ "getattr_requests", "hotfs_metadata_requests_total", 'c',
+	  "op=\"getattr\"", NULL },
+	{ "open_requests", "hotfs_metadata_requests_total", 'c',
+	  "op=\"open\"", NULL },
+	{ "opendir_requests", "hotfs_metadata_requests_total", 'c',
+	  "op=\"opendir\"", NULL },
+	{ "watched_dirs", "hotfs_watched_dirs", 'g', NULL,
+	  "Source directories watched with inotify." },
+	{ "unwatched_dirs", "hotfs_unwatched_dirs", 'g', NULL,
+	  "Source directories past the watch budget." },
+	{ "watch_events", "hotfs_watch_events_total", 'c', NULL,
+	  "inotify events read." },
+	{ "watch_invalidations", "hotfs_watch_invalidations_total", 'c',
+	  NULL, "Kernel cache invalidations sent for source changes." },
+	{ "watch_overflows", "hotfs_watch_overflows_total", 'c', NULL,
+	  "inotify queue overflows." },
+	{ "meta_snapshot_dirs", "hotfs_meta_snapshot_dirs", 'g', NULL,
+	  "Directories in the metadata snapshot." },
+	{ "meta_snapshot_hits", "hotfs_meta_snapshot_hits_total", 'c', NULL,
+	  "Lookups answered from the metadata snapshot." },
+	{ "meta_snapshot_stale", "hotfs_meta_snapshot_stale_total", 'c',
+	  NULL, "Snapshot directories found stale." },
+	{ "meta_snapshot_dropped", "hotfs_meta_snapshot_dropped_total", 'c',
+	  NULL, "Snapshot directories dropped." },
+	{ "meta_snapshot_rejected", "hotfs_meta_snapshot_rejected_total",
+	  'c', NULL, "Snapshots rejected at load." },
+	{ "meta_snapshot_saves", "hotfs_meta_snapshot_saves_total", 'c',
+	  NULL, "Snapshot saves." },
+	{ "meta_snapshot_saved_dirs", "hotfs_meta_snapshot_saved_dirs", 'g',
+	  NULL, "Directories in the last snapshot saved." },
+};
+
+#define NTABLE (sizeof(table) / sizeof(table[0]))
+
+static const struct stats_kv *find(const struct stats_kv *kv, size_t n,
+				   const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(kv[i].key, key) == 0)
+			return &kv[i];
+	return NULL;
+}
+
+static const char *str_of(const struct stats_kv *kv, size_t n,
+			  const char *key)
+{
+	const struct stats_kv *v = find(kv, n, key);
+
+	return v && v->kind == K_STR && v->s ? v->s : "";
+}
+
+/* A label value: backslash, double quote and newline escaped. */
+static void label_value(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void value(FILE *f, const struct stats_kv *v, double scale)
+{
+	if (scale)
+		fprintf(f, " %.9g\n", scale * (v->kind == K_U64 ?
+					      (double)v->u : v->f));
+	else if (v->kind == K_U64)
+		fprintf(f, " %llu\n", (unsigned long long)v->u);
+	else
+		fprintf(f, " %.9g\n", v->f);
+}
+
+static void header(FILE *f, const char *name, const char *type,
+		   const char *help)
+{
+	if (help)
+		fprintf(f, "# HELP %s %s\n", name, help);
+	fprintf(f, "# TYPE %s %s\n", name, type);
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n >= t && strcmp(s + n - t, tail) == 0;
+}
+
+static bool known(const char *key)
+{
+	for (size_t i = 0; i < NTABLE; i++)
+		if (strcmp(table[i].key, key) == 0)
+			return true;
+	return false;
+}
+
+void prom_write(FILE *f, const struct stats_kv *kv, size_t n)
+{
+	static const char *const states[] = { "ok", "read-only", "off" };
+	const char *mnt = str_of(kv, n, "mountpoint");
+	const char *state = str_of(kv, n, "store_state");
+	const char *last = "";
+
+	header(f, "hotfs_info", "gauge",
+	       "The daemon's version and how cached bytes are read.");
+	fputs("hotfs_info{mountpoint=", f);
+	label_value(f, mnt);
+	fputs(",version=", f);
+	label_value(f, str_of(kv, n, "version"));
+	fputs(",read_engine=", f);
+	label_value(f, str_of(kv, n, "read_engine"));
+	fputs("} 1\n", f);
+	header(f, "hotfs_store_state", "gauge",
+	       "The cache store's state: 1 for the current one.");
+	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+		fputs("hotfs_store_state{mountpoint=", f);
+		label_value(f, mnt);
+		fprintf(f, ",state=\"%s\"} %d\n", states[i],
+			strcmp(state, states[i]) == 0);
+	}
+	for (size_t i = 0; i < NTABLE; i++) {
+		const struct pm *m = &table[i];
+		const struct stats_kv *v = find(kv, n, m->key);
+
+		if (!v || v->kind == K_STR)
+			continue;
+		if (strcmp(m->name, last) != 0) {
+			const char *help = m->help;
+
+			/* a family's help is on its first entry */
+			for (size_t j = i; !help && j-- > 0;)
+				if (strcmp(table[j].name, m->name) == 0)
+					help = table[j].help;
+			header(f, m->name, m->type == 'c' ? "counter" :
+			       "gauge", help);
+			last = m->name;
+		}
+		fprintf(f, "%s{mountpoint=", m->name);
+		label_value(f, mnt);
+		if (m->label)
+			fprintf(f, ",%s", m->label);
+		fputc('}', f);
+		/* stats keys in nanoseconds: seconds, the base unit */
+		value(f, v, ends_with(m->key, "_ns") ? 1e-9 : 0);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct stats_kv *v = &kv[i];
+
+		if (v->kind == K_STR || known(v->key))
+			continue;
+		fprintf(f, "# TYPE hotfs_%s untyped\nhotfs_%s{mountpoint=",
+			v->key, v->key);
+		label_value(f, mnt);
+		fputc('}', f);
+		value(f, v, 0);
+	}
+}

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Options changed while mounted (see include/hotfs/settings.h).
+ *
+ * Each running part takes its new value in one atomic store and reads it
+ * once per request, so a request sees the old value or the new one,
+ * never a mix: every value is safe at any moment (a threshold or a rate
+ * only changes what is promoted next; writearound and writethrough both
+ * keep the cache coherent, and a write is done by one or the other).
+ * What is fixed at mount (the store's layout, the kernel's view, the
+ * session's parts) is refused by ctl_parse_set before it gets here.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "hotfs/fs.h"
+#include "hotfs/log.h"
+#include "hotfs/policy.h"
+#include "hotfs/promote.h"
+#include "hotfs/settings.h"
+
+/* protects the fields of fs->o that fs_set changes */
+static pthread_mutex_t settings_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+void settings_lock(void)
+{
+	pthread_mutex_lock(&settings_mutex);
+}
+
+void settings_unlock(void)
+{
+	pthread_mutex_unlock(&settings_mutex);
+}
+
+int fs_set(struct hotfs *fs, const struct ctl_set *set, char *msg,
+	   size_t len)
+{
+	struct hotfs_opts *o = fs->o;
+	struct hotfs_cache *c;
+	int r = 0;
+
+	pthread_mutex_lock(&settings_mutex);
+	c = fs_cache(fs);
+	/* retained inodes are swept (deleted files let go) by the periodic
+	 * work, which runs with a store; inode_cache=0 at mount is for
+	 * good (main.c: no listings either) */
+	if ((set->mask & CTL_SET_INODE_CACHE) && (!c || !o->inode_cache)) {
+		snprintf(msg, len, "inode_cache: fixed until the next mount "
+			 "(%s)", o->inode_cache ? "the mount has no store" :
+			 "mounted with inode_cache=0");
+		r = -EINVAL;
+		goto out;
+	}
+	if (set->mask & CTL_SET_THRESHOLD) {
+		o->threshold = (int)set->threshold;
+		if (c)
+			r = pol_set_threshold(c->pol, set->threshold);
+	}
+	if (set->mask & CTL_SET_PROMOTE_RATE) {
+		o->promote_rate = set->promote_rate;
+		if (c)
+			pr_set_rate(c->pr, set->promote_rate);
+	}
+	if (set->mask & CTL_SET_SEQCUTOFF) {
+		o->seqcutoff = set->seqcutoff;
+		if (c)
+			atomic_store(&c->seqcutoff, set->seqcutoff);
+	}
+	if (set->mask & CTL_SET_WRITEMODE) {
+		o->writemode = set->writemode;
+		if (c)
+			atomic_store(&c->writemode,
+				     (enum hotfs_writemode)set->writemode);
+	}
+	if (set->mask & CTL_SET_INODE_CACHE) {
+		o->inode_cache = set->inode_cache;
+		ino_set_retain(fs->it, set->inode_cache);
+	}
+	snprintf(msg, len, "threshold=%d,promote_rate=%llu,seqcutoff=%llu,"
+		 "writemode=%s,inode_cache=%llu%s", o->threshold,
+		 (unsigned long long)o->promote_rate,
+		 (unsigned long long)o->seqcutoff,
+		 o->writemode == HOTFS_WRITETHROUGH ? "writethrough" :
+		 "writearound", (unsigned long long)o->inode_cache,
+		 c ? "" : " (no store: they apply when it opens)");
+	hotfs_log(LOG_NOTICE, "set: %s\n", msg);
+out:
+	pthread_mutex_unlock(&settings_mutex);
+	return r;
+}
+
+char *fs_opts_summary(struct hotfs *fs)
+{
+	const struct hotfs_opts *o = fs->o;
+	char *s;
+	int n;
+
+	pthread_mutex_lock(&settings_mutex);
+	n = asprintf(&s, "%sextent=%u,threshold=%d,seqcutoff=%llu,"
+		     "promote_rate=%llu,read_ahead=%llu,writemode=%s,"
+		     "revalidate=%s,attr_timeout=%g,entry_timeout=%g,"
+		     "inode_cache=%llu,ctldir=%s%s%s%s%s",
+		     o->nocache ? "nocache," : "", o->extent, o->threshold,
+		     (unsigned long long)o->seqcutoff,
+		     (unsigned long long)o->promote_rate,
+		     (unsigned long long)o->read_ahead,
+		     o->writemode == HOTFS_WRITETHROUGH ? "writethrough" :
+		     "writearound",
+		     o->revalidate_str ? o->revalidate_str : "open",
+		     o->attr_timeout, o->entry_timeout,
+		     (unsigned long long)o->inode_cache, o->ctldir,
+		     o->allow_other ? ",allow_other" : "",
+		     /* main adds it with allow_other */
+		     o->default_permissions || o->allow_other ?
+		     ",default_permissions" : "",
+		     o->nowatch ? ",nowatch" : "",
+		     o->cache_required ? ",cache_required" : "");
+	pthread_mutex_unlock(&settings_mutex);
+	return n < 0 ? NULL : s;
+}
