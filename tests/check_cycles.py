@@ -6,7 +6,8 @@ loop (the rule of src/README.md): fails, naming them, if they do.
 usage: check_cycles.py BUILD_DIR
 
 Reads the symbols of the daemon's object files (src_*.c.o under
-BUILD_DIR: the core library's and the hotfs executable's) with nm.  An
+BUILD_DIR: the core library's and the hotfs executable's), and apart
+those of hotfsctl, with nm.  An
 edge a -> b means a.c uses a function or variable that b.c defines;
 every strongly connected group of more than one file is a cycle.
 """
@@ -79,12 +80,16 @@ def cycles(graph):
 
 
 def main():
-    objs = objects(sys.argv[1])
+    build = sys.argv[1]
+    objs = objects(build)
     if len(objs) < 10:
         print('check_cycles: found %d object files under %s' %
               (len(objs), sys.argv[1]))
         return 1
-    found = cycles(graph_of(objs))
+    # hotfsctl is a program of its own: its files are checked apart
+    ctl = sorted(glob.glob(os.path.join(build, 'hotfsctl.p', 'src_*.c.o')))
+    found = cycles(graph_of(objs)) + cycles(graph_of(ctl))
+    objs += ctl
     for c in found:
         print('cycle: ' + ' <-> '.join(c))
     print('%d files of src/, %d cycles' % (len(objs), len(found)))

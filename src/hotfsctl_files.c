@@ -1,0 +1,551 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * hotfsctl's per-file commands over files and trees: warm, pin, unpin,
+ * evict, info and pins, as ioctls on each file opened through the mount
+ * (include/hotfs/ioctl.h), with a progress bar on a terminal, paced at
+ * the mount's promote_rate (or --rate), and a summary at the end.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "hotfs/ioctl.h"
+#include "hotfs/mountinfo.h"
+
+#include "hotfsctl_i.h"
+
+#define CHUNK (16ull << 20)	/* warm this much per ioctl */
+
+struct progress {
+	bool tty;
+	uint64_t total_bytes, total_files;
+	uint64_t bytes, files;
+	uint64_t copied;		/* bytes read from the source */
+	double start, last;
+};
+
+static struct progress prog;
+static enum fcmd cur_cmd;
+static uint64_t warm_rate;	/* bytes/s, 0 = unlimited */
+
+/* What info, pins and warm's last check add up. */
+static struct {
+	uint64_t files, size, bytes, extents, pinned;
+	bool any;		/* JSON: an entry is out already */
+} tot;
+
+static void show_progress(bool final)
+{
+	double t = now_s(), el = t - prog.start, rate;
+	char a[32], b[32], r[32];
+	int pct;
+
+	if (!final && t - prog.last < (prog.tty ? 0.2 : 5.0))
+		return;
+	prog.last = t;
+	rate = el > 0 ? (double)prog.bytes / el : 0;
+	pct = prog.total_bytes ? (int)(100.0 * (double)prog.bytes /
+				       (double)prog.total_bytes) : 100;
+	human(a, sizeof(a), (double)prog.bytes);
+	human(b, sizeof(b), (double)prog.total_bytes);
+	human(r, sizeof(r), rate);
+	if (prog.tty) {
+		char bar[31];
+		int i, fill = pct * 30 / 100;
+		double eta = rate > 0 ? (double)(prog.total_bytes -
+						 prog.bytes) / rate : 0;
+
+		for (i = 0; i < 30; i++)
+			bar[i] = i < fill ? '#' : '.';
+		bar[30] = '\0';
+		fprintf(stderr, "\r[%s] %3d%% %s/%s %llu/%llu files %s/s ETA %d:%02d ",
+			bar, pct, a, b, (unsigned long long)prog.files,
+			(unsigned long long)prog.total_files, r,
+			(int)(eta / 60), (int)eta % 60);
+		if (final)
+			fputc('\n', stderr);
+	} else {
+		fprintf(stderr, "warm: %d%% %s/%s %llu/%llu files %s/s\n",
+			pct, a, b, (unsigned long long)prog.files,
+			(unsigned long long)prog.total_files, r);
+	}
+}
+
+static int do_ioctl(int fd, unsigned long cmd, struct hotfs_ioc *io)
+{
+	int r;
+
+	do
+		r = ioctl(fd, cmd, io);
+	while (r < 0 && errno == EAGAIN && !interrupted);
+	return r;
+}
+
+/* HOTFS_IOC_INFO; without a store the daemon fills in nothing, so the
+ * size is the file's own. */
+static int info(int fd, struct hotfs_ioc *io)
+{
+	struct stat st;
+
+	if (do_ioctl(fd, HOTFS_IOC_INFO, io) < 0)
+		return -1;
+	if ((io->flags & HOTFS_IOC_F_NOCACHE) && fstat(fd, &st) == 0)
+		io->size = (uint64_t)st.st_size;
+	return 0;
+}
+
+/* One file of info or pins: a line, or an element of a JSON array. */
+static void report_file(const char *path, const struct hotfs_ioc *io)
+{
+	char a[32], b[32];
+
+	tot.files++;
+	tot.size += io->size;
+	tot.bytes += io->bytes;
+	tot.extents += io->extents;
+	tot.pinned += !!(io->flags & HOTFS_IOC_F_PINNED);
+	if (json) {
+		printf("%s\n    {\"path\": ", tot.any ? "," : "");
+		jput(stdout, path);
+		printf(", \"size_bytes\": %llu, \"cached_bytes\": %llu, "
+		       "\"cached_extents\": %llu, \"extent_bytes\": %u, "
+		       "\"pinned\": %s}", (unsigned long long)io->size,
+		       (unsigned long long)io->bytes,
+		       (unsigned long long)io->extents, io->extent,
+		       io->flags & HOTFS_IOC_F_PINNED ? "true" : "false");
+		tot.any = true;
+		return;
+	}
+	human(a, sizeof(a), (double)io->bytes);
+	human(b, sizeof(b), (double)io->size);
+	printf("%s: %s of %s cached (%llu extents of %u KiB)%s\n", path, a, b,
+	       (unsigned long long)io->extents, io->extent / 1024,
+	       io->flags & HOTFS_IOC_F_PINNED ? ", pinned" : "");
+}
+
+/* warm at warm_rate: sleep until the bytes copied so far are due */
+static void pace(void)
+{
+	double due;
+
+	if (!warm_rate)
+		return;
+	due = prog.start + (double)prog.copied / (double)warm_rate;
+	while (!interrupted && now_s() < due) {
+		double left = due - now_s();
+
+		usleep((useconds_t)((left < 0.2 ? left : 0.2) * 1e6) + 1);
+		show_progress(false);
+	}
+}
+
+/* How much of the file to ask for at once: at a low rate, steps of
+ * about a quarter of a second, so that the pace is even. */
+static uint64_t chunk(void)
+{
+	uint64_t c = CHUNK;
+
+	while (warm_rate && c > (1u << 20) && c > warm_rate / 4)
+		c >>= 1;
+	return c;
+}
+
+static int one_file(const char *path)
+{
+	struct hotfs_ioc io;
+	uint64_t off, step = chunk();
+	int fd;
+
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "%shotfsctl: %s: %s\n", prog.tty ? "\n" : "",
+			path, strerror(errno));
+		failures++;
+		return 0;
+	}
+	memset(&io, 0, sizeof(io));
+	switch (cur_cmd) {
+	case F_PIN:
+	case F_UNPIN:
+		if (do_ioctl(fd, cur_cmd == F_PIN ? HOTFS_IOC_PIN :
+			     HOTFS_IOC_UNPIN, &io) < 0)
+			goto fail;
+		if (cur_cmd == F_UNPIN) {
+			tot.files++;
+			break;
+		}
+		/* a pinned file is promoted now */
+		__attribute__((fallthrough));
+	case F_WARM:
+		for (off = 0;; off += step) {
+			memset(&io, 0, sizeof(io));
+			io.off = off;
+			io.len = step;
+			if (do_ioctl(fd, HOTFS_IOC_WARM, &io) < 0)
+				goto fail;
+			prog.bytes += off + step < io.size ? step :
+				      io.size > off ? io.size - off : 0;
+			prog.copied += io.done;
+			show_progress(false);
+			if (off + step >= io.size || interrupted)
+				break;
+			pace();
+		}
+		pace();
+		prog.files++;
+		break;
+	case F_EVICT:
+		if (do_ioctl(fd, HOTFS_IOC_EVICT, &io) < 0)
+			goto fail;
+		tot.files++;
+		tot.bytes += io.done;
+		break;
+	case F_INFO:
+		if (info(fd, &io) < 0)
+			goto fail;
+		report_file(path, &io);
+		break;
+	case F_PINS:
+		if (info(fd, &io) < 0)
+			goto fail;
+		if (io.flags & HOTFS_IOC_F_PINNED)
+			report_file(path, &io);
+		break;
+	case F_CHECK:	/* after warm: how much of it is cached now */
+		if (info(fd, &io) < 0)
+			goto fail;
+		tot.files++;
+		tot.size += io.size;
+		tot.bytes += io.bytes;
+		break;
+	}
+	close(fd);
+	return 0;
+fail:
+	fprintf(stderr, "%shotfsctl: %s: %s\n", prog.tty ? "\n" : "", path,
+		errno == ENOTTY ? "not on a hotfs mount" :
+		errno == EOPNOTSUPP ? "the mount has no cache store" :
+		strerror(errno));
+	failures++;
+	close(fd);
+	/* EACCES: the control channel is refused for every file; no store:
+	 * for every file too */
+	return errno == EACCES || errno == EOPNOTSUPP ? 1 : 0;
+}
+
+static int count_cb(const char *path, const struct stat *st, int type,
+		    struct FTW *ftw)
+{
+	(void)path;
+	(void)ftw;
+	if (type == FTW_F && S_ISREG(st->st_mode)) {
+		prog.total_files++;
+		prog.total_bytes += (uint64_t)st->st_size;
+	}
+	return interrupted;
+}
+
+static int file_cb(const char *path, const struct stat *st, int type,
+		   struct FTW *ftw)
+{
+	(void)ftw;
+	if (interrupted)
+		return 1;
+	if (type == FTW_F && S_ISREG(st->st_mode))
+		return one_file(path);
+	return 0;
+}
+
+/* The paths to work on: the arguments, then --files-from's lines. */
+struct paths {
+	char **v;
+	size_t n, cap;
+};
+
+static int paths_add(struct paths *p, const char *s)
+{
+	char *copy = strdup(s);
+
+	if (!copy)
+		return -1;
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 64;
+		char **v = realloc(p->v, cap * sizeof(*v));
+
+		if (!v) {
+			free(copy);
+			return -1;
+		}
+		p->v = v;
+		p->cap = cap;
+	}
+	p->v[p->n++] = copy;
+	return 0;
+}
+
+static void paths_free(struct paths *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		free(p->v[i]);
+	free(p->v);
+}
+
+/* One path a line ("-": standard input); empty lines are skipped. */
+static int read_list(struct paths *p, const char *file)
+{
+	FILE *f = strcmp(file, "-") ? fopen(file, "r") : stdin;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int r = 0;
+
+	if (!f) {
+		fprintf(stderr, "hotfsctl: %s: %s\n", file, strerror(errno));
+		return -1;
+	}
+	while (r == 0 && (n = getline(&line, &cap, f)) >= 0) {
+		if (n && line[n - 1] == '\n')
+			line[--n] = '\0';
+		if (n)
+			r = paths_add(p, line);
+	}
+	free(line);
+	if (f != stdin)
+		fclose(f);
+	return r;
+}
+
+static int walk(const struct paths *p)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < p->n && !interrupted && !r; i++)
+		r = nftw(p->v[i], file_cb, 64, FTW_PHYS | FTW_MOUNT);
+	return r;
+}
+
+/* The mount's promote_rate (stats' options), 0 if unknown. */
+static uint64_t mount_rate(const char *mount)
+{
+	char *j = mount_stats(mount), *opts, *v;
+	uint64_t rate = 0;
+
+	if (!j)
+		return 0;
+	opts = jstr(j, "options");
+	v = opt_of(opts, "promote_rate");
+	if (v && parse_size(v, &rate) < 0)
+		rate = 0;
+	free(v);
+	free(opts);
+	free(j);
+	return rate;
+}
+
+static void json_total(void)
+{
+	printf("\"total\": {\"files\": %llu, \"size_bytes\": %llu, "
+	       "\"cached_bytes\": %llu, \"cached_extents\": %llu, "
+	       "\"pinned_files\": %llu}",
+	       (unsigned long long)tot.files, (unsigned long long)tot.size,
+	       (unsigned long long)tot.bytes, (unsigned long long)tot.extents,
+	       (unsigned long long)tot.pinned);
+}
+
+static void human_total(void)
+{
+	char a[32], b[32];
+
+	human(a, sizeof(a), (double)tot.bytes);
+	human(b, sizeof(b), (double)tot.size);
+	printf("total: %llu files, %s of %s cached (%.1f%%), %llu extents, "
+	       "%llu pinned\n", (unsigned long long)tot.files, a, b,
+	       tot.size ? 100.0 * (double)tot.bytes / (double)tot.size :
+	       0.0, (unsigned long long)tot.extents,
+	       (unsigned long long)tot.pinned);
+}
+
+/*
+ * After warm or pin: how much of what was asked is cached now, said
+ * plainly when it is not all of it (a cache too small for it evicts the
+ * first files to take the last).
+ */
+static void warm_summary(const struct paths *p, const char *mount,
+			 bool fits_before, double cap, double secs, int ret)
+{
+	enum fcmd was = cur_cmd;
+	bool fits;
+	char a[32], b[32], c[32];
+
+	cur_cmd = F_CHECK;
+	memset(&tot, 0, sizeof(tot));
+	if (!interrupted)
+		walk(p);
+	cur_cmd = was;
+	fits = fits_before && tot.bytes >= tot.size;
+	human(a, sizeof(a), (double)tot.bytes);
+	human(b, sizeof(b), (double)tot.size);
+	human(c, sizeof(c), cap);
+	if (json) {
+		printf("{\"mountpoint\": ");
+		jput(stdout, mount);
+		printf(", \"files\": %llu, \"asked_bytes\": %llu, "
+		       "\"copied_bytes\": %llu, \"cached_bytes\": %llu, "
+		       "\"capacity_bytes\": %.0f, \"fits\": %s, "
+		       "\"rate_bytes_per_second\": %llu, \"seconds\": %.3f, "
+		       "\"errors\": %d, \"interrupted\": %s}\n",
+		       (unsigned long long)prog.total_files,
+		       (unsigned long long)tot.size,
+		       (unsigned long long)prog.copied,
+		       (unsigned long long)tot.bytes, cap,
+		       fits ? "true" : "false",
+		       (unsigned long long)warm_rate, secs, failures,
+		       interrupted ? "true" : "false");
+	}
+	if (interrupted || ret)
+		return;
+	if (!fits)
+		fprintf(stderr, "hotfsctl: only %s of the %s asked is cached: "
+			"it does not fit in the cache (%s)\n", a, b, c);
+	else if (!json)
+		fprintf(stderr, "warm: all %s asked is cached\n", b);
+}
+
+int cmd_files(enum fcmd c, int argc, char **argv)
+{
+	struct paths p = { 0 };
+	char *mount = NULL, *j;
+	bool rate_given = false, fits = true;
+	double cap = 0;
+	int i, r = 0, ret;
+
+	cur_cmd = c;
+	for (i = 0; i < argc; i++) {
+		if ((c == F_WARM || c == F_PIN) &&
+		    strcmp(argv[i], "--rate") == 0 && i + 1 < argc) {
+			if (parse_size(argv[++i], &warm_rate) < 0) {
+				fprintf(stderr, "hotfsctl: --rate '%s': bytes "
+					"per second (e.g. 50M, 0 = unlimited)\n",
+					argv[i]);
+				r = 2;
+			}
+			rate_given = true;
+		} else if (c != F_PINS &&
+			   strcmp(argv[i], "--files-from") == 0 &&
+			   i + 1 < argc) {
+			if (read_list(&p, argv[++i]) < 0)
+				r = 1;
+		} else if (paths_add(&p, argv[i]) < 0) {
+			r = 1;
+		}
+	}
+	if (!r && (!p.n || (c == F_PINS && p.n != 1)))
+		r = 2;
+	if (r) {
+		if (r == 2)
+			usage(stderr);
+		paths_free(&p);
+		return r;
+	}
+	signal(SIGINT, on_sigint);
+	prog.tty = (c == F_WARM || c == F_PIN) && isatty(2);
+	for (size_t k = 0; k < p.n; k++) {
+		char *m = need_mount(p.v[k]);
+
+		if (!m) {
+			free(mount);
+			paths_free(&p);
+			return 1;
+		}
+		if (!mount)
+			mount = m;
+		else
+			free(m);
+		if (c == F_WARM || c == F_PIN)
+			nftw(p.v[k], count_cb, 64, FTW_PHYS | FTW_MOUNT);
+	}
+	if (c == F_WARM || c == F_PIN) {
+		char h1[32], h2[32];
+
+		if (!rate_given)
+			warm_rate = mount_rate(mount);
+		j = mount_stats(mount);
+		cap = j ? num(j, "capacity_bytes") : 0;
+		free(j);
+		if (cap > 0 && (double)prog.total_bytes > cap) {
+			fits = false;
+			human(h1, sizeof(h1), (double)prog.total_bytes);
+			human(h2, sizeof(h2), cap);
+			fprintf(stderr, "hotfsctl: %s asked, but the cache "
+				"holds %s: not all of it can stay cached\n",
+				h1, h2);
+		}
+	}
+	if (json && (c == F_INFO || c == F_PINS)) {
+		printf("{");
+		if (c == F_PINS) {
+			printf("\"mountpoint\": ");
+			jput(stdout, mount);
+			printf(", ");
+		}
+		printf("\"files\": [");
+	}
+	prog.start = now_s();
+	r = walk(&p);
+	if (c == F_WARM || c == F_PIN)
+		show_progress(true);
+	ret = interrupted ? 130 : r < 0 ? 1 : failures ? 1 : 0;
+	if (c == F_WARM || c == F_PIN)
+		warm_summary(&p, mount, fits, cap, now_s() - prog.start, ret);
+	if (c == F_INFO || c == F_PINS) {
+		double inmount = 0;
+
+		if (c == F_PINS) {
+			j = mount_stats(mount);
+			inmount = j ? num(j, "pinned_files") : 0;
+			free(j);
+		}
+		if (json) {
+			printf("%s],\n  ", tot.any ? "\n  " : "");
+			json_total();
+			if (c == F_PINS)
+				printf(",\n  \"pinned_files\": %.0f, "
+				       "\"not_found\": %.0f",
+				       inmount, inmount > (double)tot.pinned ?
+				       inmount - (double)tot.pinned : 0);
+			printf(",\n  \"errors\": %d\n}\n", failures);
+		} else {
+			human_total();
+		}
+		if (c == F_PINS && inmount > (double)tot.pinned)
+			fprintf(stderr, "hotfsctl: %.0f of the mount's %.0f "
+				"pins are not files under %s (a pin follows "
+				"the file, which may be elsewhere on the "
+				"mount, or deleted)\n",
+				inmount - (double)tot.pinned, inmount,
+				p.v[0]);
+	}
+	if (json && (c == F_EVICT || c == F_UNPIN))
+		printf("{\"files\": %llu, \"dropped_bytes\": %llu, "
+		       "\"errors\": %d}\n", (unsigned long long)tot.files,
+		       (unsigned long long)tot.bytes, failures);
+	if (interrupted)
+		fprintf(stderr, "hotfsctl: interrupted\n");
+	else if (r < 0)
+		fprintf(stderr, "hotfsctl: %s\n", strerror(errno));
+	free(mount);
+	paths_free(&p);
+	return ret;
+}
+
