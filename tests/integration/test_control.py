@@ -380,3 +380,56 @@ def test_umount_then_flock_waits_for_the_state(tree):
     for name in ('meta', 'counts'):
         assert os.path.getsize(os.path.join(ws.cache, name)) > 0, name
     assert proc.wait(timeout=util.TIMEOUT) == 0
+
+
+def test_set_while_reading_and_writing(tree):
+    """Settings changed again and again under readers and writers: every
+    read returns the source's bytes (under ThreadSanitizer in
+    tests/run.sh: each part takes the new value atomically)."""
+    import threading
+    ws = tree
+    ws.start(opts='cachesize=64M,threshold=1')
+    stop = threading.Event()
+    errors = []
+
+    def reader():
+        while not stop.is_set():
+            for i in range(3):
+                name = 'f%d' % i
+                got = util.read_cold(os.path.join(ws.mnt, name))
+                with open(os.path.join(ws.src, name), 'rb') as f:
+                    if got != f.read():
+                        errors.append(name)
+            # cached, so that writes update or drop its extents
+            util.read_cold(os.path.join(ws.mnt, 'f3'))
+
+    def writer():
+        n = 0
+        while not stop.is_set():
+            with open(os.path.join(ws.mnt, 'f3'), 'r+b') as f:
+                f.seek((n * 4096) % (256 * 1024))
+                f.write(bytes([n % 256]) * 4096)
+            n += 1
+
+    threads = [threading.Thread(target=reader),
+               threading.Thread(target=writer)]
+    for t in threads:
+        t.start()
+    try:
+        for k in range(20):
+            ctl('set', ws.mnt, 'threshold=%d' % (1 + k % 3),
+                'promote_rate=%s' % ('0' if k % 2 else '1M'),
+                'seqcutoff=%s' % ('0' if k % 2 else '64K'),
+                'writemode=%s' % ('writethrough' if k % 2 else
+                                  'writearound'),
+                'inode_cache=%d' % (10 + k))
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=60)
+    assert not errors, errors
+    # f3, written through the mount in both modes, reads back as the
+    # source has it
+    with open(os.path.join(ws.src, 'f3'), 'rb') as f:
+        assert util.read_cold(os.path.join(ws.mnt, 'f3')) == f.read()
+    assert opts_of(ws.mnt)['inode_cache'] == '29'
