@@ -22,6 +22,7 @@
 #include "hotfs/ioctl.h"
 #include "hotfs/mountinfo.h"
 
+#include "hotfs/textfmt.h"
 #include "hotfsctl_i.h"
 
 const char *ctldir = ".hotfs";
@@ -239,18 +240,7 @@ char *jstr(const char *json, const char *key)
 /* A JSON string. */
 void jput(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
+	json_put_str(f, s);
 }
 
 /* The raw token of key in the flat JSON object hotfs writes (a number
@@ -291,13 +281,9 @@ int parse_size(const char *s, uint64_t *v)
 	n = strtoull(s, &end, 10);
 	if (errno)
 		return -1;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: break;
-	}
+	shift = size_suffix_shift(*end);
+	if (shift)
+		end++;
 	if (shift && (*end == 'i' || *end == 'I') &&
 	    (end[1] == 'b' || end[1] == 'B'))
 		end += 2;

@@ -25,6 +25,7 @@
 #include <fuse_lowlevel.h>
 #include <fuse_opt.h>
 
+#include "hotfs/textfmt.h"
 #include "hotfs/mountinfo.h"
 #include "hotfs/opts.h"
 #include "hotfs/policy.h"
@@ -203,13 +204,9 @@ int opt_parse_size(const char *s, uint64_t *bytes, unsigned *pct)
 		*bytes = 0;
 		return 0;
 	}
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: break;
-	}
+	shift = size_suffix_shift(*end);
+	if (shift)
+		end++;
 	if (shift && (*end == 'i' || *end == 'I') && (end[1] == 'b' || end[1] == 'B'))
 		end += 2;
 	else if (*end == 'b' || *end == 'B')

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "hotfs/textfmt.h"
 #include "hotfs/cache.h"
 #include "hotfs/ctl.h"
 #include "hotfs/fs.h"
@@ -271,22 +272,6 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 }
 
 /* JSON string escaping for the few free-text values. */
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
 int stats_render(struct hotfs *fs, enum stats_fmt fmt, char **out,
 		 size_t *len)
 {
@@ -325,7 +310,7 @@ int stats_render(struct hotfs *fs, enum stats_fmt fmt, char **out,
 			else if (v->kind == K_F64)
 				fprintf(f, "%.4f", v->f);
 			else
-				json_str(f, v->s);
+				json_put_str(f, v->s);
 			continue;
 		}
 		fprintf(f, "%s:%*s", v->key, (int)(w + 1 - strlen(v->key)), "");
