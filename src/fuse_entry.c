@@ -282,18 +282,17 @@ static int set_owner(int fd, const struct stat *attr, int valid)
 	return 0;
 }
 
+/* hfd: the handle's source fd, or -1 to go by the inode's fd */
 static int set_size(struct hotfs *fs, struct hotfs_inode *in, int fd,
-		    struct fuse_file_info *fi, off_t size)
+		    int hfd, off_t size)
 {
 	struct cache_wr w;
 	char path[64];
 	int r;
 
-	if (fi && fh_src(fs, in, fi) < 0)
-		return fh_src(fs, in, fi);
 	cache_write_begin(fs_cache(fs), fs->it, in, &w, 0, 0);
-	if (fi) {
-		r = ftruncate(fhfd(fi), size);
+	if (hfd >= 0) {
+		r = ftruncate(hfd, size);
 	} else {
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		r = truncate(path, size);
@@ -304,8 +303,7 @@ static int set_size(struct hotfs *fs, struct hotfs_inode *in, int fd,
 }
 
 static int set_times(struct hotfs *fs, struct hotfs_inode *in, int fd,
-		     struct fuse_file_info *fi, const struct stat *attr,
-		     int valid)
+		     int hfd, const struct stat *attr, int valid)
 {
 	struct timespec tv[2] = {
 		{ .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT },
@@ -322,10 +320,8 @@ static int set_times(struct hotfs *fs, struct hotfs_inode *in, int fd,
 	else if (valid & FUSE_SET_ATTR_MTIME)
 		tv[1] = attr->st_mtim;
 	procname(pn, sizeof(pn), fd);
-	if (fi && fh_src(fs, in, fi) < 0)
-		return fh_src(fs, in, fi);
-	if (fi)
-		r = futimens(fhfd(fi), tv);
+	if (hfd >= 0)
+		r = futimens(hfd, tv);
 	else if (S_ISLNK(in->type))
 		r = utimensat(fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 	else
@@ -339,14 +335,20 @@ static int set_attr(struct hotfs *fs, struct hotfs_inode *in, int fd,
 		    int valid)
 {
 	char pn[32];
-	int r = 0;
+	int r = 0, hfd = -1;
 
+	/* through the handle where there is one (opened now if lazy), for
+	 * what goes by a descriptor */
+	if (fi && (valid & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_SIZE |
+			    FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
+		hfd = fh_src(fs, in, fi);
+		if (hfd < 0)
+			return hfd;
+	}
 	procname(pn, sizeof(pn), fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
-		if (fi && fh_src(fs, in, fi) < 0)
-			return fh_src(fs, in, fi);
-		if (fi)
-			r = fchmod(fhfd(fi), attr->st_mode);
+		if (hfd >= 0)
+			r = fchmod(hfd, attr->st_mode);
 		else
 			r = fchmodat(fs->proc_self_fd, pn, attr->st_mode, 0);
 		if (r == -1)
@@ -356,9 +358,9 @@ static int set_attr(struct hotfs *fs, struct hotfs_inode *in, int fd,
 	    (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
 		r = set_owner(fd, attr, valid);
 	if (!r && (valid & FUSE_SET_ATTR_SIZE))
-		r = set_size(fs, in, fd, fi, attr->st_size);
+		r = set_size(fs, in, fd, hfd, attr->st_size);
 	if (!r && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)))
-		r = set_times(fs, in, fd, fi, attr, valid);
+		r = set_times(fs, in, fd, hfd, attr, valid);
 	return r;
 }
 

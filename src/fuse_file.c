@@ -137,11 +137,6 @@ static bool open_trusted(struct hotfs *fs, struct hotfs_inode *in,
 	if (fs->o->revalidate != HOTFS_REVAL_SECONDS ||
 	    (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
 		return false;
-	fh = fh_new(-1);
-	if (!fh)
-		return false;
-	fh->lazy = true;
-	fh->lazy_flags = backing_flags(fi->flags);
 	limit = (int64_t)(fs->o->revalidate_secs * 1e9);
 	pthread_mutex_lock(&in->m);
 	ok = in->stamp_valid && in->stamp_settled && in->stamp_checked_ns &&
@@ -151,10 +146,18 @@ static bool open_trusted(struct hotfs *fs, struct hotfs_inode *in,
 	if (ok)
 		in->nopen++;
 	pthread_mutex_unlock(&in->m);
-	if (!ok) {
-		fh_free(fh);
+	if (!ok)
+		return false;
+	/* only now: most opens past the window are not trusted */
+	fh = fh_new(-1);
+	if (!fh) {
+		pthread_mutex_lock(&in->m);
+		in->nopen--;
+		pthread_mutex_unlock(&in->m);
 		return false;
 	}
+	fh->lazy = true;
+	fh->lazy_flags = backing_flags(fi->flags);
 	fi->fh = (uintptr_t)fh;
 	fi->keep_cache = 1;
 	fi->noflush = 1;

@@ -16,6 +16,7 @@
 #include "fuse_i.h"
 #include "hotfs/cache_ctl.h"
 #include "hotfs/ctl.h"
+#include "hotfs/fileio.h"
 #include "hotfs/ioctl.h"
 #include "hotfs/meta_fs.h"
 #include "hotfs/stamp.h"
@@ -158,7 +159,6 @@ static ssize_t fileattr_ioctl(struct hotfs *fs, struct hotfs_inode *in,
 	bool set = cmd == FS_IOC_SETFLAGS || cmd == FS_IOC_FSSETXATTR;
 	size_t need = cmd == FS_IOC_GETFLAGS || cmd == FS_IOC_SETFLAGS ?
 		      sizeof(int) : sizeof(struct fsxattr);
-	char pn[32];
 	int fd, ofd, r;
 
 	if (!S_ISREG(in->type) && !S_ISDIR(in->type))
@@ -171,13 +171,11 @@ static ssize_t fileattr_ioctl(struct hotfs *fs, struct hotfs_inode *in,
 	fd = ino_fd(fs->it, in);
 	if (fd < 0)
 		return fd;
-	procname(pn, sizeof(pn), fd);
-	ofd = openat(fs->proc_self_fd, pn, O_RDONLY | O_NONBLOCK | O_NOCTTY |
-		     O_CLOEXEC | (S_ISDIR(in->type) ? O_DIRECTORY : 0));
-	if (ofd == -1) {
-		r = -errno;
+	ofd = reopen_fd(fs->proc_self_fd, fd, O_RDONLY | O_NONBLOCK |
+			O_NOCTTY | (S_ISDIR(in->type) ? O_DIRECTORY : 0));
+	if (ofd < 0) {
 		ino_fd_put(in);
-		return r;
+		return ofd;
 	}
 	if (set) {
 		/* its ctime moves: the mount's own change (hotfs/stamp.h) */

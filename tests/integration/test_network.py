@@ -230,25 +230,8 @@ def write(path, data):
 
 
 def read(path, limit=4 << 20):
-    """The whole file through the daemon, not the kernel's pages (as
-    util.read_cold), failing past limit bytes rather than reading on
-    forever."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        chunks, n = [], 0
-        while True:
-            b = os.read(fd, 1 << 20)
-            if not b:
-                break
-            n += len(b)
-            if n > limit:
-                pytest.fail('%s: more than %d bytes' % (path, limit))
-            chunks.append(b)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        return b''.join(chunks)
-    finally:
-        os.close(fd)
+    """The whole file through the daemon, not the kernel's pages."""
+    return util.read_cold(path, limit)
 
 
 def stats(mnt):

@@ -330,18 +330,22 @@ def assert_same_stat(mnt_path, src_path, fields=None, follow=False):
         mnt_path, src_path, diff)
 
 
-def read_cold(path):
+def read_cold(path, limit=None):
     """The whole file, read from the filesystem and not from the kernel's
     page cache (dropped before and after with POSIX_FADV_DONTNEED), so
-    that through a mount every byte comes from the daemon."""
+    that through a mount every byte comes from the daemon; failing past
+    limit bytes (if given) rather than reading on forever."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        chunks = []
+        chunks, n = [], 0
         while True:
             b = os.read(fd, 1 << 20)
             if not b:
                 break
+            n += len(b)
+            if limit is not None and n > limit:
+                pytest.fail('%s: more than %d bytes' % (path, limit))
             chunks.append(b)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         return b''.join(chunks)
