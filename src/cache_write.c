@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Writes through the mount and the cache (see include/hotfs/cache_write.h):
- * writearound drops the extents a write touched, writethrough patches the
- * cached ones with the written bytes; the file's other extents are carried
- * over to its new stamp (st_restamp).
+ * writearound drops the records (extents and blocks) holding a byte the
+ * write touched, writethrough patches the cached ones with the written
+ * bytes; the file's other records are carried over to its new stamp
+ * (st_restamp), and so are promotions queued before the write whose bytes
+ * it missed (cache_insert).
  *
  * Locks: in->m around the write generation, the span of writes in flight
  * and the stamp; the store's restamp, invalidation and the writethrough's
@@ -91,21 +93,22 @@ static void change_end(struct hotfs_inode *in, const struct cache_wr *w)
 }
 
 /*
- * writethrough: the new contents of extent e, built from its cached copy
- * (under the old stamp) and the written bytes; NULL if it was not cached.
+ * writethrough: the new contents of record e (an extent or a block),
+ * built from its cached copy (under the old stamp) and the written bytes;
+ * NULL if it was not cached.
  */
-static char *patched_extent(struct hotfs_cache *c, const struct hotfs_key *k,
+static char *patched_record(struct hotfs_cache *c, const struct hotfs_key *k,
 			    const struct cache_wr *w, uint32_t e,
 			    uint64_t off, uint64_t len, const char *data,
 			    uint64_t new_size, uint32_t *elen)
 {
-	uint64_t es = (uint64_t)e << c->ext_shift, ee, ws, we;
+	uint64_t es = st_rec_off(e, c->extent), ee, ws, we;
 	uint32_t n = cache_ext_len(c, e, new_size), oldn = cache_ext_len(c, e,
 								   w->old.size);
 	char *buf;
 	ssize_t got;
 
-	if (!n || n != oldn)	/* the extent's length changed: drop it */
+	if (!n || n != oldn)	/* the record's length changed: drop it */
 		return NULL;
 	buf = malloc(n);
 	if (!buf)
@@ -124,16 +127,57 @@ static char *patched_extent(struct hotfs_cache *c, const struct hotfs_key *k,
 	return buf;
 }
 
+/* writethrough patches at most this many extents and blocks a write */
+#define WT_EXTENTS	8u
+#define WT_BLOCKS	64u
+
+struct wt_patch {
+	char *buf[WT_EXTENTS + WT_BLOCKS];
+	uint32_t len[WT_EXTENTS + WT_BLOCKS];
+	uint32_t rec[WT_EXTENTS + WT_BLOCKS];
+	unsigned n;
+};
+
+/* The cached extents and blocks a write of [off, off + len) touched,
+ * patched with its bytes. */
+static void wt_build(struct hotfs_cache *c, const struct hotfs_key *k,
+		     const struct cache_wr *w, uint64_t off, uint64_t len,
+		     const char *data, uint64_t new_size, struct wt_patch *p)
+{
+	uint64_t e0 = off >> c->ext_shift, e1 = (off + len - 1) >> c->ext_shift;
+	uint64_t b0 = off / ST_BLOCK, b1 = (off + len - 1) / ST_BLOCK, x;
+
+	p->n = 0;
+	if (e1 - e0 < WT_EXTENTS && e1 < ST_EXT_LIMIT)
+		for (x = e0; x <= e1; x++) {
+			p->buf[p->n] = patched_record(c, k, w, (uint32_t)x,
+						      off, len, data,
+						      new_size, &p->len[p->n]);
+			if (p->buf[p->n])
+				p->rec[p->n++] = (uint32_t)x;
+		}
+	if (b1 - b0 < WT_BLOCKS && b1 < ST_BLK_LIMIT)
+		for (x = b0; x <= b1; x++) {
+			uint32_t r = ST_REC_BLOCK | (uint32_t)x;
+
+			p->buf[p->n] = patched_record(c, k, w, r, off, len,
+						      data, new_size,
+						      &p->len[p->n]);
+			if (p->buf[p->n])
+				p->rec[p->n++] = r;
+		}
+}
+
 void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 		     struct cache_wr *w, uint64_t off, uint64_t len,
 		     const void *data)
 {
-	struct hotfs_stamp now;
+	struct hotfs_stamp now = { 0 };
 	struct hotfs_key k;
 	struct stat st;
-	uint32_t first = 0, count = 0, e, nb = 0;
-	char *bufs[8] = { 0 };
-	uint32_t lens[8] = { 0 }, exts[8] = { 0 };
+	/* the bytes whose records are dropped: [d_lo, d_hi) */
+	uint64_t d_lo = 0, d_hi = 0;
+	struct wt_patch wt = { .n = 0 };
 	bool have_now;
 	unsigned i;
 
@@ -157,35 +201,22 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	if (have_now) {
 		cache_stamp(&st, &now);
 		if (len) {
-			uint64_t last = len == CACHE_WR_TO_END ||
-					off + len < off ? UINT32_MAX :
-					(off + len - 1) >> c->ext_shift;
-
-			/* past ST_EXT_LIMIT nothing is cached: first at
-			 * the limit and count 0 drop nothing */
-			first = off >> c->ext_shift < ST_EXT_LIMIT ?
-				(uint32_t)(off >> c->ext_shift) :
-				ST_EXT_LIMIT;
-			count = last >= UINT32_MAX ? 0 :
-				(uint32_t)(last - first + 1);
-			if (!count)	/* to the end of the file */
-				count = UINT32_MAX - first;
+			d_lo = off;
+			d_hi = len == CACHE_WR_TO_END || off + len < off ?
+			       UINT64_MAX : off + len;
 		}
 	}
-	/* writethrough: the touched extents that were cached, patched */
+	/* writethrough: the touched extents and blocks that were cached,
+	 * patched */
 	if (have_now && c->writemode == HOTFS_WRITETHROUGH && data && len &&
-	    len != CACHE_WR_TO_END && count <= 8)
-		for (e = first; e < first + count; e++) {
-			bufs[nb] = patched_extent(c, &k, w, e, off, len, data,
-						  now.size, &lens[nb]);
-			if (bufs[nb])
-				exts[nb++] = e;
-		}
+	    len != CACHE_WR_TO_END)
+		wt_build(c, &k, w, off, len, data, now.size, &wt);
 	/*
 	 * Under the inode lock, like a promotion's insert: the hint then
 	 * says truly whether anything of the file is left, and a promotion
 	 * either came before (and is dropped here) or sees the generation
-	 * bumped below (and gives up).
+	 * bumped below (and gives up, unless this write missed its bytes:
+	 * the note below).
 	 */
 	pthread_mutex_lock(&in->m);
 	/*
@@ -195,45 +226,44 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	 * stamp, theirs included.  Drop their span as well.
 	 */
 	if (in->wr_inflight > 1 && have_now) {
-		uint64_t lo = in->wr_lo, hi = (uint64_t)in->wr_hi + 1;
+		uint64_t lo = (uint64_t)in->wr_lo << c->ext_shift;
+		uint64_t hi = in->wr_hi >= ST_EXT_LIMIT ? UINT64_MAX :
+			      ((uint64_t)in->wr_hi + 1) << c->ext_shift;
 
-		if (count) {
-			lo = first < lo ? first : lo;
-			hi = (uint64_t)first + count > hi ?
-			     (uint64_t)first + count : hi;
+		if (d_hi > d_lo) {
+			lo = d_lo < lo ? d_lo : lo;
+			hi = d_hi > hi ? d_hi : hi;
 		}
-		if (lo > ST_EXT_LIMIT)
-			lo = ST_EXT_LIMIT;
-		first = (uint32_t)lo;
-		count = hi > UINT32_MAX ? UINT32_MAX - first :
-			(uint32_t)(hi - lo);
-		if (!count)
-			count = UINT32_MAX - first;
+		d_lo = lo;
+		d_hi = hi;
 	}
 	if (in->cached_extents_hint) {
 		if (!have_now) {
 			st_invalidate(c->st, &k, 0, 0, ST_INVAL_WRITE);
 			in->cached_extents_hint = 0;
-		} else if (st_restamp(c->st, &k, &w->old, &now, first,
-				      count) == 0) {
+		} else if (st_restamp(c->st, &k, &w->old, &now, d_lo,
+				      d_hi == UINT64_MAX ? ST_TO_END :
+				      d_hi - d_lo) == 0) {
 			in->cached_extents_hint = 0;
 		}
-		/* the patched extents, unless another write came since */
-		for (i = 0; i < nb; i++)
-			if (__cache_insert(c->st, in, &k, exts[i], &now,
-					   w->gen, bufs[i], lens[i]) == 0)
+		/* the patched records, unless another write came since */
+		for (i = 0; i < wt.n; i++)
+			if (__cache_insert(c->st, in, &k, wt.rec[i], &now,
+					   w->gen, wt.buf[i], wt.len[i]) == 0)
 				stats_add(&c->stats, STAT_WRITETHROUGH, 1);
 		stats_add(&c->stats, STAT_INVAL_WRITE, 1);
 	}
 	/* a read that began during the write may hold bytes from before it
-	 * landed: promotions it queued must not be inserted */
+	 * landed: promotions it queued must not be inserted, unless this
+	 * write missed their bytes (the note says which it touched) */
 	in->write_gen++;
 	in->wr_inflight--;
+	__cache_note_write(in, have_now, d_lo, d_hi, &w->old, &now);
 	/* our own write: the kernel's pages and attributes followed it */
 	change_end(in, w);
 	pthread_mutex_unlock(&in->m);
 	if (w->fd >= 0)
 		ino_fd_put(in);
-	for (i = 0; i < nb; i++)
-		free(bufs[i]);
+	for (i = 0; i < wt.n; i++)
+		free(wt.buf[i]);
 }

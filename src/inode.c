@@ -209,6 +209,7 @@ static void free_inode(struct hotfs_itable *t, struct hotfs_inode *in)
 	if (in->lazy_parent && !t->dying)
 		ino_unhold(t, in->lazy_parent);
 	free(in->lazy_name);
+	free(in->wr_notes);
 	free(in->fh);
 	pthread_cond_destroy(&in->inval_cv);
 	pthread_mutex_destroy(&in->m);

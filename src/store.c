@@ -560,7 +560,8 @@ int st_insert(struct hotfs_store *st, const struct hotfs_key *key,
 {
 	int err;
 
-	if (!len || len > st->g.extent || stamp->ino != key->ino)
+	if (!len || len > st_rec_max(extno, st->g.extent) ||
+	    stamp->ino != key->ino)
 		return -EINVAL;
 	if (key->dev > UINT32_MAX)
 		return -EOVERFLOW;

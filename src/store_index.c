@@ -93,6 +93,17 @@ static void free_buckets(uint32_t *b, uint32_t n)
 		munmap(b, bucket_bytes(n));
 }
 
+/* Is record rec within extents [first, first + count) (count 0: to the
+ * end)?  A block is within the extent that holds it. */
+static bool rec_in(const struct hotfs_store *st, uint32_t rec,
+		   uint32_t first, uint32_t count)
+{
+	uint64_t x = st_rec_is_block(rec) ?
+		     st_rec_off(rec, st->g.extent) / st->g.extent : rec;
+
+	return x >= first && (count == 0 || x - first < count);
+}
+
 /*
  * max_entries bounds the index (one entry per 512 bytes of capacity);
  * min_buckets presizes the tables, which saves growing them.
@@ -486,8 +497,7 @@ uint32_t idx_drop_file(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		else if (keep_stamp)
 			drop = e->stamp != stamp;
 		else
-			drop = e->extno >= first &&
-				(count == 0 || e->extno - first < count);
+			drop = rec_in(st, e->extno, first, count);
 		if (!drop) {
 			pp = &e->fnext;
 			continue;

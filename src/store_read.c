@@ -39,6 +39,11 @@ static void fill_loc(struct hotfs_store *st, const struct st_entry *e,
 	loc->key.ino = e->ino;
 }
 
+uint32_t st_extent(const struct hotfs_store *st)
+{
+	return st->g.extent;
+}
+
 int st_data_fd(const struct hotfs_store *st)
 {
 	return st->datafd;

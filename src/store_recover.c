@@ -119,7 +119,7 @@ int st_sument_check(const struct st_sument *e, const struct st_geom *g,
 		return -EBADMSG;
 	if (e->flags & ST_SE_TOMB)
 		return 0;
-	if (!e->len || e->len > g->extent)
+	if (!e->len || e->len > st_rec_max(e->extno, g->extent))
 		return -EBADMSG;
 	if (e->off % st_align_of(e->len))
 		return -EBADMSG;

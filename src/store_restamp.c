@@ -7,7 +7,9 @@
  * make every cached extent of the file stale.  The extents the write did
  * not touch still hold the file's bytes, so they are given the new stamp
  * in the in-memory index; the touched ones, and any the size change makes
- * partial or out of range, are dropped.  Only memory changes: the region
+ * partial or out of range, are dropped: records (extents or blocks) that
+ * hold a written byte, so a 4 KiB write costs one block record, or the
+ * extent record it falls in.  Only memory changes: the region
  * summaries keep the old stamp, so after a restart these extents are
  * stale and dropped at their first lookup (a restart forgets writes'
  * carry-overs, it never serves them wrongly).  If any extent of the file
@@ -24,9 +26,9 @@
 
 int st_restamp(struct hotfs_store *st, const struct hotfs_key *key,
 	       const struct hotfs_stamp *old, const struct hotfs_stamp *now,
-	       uint32_t drop_first, uint32_t drop_count)
+	       uint64_t drop_off, uint64_t drop_len)
 {
-	uint64_t h_old, h_new, keep_end;
+	uint64_t h_old, h_new, keep_end, drop_end;
 	uint32_t i, n = 0, cap = 0, kept = 0, *dead = NULL;
 	bool stale = false;
 
@@ -39,12 +41,14 @@ int st_restamp(struct hotfs_store *st, const struct hotfs_key *key,
 	/* an extent survives only if it ends before both ends of file,
 	 * or the size did not change */
 	keep_end = old->size < now->size ? old->size : now->size;
+	drop_end = drop_len == ST_TO_END || drop_off + drop_len < drop_off ?
+		   UINT64_MAX : drop_off + drop_len;
 	pthread_rwlock_wrlock(&st->idx_lock);
 	st_rk_note(st, key->dev, key->ino);
 	for (i = idx_file_first(st, key->dev, key->ino); i != ST_NIL;
 	     i = st->ent[i].fnext) {
 		struct st_entry *e = &st->ent[i];
-		uint64_t end;
+		uint64_t start, end;
 
 		if (e->ino != key->ino || e->dev != key->dev)
 			continue;
@@ -52,12 +56,12 @@ int st_restamp(struct hotfs_store *st, const struct hotfs_key *key,
 			stale = true;
 			break;
 		}
-		end = ((uint64_t)e->extno * st->g.extent) + E_LEN(e);
-		if ((e->extno >= drop_first &&
-		     e->extno - drop_first < drop_count) ||
+		start = st_rec_off(e->extno, st->g.extent);
+		end = start + E_LEN(e);
+		if ((drop_len && start < drop_end && end > drop_off) ||
 		    (old->size != now->size && end > keep_end) ||
 		    (old->size != now->size &&
-		     E_LEN(e) < st->g.extent)) {
+		     E_LEN(e) < st_rec_max(e->extno, st->g.extent))) {
 			if (n == cap) {
 				uint32_t *d = realloc(dead, (cap ? cap * 2 :
 							     64) *
@@ -91,11 +95,18 @@ int st_restamp(struct hotfs_store *st, const struct hotfs_key *key,
 		/* tombstones keep a restart from resurrecting the written
 		 * extents under a stamp that may still match (same mtime
 		 * tick); as in st_invalidate, queued if the store is busy */
-		uint32_t first = stale ? 0 : drop_first;
-		uint32_t count = stale ? 0 : drop_count;
+		uint64_t first = drop_off / st->g.extent;
+		uint64_t last = (drop_end - 1) / st->g.extent;
+		uint32_t f = first < ST_EXT_LIMIT ? (uint32_t)first :
+			     ST_EXT_LIMIT;
+		uint32_t count = drop_end == UINT64_MAX ||
+				 last >= ST_EXT_LIMIT ? 0 :
+				 (uint32_t)(last - first + 1);
 
-		if (stale || drop_count)
-			st_tombstone_nowait(st, key->dev, key->ino, first,
+		if (stale)
+			st_tombstone_nowait(st, key->dev, key->ino, 0, 0);
+		else if (drop_len)
+			st_tombstone_nowait(st, key->dev, key->ino, f,
 					    count);
 		CNT_ADD(st, inval[ST_INVAL_WRITE], n);
 	}

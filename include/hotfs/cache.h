@@ -113,12 +113,12 @@ static inline bool cache_stamp_eq(const struct hotfs_stamp *a,
 static inline uint32_t cache_ext_len(const struct hotfs_cache *c,
 				     uint32_t extno, uint64_t size)
 {
-	uint64_t start = (uint64_t)extno << c->ext_shift;
+	uint64_t start = st_rec_off(extno, c->extent);
+	uint32_t max = st_rec_max(extno, c->extent);
 
 	if (start >= size)
 		return 0;
-	return size - start < c->extent ? (uint32_t)(size - start) :
-	       c->extent;
+	return size - start < max ? (uint32_t)(size - start) : max;
 }
 
 #endif

@@ -22,18 +22,35 @@
 #ifndef HOTFS_CACHE_INSERT_H
 #define HOTFS_CACHE_INSERT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "hotfs/inode.h"
 #include "hotfs/store.h"
 
-/* 0, -ESTALE (a write came: nothing cached) or the store's -errno.
- * On success in->cached_extents_hint covers extno. */
+/*
+ * 0, -ESTALE (a write came: nothing cached) or the store's -errno.  On
+ * success in->cached_extents_hint covers extno.  Writes through the mount
+ * since gen that missed the record's bytes do not stop it: the bytes are
+ * then cached under the stamp the last of them left (each write's
+ * stamps before and after must chain, hotfs_wr_notes in hotfs/inode.h);
+ * a write that touched them, one not noted, or any change behind the
+ * mount between does.
+ */
 int cache_insert(struct hotfs_store *st, struct hotfs_inode *in,
 		 const struct hotfs_key *k, uint32_t extno,
 		 const struct hotfs_stamp *stamp, uint64_t gen,
 		 const void *buf, size_t len);
+/*
+ * cache_write_end: a write ended (in->write_gen bumped), with in->m
+ * held.  known: it dropped the records holding [lo, hi) and carried the
+ * others from stamp old to now; false: the file's records were dropped,
+ * or the write is not known well enough to carry a promotion over it.
+ */
+void __cache_note_write(struct hotfs_inode *in, bool known, uint64_t lo,
+			uint64_t hi, const struct hotfs_stamp *old,
+			const struct hotfs_stamp *now);
 /* The same with in->m held. */
 int __cache_insert(struct hotfs_store *st, struct hotfs_inode *in,
 		   const struct hotfs_key *k, uint32_t extno,

@@ -24,6 +24,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "hotfs/store.h"
+
 /*
  * A directory's entries as the source returned them, kept with the
  * directory's stamp when the listing was read: later opendirs that find
@@ -73,6 +75,24 @@ struct hotfs_neg {
 };
 
 void neg_free(struct hotfs_neg *neg);
+
+/*
+ * A write through the mount as cache_insert needs to know it: the bytes
+ * whose records it dropped [lo, hi), the file's stamps before and after,
+ * and in->write_gen at its end.  A ring of the last WR_NOTES, and from:
+ * no write that ended after write_gen from is missing from it.
+ */
+#define WR_NOTES	8
+struct hotfs_wr_note {
+	uint64_t gen_end;
+	uint64_t lo, hi;
+	struct hotfs_stamp old, now;
+};
+struct hotfs_wr_notes {
+	struct hotfs_wr_note n[WR_NOTES];
+	unsigned next, count;
+	uint64_t from;
+};
 
 struct hotfs_inode {
 	_Atomic int fd;			/* O_PATH on the source object, or
@@ -135,6 +155,9 @@ struct hotfs_inode {
 	 * restamped as current (cache.c). */
 	unsigned wr_inflight;
 	uint32_t wr_lo, wr_hi;
+	/* The last writes through the mount, for promotions queued before
+	 * them (hotfs/cache_insert.h); NULL until the first.  Under m. */
+	struct hotfs_wr_notes *wr_notes;
 	/* Extents of this file that may be in the store, as a count from
 	 * extent 0 (0 = none): a write invalidates that many.  Unknown after
 	 * a restart, so it starts at "the whole file". */

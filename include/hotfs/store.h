@@ -154,11 +154,41 @@ struct hotfs_store_params {
 #define ST_IDENT_MAX		1024u
 #define ST_REGION_DEFAULT	(16u << 20)
 /*
- * Extent numbers are 32-bit and below this: the extents of a file from
- * ST_EXT_LIMIT on (2^48 bytes and beyond with 64K extents, only sparse
- * files get there) are never cached; reads there go to the source.
+ * Record numbers.  A record is either an extent or a block of a file:
+ *	extno			bytes [extno * extent, + len), len <= extent
+ *	ST_REC_BLOCK | blkno	bytes [blkno * ST_BLOCK, + len), len <=
+ *				ST_BLOCK (a random reader's block: the
+ *				read path chooses the grain, hotfs/cache.h)
+ * Both kinds of one file may hold the same bytes at once (both current:
+ * the index keeps one stamp per file); an invalidation or a tombstone of
+ * extents [first, first + count) drops the blocks within them as well.
+ * Extent numbers are below ST_EXT_LIMIT and block numbers below
+ * ST_BLK_LIMIT: a file's bytes from 2^31 extents on (2^49 bytes with
+ * 256K extents, only sparse files get there) are never cached, nor as
+ * blocks from 8 TiB on (there the extent grain is used).
  */
-#define ST_EXT_LIMIT		UINT32_MAX
+#define ST_REC_BLOCK		0x80000000u
+#define ST_EXT_LIMIT		ST_REC_BLOCK
+#define ST_BLK_LIMIT		ST_REC_BLOCK
+
+static inline bool st_rec_is_block(uint32_t rec)
+{
+	return rec & ST_REC_BLOCK;
+}
+
+/* The file offset of a record's byte 0 (extent size extent). */
+static inline uint64_t st_rec_off(uint32_t rec, uint32_t extent)
+{
+	return st_rec_is_block(rec) ?
+	       (uint64_t)(rec & ~ST_REC_BLOCK) * ST_BLOCK :
+	       (uint64_t)rec * extent;
+}
+
+/* The longest a record of this number can be. */
+static inline uint32_t st_rec_max(uint32_t rec, uint32_t extent)
+{
+	return st_rec_is_block(rec) ? ST_BLOCK : extent;
+}
 
 struct hotfs_store_stats {
 	enum hotfs_store_state state;
@@ -210,12 +240,15 @@ const char *st_advice(int err);
 int st_close(struct hotfs_store *st);
 
 /*
- * Find extent extno of key, cached for exactly this stamp.  0 and *loc,
+ * Find record extno (an extent or ST_REC_BLOCK | a block) of key, cached
+ * for exactly this stamp.  0 and *loc,
  * or -ENOENT (a stamp that differs also drops the file's extents).
  */
 int st_lookup(struct hotfs_store *st, const struct hotfs_key *key,
 	      uint32_t extno, const struct hotfs_stamp *stamp,
 	      struct hotfs_loc *loc);
+/* The extent size the store was made with. */
+uint32_t st_extent(const struct hotfs_store *st);
 /* The data file (as in struct hotfs_loc), for readers that open it again
  * (O_DIRECT); it never changes while the store is open. */
 int st_data_fd(const struct hotfs_store *st);
@@ -243,7 +276,7 @@ ssize_t st_read(struct hotfs_store *st, const struct hotfs_key *key,
 		void *buf, size_t len);
 
 /*
- * Cache len (1..extent) bytes as extent extno of key, read from the
+ * Cache len (1..st_rec_max) bytes as record extno of key, read from the
  * source at this stamp; replaces the extent, drops the file's extents of
  * other stamps.  -EROFS when the store is read-only or off, -ENOSPC when
  * there is no room at all; neither is worth retrying soon.
@@ -258,15 +291,18 @@ int st_invalidate(struct hotfs_store *st, const struct hotfs_key *key,
 		  uint32_t first, uint32_t count,
 		  enum hotfs_inval_reason why);
 /*
- * A write through the mount changed the file from stamp old to now:
- * extents [drop_first, drop_first + drop_count) were written and are
- * dropped, so are the ones a size change makes partial; the others take
- * the new stamp (in memory only).  Everything is dropped if any extent
- * did not have the old stamp.  Returns the extents kept, or -errno.
+ * A write through the mount changed the file from stamp old to now: the
+ * records holding any byte of [drop_off, drop_off + drop_len) were
+ * written and are dropped (drop_len 0: none, ST_TO_END: to the end of
+ * the file), so are the ones a size change makes partial; the others
+ * take the new stamp (in memory only).  Everything is dropped if any
+ * record did not have the old stamp.  Returns the records kept, or
+ * -errno.
  */
+#define ST_TO_END	UINT64_MAX
 int st_restamp(struct hotfs_store *st, const struct hotfs_key *key,
 	       const struct hotfs_stamp *old, const struct hotfs_stamp *now,
-	       uint32_t drop_first, uint32_t drop_count);
+	       uint64_t drop_off, uint64_t drop_len);
 /* Evict the nregions oldest regions (no reinsertion); returns how many. */
 int st_evict(struct hotfs_store *st, unsigned nregions);
 /* Call fn for every cached extent, under the index lock (shared). */

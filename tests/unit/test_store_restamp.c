@@ -93,7 +93,7 @@ static void test_untouched_extents_kept(void **state)
 
 	fill_file(f, &s0);
 	/* a write inside extent 2 */
-	assert_int_equal(st_restamp(f->st, &key, &s0, &s1, 2, 1), 4);
+	assert_int_equal(st_restamp(f->st, &key, &s0, &s1, 2 * EXT + 10, 1), 4);
 	assert_true(cached(f, &s1, 0));
 	assert_true(cached(f, &s1, 1));
 	assert_false(cached(f, &s1, 2));
@@ -113,7 +113,8 @@ static void test_size_change_drops_partials(void **state)
 
 	fill_file(f, &s0);
 	/* an append: the partial last extent is gone, the rest kept */
-	assert_int_equal(st_restamp(f->st, &key, &s0, &s1, 4, 1), 4);
+	assert_int_equal(st_restamp(f->st, &key, &s0, &s1, 4 * EXT + 100,
+				    100), 4);
 	assert_false(cached(f, &s1, 4));
 	assert_true(cached(f, &s1, 3));
 	/* a truncate to EXT + 5: only extent 0 is whole before both ends */
@@ -133,7 +134,7 @@ static void test_unexpected_stamp_drops_all(void **state)
 
 	fill_file(f, &s0);
 	/* the file changed behind the mount between: nothing carried */
-	assert_int_equal(st_restamp(f->st, &key, &other, &s1, 1, 1), 0);
+	assert_int_equal(st_restamp(f->st, &key, &other, &s1, EXT, 1), 0);
 	assert_false(cached(f, &s1, 0));
 	assert_false(cached(f, &s0, 0));
 	st_get_stats(f->st, &ss);
@@ -151,8 +152,8 @@ static void test_to_the_end_and_restart(void **state)
 	fill_file(f, &s0);
 	/* same stamp after the write (one timestamp tick): extents 1.. are
 	 * dropped, and stay dropped after a restart */
-	assert_int_equal(st_restamp(f->st, &key, &s0, &s1, 1,
-				    UINT32_MAX - 1), 1);
+	assert_int_equal(st_restamp(f->st, &key, &s0, &s1, EXT,
+				    ST_TO_END), 1);
 	assert_int_equal(st_commit(f->st), 0);
 	st_close(f->st);
 	p.ident = ident;
@@ -165,6 +166,75 @@ static void test_to_the_end_and_restart(void **state)
 	assert_false(cached(f, &s1, 4));
 }
 
+static uint32_t blk(uint32_t b)
+{
+	return ST_REC_BLOCK | b;
+}
+
+/* Block records: a write drops exactly the blocks it touched. */
+static void test_blocks_dropped_exactly(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_stamp s0 = { 42, 64 * EXT, 1000, 1000 };
+	struct hotfs_stamp s1 = { 42, 64 * EXT, 2000, 2000 };
+	struct hotfs_store_stats ss;
+	char buf[8];
+	uint32_t b;
+
+	for (b = 100; b < 110; b++)
+		put(f, &s0, blk(b), 4096);
+	put(f, &s0, 40, EXT);		/* and an extent elsewhere */
+	/* 4 KiB written at block 103, 1 byte at the end of block 105 */
+	assert_int_equal(st_restamp(f->st, &key, &s0, &s1, 103 * 4096ull,
+				    4096), 10);
+	assert_int_equal(st_restamp(f->st, &key, &s1, &s0, 106 * 4096ull - 1,
+				    1), 9);
+	for (b = 100; b < 110; b++)
+		assert_int_equal(cached(f, &s0, blk(b)), b != 103 && b != 105);
+	assert_true(cached(f, &s0, 40));
+	/* the kept blocks hold their bytes under the new stamp */
+	assert_int_equal(st_read(f->st, &key, blk(104), &s0, 7, buf, 2), 2);
+	assert_int_equal((unsigned char)buf[0],
+			 (unsigned char)('a' + (int)blk(104)));
+	assert_int_equal(buf[1], buf[0]);
+	st_get_stats(f->st, &ss);
+	assert_int_equal(ss.extents, 9);
+	/* a write that straddles an extent record drops it whole */
+	assert_int_equal(st_restamp(f->st, &key, &s0, &s1, 40ull * EXT + 5,
+				    3), 8);
+	assert_false(cached(f, &s1, 40));
+	assert_true(cached(f, &s1, blk(100)));
+}
+
+/* A block record may not be longer than a block; an invalidation of an
+ * extent drops the blocks inside it, also after a restart. */
+static void test_blocks_and_tombstones(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_stamp s0 = { 42, 64 * EXT, 1000, 1000 };
+	struct hotfs_store_params p = { 0 };
+	char big[8192] = { 0 }, err[256];
+	uint32_t per = EXT / 4096, b;
+
+	assert_int_equal(st_insert(f->st, &key, blk(1), &s0, big, 4097),
+			 -EINVAL);
+	for (b = 0; b < 3 * per; b++)
+		put(f, &s0, blk(b), 4096);
+	put(f, &s0, 1, EXT);
+	/* extent 1 and its blocks go; extents 0 and 2 keep theirs */
+	assert_int_equal(st_invalidate(f->st, &key, 1, 1, ST_INVAL_USER),
+			 (int)per + 1);
+	assert_int_equal(st_commit(f->st), 0);
+	st_close(f->st);
+	p.ident = ident;
+	p.ident_len = sizeof(ident) - 1;
+	p.extent = EXT;
+	assert_int_equal(st_open(f->dir, &p, &f->st, err, sizeof(err)), 0);
+	for (b = 0; b < 3 * per; b++)
+		assert_int_equal(cached(f, &s0, blk(b)), b / per != 1);
+	assert_false(cached(f, &s0, 1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -173,6 +243,8 @@ int main(void)
 		T(test_size_change_drops_partials),
 		T(test_unexpected_stamp_drops_all),
 		T(test_to_the_end_and_restart),
+		T(test_blocks_dropped_exactly),
+		T(test_blocks_and_tombstones),
 #undef T
 	};
 
