@@ -341,13 +341,18 @@ void fh_queue(struct hotfs_cache *c, struct hotfs_inode *in,
 	pthread_mutex_lock(&fh->m);
 	for (i = 0; i < n; i++) {
 		const struct fh_cand *g = &v[i];
-		uint64_t ext_start = (uint64_t)g->extno << c->ext_shift;
+		uint64_t ext_start = st_rec_off(g->extno, c->extent);
 		uint32_t len = cache_ext_len(c, g->extno, stamp->size);
 		uint64_t end = data ? data_off + data_len : 0;
 
 		if (end > g->end)
 			end = g->end;
 		if (!len)
+			continue;
+		/* a block goes with the reader's bytes, or not at all */
+		if (st_rec_is_block(g->extno) &&
+		    (!data || g->start != ext_start ||
+		     end < ext_start + len))
 			continue;
 		if (!data || end <= g->start) {
 			enqueue(c, in, k, g->extno, stamp, gen, NULL, 0);

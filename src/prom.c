@@ -67,6 +67,11 @@ static const struct pm table[] = {
 	{ "promotions_reading_source",
 	  "hotfs_promotions_reading_source_total", 'c', NULL,
 	  "Promotions that read the source again." },
+	{ "promotions_block", "hotfs_promotions_by_grain_total", 'c',
+	  "grain=\"block\"", "Promotions by grain: a random reader's block "
+	  "or an extent." },
+	{ "promotions_extent", "hotfs_promotions_by_grain_total", 'c',
+	  "grain=\"extent\"", NULL },
 	{ "promotion_queued", "hotfs_promotions_queued_total", 'c', NULL,
 	  "Extents queued for promotion." },
 	{ "promotion_queue_depth", "hotfs_promotion_queue_depth", 'g', NULL,

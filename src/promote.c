@@ -175,7 +175,7 @@ static ssize_t read_source(struct hotfs_promoter *pr, struct pr_item *it,
 	ssize_t n;
 	int fd;
 
-	if (off >= it->stamp.size)
+	if (off >= it->stamp.size || st_rec_is_block(it->extno))
 		return -ERANGE;
 	if (off + len > it->stamp.size)
 		len = it->stamp.size - off;
@@ -268,6 +268,8 @@ static void promote_one(struct hotfs_promoter *pr, struct pr_item *it)
 		return;
 	}
 	stats_add(&c->stats, STAT_PROMOTIONS, 1);
+	stats_add(&c->stats, st_rec_is_block(it->extno) ? STAT_PROMO_BLOCKS :
+			     STAT_PROMO_EXTENTS, 1);
 	stats_add(&c->stats, STAT_PROMO_BYTES, (uint64_t)n);
 }
 

@@ -185,7 +185,7 @@ static void read_uring(int src, struct seg *s, unsigned n,
 /* Serve a cached segment from its bounce buffer, if it verifies. */
 static bool finish_hit(struct hotfs_cache *c, struct seg *g, char *dst)
 {
-	uint64_t ext_base = (uint64_t)g->extno << c->ext_shift;
+	uint64_t ext_base = st_rec_off(g->extno, c->extent);
 	int r;
 
 	if (g->res_data < 0 || (g->sp.tab_len && g->res_tab < 0)) {
@@ -358,6 +358,7 @@ struct plan {
 	uint64_t end;		/* of the read, within the file */
 	struct seg *s;
 	unsigned n, hits, promos;
+	unsigned blocks;	/* segments that are blocks */
 	bool seq;
 	/* taken before the read: bytes read from the source now may be a
 	 * version that a change in the same clock tick replaces under the
@@ -366,33 +367,72 @@ struct plan {
 };
 
 /*
- * Cut the read into segments, count the accesses, look them up; mark
- * for promotion the missed extents the policy finds hot.
+ * The grain of a read (the man page's "How the grain is chosen"): a read
+ * that is not sequential (hotfs/seqread.h), does not start at the file's
+ * byte 0 and does not cover an extent whole goes by blocks in that
+ * extent, unless the store holds the extent: each whole block it reads
+ * is counted, looked up and promoted on its own, from the reader's bytes.
+ * Everything else (sequential readers, whole small files, large reads)
+ * goes by extents, as whole extents are what sequential readers and
+ * small files are best served by.
  */
-static void plan_segments(struct hotfs_cache *c, struct hotfs_fh *fh,
-			  size_t size, off_t off, struct plan *p)
+static bool block_grain(const struct plan *p, uint64_t off)
 {
-	bool count, insertable;
-	uint64_t run;
-	unsigned i;
+	return !p->seq && off != 0;
+}
 
-	count = fh_counts(c, fh, size, off, &p->seq);
-	run = fh_run(fh, p->seq);
-	insertable = st_state(c->st) == ST_OK;
-	for (i = 0; i < p->n; i++) {
-		struct seg *g = &p->s[i];
-		uint64_t h;
+/*
+ * May a missed record with this count be promoted?  Counts the refusals.
+ * While the store has free room, a random reader's block is promoted at
+ * its first miss (it costs one SSD write and no source read); once it is
+ * full, the threshold (and the promoter's admission) apply.
+ */
+static bool want_promote(struct hotfs_cache *c, struct plan *p, unsigned cnt,
+			 bool counted, bool fill, bool insertable)
+{
+	if (counted && cnt && !pol_promote(c->pol, cnt) && !fill)
+		stats_add(&c->stats, STAT_NP_THRESHOLD, 1);
+	if (!fill && (!cnt || !pol_promote(c->pol, cnt)))
+		return false;
+	if (!insertable) {
+		/* the store would refuse it after the promoter read the
+		 * source again: a degraded store costs no I/O */
+		stats_add(&c->stats, STAT_NP_STORE, 1);
+		return false;
+	}
+	if (p->racy) {
+		stats_add(&c->stats, STAT_NP_RACY, 1);
+		return false;
+	}
+	return true;
+}
+
+/* The missed part [start, end) of an extent, by blocks (block_grain). */
+static void plan_blocks(struct hotfs_cache *c, struct hotfs_fh *fh,
+			struct plan *p, uint64_t start, uint64_t end,
+			bool count, uint64_t run, bool insertable)
+{
+	bool fill = insertable && st_filling(c->st);
+	uint64_t b;
+
+	for (b = start / ST_BLOCK; b * ST_BLOCK < end; b++) {
+		struct seg *g = &p->s[p->n++];
+		uint64_t bs = b * ST_BLOCK, h;
 		unsigned cnt = 0;
+		bool counted = false;
 
-		g->extno = (uint32_t)((uint64_t)off >> c->ext_shift) + i;
-		g->start = i ? (uint64_t)g->extno << c->ext_shift :
-			   (uint64_t)off;
-		g->end = ((uint64_t)g->extno + 1) << c->ext_shift;
-		if (g->end > p->end)
-			g->end = p->end;
+		g->start = bs > start ? bs : start;
+		g->end = bs + ST_BLOCK < end ? bs + ST_BLOCK : end;
+		if (b >= ST_BLK_LIMIT) {	/* the source serves it */
+			g->extno = (uint32_t)(bs >> c->ext_shift);
+			continue;
+		}
+		g->extno = ST_REC_BLOCK | (uint32_t)b;
+		p->blocks++;
 		h = pol_hash(&p->k, g->extno);
 		if (count && !fh_seen(fh, g->extno, run)) {
 			cnt = pol_access(c->pol, h);
+			counted = true;
 			stats_add(&c->stats, STAT_ACCESSES, 1);
 		}
 		if (st_lookup(c->st, &p->k, g->extno, &p->stamp,
@@ -401,25 +441,81 @@ static void plan_segments(struct hotfs_cache *c, struct hotfs_fh *fh,
 			p->hits++;
 			continue;
 		}
-		if (cnt && !pol_promote(c->pol, cnt))
-			stats_add(&c->stats, STAT_NP_THRESHOLD, 1);
-		if (!cnt && count)
-			cnt = pol_estimate(c->pol, h);	/* same extent again */
-		if (!cnt || !pol_promote(c->pol, cnt))
+		/* only a whole block (or the file's last bytes) is cached */
+		if (g->start != bs ||
+		    (g->end != bs + ST_BLOCK && g->end != p->stamp.size))
 			continue;
-		if (!insertable) {
-			/* the store would refuse it after the promoter read
-			 * the source again: a degraded store costs no I/O */
-			stats_add(&c->stats, STAT_NP_STORE, 1);
-			continue;
+		if (!counted && count)
+			cnt = pol_estimate(c->pol, h);
+		if (want_promote(c, p, cnt, counted, fill, insertable)) {
+			g->promote = true;
+			p->promos++;
 		}
-		if (p->racy) {
-			stats_add(&c->stats, STAT_NP_RACY, 1);
-			continue;
-		}
-		g->promote = true;
-		p->promos++;
 	}
+}
+
+/*
+ * Cut the read into segments, count the accesses, look them up; mark
+ * for promotion the missed extents and blocks the policy finds hot.
+ * p->s has room for an extent's worth of segments and a block's for each
+ * ST_BLOCK of the read.
+ */
+static int plan_segments(struct hotfs_cache *c, struct hotfs_fh *fh,
+			 size_t size, off_t off, struct plan *p)
+{
+	bool count, insertable, blocks;
+	uint64_t run, e, e0, e1;
+
+	count = fh_counts(c, fh, size, off, &p->seq);
+	run = fh_run(fh, p->seq);
+	insertable = st_state(c->st) == ST_OK;
+	blocks = block_grain(p, (uint64_t)off);
+	e0 = (uint64_t)off >> c->ext_shift;
+	e1 = (p->end - 1) >> c->ext_shift;
+	p->s = calloc(e1 - e0 + 1 + (blocks ? (p->end - (uint64_t)off) /
+				     ST_BLOCK + 2 : 0), sizeof(*p->s));
+	if (!p->s)
+		return -ENOMEM;
+	p->n = 0;
+	for (e = e0; e <= e1; e++) {
+		struct seg *g = &p->s[p->n];
+		uint64_t h, es = e << c->ext_shift, ee = (e + 1) << c->ext_shift;
+		unsigned cnt = 0;
+		bool whole, counted = false;
+
+		g->extno = (uint32_t)e;
+		g->start = es > (uint64_t)off ? es : (uint64_t)off;
+		g->end = ee < p->end ? ee : p->end;
+		whole = g->start == es &&
+			(g->end == ee || g->end == p->stamp.size);
+		h = pol_hash(&p->k, g->extno);
+		if (count && (!blocks || whole) &&
+		    !fh_seen(fh, g->extno, run)) {
+			cnt = pol_access(c->pol, h);
+			counted = true;
+			stats_add(&c->stats, STAT_ACCESSES, 1);
+		}
+		if (st_lookup(c->st, &p->k, g->extno, &p->stamp,
+			      &g->loc) == 0) {
+			g->hit = true;
+			p->hits++;
+			p->n++;
+			continue;
+		}
+		if (blocks && !whole) {
+			plan_blocks(c, fh, p, g->start, g->end, count, run,
+				    insertable);
+			continue;
+		}
+		p->n++;
+		if (!counted && count)
+			cnt = pol_estimate(c->pol, h);	/* same extent again */
+		if (want_promote(c, p, cnt, counted, false, insertable)) {
+			g->promote = true;
+			p->promos++;
+		}
+	}
+	return 0;
 }
 
 /* Queue the segments marked for promotion (hotfs/handle.h). */
@@ -463,7 +559,7 @@ static int prepare_hits(struct hotfs_cache *c, struct plan *p, char *buf,
 
 	for (i = 0; i < p->n; i++) {
 		struct seg *g = &p->s[i];
-		uint64_t ext_base = (uint64_t)g->extno << c->ext_shift;
+		uint64_t ext_base = st_rec_off(g->extno, c->extent);
 
 		if (!g->hit)
 			continue;
@@ -600,7 +696,6 @@ static bool cacheable(struct hotfs_cache *c, struct hotfs_inode *in,
 	 * a stamp that does not show it yet (same clock tick) */
 	busy = in->wr_inflight && e0 <= in->wr_hi && e1 >= in->wr_lo;
 	pthread_mutex_unlock(&in->m);
-	p->n = e1 - e0 + 1;
 	return !busy;
 }
 
@@ -616,11 +711,10 @@ int cache_read(struct hotfs_cache *c, struct hotfs_inode *in,
 	stats_add(&c->stats, STAT_READ_REQS, 1);
 	if (!cacheable(c, in, src, size, off, &p))
 		goto source;
-	p.s = calloc(p.n, sizeof(*p.s));
-	if (!p.s)
+	if (plan_segments(c, fh, size, off, &p) < 0)
 		goto source;
-	plan_segments(c, fh, size, off, &p);
-	if (p.hits == p.n && ra_wanted(c, fh, size, p.seq, p.n)) {
+	if (p.hits == p.n && !p.blocks &&
+	    ra_wanted(c, fh, size, p.seq, p.n)) {
 		if (ra_serve(c, fh, &p.k, &p.stamp, p.s, p.n, p.seq, out)) {
 			free(p.s);
 			return 0;

@@ -218,6 +218,8 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_u(l, "promotions_from_reader", stats_get(s, STAT_PROMO_REUSED));
 	add_u(l, "promotions_reading_source",
 	      stats_get(s, STAT_PROMO_SRC_READS));
+	add_u(l, "promotions_block", stats_get(s, STAT_PROMO_BLOCKS));
+	add_u(l, "promotions_extent", stats_get(s, STAT_PROMO_EXTENTS));
 	add_u(l, "promotion_queued", stats_get(s, STAT_PROMO_QUEUED));
 	add_u(l, "promotion_queue_depth", c ? pr_depth(c->pr) : 0);
 	add_u(l, "not_promoted_below_threshold",

@@ -39,6 +39,14 @@ static void fill_loc(struct hotfs_store *st, const struct st_entry *e,
 	loc->key.ino = e->ino;
 }
 
+bool st_filling(struct hotfs_store *st)
+{
+	return atomic_load_explicit(&st->state, memory_order_relaxed) ==
+	       ST_OK &&
+	       atomic_load_explicit(&st->nused, memory_order_relaxed) + 1 <
+	       st->nregions;
+}
+
 uint32_t st_extent(const struct hotfs_store *st)
 {
 	return st->g.extent;

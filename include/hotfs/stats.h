@@ -25,6 +25,8 @@ enum hotfs_stat {
 	STAT_PROMO_BYTES,	/* their bytes */
 	STAT_PROMO_REUSED,	/* promoted from the reader's buffer */
 	STAT_PROMO_SRC_READS,	/* promoted by reading the source again */
+	STAT_PROMO_BLOCKS,	/* promotions of a random reader's block */
+	STAT_PROMO_EXTENTS,	/* promotions of an extent */
 	STAT_NP_THRESHOLD,	/* accesses below the threshold */
 	STAT_NP_SEQCUTOFF,	/* not counted: past seqcutoff */
 	STAT_NP_QUEUE_FULL,	/* dropped: promotion queue full */
