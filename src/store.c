@@ -509,6 +509,7 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 			goto fail;
 		}
 	}
+	atomic_store(&st->full, atomic_load(&st->nused) >= st->nregions);
 	sb.seq_floor = st->next_seq + (1ull << 32);
 	rc = write_sb(st, &sb);
 	if (rc) {

@@ -245,6 +245,9 @@ struct hotfs_store {
 	struct st_region *regions;	/* [nregions] */
 	uint64_t next_seq;		/* protected by lock */
 	_Atomic uint32_t nused;		/* regions OPEN or SEALED */
+	/* a region was recycled for an insert since one was last freed
+	 * (or every region held data at open): st_filling */
+	_Atomic bool full;
 
 	/* the open region; protected by lock */
 	uint32_t open;			/* ST_NIL = none */

@@ -43,8 +43,7 @@ bool st_filling(struct hotfs_store *st)
 {
 	return atomic_load_explicit(&st->state, memory_order_relaxed) ==
 	       ST_OK &&
-	       atomic_load_explicit(&st->nused, memory_order_relaxed) + 1 <
-	       st->nregions;
+	       !atomic_load_explicit(&st->full, memory_order_relaxed);
 }
 
 uint32_t st_extent(const struct hotfs_store *st)

@@ -685,6 +685,8 @@ int __st_evict_region(struct hotfs_store *st, uint32_t r, bool reuse,
 	st->rk_sum = vc.v;
 	pthread_rwlock_unlock(&st->idx_lock);
 	CNT_ADD(st, evictions, 1);
+	/* recycled for an insert: full; freed: room again (st_filling) */
+	atomic_store_explicit(&st->full, reuse, memory_order_relaxed);
 
 	st_rstate(st, r, R_FREE);
 	if (punch && !fallocate(st->datafd, FALLOC_FL_PUNCH_HOLE |

@@ -314,8 +314,9 @@ int st_commit(struct hotfs_store *st);
 int st_tick(struct hotfs_store *st);
 
 void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s);
-/* Has the store room left that no insert has used yet (a free region
- * beside the open one)?  No locks: a hint for the read path. */
+/* Has the store room left that no insert has used yet: no region was
+ * recycled to make room since one was last freed (or since the store
+ * opened with a free one)?  No locks: a hint for the read path. */
 bool st_filling(struct hotfs_store *st);
 /* The state alone, without locks (for the read path). */
 enum hotfs_store_state st_state(struct hotfs_store *st);

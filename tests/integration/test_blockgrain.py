@@ -1,0 +1,252 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Block grain through a real mount: a random reader's 4 KiB reads promote
+the blocks it read (from its own bytes, at the first miss while the store
+has room), a sequential reader still promotes whole extents, writes
+through the mount cost only the records they touch, a change behind the
+mount still drops everything, and once the store is full a block read
+once is not promoted.
+
+Readers use O_DIRECT (every read reaches the daemon, as the seeds' fio
+jobs do) or buffered reads with the kernel's pages dropped before each
+pass.  Waits are on counters in .hotfs/stats.json, never fixed sleeps.
+"""
+import json
+import mmap
+import os
+import random
+
+import pytest
+
+import util
+
+BLK = 4096
+EXT = 256 * 1024
+
+
+def stats(mnt):
+    with open(os.path.join(mnt, '.hotfs', 'stats.json')) as f:
+        return json.load(f)
+
+
+def settled(mnt, key, at_least):
+    util.wait_for(lambda: stats(mnt)[key] >= at_least and
+                  stats(mnt)['promotion_queue_depth'] == 0,
+                  '%s >= %d' % (key, at_least))
+
+
+def make(path, size, seed):
+    with open(path, 'wb') as f:
+        f.write(random.Random(seed).randbytes(size))
+    with open(path, 'rb') as f:
+        return f.read()
+
+
+class Direct:
+    """An O_DIRECT reader (and writer) of one file through the mount."""
+
+    def __init__(self, path, write=False):
+        self.fd = os.open(path, (os.O_RDWR if write else os.O_RDONLY) |
+                          os.O_DIRECT)
+        self.buf = mmap.mmap(-1, 1 << 20)
+
+    def read(self, off, n=BLK):
+        got = os.preadv(self.fd, [memoryview(self.buf)[:n]], off)
+        return bytes(self.buf[:got])
+
+    def write(self, off, data):
+        self.buf[:len(data)] = data
+        assert os.pwritev(self.fd, [memoryview(self.buf)[:len(data)]],
+                          off) == len(data)
+
+    def close(self):
+        os.close(self.fd)
+        self.buf.close()
+
+
+def blocks_of(n, nblocks, seed):
+    """n distinct block numbers, none of them block 0 (a read at byte 0
+    is a file read from its start: extent grain)."""
+    return random.Random(seed).sample(range(1, nblocks), n)
+
+
+def test_random_reads_promote_blocks(ws):
+    size = 16 << 20
+    data = make(os.path.join(ws.src, 'img'), size, 1)
+    proc = ws.start(opts='cachesize=64M')
+    r = Direct(os.path.join(ws.mnt, 'img'))
+    try:
+        picks = blocks_of(64, size // BLK, 2)
+        for b in picks:
+            assert r.read(b * BLK) == data[b * BLK:(b + 1) * BLK]
+        # one read each is enough while the store has room
+        settled(ws.mnt, 'promotions_block', 64)
+        s = stats(ws.mnt)
+        assert s['promotions_extent'] == 0
+        assert s['promotions_reading_source'] == 0
+        assert s['cached_extents'] == 64
+        assert s['cached_bytes'] == 64 * BLK     # the blocks, not extents
+        # a 16 KiB read promotes its four blocks
+        assert r.read(size - 8 * BLK, 4 * BLK) == \
+            data[size - 8 * BLK:size - 4 * BLK]
+        settled(ws.mnt, 'promotions_block', 68)
+        before = stats(ws.mnt)
+        for b in picks:
+            assert r.read(b * BLK) == data[b * BLK:(b + 1) * BLK]
+        assert r.read(size - 8 * BLK, 4 * BLK) == \
+            data[size - 8 * BLK:size - 4 * BLK]
+        after = stats(ws.mnt)
+        assert after['read_hit_bytes'] - before['read_hit_bytes'] == \
+            68 * BLK
+        assert after['read_miss_bytes'] == before['read_miss_bytes']
+        # a read straddling two cached blocks and an uncached one
+        b = picks[0]
+        assert r.read(b * BLK + 100, 2 * BLK) == \
+            data[b * BLK + 100:b * BLK + 100 + 2 * BLK]
+    finally:
+        r.close()
+    ws.stop(proc)
+
+
+def test_buffered_random_reader(ws):
+    """A buffered reader (fio's psync) reads blocks as well: the kernel
+    sends its random 4 KiB reads as they are (POSIX_FADV_RANDOM)."""
+    size = 8 << 20
+    data = make(os.path.join(ws.src, 'db'), size, 3)
+    proc = ws.start(opts='cachesize=64M')
+    fd = os.open(os.path.join(ws.mnt, 'db'), os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        picks = blocks_of(32, size // BLK, 4)
+        for b in picks:
+            assert os.pread(fd, BLK, b * BLK) == data[b * BLK:(b + 1) * BLK]
+        settled(ws.mnt, 'promotions_block', 32)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        before = stats(ws.mnt)
+        for b in picks:
+            assert os.pread(fd, BLK, b * BLK) == data[b * BLK:(b + 1) * BLK]
+        after = stats(ws.mnt)
+        assert after['read_miss_bytes'] == before['read_miss_bytes']
+        assert after['read_hit_bytes'] - before['read_hit_bytes'] >= 32 * BLK
+        assert after['promotions_extent'] == 0
+    finally:
+        os.close(fd)
+    ws.stop(proc)
+
+
+def test_sequential_reads_promote_extents(ws):
+    size = 4 * EXT + 1000
+    data = make(os.path.join(ws.src, 'seq'), size, 5)
+    proc = ws.start(opts='cachesize=64M')
+    m = os.path.join(ws.mnt, 'seq')
+    for _ in range(2):
+        assert util.read_cold(m) == data
+    settled(ws.mnt, 'promotions_extent', 5)
+    s = stats(ws.mnt)
+    assert s['promotions_block'] == 0
+    assert s['cached_extents'] == 5
+    assert s['cached_bytes'] == size
+    ws.stop(proc)
+
+
+@pytest.mark.parametrize('mode', ['writearound', 'writethrough'])
+def test_write_keeps_other_blocks(ws, mode):
+    size = 4 << 20
+    data = bytearray(make(os.path.join(ws.src, 'vm'), size, 6))
+    proc = ws.start(opts='cachesize=64M,writemode=' + mode)
+    r = Direct(os.path.join(ws.mnt, 'vm'), write=True)
+    try:
+        picks = blocks_of(16, size // BLK, 7)
+        for b in picks:
+            r.read(b * BLK)
+        settled(ws.mnt, 'promotions_block', 16)
+        # one block written, and 100 bytes of another through the page
+        # cache (not O_DIRECT): both drop exactly their own blocks
+        new = random.Random(8).randbytes(BLK)
+        r.write(picks[0] * BLK, new)
+        data[picks[0] * BLK:(picks[0] + 1) * BLK] = new
+        with open(os.path.join(ws.mnt, 'vm'), 'r+b') as f:
+            f.seek(picks[1] * BLK + 7)
+            f.write(b'x' * 100)
+        data[picks[1] * BLK + 7:picks[1] * BLK + 107] = b'x' * 100
+        s = stats(ws.mnt)
+        want = 16 if mode == 'writethrough' else 14
+        assert s['cached_extents'] == want, s['cached_extents']
+        before = stats(ws.mnt)
+        for b in picks[2:]:
+            assert r.read(b * BLK) == data[b * BLK:(b + 1) * BLK]
+        after = stats(ws.mnt)
+        # the other blocks come from the store: no byte from the source
+        assert after['read_miss_bytes'] == before['read_miss_bytes']
+        assert after['read_hit_bytes'] - before['read_hit_bytes'] == 14 * BLK
+        # the written blocks read back the new bytes
+        for b in picks[:2]:
+            assert r.read(b * BLK) == data[b * BLK:(b + 1) * BLK]
+        end = stats(ws.mnt)
+        if mode == 'writethrough':      # updated in the store
+            assert end['read_miss_bytes'] == after['read_miss_bytes']
+            assert end['writethrough_updates'] >= 2
+    finally:
+        r.close()
+    with open(os.path.join(ws.src, 'vm'), 'rb') as f:
+        assert f.read() == data
+    ws.stop(proc)
+
+
+@pytest.mark.source_changes
+def test_change_behind_the_mount_drops_all(ws):
+    size = 4 << 20
+    src = os.path.join(ws.src, 'vm')
+    data = bytearray(make(src, size, 9))
+    proc = ws.start(opts='cachesize=64M')
+    r = Direct(os.path.join(ws.mnt, 'vm'))
+    try:
+        picks = blocks_of(8, size // BLK, 10)
+        for b in picks:
+            r.read(b * BLK)
+        settled(ws.mnt, 'promotions_block', 8)
+        with open(src, 'r+b') as f:     # one other block, behind it
+            f.seek(BLK)
+            f.write(b'behind')
+        data[BLK:BLK + 6] = b'behind'
+        before = stats(ws.mnt)
+        for b in picks:
+            assert r.read(b * BLK) == data[b * BLK:(b + 1) * BLK]
+        assert r.read(BLK) == data[BLK:2 * BLK]
+        after = stats(ws.mnt)
+        assert after['read_hit_bytes'] == before['read_hit_bytes']
+    finally:
+        r.close()
+    ws.stop(proc)
+
+
+def test_full_store_needs_the_threshold(ws):
+    """Once the store has recycled a region for room, a block read once
+    is not promoted (a one-time random reader does not pollute it), and
+    one read again and again is."""
+    big = 64 << 20
+    make(os.path.join(ws.src, 'fill'), big, 11)
+    size = 4 << 20
+    data = make(os.path.join(ws.src, 'cold'), size, 12)
+    proc = ws.start(opts='cachesize=48M')
+    fill = os.path.join(ws.mnt, 'fill')
+    util.wait_for(lambda: util.read_cold(fill) is not None and
+                  stats(ws.mnt)['evicted_regions'] > 0,
+                  'the store to recycle a region')
+    r = Direct(os.path.join(ws.mnt, 'cold'))
+    try:
+        s0 = stats(ws.mnt)
+        picks = blocks_of(16, size // BLK, 13)
+        for b in picks:
+            assert r.read(b * BLK) == data[b * BLK:(b + 1) * BLK]
+        s1 = stats(ws.mnt)
+        assert s1['promotions_block'] == s0['promotions_block']
+        assert s1['not_promoted_below_threshold'] >= \
+            s0['not_promoted_below_threshold'] + 16
+        # hot blocks win their admission against the extents read twice
+        for _ in range(4):
+            for b in picks:
+                r.read(b * BLK)
+        settled(ws.mnt, 'promotions_block', s0['promotions_block'] + 1)
+    finally:
+        r.close()
+    ws.stop(proc)
