@@ -14,21 +14,22 @@ static bool stamp_eq(const struct hotfs_stamp *a, const struct hotfs_stamp *b)
 	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
 }
 
-void __cache_note_write(struct hotfs_inode *in, bool known, uint64_t lo,
-			uint64_t hi, const struct hotfs_stamp *old,
+void __cache_note_write(struct hotfs_inode *in, bool known, uint64_t gen,
+			uint64_t lo, uint64_t hi, const struct hotfs_stamp *old,
 			const struct hotfs_stamp *now)
 {
 	struct hotfs_wr_notes *w = in->wr_notes;
 	struct hotfs_wr_note *n;
 
-	if (!w && known) {
+	if (!w) {
+		/* the first write to end: any before it ended before it
+		 * began (or would have made the notes) */
 		w = calloc(1, sizeof(*w));
-		if (w)
-			w->from = in->write_gen;	/* none before this one */
+		if (!w)
+			return;		/* nothing is ever carried */
+		w->from = gen - 1;
 		in->wr_notes = w;
 	}
-	if (!w)
-		return;
 	if (!known) {
 		/* nothing before this write can be vouched for */
 		w->from = in->write_gen;
@@ -65,7 +66,7 @@ static bool carried(const struct hotfs_inode *in, uint64_t gen, uint64_t lo,
 	unsigned i, used = 0;
 
 	if (!w || in->wr_inflight || gen < w->from)
-		return false;
+		return false;	/* no notes: a write ended, unnoted */
 	*cur = *stamp;
 	for (i = 0; i < w->count; i++) {
 		const struct hotfs_wr_note *n =

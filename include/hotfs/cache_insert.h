@@ -43,13 +43,14 @@ int cache_insert(struct hotfs_store *st, struct hotfs_inode *in,
 		 const struct hotfs_stamp *stamp, uint64_t gen,
 		 const void *buf, size_t len);
 /*
- * cache_write_end: a write ended (in->write_gen bumped), with in->m
- * held.  known: it dropped the records holding [lo, hi) and carried the
- * others from stamp old to now; false: the file's records were dropped,
- * or the write is not known well enough to carry a promotion over it.
+ * cache_write_end: a write that began at write_gen gen (its own bump)
+ * ended (in->write_gen bumped again), with in->m held.  known: it
+ * dropped the records holding [lo, hi) and carried the others from stamp
+ * old to now; false: the file's records were dropped, or the write is not
+ * known well enough to carry a promotion over it.
  */
-void __cache_note_write(struct hotfs_inode *in, bool known, uint64_t lo,
-			uint64_t hi, const struct hotfs_stamp *old,
+void __cache_note_write(struct hotfs_inode *in, bool known, uint64_t gen,
+			uint64_t lo, uint64_t hi, const struct hotfs_stamp *old,
 			const struct hotfs_stamp *now);
 /* The same with in->m held. */
 int __cache_insert(struct hotfs_store *st, struct hotfs_inode *in,
