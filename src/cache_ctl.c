@@ -41,18 +41,13 @@ static int open_source(struct hotfs_cache *c, struct hotfs_inode *in,
 static void fill_info(struct hotfs_cache *c, const struct hotfs_key *k,
 		      const struct hotfs_stamp *stamp, struct hotfs_ioc *io)
 {
-	struct hotfs_loc loc;
-	uint32_t e, e0, e1;
+	uint32_t e0, e1;
 
-	io->bytes = io->extents = 0;
 	io->size = stamp->size;
 	io->extent = c->extent;
 	ctl_ioc_extents(io, stamp->size, c->ext_shift, &e0, &e1);
-	for (e = e0; e < e1; e++)
-		if (st_lookup(c->st, k, e, stamp, &loc) == 0) {
-			io->extents++;
-			io->bytes += loc.len;
-		}
+	/* the blocks of a random reader count as records too */
+	st_file_cached(c->st, k, stamp, e0, e1, &io->bytes, &io->extents);
 	io->flags = pins_has(c->pins, k) ? HOTFS_IOC_F_PINNED : 0;
 }
 

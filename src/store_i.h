@@ -334,6 +334,13 @@ static inline uint32_t st_reclen(uint32_t len)
 			  st_align_of(len));
 }
 
+/* The extent a record is in (itself, for an extent). */
+static inline uint64_t st_rec_ext(const struct hotfs_store *st, uint32_t rec)
+{
+	return st_rec_is_block(rec) ?
+	       st_rec_off(rec, st->g.extent) / st->g.extent : rec;
+}
+
 /* Change a region's state, keeping st->nused (regions holding data). */
 static inline void st_rstate(struct hotfs_store *st, uint32_t r,
 			     uint32_t state)

@@ -98,8 +98,7 @@ static void free_buckets(uint32_t *b, uint32_t n)
 static bool rec_in(const struct hotfs_store *st, uint32_t rec,
 		   uint32_t first, uint32_t count)
 {
-	uint64_t x = st_rec_is_block(rec) ?
-		     st_rec_off(rec, st->g.extent) / st->g.extent : rec;
+	uint64_t x = st_rec_ext(st, rec);
 
 	return x >= first && (count == 0 || x - first < count);
 }

@@ -277,6 +277,36 @@ ssize_t st_read(struct hotfs_store *st, const struct hotfs_key *key,
 	return cnt;
 }
 
+int st_file_cached(struct hotfs_store *st, const struct hotfs_key *key,
+		   const struct hotfs_stamp *stamp, uint32_t first,
+		   uint32_t end, uint64_t *bytes, uint64_t *records)
+{
+	uint64_t h = st_stamp_hash(stamp->ino, stamp->size, stamp->mtime_ns,
+				   stamp->ctime_ns);
+	uint32_t i;
+
+	*bytes = *records = 0;
+	if (key->dev > UINT32_MAX)
+		return 0;
+	pthread_rwlock_rdlock(&st->idx_lock);
+	for (i = idx_file_first(st, key->dev, key->ino); i != ST_NIL;
+	     i = st->ent[i].fnext) {
+		const struct st_entry *e = &st->ent[i];
+		uint64_t x;
+
+		if (e->ino != key->ino || e->dev != key->dev ||
+		    e->stamp != h)
+			continue;
+		x = st_rec_ext(st, e->extno);
+		if (x < first || x >= end)
+			continue;
+		*bytes += E_LEN(e);
+		(*records)++;
+	}
+	pthread_rwlock_unlock(&st->idx_lock);
+	return 0;
+}
+
 int st_iterate(struct hotfs_store *st, st_iter_fn fn, void *arg)
 {
 	uint32_t i;

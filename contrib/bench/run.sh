@@ -35,7 +35,8 @@
 #            does the cache survive a restart?  The target: pass 4 within
 #            10% of pass 3's time
 #   fio      DESIGN.md's matrix: 4 KiB zipf(1.2) random I/O (fio psync,
-#            buffered, fdatasync after each write) for BENCH_FIO_SECS per
+#            buffered, or O_DIRECT libaio with BENCH_FIO_DIRECT, fdatasync
+#            after each write) for BENCH_FIO_SECS per
 #            pass, at the cache:data ratios 1:25, 1:10, 1:5 and 1:2 (the
 #            workloads fio-25 fio-10 fio-5 fio-2; each may be named alone);
 #            each read/write mix of 100/0 70/30 50/50 0/100
@@ -99,7 +100,9 @@
 # BENCH_HOTFS_OPTS (extra -o options for every hotfs target),
 # BENCH_NOCACHE_OPTS (options that turn caching off; default "nocache"),
 # BENCH_META_GAP, BENCH_FIO_SECS (above; default 30, 0.3 with --smoke),
-# BENCH_FIO_PASSES, BENCH_FIO_MIXES (above), BENCH_QUIET_SECS (how long a
+# BENCH_FIO_PASSES, BENCH_FIO_MIXES (above), BENCH_FIO_DIRECT (fio's
+# readers O_DIRECT with libaio at this queue depth; 0, the default: psync
+# through the page cache), BENCH_QUIET_SECS (how long a
 # pass waits for the promotions queued before it; 120, 10 with --smoke),
 # BENCH_TREE_SRC (the source tree copied into the repository; default
 # /usr/share/go-1.19).
@@ -201,6 +204,15 @@ if [ -n "$passes_override" ]; then
 	done
 fi
 [[ $FIO_REPS =~ ^[1-9][0-9]*$ ]] || bench_die "BENCH_FIO_PASSES: not a count: $FIO_REPS"
+# fio's readers: psync through the page cache (the default), or O_DIRECT
+# with libaio at a queue depth (BENCH_FIO_DIRECT=16), as the seeds' jobs
+case ${BENCH_FIO_DIRECT:-0} in
+0) FIO_ENGINE=(--ioengine=psync --direct=0); FIO_HOW="psync, buffered" ;;
+[1-9]|[1-9][0-9]|[1-9][0-9][0-9])
+	FIO_ENGINE=(--ioengine=libaio --direct=1 --iodepth="$BENCH_FIO_DIRECT")
+	FIO_HOW="libaio, O_DIRECT, queue depth $BENCH_FIO_DIRECT" ;;
+*) bench_die "BENCH_FIO_DIRECT: not a queue depth: $BENCH_FIO_DIRECT" ;;
+esac
 for m in "${FIO_MIXES[@]}"; do
 	[[ $m =~ ^[0-9]+$ ]] && (( m <= 100 )) ||
 		bench_die "BENCH_FIO_MIXES: not a read percentage: $m"
@@ -540,7 +552,7 @@ wl_fio()
 	# Buffered, as through the page cache, but every write is made durable
 	# (fdatasync) so that writes reach the disk under test in the pass.
 	fio_json "$j" --name=zipf --filename="$1/fio.dat" --rw=randrw \
-		--rwmixread="$mix" --bs=4k --ioengine=psync --direct=0 \
+		--rwmixread="$mix" --bs=4k "${FIO_ENGINE[@]}" \
 		--random_distribution=zipf:1.2 --size="${BIG_MIB}M" \
 		--runtime="$(awk -v s="$FIO_SECS" 'BEGIN { printf "%dms", s * 1000 }')" \
 		--time_based --fdatasync=1
@@ -706,8 +718,8 @@ wl_desc()
 	coldgrep) echo "git grep -q (absent string) over $TREE_FILES files, hotfs unmounted and mounted again and page cache dropped before each pass (seconds; lower is better)" ;;
 	restart) echo "passes 1-3 read a $(( BIG_MIB / 16 )) MiB hot file, pass 4 reads it after hotfs was unmounted and mounted again (seconds; lower is better)" ;;
 	scan) echo "scan resistance, cachesize $(cache_mib $(( BIG_MIB / 4 ))) MiB: passes 1-3 and 5 read a $(( BIG_MIB / 16 )) MiB hot file, pass 4 the ${BIG_MIB} MiB file once (seconds; lower is better)" ;;
-	fio-*) printf 'fio 4 KiB zipf(1.2) random I/O (psync, buffered, fdatasync after each write) on a %s MiB file, %s passes of %s s per mix, page cache dropped before each; cache:data 1:%s: hotfs@hdd with cachesize %s MiB' \
-		"$BIG_MIB" "$FIO_REPS" "$FIO_SECS" "${1#fio-}" \
+	fio-*) printf 'fio 4 KiB zipf(1.2) random I/O (%s, fdatasync after each write) on a %s MiB file, %s passes of %s s per mix, page cache dropped before each; cache:data 1:%s: hotfs@hdd with cachesize %s MiB' \
+		"$FIO_HOW" "$BIG_MIB" "$FIO_REPS" "$FIO_SECS" "${1#fio-}" \
 		"$(cache_mib $(( BIG_MIB / ${1#fio-} )))"
 	   [ "$1" = "$FIO_FIRST" ] ||
 		printf '; the other targets as measured in %s' "$FIO_FIRST"

@@ -15,7 +15,8 @@ struct hotfs_ioc {
 	uint64_t off;		/* in: start of the range */
 	uint64_t len;		/* in: its length, 0 = to the end */
 	uint64_t bytes;		/* out: bytes cached in the range */
-	uint64_t extents;	/* out: extents cached in the range */
+	uint64_t extents;	/* out: records cached in the range (extents,
+				 * and blocks of random readers) */
 	uint64_t size;		/* out: the file's size */
 	uint64_t done;		/* out: bytes this call copied or dropped */
 	uint32_t flags;		/* out: HOTFS_IOC_F_* */

@@ -305,6 +305,11 @@ int st_restamp(struct hotfs_store *st, const struct hotfs_key *key,
 	       uint64_t drop_off, uint64_t drop_len);
 /* Evict the nregions oldest regions (no reinsertion); returns how many. */
 int st_evict(struct hotfs_store *st, unsigned nregions);
+/* What of key is cached for this stamp in extents [first, end), the
+ * blocks within them included: payload bytes and records. */
+int st_file_cached(struct hotfs_store *st, const struct hotfs_key *key,
+		   const struct hotfs_stamp *stamp, uint32_t first,
+		   uint32_t end, uint64_t *bytes, uint64_t *records);
 /* Call fn for every cached extent, under the index lock (shared). */
 int st_iterate(struct hotfs_store *st, st_iter_fn fn, void *arg);
 

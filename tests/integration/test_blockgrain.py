@@ -14,6 +14,7 @@ import json
 import mmap
 import os
 import random
+import subprocess
 
 import pytest
 
@@ -89,6 +90,12 @@ def test_random_reads_promote_blocks(ws):
         assert r.read(size - 8 * BLK, 4 * BLK) == \
             data[size - 8 * BLK:size - 4 * BLK]
         settled(ws.mnt, 'promotions_block', 68)
+        # hotfsctl info counts the blocks as what of the file is cached
+        info = json.loads(subprocess.run(
+            [os.environ['HOTFSCTL_BIN'], 'info', '--json',
+             os.path.join(ws.mnt, 'img')], check=True,
+            stdout=subprocess.PIPE).stdout)
+        assert info['files'][0]['cached_bytes'] == 68 * BLK, info
         before = stats(ws.mnt)
         for b in picks:
             assert r.read(b * BLK) == data[b * BLK:(b + 1) * BLK]
