@@ -236,6 +236,7 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 			 strerror(-r));
 		goto bad_store;
 	}
+	budget_init(&c->budget, o->write_budget);
 	r = pr_new(&c->pr, c, o->promote_rate);
 	if (r < 0) {
 		snprintf(err, errlen, "promotion: %s", strerror(-r));

@@ -84,6 +84,14 @@ static int set_one(const char *key, const char *v, struct ctl_set *s,
 		}
 		s->promote_rate = b;
 		s->mask |= CTL_SET_PROMOTE_RATE;
+	} else if (strcmp(key, "write_budget") == 0) {
+		if (opt_parse_per_day(v, &b) < 0) {
+			snprintf(err, errlen, "invalid write_budget '%s': "
+				 "bytes per day (e.g. 200G/day, 0 = off)", v);
+			return -EINVAL;
+		}
+		s->write_budget = b;
+		s->mask |= CTL_SET_WRITE_BUDGET;
 	} else if (strcmp(key, "seqcutoff") == 0) {
 		if (opt_parse_size(v, &b, NULL) < 0) {
 			snprintf(err, errlen, "invalid seqcutoff '%s': a size "

@@ -49,6 +49,7 @@ static const struct fuse_opt opt_table[] = {
 	HOTFS_OPT("threshold=%s", threshold_str, 0),
 	HOTFS_OPT("seqcutoff=%s", seqcutoff_str, 0),
 	HOTFS_OPT("promote_rate=%s", promote_rate_str, 0),
+	HOTFS_OPT("write_budget=%s", write_budget_str, 0),
 	HOTFS_OPT("read_ahead=%s", read_ahead_str, 0),
 	HOTFS_OPT("writemode=%s", writemode_str, 0),
 	HOTFS_OPT("revalidate=%s", revalidate_str, 0),
@@ -183,6 +184,20 @@ static int opt_proc(void *data, const char *arg, int key,
 	}
 }
 
+int opt_parse_per_day(const char *s, uint64_t *bytes)
+{
+	size_t n = strlen(s);
+	char buf[64];
+
+	if (n > 4 && strcmp(s + n - 4, "/day") == 0)
+		n -= 4;
+	if (n == 0 || n >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, n);
+	buf[n] = 0;
+	return opt_parse_size(buf, bytes, NULL);
+}
+
 int opt_parse_size(const char *s, uint64_t *bytes, unsigned *pct)
 {
 	unsigned long long v;
@@ -266,6 +281,13 @@ static int parse_sizes(struct hotfs_opts *o, char *err, size_t errlen)
 		seterr(err, errlen,
 		       "invalid promote_rate '%s': expected bytes per second (e.g. 50M, 0 = unlimited)",
 		       o->promote_rate_str);
+		return -EINVAL;
+	}
+	if (o->write_budget_str &&
+	    opt_parse_per_day(o->write_budget_str, &o->write_budget) < 0) {
+		seterr(err, errlen,
+		       "invalid write_budget '%s': expected bytes per day (e.g. 200G or 200G/day, 0 = off)",
+		       o->write_budget_str);
 		return -EINVAL;
 	}
 	o->read_ahead = HOTFS_READ_AHEAD_DEFAULT;
@@ -673,6 +695,7 @@ void opt_free(struct hotfs_opts *o)
 	free(o->extent_str);
 	free(o->seqcutoff_str);
 	free(o->promote_rate_str);
+	free(o->write_budget_str);
 	free(o->read_ahead_str);
 	free(o->writemode_str);
 	free(o->threshold_str);
@@ -697,6 +720,8 @@ void opt_help(void)
 "                           through one handle, 0 = off (0)\n"
 "    -o promote_rate=SIZE   bytes per second promotion may read from the\n"
 "                           source again, 0 = unlimited (8M)\n"
+"    -o write_budget=SIZE[/day]  bytes a day promotions may write to the\n"
+"                           cache device, 0 = no budget (0)\n"
 "    -o read_ahead=SIZE     the kernel's read-ahead for files of the mount,\n"
 "                           0 = the kernel's default (1M)\n"
 "    -o writemode=MODE      writearound or writethrough (writearound)\n"

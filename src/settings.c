@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "hotfs/budget.h"
 #include "hotfs/fs.h"
 #include "hotfs/log.h"
 #include "hotfs/policy.h"
@@ -64,6 +65,11 @@ int fs_set(struct hotfs *fs, const struct ctl_set *set, char *msg,
 		if (c)
 			pr_set_rate(c->pr, set->promote_rate);
 	}
+	if (set->mask & CTL_SET_WRITE_BUDGET) {
+		o->write_budget = set->write_budget;
+		if (c)
+			budget_set(&c->budget, set->write_budget);
+	}
 	if (set->mask & CTL_SET_SEQCUTOFF) {
 		o->seqcutoff = set->seqcutoff;
 		if (c)
@@ -79,9 +85,10 @@ int fs_set(struct hotfs *fs, const struct ctl_set *set, char *msg,
 		o->inode_cache = set->inode_cache;
 		ino_set_retain(fs->it, set->inode_cache);
 	}
-	snprintf(msg, len, "threshold=%d,promote_rate=%llu,seqcutoff=%llu,"
-		 "writemode=%s,inode_cache=%llu%s", o->threshold,
-		 (unsigned long long)o->promote_rate,
+	snprintf(msg, len, "threshold=%d,promote_rate=%llu,write_budget=%llu,"
+		 "seqcutoff=%llu,writemode=%s,inode_cache=%llu%s",
+		 o->threshold, (unsigned long long)o->promote_rate,
+		 (unsigned long long)o->write_budget,
 		 (unsigned long long)o->seqcutoff,
 		 o->writemode == HOTFS_WRITETHROUGH ? "writethrough" :
 		 "writearound", (unsigned long long)o->inode_cache,
@@ -100,12 +107,14 @@ char *fs_opts_summary(struct hotfs *fs)
 
 	pthread_mutex_lock(&settings_mutex);
 	n = asprintf(&s, "%sextent=%u,threshold=%d,seqcutoff=%llu,"
-		     "promote_rate=%llu,read_ahead=%llu,writemode=%s,"
+		     "promote_rate=%llu,write_budget=%llu,read_ahead=%llu,"
+		     "writemode=%s,"
 		     "revalidate=%s,attr_timeout=%g,entry_timeout=%g,"
 		     "inode_cache=%llu,ctldir=%s%s%s%s%s",
 		     o->nocache ? "nocache," : "", o->extent, o->threshold,
 		     (unsigned long long)o->seqcutoff,
 		     (unsigned long long)o->promote_rate,
+		     (unsigned long long)o->write_budget,
 		     (unsigned long long)o->read_ahead,
 		     o->writemode == HOTFS_WRITETHROUGH ? "writethrough" :
 		     "writearound",

@@ -230,6 +230,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_u(l, "not_promoted_race", stats_get(s, STAT_NP_RACE));
 	add_u(l, "not_promoted_store", stats_get(s, STAT_NP_STORE));
 	add_u(l, "not_promoted_racy", stats_get(s, STAT_NP_RACY));
+	add_u(l, "not_promoted_budget", stats_get(s, STAT_NP_BUDGET));
 	add_u(l, "promotion_rate_waits", stats_get(s, STAT_NP_RATE));
 
 	add_u(l, "evictions", ss->evicted_extents);
@@ -259,6 +260,12 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_u(l, "regions_used", ss->regions_used);
 	add_u(l, "regions", ss->regions);
 	add_u(l, "ssd_bytes_written", ss->bytes_written);
+	if (c)
+		budget_note(&c->budget, (uint64_t)time(NULL),
+			    ss->bytes_written);
+	add_u(l, "ssd_bytes_written_today", c ? budget_used(&c->budget) : 0);
+	add_u(l, "write_budget_bytes",
+	      c ? atomic_load(&c->budget.per_day) : 0);
 	add_f(l, "write_amplification",
 	      ratio(ss->bytes_written, ss->bytes_inserted));
 	add_u(l, "store_commits", ss->commits);

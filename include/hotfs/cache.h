@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "hotfs/budget.h"
 #include "hotfs/inode.h"
 #include "hotfs/opts.h"
 #include "hotfs/pins.h"
@@ -55,6 +56,7 @@ struct hotfs_cache {
 	 * request reads them once */
 	_Atomic uint64_t seqcutoff;
 	_Atomic enum hotfs_writemode writemode;
+	struct hotfs_budget budget;	/* write_budget= */
 	int proc_self_fd;
 	/* the policy's counts in the cachedir (hotfs/policy_state.h) */
 	int dirfd;

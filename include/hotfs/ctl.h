@@ -83,9 +83,10 @@ enum {
 	CTL_SET_SEQCUTOFF = 1u << 2,
 	CTL_SET_WRITEMODE = 1u << 3,
 	CTL_SET_INODE_CACHE = 1u << 4,
+	CTL_SET_WRITE_BUDGET = 1u << 5,
 };
 #define CTL_SET_KEYS "threshold, promote_rate, seqcutoff, writemode, " \
-		     "inode_cache"
+		     "inode_cache, write_budget"
 struct ctl_set {
 	unsigned mask;		/* CTL_SET_*: the keys given */
 	unsigned threshold;
@@ -93,6 +94,7 @@ struct ctl_set {
 	uint64_t seqcutoff;
 	int writemode;		/* enum hotfs_writemode */
 	uint64_t inode_cache;
+	uint64_t write_budget;
 };
 /*
  * ctl_parse_set: "KEY=VALUE" words separated by spaces or commas (what

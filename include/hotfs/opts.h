@@ -42,6 +42,8 @@ struct hotfs_opts {
 	uint64_t seqcutoff;	/* bytes, 0 = off */
 	char *promote_rate_str;
 	uint64_t promote_rate;	/* bytes/s, 0 = unlimited */
+	char *write_budget_str;
+	uint64_t write_budget;	/* bytes/day the store may write, 0 = off */
 	unsigned max_read;	/* -o max_read= (libfuse's), 0 = none */
 	char *read_ahead_str;
 	uint64_t read_ahead;	/* the kernel's read-ahead for the mount,
@@ -99,6 +101,8 @@ struct hotfs_opts {
  * If pct is not NULL, "N%" (1..100) is accepted and stored there.
  */
 int opt_parse_size(const char *s, uint64_t *bytes, unsigned *pct);
+/* "SIZE" or "SIZE/day" (write_budget=): bytes a day, 0 = none. */
+int opt_parse_per_day(const char *s, uint64_t *bytes);
 
 /*
  * Fill o from args (hotfs's own keys are removed from args; what remains

@@ -37,6 +37,7 @@ enum hotfs_stat {
 	STAT_NP_RACY,		/* the file changed within a tick of the
 				 * source's clock: its stamp cannot tell
 				 * this version from the next (srcprobe.h) */
+	STAT_NP_BUDGET,		/* refused by the SSD write budget */
 	STAT_CSUM_FAIL,		/* cached data failed its checksum */
 	STAT_CACHE_IO_ERR,	/* read errors from the cache device */
 	STAT_INVAL_WRITE,	/* writes via the mount that dropped extents */

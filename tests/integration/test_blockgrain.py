@@ -257,3 +257,36 @@ def test_full_store_needs_the_threshold(ws):
     finally:
         r.close()
     ws.stop(proc)
+
+
+def test_write_budget(ws):
+    """write_budget=: promotions stop at the day's pace (at most the
+    budget), the refusals are counted, and hotfsctl set lifts it."""
+    size = 8 << 20
+    data = make(os.path.join(ws.src, 'img'), size, 14)
+    proc = ws.start(opts='cachesize=64M,write_budget=1M/day')
+    r = Direct(os.path.join(ws.mnt, 'img'))
+    try:
+        picks = blocks_of(768, size // BLK, 15)
+        for b in picks[:512]:
+            assert r.read(b * BLK) == data[b * BLK:(b + 1) * BLK]
+        util.wait_for(lambda: stats(ws.mnt)['promotion_queue_depth'] == 0,
+                      'the promotions to settle')
+        s = stats(ws.mnt)
+        assert s['write_budget_bytes'] == 1 << 20
+        assert s['not_promoted_budget'] > 0
+        # the pace is at most the budget (a record's write of slack: the
+        # last one admitted below the pace)
+        assert s['ssd_bytes_written_today'] <= (1 << 20) + 4 * BLK
+        assert s['ssd_bytes_written_today'] == s['ssd_bytes_written']
+        assert s['promotions_block'] < 512
+        subprocess.run([os.environ['HOTFSCTL_BIN'], 'set', ws.mnt,
+                        'write_budget=0'], check=True,
+                       stdout=subprocess.DEVNULL)
+        for b in picks[512:]:
+            r.read(b * BLK)
+        settled(ws.mnt, 'promotions_block', s['promotions_block'] + 256)
+        assert stats(ws.mnt)['write_budget_bytes'] == 0
+    finally:
+        r.close()
+    ws.stop(proc)

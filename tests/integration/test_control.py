@@ -252,7 +252,8 @@ def check_metrics(mnt, state):
     reasons = {smp.labels['reason']: smp.value
                for smp in fams['hotfs_not_promoted'].samples}
     assert set(reasons) == {'below_threshold', 'seqcutoff', 'queue_full',
-                            'admission', 'race', 'store', 'racy'}
+                            'admission', 'race', 'store', 'racy',
+                            'budget'}
     assert {smp.labels['reason']
             for smp in fams['hotfs_invalidations'].samples} == \
         {'write', 'source_changed', 'checksum', 'user'}

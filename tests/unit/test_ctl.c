@@ -92,6 +92,13 @@ static void test_set_values(void **state)
 	assert_int_equal(ctl_parse_set("promote_rate=0", &s, err,
 				       sizeof(err)), 0);
 	assert_true(s.promote_rate == 0 && s.mask == CTL_SET_PROMOTE_RATE);
+	assert_int_equal(ctl_parse_set("write_budget=200G/day", &s, err,
+				       sizeof(err)), 0);
+	assert_true(s.write_budget == 200ull << 30 &&
+		    s.mask == CTL_SET_WRITE_BUDGET);
+	assert_int_equal(ctl_parse_set("write_budget=0", &s, err,
+				       sizeof(err)), 0);
+	assert_true(s.write_budget == 0);
 }
 
 static void expect_set_error(const char *args, const char *words)
@@ -111,8 +118,9 @@ static void test_set_refused(void **state)
 	/* every fixed key named, whatever else is wrong */
 	expect_set_error("threshold=3 extent=1M nocache cachedir=/x",
 			 "fixed until the next mount (only threshold, "
-			 "promote_rate, seqcutoff, writemode, inode_cache "
-			 "can change while mounted): extent, nocache, "
+			 "promote_rate, seqcutoff, writemode, inode_cache, "
+			 "write_budget can change while mounted): extent, "
+			 "nocache, "
 			 "cachedir");
 	expect_set_error("bogus=1 extent=1M", ": extent");
 	expect_set_error("threshold=0", "invalid threshold '0': 1..16");
@@ -120,6 +128,7 @@ static void test_set_refused(void **state)
 	expect_set_error("threshold=-1", "invalid threshold");
 	expect_set_error("threshold=2x", "invalid threshold");
 	expect_set_error("promote_rate=fast", "invalid promote_rate");
+	expect_set_error("write_budget=1G/week", "invalid write_budget");
 	expect_set_error("seqcutoff=-1", "invalid seqcutoff");
 	expect_set_error("writemode=writeback", "invalid writemode");
 	expect_set_error("inode_cache=0", "invalid inode_cache");
