@@ -12,6 +12,7 @@ schedule; nothing waits for a fixed time.
 """
 import fcntl
 import json
+import mmap
 import os
 import random
 import signal
@@ -58,6 +59,21 @@ def compare_all(src, mnt):
     return n
 
 
+def random_reads(rng, path):
+    """A few O_DIRECT 4 KiB reads at random blocks (not block 0): the
+    block grain, promoted at the first miss while the store has room."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    buf = mmap.mmap(-1, 4096)
+    try:
+        nblk = os.fstat(fd).st_size // 4096
+        for _ in range(rng.randrange(1, 6)):
+            if nblk > 1:
+                os.preadv(fd, [buf], 4096 * rng.randrange(1, nblk))
+    finally:
+        buf.close()
+        os.close(fd)
+
+
 def workload(rng, src, mnt, nops):
     """nops random operations through the mount; errors after the kill
     (ENOTCONN, ECONNABORTED) end it."""
@@ -66,8 +82,10 @@ def workload(rng, src, mnt, nops):
         name = rng.choice(names)
         p = os.path.join(mnt, name)
         op = rng.random()
-        if op < 0.55:                       # cold read: counts, promotes
+        if op < 0.40:                       # cold read: counts, promotes
             util.read_cold(p)
+        elif op < 0.55:                     # random 4 KiB reads: blocks
+            random_reads(rng, p)
         elif op < 0.75:                     # write somewhere
             with open(p, 'r+b') as f:
                 size = os.fstat(f.fileno()).st_size
@@ -99,6 +117,7 @@ def test_sigkill_during_promotions_and_writes(ws):
             f.write(rng.randbytes(rng.choice([700, 9000, 2 * EXT + 17,
                                               5 * EXT])))
     recovered = []
+    blocks = 0
     opts = 'cachesize=32M,threshold=1'
     for k in range(KILLS):
         mnt = os.path.join(ws.root, 'm%d' % k)
@@ -114,6 +133,7 @@ def test_sigkill_during_promotions_and_writes(ws):
             # kill while promotions are queued or running
             for n in sorted(os.listdir(ws.src))[:4]:
                 util.read_cold(os.path.join(mnt, n))
+        blocks += stats(mnt)['promotions_block']
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=util.TIMEOUT)
         util.unmount_cmd(mnt)
@@ -128,4 +148,5 @@ def test_sigkill_during_promotions_and_writes(ws):
     print('%d kills; after each, every file compared: %d files, %d bytes, '
           'none wrong (seed %d)' % (KILLS, COMPARED[0], COMPARED[1], SEED))
     assert max(recovered) > 0, 'no kill left anything warm: %r' % recovered
+    assert blocks > 0, 'no block was promoted before a kill'
     ws.stop(proc)

@@ -118,14 +118,18 @@ READ_HEAVY = 'read=10,dread=40,mapread=10,write=5,dwrite=3,reopen=6'
 @pytest.mark.parametrize('writemode,extent', [('writearound', '64K'),
                                             ('writethrough', '64K'),
                                             ('writearound', '4K'),
-                                            ('writethrough', '4K')])
+                                            ('writethrough', '4K'),
+                                            ('writearound', None),
+                                            ('writethrough', None)])
 def test_fsx_cached(ws, writemode, extent):
     """Small extents promoted on the first access and a read-heavy mix
     (O_DIRECT reads reach the daemon): reads are served from the cache
     store between writes, and writes must invalidate or update it.  4K:
-    an extent of one checksum block."""
-    proc = ws.start(opts='extent=%s,threshold=1,writemode=%s' %
-                    (extent, writemode))
+    an extent of one checksum block.  The default extent (None): fsx's
+    random reads promote blocks (block grain) beside extents, and writes
+    must drop or update exactly the blocks they touch."""
+    proc = ws.start(opts='%sthreshold=1,writemode=%s' %
+                    ('extent=%s,' % extent if extent else '', writemode))
     name = 'fsx.cached'
     r = subprocess.run(fsx_cmd(os.path.join(ws.mnt, name), 11,
                                args=['-l', '2M', '-o', '256K',
@@ -134,6 +138,10 @@ def test_fsx_cached(ws, writemode, extent):
                        timeout=FSX_TIMEOUT)
     check_result(name, r.returncode, r.stdout.decode(errors='replace'))
     check_source(ws, [name])
+    if extent is None:
+        s = util.hotfs_stats(ws.mnt)
+        assert int(s['promotions_block']) > 0, 'no block promotion'
+        assert int(s['read_hit_bytes']) > 0
     ws.stop(proc)
 
 
