@@ -46,7 +46,7 @@
  * (within a period).
  *
  * Decisions (measured with tests/sim/hotfs_sim against LRU, FIFO and
- * Belady's MIN; numbers in contrib/bench/RESULTS.md, "Policy simulation"):
+ * Belady's MIN; numbers in contrib/bench/NOTEBOOK.md, "Policy simulation"):
  *   pol_promote	count >= threshold (default 2: one pass of a scan
  *			never promotes, the second pass does);
  *   pol_admit		estimate(candidate) > estimate(victim) + 1, or + 2

@@ -13,7 +13,7 @@
  * up to 5/8 of it, so hot data survives FIFO eviction (with a quarter, hot
  * extents dropped at the budget cost a cache of a quarter of a zipf
  * workload 1.4 points of misses more than LRU when popularity shifts; a
- * half still 0.1; tests/sim, contrib/bench/RESULTS.md).  Recycling thus
+ * half still 0.1; tests/sim, contrib/bench/NOTEBOOK.md).  Recycling thus
  * writes at most 5/3 of what it frees.
  *
  * Commit order (the crash-safety argument): records are written with

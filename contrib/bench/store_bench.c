@@ -2,7 +2,7 @@
 /*
  * store_bench: the cache store's figures of merit, without FUSE.
  *
- *	store_bench [-d DIR] [-n EXTENTS] [-f FILES]
+ *	store_bench [-d DIR] [-n EXTENTS] [-f FILES] [-b]
  *
  * 1. RAM per cached extent: EXTENTS (default 1,000,000) small extents
  *    inserted, index bytes (and the process's RSS growth) per extent;
@@ -16,12 +16,16 @@
  *    target <= 1.3.
  * 4. Write amplification: bytes written to the SSD / payload bytes
  *    inserted, for both workloads; target <= 1.2.
+ * With -b, 1. and 2. are measured for EXTENTS 4 KiB blocks of random
+ * readers instead (block records of 1 GiB files, ST_REC_BLOCK): what a
+ * store full of a VM image's blocks costs in RAM and at recovery.
  *
  * DIR (default: a new directory under /var/tmp, removed afterwards) must
  * be on the SSD to measure; the stores go to DIR/index and DIR/small.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -148,16 +152,37 @@ static struct hotfs_store *open_or_die(const char *dir,
 	return st;
 }
 
+static bool blocks;	/* -b: 4 KiB block records */
+
+/* Record i of the index bench: a small extent (four a file), or with -b
+ * a 4 KiB block (262,144 a file, scattered over it). */
+static void rec_of(unsigned i, struct hotfs_key *k, struct hotfs_stamp *sp,
+		   uint32_t *rec, uint32_t *len)
+{
+	unsigned per = blocks ? 262144 : 4;
+
+	k->dev = 1;
+	k->ino = 100 + i / per;
+	sp->ino = k->ino;
+	sp->size = blocks ? 1ull << 30 : 1000;
+	sp->mtime_ns = 1;
+	sp->ctime_ns = 2;
+	/* blocks: a permutation of the file's, as random readers leave */
+	*rec = blocks ? ST_REC_BLOCK | ((i % per) * 40503u % per) : i % per;
+	*len = blocks ? 4096 : 64 + rnd() % 400;
+}
+
 static void bench_index(const char *base, unsigned n)
 {
 	struct hotfs_store_params p = {
 		.ident = ident, .ident_len = sizeof(ident) - 1,
-		.capacity = (uint64_t)n * 640 + (256ull << 20),
+		.capacity = (uint64_t)n * (blocks ? 4608 : 640) +
+			    (256ull << 20),
 		.extent = 256 * 1024, .region = 16u << 20,
 	};
 	struct hotfs_store_stats s;
 	struct hotfs_store *st;
-	char dir[4096], buf[512];
+	char dir[4096], buf[4096];
 	double t0, t1, tw, c0, c1, cw;
 	long rss0, rss1;
 	unsigned i, hits = 0;
@@ -172,11 +197,12 @@ static void bench_index(const char *base, unsigned n)
 	rss0 = rss_kib();
 	t0 = now();
 	for (i = 0; i < n; i++) {
-		struct hotfs_key k = { 1, 100 + i / 4 };
-		struct hotfs_stamp sp = { 100 + i / 4, 1000, 1, 2 };
-		uint32_t len = 64 + rnd() % 400;
+		struct hotfs_key k;
+		struct hotfs_stamp sp;
+		uint32_t rec, len;
 
-		if (st_insert(st, &k, i % 4, &sp, buf, len)) {
+		rec_of(i, &k, &sp, &rec, &len);
+		if (st_insert(st, &k, rec, &sp, buf, len)) {
 			fprintf(stderr, "insert %u failed\n", i);
 			exit(1);
 		}
@@ -185,7 +211,8 @@ static void bench_index(const char *base, unsigned n)
 	t1 = now();
 	rss1 = rss_kib();
 	st_get_stats(st, &s);
-	printf("index: %u extents inserted in %.2f s (%.0f/s)\n", n, t1 - t0,
+	printf("index: %u %s inserted in %.2f s (%.0f/s)\n", n,
+	       blocks ? "4 KiB blocks" : "small extents", t1 - t0,
 	       n / (t1 - t0));
 	printf("  RAM per extent: %.1f bytes (index structures), "
 	       "%.1f bytes (RSS growth)   [target <= 64]\n",
@@ -197,11 +224,13 @@ static void bench_index(const char *base, unsigned n)
 	t0 = now();
 	for (i = 0; i < n; i++) {
 		unsigned j = rnd() % n;
-		struct hotfs_key k = { 1, 100 + j / 4 };
-		struct hotfs_stamp sp = { 100 + j / 4, 1000, 1, 2 };
+		struct hotfs_key k;
+		struct hotfs_stamp sp;
 		struct hotfs_loc loc;
+		uint32_t rec, len;
 
-		hits += !st_lookup(st, &k, j % 4, &sp, &loc);
+		rec_of(j, &k, &sp, &rec, &len);
+		hits += !st_lookup(st, &k, rec, &sp, &loc);
 	}
 	t1 = now();
 	printf("  lookups: %.0f/s (one thread), %u/%u hit\n", n / (t1 - t0),
@@ -288,8 +317,11 @@ int main(int argc, char **argv)
 	bool made = false;
 	int c;
 
-	while ((c = getopt(argc, argv, "d:n:f:")) != -1) {
+	while ((c = getopt(argc, argv, "d:n:f:b")) != -1) {
 		switch (c) {
+		case 'b':
+			blocks = true;
+			break;
 		case 'd':
 			base = optarg;
 			break;
@@ -301,7 +333,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "usage: %s [-d DIR] [-n EXTENTS] "
-				"[-f FILES]\n", argv[0]);
+				"[-f FILES] [-b]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -318,7 +350,8 @@ int main(int argc, char **argv)
 	}
 	hotfs_log_level = LOG_WARNING;
 	printf("store_bench in %s\n", base);
-	bench_small_files(base, nfiles);
+	if (!blocks)
+		bench_small_files(base, nfiles);
 	bench_index(base, n);
 	if (made)
 		nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);

@@ -49,7 +49,7 @@ struct hotfs_ra;
 /* How far ahead of a sequential reader, in bytes (at least one extent):
  * with the kernel's 1 MiB requests (-o read_ahead), 2 MiB left a reader
  * waiting for two extents in three; 8 MiB cut a cached cp's time by 15-20%
- * and 16 MiB was slower again (contrib/bench/RESULTS.md). */
+ * and 16 MiB was slower again (contrib/bench/NOTEBOOK.md). */
 #define RA_AHEAD	(8u << 20)
 
 /* A slot in use by a caller: data holds the extent's loc.len bytes. */

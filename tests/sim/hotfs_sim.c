@@ -1597,7 +1597,7 @@ static int run_ci(const char *gitgrep)
 	      "scattered hot blocks, cache 100%%: misses hot/Apf %llu, "
 	      "min %llu, blocks %u\n", (unsigned long long)r.miss,
 	      (unsigned long long)l.miss, t.nobj);
-	/* and the rule that won (RESULTS.md): the fill misses no more
+	/* and the rule that won (NOTEBOOK.md): the fill misses no more
 	 * than the threshold alone, at 1:10 and 1:2 of the blocks read */
 	for (const unsigned *d = (const unsigned[]){ 10, 2, 0 }; *d; d++) {
 		cap = t.footprint / *d;
