@@ -258,7 +258,12 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	 * write missed their bytes (the note says which it touched) */
 	in->write_gen++;
 	in->wr_inflight--;
-	__cache_note_write(in, have_now, w->gen, d_lo, d_hi, &w->old, &now);
+	/* a file of one extent has nothing a write misses worth the notes'
+	 * memory (a write there touches the record a promotion makes) */
+	if (in->wr_notes || (have_now && (now.size > c->extent ||
+					  w->old.size > c->extent)))
+		__cache_note_write(in, have_now, w->gen, d_lo, d_hi, &w->old,
+				   &now);
 	/* our own write: the kernel's pages and attributes followed it */
 	change_end(in, w);
 	pthread_mutex_unlock(&in->m);

@@ -156,7 +156,9 @@ struct hotfs_inode {
 	unsigned wr_inflight;
 	uint32_t wr_lo, wr_hi;
 	/* The last writes through the mount, for promotions queued before
-	 * them (hotfs/cache_insert.h); NULL until the first.  Under m. */
+	 * them (hotfs/cache_insert.h); NULL until the first write to the
+	 * file while it is larger than one extent (about 700 bytes).
+	 * Under m. */
 	struct hotfs_wr_notes *wr_notes;
 	/* Extents of this file that may be in the store, as a count from
 	 * extent 0 (0 = none): a write invalidates that many.  Unknown after
