@@ -4,6 +4,7 @@
  * (a leaf) around the stop flag; none is held while working.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -45,6 +46,11 @@ static void *tick_main(void *arg)
 		if (c && now - last_sweep >= TICK_SWEEP_MS * 1000000LL) {
 			last_sweep = now;
 			ino_sweep(t->fs->it);
+			/* the heap's free pages back to the system: the
+			 * readers' copies promotions freed, by the hundred
+			 * thousand while a random reader warms the store,
+			 * stay in glibc's per-thread arenas otherwise */
+			malloc_trim(0);
 		}
 		if (c && now - last_counts >=
 		    CACHE_COUNTS_SAVE_S * 1000000000LL) {

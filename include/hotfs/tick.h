@@ -2,7 +2,8 @@
 /*
  * The daemon's periodic work (src/tick.c), on a thread of its own: the
  * store's group commit (st_tick, every TICK_MS), letting go of retained
- * inodes whose file was deleted (ino_sweep, every TICK_SWEEP_MS) and
+ * inodes whose file was deleted and giving the heap's free pages back
+ * (ino_sweep, malloc_trim: every TICK_SWEEP_MS) and
  * saving the policy's access counts (every CACHE_COUNTS_SAVE_S).  It
  * follows fs_cache(), so a store turned on while mounted is ticked too.
  */
