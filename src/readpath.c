@@ -58,7 +58,29 @@ struct seg {
 	bool direct;		/* data is the reply buffer itself */
 	char *tab;		/* sp.tab_len bytes */
 	int res_data, res_tab;
+	unsigned run_last;	/* read_uring: the last segment of the run
+				 * of misses this one heads, read as one */
 };
+
+/*
+ * A run of contiguous missed segments s[i..last] read as one (the blocks
+ * of a random reader's larger read): each gets its share of the run's
+ * result res (bytes from s[i].start, or -errno).
+ */
+static void run_share(struct seg *s, unsigned i, unsigned last, int res)
+{
+	unsigned k;
+
+	for (k = i; k <= last; k++) {
+		int64_t at = (int64_t)(s[k].start - s[i].start);
+		int64_t want = (int64_t)(s[k].end - s[k].start);
+		int64_t got = res < 0 ? res : (int64_t)res - at;
+
+		if (res >= 0 && got < 0)
+			got = 0;
+		s[k].res_data = (int)(got > want ? want : got);
+	}
+}
 
 
 /*
@@ -120,16 +142,22 @@ static void read_uring(int src, struct seg *s, unsigned n,
 		struct io_uring_sqe *sqe;
 		int fd = s[i].hit ? (fixed ? 0 : s[i].loc.fd) : src;
 		bool fx = s[i].hit && fixed;
+		unsigned last = i;
 
 		if (nsub + 2 > UR_DEPTH)
 			break;
+		/* contiguous misses: one read of the source */
+		while (!s[i].hit && last + 1 < n && !s[last + 1].hit &&
+		       s[last + 1].start == s[last].end)
+			last++;
+		s[i].run_last = last;
 		sqe = io_uring_get_sqe(ring);
 		if (s[i].hit)
 			io_uring_prep_read(sqe, fd, s[i].data,
 					   s[i].sp.data_len, s[i].sp.data_off);
 		else
 			io_uring_prep_read(sqe, fd, buf + (s[i].start - off),
-					   (unsigned)(s[i].end - s[i].start),
+					   (unsigned)(s[last].end - s[i].start),
 					   s[i].start);
 		if (fx)
 			sqe->flags |= IOSQE_FIXED_FILE;
@@ -144,6 +172,7 @@ static void read_uring(int src, struct seg *s, unsigned n,
 			io_uring_sqe_set_data64(sqe, ((uint64_t)i << 1) | 1);
 			nsub++;
 		}
+		i = last;
 	}
 	while (submitted < nsub) {
 		r = io_uring_submit(ring);
@@ -166,6 +195,9 @@ static void read_uring(int src, struct seg *s, unsigned n,
 		d = io_uring_cqe_get_data64(cqe);
 		if (d & 1)
 			s[d >> 1].res_tab = cqe->res;
+		else if (!s[d >> 1].hit)
+			run_share(s, (unsigned)(d >> 1), s[d >> 1].run_last,
+				  cqe->res);
 		else
 			s[d >> 1].res_data = cqe->res;
 		io_uring_cqe_seen(ring, cqe);

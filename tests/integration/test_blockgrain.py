@@ -290,3 +290,41 @@ def test_write_budget(ws):
     finally:
         r.close()
     ws.stop(proc)
+
+
+def test_mixed_reads_and_the_end(ws):
+    """Reads that cover cached and uncached blocks in any pattern (the
+    uncached ones next to each other read from the source as one), and
+    the file's last, partial block: the bytes are always the source's."""
+    size = 2 << 20
+    size += 1234                      # a partial last block
+    data = make(os.path.join(ws.src, 'f'), size, 16)
+    proc = ws.start(opts='cachesize=64M')
+    r = Direct(os.path.join(ws.mnt, 'f'))
+    try:
+        # some blocks cached, scattered
+        for b in blocks_of(64, size // BLK, 18):
+            r.read(b * BLK)
+        settled(ws.mnt, 'promotions_block', 32)
+        rng = random.Random(17)
+        for _ in range(200):
+            off = rng.randrange(1, size // BLK) * BLK
+            n = rng.choice([BLK, 3 * BLK, 8 * BLK, 16 * BLK])
+            assert r.read(off, n) == data[off:off + n], (off, n)
+    finally:
+        r.close()
+    # the tail: a read past the end (the first read of a handle is
+    # random: block grain), then the partial block is cached
+    tail = size // BLK * BLK
+    promoted = stats(ws.mnt)['promotions_block']
+    r = Direct(os.path.join(ws.mnt, 'f'))
+    try:
+        assert r.read(tail - BLK, 4 * BLK) == data[tail - BLK:]
+        settled(ws.mnt, 'promotions_block', promoted + 1)
+        before = stats(ws.mnt)
+        assert r.read(tail, BLK) == data[tail:]
+        assert stats(ws.mnt)['read_hit_bytes'] == \
+            before['read_hit_bytes'] + size - tail
+    finally:
+        r.close()
+    ws.stop(proc)
