@@ -283,8 +283,21 @@ static void status_human(const char *j)
 	bytes = num(j, "cached_bytes");
 	human_of(line, sizeof(line), bytes, cap);
 	snprintf(line + strlen(line), sizeof(line) - strlen(line),
-		 " (%.0f extents)", num(j, "cached_extents"));
+		 " (%.0f records: extents, and blocks of random readers)",
+		 num(j, "cached_extents"));
 	status_line("cached", line);
+	snprintf(line, sizeof(line), "%.0f (%.0f blocks, %.0f extents)",
+		 num(j, "promotions"), num(j, "promotions_block"),
+		 num(j, "promotions_extent"));
+	status_line("promotions", line);
+	if (num(j, "write_budget_bytes") > 0) {
+		human(a, sizeof(a), num(j, "ssd_bytes_written_today"));
+		human(b, sizeof(b), num(j, "write_budget_bytes"));
+		snprintf(line, sizeof(line), "%s written today of %s/day "
+			 "(%.0f refused)", a, b,
+			 num(j, "not_promoted_budget"));
+		status_line("write_budget", line);
+	}
 	/* regions are written whole: live data against their space */
 	foot = regions > 0 ? cap / regions * used : 0;
 	human(a, sizeof(a), foot);

@@ -280,6 +280,9 @@ def test_write_budget(ws):
         assert s['ssd_bytes_written_today'] <= (1 << 20) + 4 * BLK
         assert s['ssd_bytes_written_today'] == s['ssd_bytes_written']
         assert s['promotions_block'] < 512
+        out = subprocess.run([os.environ['HOTFSCTL_BIN'], 'status', ws.mnt],
+                             check=True, stdout=subprocess.PIPE).stdout
+        assert b'written today of 1.0 MiB/day' in out, out
         subprocess.run([os.environ['HOTFSCTL_BIN'], 'set', ws.mnt,
                         'write_budget=0'], check=True,
                        stdout=subprocess.DEVNULL)
