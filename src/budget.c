@@ -60,9 +60,10 @@ bool budget_admit(struct hotfs_budget *b, uint64_t now, uint64_t written,
 	uint64_t pace, used, soft;
 
 	budget_note(b, now, written);
-	pace = budget_pace(b, now);
-	if (!pace)
+	if (!atomic_load(&b->per_day))
 		return true;
+	/* a budget so small that its pace is 0 bytes admits nothing */
+	pace = budget_pace(b, now);
 	used = budget_used(b);
 	soft = pace - pace / 10;
 	if (used < soft)

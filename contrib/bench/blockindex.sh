@@ -8,9 +8,10 @@
 #
 # 1. RAM: hotfs over a file of N 4 KiB blocks (default 262,144: 1 GiB),
 #    read at random with O_DIRECT (fio, each block once a pass) until the
-#    store holds every block; the daemon's VmRSS before (store empty) and
-#    after (once it settles: the daemon gives freed heap back every 5 s),
-#    and .hotfs/stats' index_bytes per cached record.
+#    store holds every block; the daemon's VmRSS then, against that of a
+#    daemon that made one such pass with nothing promoted (the empty
+#    store: write_budget=1), both once they settle (the daemon gives freed
+#    heap back every 5 s), and .hotfs/stats' index_bytes per record.
 # 2. Restart: unmount, drop the page cache, mount again; how long until
 #    a read of a cached block is served from the store (the mount's
 #    recovery reads the region summaries, not the data).
@@ -63,7 +64,8 @@ rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status"; }
 
 start()
 {
-	"$bin" "$dir/src" "$mnt" -f -o "cachedir=$dir/cache,cachesize=$cachesize" \
+	"$bin" "$dir/src" "$mnt" -f \
+		-o "cachedir=$dir/cache,cachesize=$cachesize${1:+,$1}" \
 		2>>"$dir/log" &
 	pid=$!
 	until mountpoint -q "$mnt"; do
@@ -79,33 +81,54 @@ stop()
 	pid=
 }
 
-start
-rss0=$(rss_kib)
-passes=0 last=-1
-# until a pass caches nothing more (the promotion queue may drop some of
-# a pass's candidates when it is full)
-while (( $(stat_of cached_extents) != last && passes < 8 )); do
-	last=$(stat_of cached_extents)
+# the empty store: the same reads, nothing promoted (a budget of one
+# byte a day admits nothing), so the daemon's other memory (the policy's
+# sketch, the readers' threads and buffers) is counted on both sides
+settle_rss()
+{
+	local r low
+	rss=$(rss_kib) low=$(date +%s)
+	while (( $(date +%s) - low < 7 )); do
+		sleep 0.5
+		r=$(rss_kib)
+		if (( r < rss )); then rss=$r low=$(date +%s); fi
+	done
+}
+fill_pass()
+{
 	# every block once, in random order, skipping block 0 (a read at
 	# byte 0 is a file read from its start: extent grain)
 	fio --name=fill --filename="$mnt/img" --readonly --rw=randread \
 		--bs=4k --direct=1 --ioengine=libaio --iodepth=16 \
 		--offset=4k --size=$(( size - 4096 )) --output=/dev/null
-	passes=$(( passes + 1 ))
 	until (( $(stat_of promotion_queue_depth) == 0 )); do sleep 0.05; done
+}
+start write_budget=1
+fill_pass
+(( $(stat_of cached_extents) == 0 )) ||
+	{ echo "blockindex: the empty store's run cached something" >&2; exit 1; }
+settle_rss
+rss0=$rss
+stop
+rm -rf "$dir/cache" && mkdir "$dir/cache"
+
+start
+passes=0 last=-1
+# until a pass caches nothing more (the promotion queue may drop some of
+# a pass's candidates when it is full)
+while (( $(stat_of cached_extents) != last && passes < 8 )); do
+	last=$(stat_of cached_extents)
+	fill_pass
+	passes=$(( passes + 1 ))
 done
 records=$(stat_of cached_extents)
 # the daemon gives its heap's free pages back every 5 s (tick.c): the
 # RSS it settles at, once it has not dropped for longer than that
-rss1=$(rss_kib) low=$(date +%s)
-while (( $(date +%s) - low < 7 )); do
-	sleep 0.5
-	r=$(rss_kib)
-	if (( r < rss1 )); then rss1=$r low=$(date +%s); fi
-done
+settle_rss
+rss1=$rss
 index=$(stat_of index_bytes)
 echo "records: $records 4 KiB blocks cached after $passes passes ($(stat_of promotions_block) block promotions, $(stat_of promotions_extent) extent)"
-echo "RAM: VmRSS $rss0 KiB empty, $rss1 KiB full: +$(( (rss1 - rss0) / 1024 )) MiB ($(( (rss1 - rss0) * 1024 / records )) bytes a record); index_bytes $index ($(( index / records )) bytes a record)"
+echo "RAM: VmRSS $rss0 KiB with the store empty after a pass of the same reads, $rss1 KiB full: +$(( (rss1 - rss0) / 1024 )) MiB ($(( (rss1 - rss0) * 1024 / records )) bytes a record); index_bytes $index ($(( index / records )) bytes a record)"
 stop
 
 sync

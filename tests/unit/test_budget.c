@@ -60,6 +60,18 @@ static void test_admission_near_the_pace(void **state)
 	assert_true(budget_used(&b) == 2 * GiB);
 }
 
+/* A budget of a few bytes a day admits nothing (its pace rounds to 0). */
+static void test_tiny_budget(void **state)
+{
+	struct hotfs_budget b;
+
+	(void)state;
+	budget_init(&b, 1);
+	assert_int_equal(budget_pace(&b, DAY0), 0);
+	assert_false(budget_admit(&b, DAY0, 0, 0.0));
+	assert_false(budget_admit(&b, DAY0 + 100, 4096, 0.0));
+}
+
 static void test_new_day_counts_again(void **state)
 {
 	struct hotfs_budget b;
@@ -87,6 +99,7 @@ int main(void)
 		cmocka_unit_test(test_pace),
 		cmocka_unit_test(test_admission_near_the_pace),
 		cmocka_unit_test(test_new_day_counts_again),
+		cmocka_unit_test(test_tiny_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
