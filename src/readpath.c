@@ -62,6 +62,7 @@ struct seg {
 				 * of misses this one heads, read as one */
 };
 
+#ifdef HAVE_URING
 /*
  * A run of contiguous missed segments s[i..last] read as one (the blocks
  * of a random reader's larger read): each gets its share of the run's
@@ -81,6 +82,7 @@ static void run_share(struct seg *s, unsigned i, unsigned last, int res)
 		s[k].res_data = (int)(got > want ? want : got);
 	}
 }
+#endif
 
 
 /*
