@@ -300,7 +300,9 @@ int st_file_cached(struct hotfs_store *st, const struct hotfs_key *key,
 		x = st_rec_ext(st, e->extno);
 		if (x < first || x >= end)
 			continue;
-		*bytes += E_LEN(e);
+		/* st_lookup marks entries hot under the shared lock too */
+		*bytes += __atomic_load_n(lenfl_of(e), __ATOMIC_RELAXED) &
+			  0xffffffu;
 		(*records)++;
 	}
 	pthread_rwlock_unlock(&st->idx_lock);
