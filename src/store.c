@@ -525,14 +525,8 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 	 * space is back (__st_watermarks, at each tick).  Not logged here:
 	 * the caller tells the user, once.
 	 */
-	if (!__st_has_room(st)) {
-		atomic_store(&st->state, ST_READONLY);
-		st->state_err = -ENOSPC;
-		snprintf(st->reason, sizeof(st->reason), "cachedir %s: no "
-			 "room for a region (%u bytes) within the free-space "
-			 "watermarks of its filesystem; free space there",
-			 cachedir, st->g.rsize);
-	}
+	if (!__st_has_room(st))
+		st_no_room(st, false);
 	*out = st;
 	return 0;
 

@@ -368,6 +368,9 @@ void st_set_state_reason(struct hotfs_store *st, int state, int err,
 			 const char *reason);
 void st_set_state(struct hotfs_store *st, int state, int err,
 		  const char *what);
+/* No region can be added or recycled: read-only, with the reason that
+ * says to free space on the cachedir's filesystem (logged if log). */
+void st_no_room(struct hotfs_store *st, bool log);
 void st_clear_space_state(struct hotfs_store *st);
 
 /* store_region.c: a file's extents change (invalidation, restamp); under

@@ -224,8 +224,14 @@ static int open_region(struct hotfs_store *st)
 		return 0;
 	}
 	r = oldest_sealed(st);
-	if (r == ST_NIL)
+	if (r == ST_NIL) {
+		/* no region to add and none to recycle: nothing can ever be
+		 * cached until the free space is back (__st_watermarks says
+		 * so at a tick); read-only, said, not "ok" */
+		if (!st->reinserting && st->open == ST_NIL)
+			st_no_room(st, true);
 		return -ENOSPC;
+	}
 	return __st_evict_region(st, r, true, false);
 }
 

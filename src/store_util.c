@@ -86,6 +86,22 @@ void st_set_state(struct hotfs_store *st, int state, int err,
 	st_set_state_reason(st, state, err, reason);
 }
 
+void st_no_room(struct hotfs_store *st, bool log)
+{
+	char reason[sizeof(st->reason)];
+
+	snprintf(reason, sizeof(reason), "cachedir %s: no room for a region "
+		 "(%u bytes) within the free-space watermarks of its "
+		 "filesystem; free space there", st->path, st->g.rsize);
+	if (log) {
+		st_set_state_reason(st, ST_READONLY, -ENOSPC, reason);
+		return;
+	}
+	atomic_store(&st->state, ST_READONLY);
+	st->state_err = -ENOSPC;
+	memcpy(st->reason, reason, sizeof(st->reason));
+}
+
 void st_clear_space_state(struct hotfs_store *st)
 {
 	pthread_mutex_lock(&st->state_lock);
