@@ -37,6 +37,11 @@ struct progress {
 
 static struct progress prog;
 static enum fcmd cur_cmd;
+/* Files warm or pin could not cache because the store refused them (it is
+ * read-only, off, or its filesystem is full): said once, with a count,
+ * not once a file; the first such error. */
+static unsigned store_refused;
+static int store_err;
 static uint64_t warm_rate;	/* bytes/s, 0 = unlimited */
 
 /* What info, pins and warm's last check add up. */
@@ -180,7 +185,7 @@ static int one_file(const char *path)
 	case F_UNPIN:
 		if (do_ioctl(fd, cur_cmd == F_PIN ? HOTFS_IOC_PIN :
 			     HOTFS_IOC_UNPIN, &io) < 0)
-			goto fail;
+			goto pin_fail;
 		if (cur_cmd == F_UNPIN) {
 			tot.files++;
 			break;
@@ -193,7 +198,7 @@ static int one_file(const char *path)
 			io.off = off;
 			io.len = step;
 			if (do_ioctl(fd, HOTFS_IOC_WARM, &io) < 0)
-				goto fail;
+				goto warm_fail;
 			prog.bytes += off + step < io.size ? step :
 				      io.size > off ? io.size - off : 0;
 			prog.copied += io.done;
@@ -232,6 +237,25 @@ static int one_file(const char *path)
 	}
 	close(fd);
 	return 0;
+warm_fail:
+	/* a pin that could not be made good is not kept */
+	if (cur_cmd == F_PIN) {
+		int e = errno;
+
+		memset(&io, 0, sizeof(io));
+		do_ioctl(fd, HOTFS_IOC_UNPIN, &io);
+		errno = e;
+	}
+pin_fail:
+	/* warm reads the source and writes the store, pin the cachedir's
+	 * list: these are the store's */
+	if (errno == EROFS || errno == ENOSPC || errno == EDQUOT) {
+		if (!store_refused++)
+			store_err = errno;
+		failures++;
+		close(fd);
+		return 0;
+	}
 fail:
 	fprintf(stderr, "%shotfsctl: %s: %s\n", prog.tty ? "\n" : "", path,
 		errno == ENOTTY ? "not on a hotfs mount" :
@@ -506,6 +530,14 @@ int cmd_files(enum fcmd c, int argc, char **argv)
 	if (c == F_WARM || c == F_PIN)
 		show_progress(true);
 	ret = interrupted ? 130 : r < 0 ? 1 : failures ? 1 : 0;
+	if (store_refused)
+		fprintf(stderr, "%shotfsctl: %u file%s not %s: the cache store "
+			"refused %s (%s); 'hotfsctl status %s' says why\n",
+			prog.tty ? "\n" : "", store_refused,
+			store_refused == 1 ? "" : "s",
+			c == F_PIN ? "pinned" : "cached",
+			store_refused == 1 ? "it" : "them",
+			strerror(store_err), mount);
 	if (c == F_WARM || c == F_PIN)
 		warm_summary(&p, mount, fits, cap, now_s() - prog.start, ret);
 	if (c == F_INFO || c == F_PINS) {

@@ -227,15 +227,25 @@ bool pins_has(struct hotfs_pins *p, const struct hotfs_key *k)
 
 int pins_set(struct hotfs_pins *p, const struct hotfs_key *k, bool on)
 {
+	bool had;
 	int r = 0;
 
 	pthread_mutex_lock(&p->lock);
+	had = !empty(k) && !empty(find(p, k));
 	if (on)
 		r = __add(p, k);
 	else
 		__del(p, k);
 	if (!r)
 		r = save(p);
+	/* not saved: as it was, so that what is in force is what a restart
+	 * finds (a pin that failed is not kept, nor an unpin undone later) */
+	if (r && had != on) {
+		if (had)
+			__add(p, k);
+		else
+			__del(p, k);
+	}
 	pthread_mutex_unlock(&p->lock);
 	return r;
 }

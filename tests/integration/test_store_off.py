@@ -252,3 +252,48 @@ def test_store_on_after_runtime_off(ws):
     assert r.returncode == 1 and b'next mount' in r.stderr, r.stderr
     check_all(ws.mnt, files)
     ws.stop(proc)
+
+
+def test_fs_fills_while_mounted(ws, ext4):
+    """The cachedir's filesystem filled while mounted, before the store
+    held a region: the state says read-only and why as soon as an insert
+    finds no region (not "ok" while every promotion is refused); warm
+    says so once with a count, not once a file; a pin that could not be
+    made good is not kept; once space is freed the same pin holds."""
+    files = make_tree(ws.src)
+    cdev = ext4('cachefs', 64 << 20, mkfs_args=['-m', '0'])
+    cache = os.path.join(cdev.dir, 'cache')
+    proc = ws.start(cachedir=cache, opts='cachesize=32M,threshold=1')
+    assert stats(ws.mnt)['store_state'] == 'ok'
+    fill(cdev.dir)
+    r = hotfsctl('warm', ws.mnt)
+    err = [ln for ln in r.stderr.decode().splitlines()
+           if ln.startswith('hotfsctl:')]
+    assert r.returncode == 1, r.stderr
+    assert len(err) == 1 and ('%d files not cached' % len(files)) in err[0] \
+        and 'hotfsctl status' in err[0], err
+    s = stats(ws.mnt)
+    assert s['store_state'] == 'read-only' and \
+        'free space' in s['store_reason'], s
+    assert s['cached_extents'] == 0, s
+    one = os.path.join(ws.mnt, 'f0')
+    r = hotfsctl('pin', one)
+    assert r.returncode == 1 and b'1 file not pinned' in r.stderr, r.stderr
+    r = hotfsctl('--json', 'pins', ws.mnt)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)['files'] == [], r.stdout
+    assert stats(ws.mnt)['pinned_files'] == 0
+    check_all(ws.mnt, files)
+    for name in os.listdir(cdev.dir):
+        if name.startswith('filler'):
+            os.unlink(os.path.join(cdev.dir, name))
+    os.sync()
+    util.wait_for(lambda: stats(ws.mnt)['store_state'] == 'ok',
+                  'the store to take inserts again', timeout=15)
+    r = hotfsctl('pin', one)
+    assert r.returncode == 0, r.stderr
+    r = hotfsctl('--json', 'pins', ws.mnt)
+    assert [f['path'] for f in json.loads(r.stdout)['files']] == [one], \
+        r.stdout
+    check_all(ws.mnt, files)
+    ws.stop(proc)
