@@ -3,12 +3,15 @@
 # grep -r of a source tree over sshfs (an sshd of this script's own on
 # 127.0.0.1), side by side: the local disk, plain sshfs, and hotfs over
 # sshfs for each hotfs binary given.  Passes follow one another without
-# dropping the page cache (the machine is shared: drop_caches would
-# disturb others); sshfs drops its own pages at every open.
+# dropping the page cache unless DROP=1 (drop_caches disturbs others on a
+# shared machine); sshfs drops its own pages at every open.
 #
 #   contrib/bench/sshfs_grep.sh TREE PASSES HOTFS [HOTFS...]
 #
 # HOTFS_OPTS: more -o options for every hotfs (e.g. revalidate=30).
+# DROP=1: drop the page cache before each pass (sync; echo 3 >
+# /proc/sys/vm/drop_caches), as issue-style comparisons want: the local
+# disk then reads from its device, hotfs from its store's.
 #
 # Everything it starts is stopped and unmounted on exit.
 set -euo pipefail
@@ -71,6 +74,10 @@ sshfs_mount() {
 passes() {
 	local label=$1 dir=$2 p t0 t1
 	for ((p = 1; p <= PASSES; p++)); do
+		if [ "${DROP:-0}" = 1 ]; then
+			sync
+			echo 3 > /proc/sys/vm/drop_caches
+		fi
 		t0=$(date +%s.%N)
 		grep -r -q zzqq_absent_string_qqzz "$dir" || true
 		t1=$(date +%s.%N)
