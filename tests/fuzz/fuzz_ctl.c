@@ -97,7 +97,12 @@ static void fuzz_set(const uint8_t *data, size_t size)
 	memset(err, 'x', sizeof(err));
 	r = ctl_parse_set(args, &s, err, sizeof(err));
 	if (r == 0) {
-		if (!s.mask || (s.mask & ~31u))
+		const unsigned keys = CTL_SET_THRESHOLD |
+			CTL_SET_PROMOTE_RATE | CTL_SET_SEQCUTOFF |
+			CTL_SET_WRITEMODE | CTL_SET_INODE_CACHE |
+			CTL_SET_WRITE_BUDGET;
+
+		if (!s.mask || (s.mask & ~keys))
 			abort();
 		if ((s.mask & CTL_SET_THRESHOLD) &&
 		    (s.threshold < 1 || s.threshold > 16))
