@@ -221,6 +221,46 @@ struct st_entry {
 #define E_HOT		(2u << 24)
 #define E_DEAD		(4u << 24)	/* killed, not yet reaped */
 
+/*
+ * The index (store_index.c, store_btree.c; their header comments say
+ * why it is built so and what it costs).  A B+tree of 64-bit keys with a
+ * 64-bit value and a 32-bit word each; leaves are sorted arrays of at
+ * most BT_LEAF_MAX entries (BT_ENTRY bytes each) whose capacity grows and
+ * shrinks in steps of BT_STEP; inner nodes have up to BT_FAN children.
+ */
+#define BT_LEAF_MAX	256
+#define BT_STEP		8
+#define BT_FAN		64
+#define BT_DEPTH_MAX	8
+#define BT_ENTRY	20	/* key 8, value 8, word 4 */
+
+struct st_bt {
+	void *root;		/* NULL = empty */
+	uint32_t height;	/* inner levels above the leaves */
+	uint64_t n;		/* keys */
+	uint64_t bytes;		/* allocated for the nodes */
+	uint64_t limit;		/* bytes it may allocate, 0 = no limit */
+};
+
+/* What a walk's function returns for an entry. */
+enum { BT_KEEP = 0, BT_DROP, BT_STOP };
+typedef int (*bt_walk_fn)(void *arg, uint64_t key, uint64_t *val,
+			  uint32_t aux);
+
+void bt_init(struct st_bt *t);
+void bt_exit(struct st_bt *t);
+/* 0 added, 1 replaced, -ENOMEM (the tree unchanged). */
+int bt_put(struct st_bt *t, uint64_t key, uint64_t val, uint32_t aux);
+/* The entry's value and word (aux may be NULL), in place. */
+bool bt_find(const struct st_bt *t, uint64_t key, uint64_t **val,
+	     uint32_t **aux);
+bool bt_del(struct st_bt *t, uint64_t key);
+uint64_t bt_walk(struct st_bt *t, uint64_t lo, uint64_t hi, bt_walk_fn fn,
+		 void *arg);
+void bt_prefetch(const struct st_bt *t, uint64_t key);
+/* 0, or -EUCLEAN if an invariant does not hold (tests). */
+int bt_check(const struct st_bt *t);
+
 struct st_counters {
 	_Atomic uint64_t bytes_written, bytes_inserted, inserts;
 	_Atomic uint64_t evictions, evicted_extents, reinserted, culls;
