@@ -519,7 +519,7 @@ static void test_index_growth(void **state)
 	f->p.capacity = 64u << 20;
 	f->p.region = 4u << 20;		/* few seals, few fdatasyncs */
 	open_store(f);
-	assert_int_equal(f->st->hmask + 1, 1024);
+	assert_int_equal(f->st->fmask + 1, 1024);
 	for (i = 0; i < n; i++) {
 		uint32_t ino = 1 + i / 4, j;
 
@@ -538,7 +538,7 @@ static void test_index_growth(void **state)
 		}
 	}
 	get_stats(f, &s);
-	assert_true(f->st->hmask + 1 >= 8192);	/* grew three times */
+	assert_true(f->st->fmask + 1 >= 8192);	/* grew three times */
 	for (i = 0; i < n; i++) {
 		int ok = check(f->st, 1 + i / 4, i % 4, 0, 1 + i % 300);
 
@@ -1844,7 +1844,7 @@ static void test_threads(void **state)
 	for (i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
 	assert_true(r.reads > 0);
-	assert_true(f->st->hmask + 1 >= 4096);	/* it did grow */
+	assert_true(f->st->fmask + 1 >= 4096);	/* it did grow */
 	print_message("%u reads, %u hits\n", r.reads, r.hits);
 }
 
