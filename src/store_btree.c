@@ -192,12 +192,40 @@ static struct bt_inner *inner_new(struct st_bt *t)
 	return in;
 }
 
-/* First position in l whose key is >= key. */
+/*
+ * First position in l whose key is >= key.  The keys of a leaf are
+ * mostly runs of one file's record numbers, close to evenly spread, so
+ * the search starts with a guess interpolated between the first and last
+ * key and looks at the 9 keys around it (one or two cache lines): a
+ * leaf costs about 3 cache misses where a binary search of 256 keys
+ * costs 6.  A bad guess only narrows the binary search less.
+ */
 static uint32_t leaf_lb(struct bt_leaf *l, uint64_t key)
 {
 	const uint64_t *k = lkey(l);
 	uint32_t lo = 0, hi = l->n;
 
+	if (hi > 16) {
+		uint64_t a = k[0], b = k[hi - 1];
+		uint32_t g, w0, w1;
+
+		if (key <= a)
+			return 0;
+		if (key > b)
+			return hi;
+		g = (uint32_t)((unsigned __int128)(key - a) * (hi - 1) /
+			       (b - a));
+		w0 = g >= 4 ? g - 4 : 0;
+		w1 = g + 4 < hi ? g + 4 : hi - 1;
+		if (k[w0] >= key) {
+			hi = w0 + 1;
+		} else if (k[w1] < key) {
+			lo = w1 + 1;
+		} else {
+			lo = w0 + 1;
+			hi = w1 + 1;
+		}
+	}
 	while (lo < hi) {
 		uint32_t mid = (lo + hi) / 2;
 
