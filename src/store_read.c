@@ -5,8 +5,10 @@
  *
  * The read path is: st_lookup under the shared index lock (plus an atomic
  * "hot" mark for reinsertion), the caller's own read of the data file, then
- * st_verify.  st_verify checks the seeded xxh3 of the whole extent, or of
- * each ST_BLOCK block against the record's checksum table, and then the
+ * st_verify.  st_verify checks the seeded xxh3 of the whole extent (its
+ * low 32 bits: what the index keeps in RAM, as btrfs keeps a crc32c a
+ * block; the summary on the SSD has all 64), or of each ST_BLOCK block
+ * against the record's checksum table (64 bits each), and then the
  * region's generation: a region recycled while the caller was reading
  * changes generation before it is rewritten, so such a read is reported
  * -ESTALE and not trusted even if it happened to look right.  Data that
