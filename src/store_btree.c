@@ -18,10 +18,14 @@
  * one range of keys (the file id is the key's high half): enumerating,
  * dropping or restamping them walks that range.
  *
- * Cost: a lookup is a walk down 2-4 nodes and a binary search of at most
- * 256 keys; an insert or a delete moves at most BT_LEAF_MAX entries and
- * sometimes reallocates one leaf (a few KiB): no operation touches more
- * than a few leaves, so none holds the index lock for long.
+ * Cost: a lookup is a walk down 2-4 nodes (the inner ones, about 1 KiB
+ * for 10,000 records, stay in the CPU's caches) and a search of one leaf
+ * (leaf_lb: an interpolated guess, then a few keys); an insert or a
+ * delete moves at most BT_LEAF_MAX entries and sometimes reallocates one
+ * leaf (a few KiB) or merges two: no operation touches more than a few
+ * leaves, so none holds the index lock for long.  A walk visits a range
+ * leaf by leaf, looking each one up again from the root, so it may drop
+ * entries as it goes.
  *
  * Invariants (bt_check tests them): keys are strictly increasing across
  * the leaves in order; inner key[i] (i > 0) is <= every key under
