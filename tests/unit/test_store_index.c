@@ -175,6 +175,40 @@ static void test_bt_bytes_per_record(void **state)
 	print_message("%7llu left of a million: %.2f bytes a record\n",
 		      (unsigned long long)t.n, (double)t.bytes / t.n);
 	assert_true((double)t.bytes / t.n <= 24.0);
+	/* a full cache's steady state: the oldest 10% go (FIFO eviction),
+	 * as many new keys come, ten times over */
+	bt_exit(&t);
+	{
+		uint64_t *fifo = malloc(262144 * 11 * sizeof(*fifo));
+		uint64_t head = 0, tail = 0, r;
+
+		bt_init(&t);
+		while (tail < 262144) {
+			uint64_t k = rnd() >> 8;
+
+			if (bt_put(&t, k, ~k, (uint32_t)k) == 0)
+				fifo[tail++] = k;
+		}
+		for (r = 0; r < 10; r++) {
+			for (i = 0; i < 26214; i++)
+				assert_true(bt_del(&t, fifo[head++]));
+			for (i = 0; i < 26214;) {
+				uint64_t k = rnd() >> 8;
+
+				if (bt_put(&t, k, ~k, (uint32_t)k) == 0) {
+					fifo[tail++] = k;
+					i++;
+				}
+			}
+		}
+		assert_int_equal(t.n, 262144);
+		assert_int_equal(bt_check(&t), 0);
+		print_message("%7llu after ten FIFO turnovers of 10%%: %.2f "
+			      "bytes a record\n", (unsigned long long)t.n,
+			      (double)t.bytes / t.n);
+		assert_true((double)t.bytes / t.n <= 24.0);
+		free(fifo);
+	}
 	/* keys ascending, as a sequential reader leaves them */
 	bt_exit(&t);
 	bt_init(&t);
