@@ -284,22 +284,6 @@ static void set_child(struct st_bt *t, struct bt_path *p, uint32_t lv,
 		p->in[lv - 1]->child[p->ix[lv - 1]] = nd;
 }
 
-void bt_prefetch(const struct st_bt *t, uint64_t key)
-{
-	const void *node = t->root;
-	uint32_t lv;
-
-	/* the top levels are hot; start the leaf's cache miss */
-	for (lv = 0; node && lv < t->height; lv++) {
-		const struct bt_inner *in = node;
-
-		node = in->child[inner_child(in, key)];
-	}
-	if (node)
-		__builtin_prefetch(lkey((struct bt_leaf *)node) +
-				   ((const struct bt_leaf *)node)->n / 2);
-}
-
 bool bt_find(const struct st_bt *t, uint64_t key, uint64_t **val,
 	     uint32_t **aux)
 {

@@ -252,7 +252,6 @@ bool bt_find(const struct st_bt *t, uint64_t key, uint64_t **val,
 bool bt_del(struct st_bt *t, uint64_t key);
 uint64_t bt_walk(struct st_bt *t, uint64_t lo, uint64_t hi, bt_walk_fn fn,
 		 void *arg);
-void bt_prefetch(const struct st_bt *t, uint64_t key);
 /* 0, or -EUCLEAN if an invariant does not hold (tests). */
 int bt_check(const struct st_bt *t);
 
@@ -454,7 +453,7 @@ uint32_t idx_file_records(const struct hotfs_store *st, uint64_t dev,
 void idx_set_stamp(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		   uint64_t stamp);
 void idx_prefetch(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
-		  uint32_t rec, int stage);
+		  int stage);
 int idx_put(struct hotfs_store *st, const struct st_rec *r);
 bool idx_del_at(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		uint32_t rec, uint32_t region, uint32_t off);

@@ -218,27 +218,21 @@ static uint32_t file_find(const struct hotfs_store *st, uint64_t dev,
 }
 
 /*
- * Prefetch what a look-up of the record will touch: stage 0 the file's
- * bucket, stage 1 the chain's first file (reading the bucket), stage 2
- * the record's leaf (reading the file).  For batches, where the index's
- * cache misses would otherwise come one by one.
+ * Prefetch what a look-up of the file will touch: stage 0 its bucket,
+ * stage 1 the chain's first file (reading the bucket).  For recovery's
+ * batches, where the file table's cache misses would otherwise come one
+ * by one.  (Prefetching the record's leaf as well, a third stage, cost
+ * recovery more than it saved: the walk down the tree is done twice.)
  */
 void idx_prefetch(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
-		  uint32_t rec, int stage)
+		  int stage)
 {
 	const uint32_t *fb = file_head(st, file_hash(dev, ino));
-	uint32_t fid;
 
-	if (stage == 0) {
+	if (stage == 0)
 		__builtin_prefetch(fb);
-	} else if (stage == 1) {
-		if (*fb != ST_NIL)
-			__builtin_prefetch(&st->files[*fb]);
-	} else {
-		fid = file_find(st, dev, ino);
-		if (fid != ST_NIL)
-			bt_prefetch(&st->bt, key_of(fid, rec));
-	}
+	else if (*fb != ST_NIL)
+		__builtin_prefetch(&st->files[*fb]);
 }
 
 #define GROW_STEP	64	/* buckets moved per file added */

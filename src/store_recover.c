@@ -275,10 +275,10 @@ static void replay_flush(struct replay *rp)
 	uint32_t i;
 	int stage;
 
-	for (stage = 0; stage < 3; stage++)
+	for (stage = 0; stage < 2; stage++)
 		for (i = 0; i < rp->n; i++)
 			idx_prefetch(rp->st, rp->b[i].dev, rp->b[i].ino,
-				     rp->b[i].extno, stage);
+				     stage);
 	for (i = 0; i < rp->n; i++)
 		replay_apply(rp->st, rp->region, &rp->b[i]);
 	rp->n = 0;
