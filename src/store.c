@@ -377,6 +377,12 @@ static int choose_geometry(struct hotfs_store *st, const char *cachedir,
 		if (!fstatvfs(st->dirfd, &vfs))
 			cap = (uint64_t)vfs.f_bavail * vfs.f_frsize / 10 * 9;
 	}
+	if (cap > ST_DATA_MAX) {
+		hotfs_log(LOG_NOTICE, "store: %s: a store holds at most %llu "
+			  "bytes; using that much\n", cachedir,
+			  (unsigned long long)ST_DATA_MAX);
+		cap = ST_DATA_MAX;
+	}
 	if (st_geom_ok(p->extent, rsize)) {
 		errf(err, errlen, "store: bad extent (%u) or region (%u) size",
 		     p->extent, rsize);
@@ -447,12 +453,13 @@ static int alloc_tables(struct hotfs_store *st)
 	st->sum = malloc((size_t)st->sum_max * sizeof(*st->sum));
 	st->tab = malloc(st->g.extent / ST_BLOCK * 8 + 2 * ST_BLOCK);
 	/*
-	 * Presize the index's tables for 64 KiB a record: growing them is
-	 * incremental, but costs each insert a little meanwhile; this
-	 * costs 0.01% of the capacity in RAM up front.
+	 * Presize the file table's hash for a file a MiB: growing it is
+	 * incremental, but costs each insert a little meanwhile; this costs
+	 * 0.0004% of the capacity in RAM up front.  At most one record (and
+	 * so one file) per 512 bytes of capacity.
 	 */
-	rc = idx_init(st, st->capacity / ST_ALIGN_SMALL + 1024,
-		      st->capacity / 65536);
+	st->rec_max = st->capacity / ST_ALIGN_SMALL;
+	rc = idx_init(st, st->rec_max + 1024, st->capacity >> 20);
 	if (!st->regions || !st->sum || !st->tab || rc)
 		return -ENOMEM;
 	return 0;
@@ -582,14 +589,14 @@ int st_invalidate(struct hotfs_store *st, const struct hotfs_key *key,
 	/* cheap when nothing of the file is cached: callers may always call */
 	pthread_rwlock_rdlock(&st->idx_lock);
 	st_rk_note(st, key->dev, key->ino);
-	n = idx_file_first(st, key->dev, key->ino) != ST_NIL;
+	n = idx_file_stamp(st, key->dev, key->ino, NULL);
 	pthread_rwlock_unlock(&st->idx_lock);
 	if (!n)
 		return 0;
 	pthread_rwlock_wrlock(&st->idx_lock);
 	/* again: an eviction may have taken its extents out meanwhile */
 	st_rk_note(st, key->dev, key->ino);
-	n = idx_drop_file(st, key->dev, key->ino, first, count, false, 0);
+	n = idx_drop_file(st, key->dev, key->ino, first, count);
 	pthread_rwlock_unlock(&st->idx_lock);
 	if (!n)
 		return 0;
@@ -640,9 +647,9 @@ void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s)
 	s->state_since = st->state_since;
 	pthread_mutex_unlock(&st->state_lock);
 	pthread_rwlock_rdlock(&st->idx_lock);
-	s->extents = st->nent;
+	s->extents = idx_records(st);
 	s->bytes = st->nbytes;
-	s->entries_max = st->ent_max;
+	s->entries_max = st->rec_max;
 	s->index_bytes = idx_ram(st);
 	pthread_rwlock_unlock(&st->idx_lock);
 	s->capacity = st->capacity;

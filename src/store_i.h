@@ -28,8 +28,19 @@
  *
  * Checksums are xxh3 seeded with (dev, ino, extno, region generation), so
  * bytes left over from another extent or from the region's previous life
- * never verify.  The whole-extent checksum is in RAM; the block table lets
- * a 4 KiB read out of a 256 KiB extent read 4 KiB plus 8 bytes.
+ * never verify.  The whole-record checksum is in the summary (64 bits)
+ * and its low 32 bits in RAM; the block table lets a 4 KiB read out of a
+ * 256 KiB extent read 4 KiB plus 8 bytes.
+ *
+ * The index in RAM (store_index.c, store_btree.c): a file table, (dev,
+ * ino) -> file id, the file's stamp, its record count (28 bytes a file,
+ * plus its hash's buckets); and a B+tree keyed by file id << 32 | record
+ * number whose leaves are sorted arrays of 20-byte entries: the record's
+ * location packed in 64 bits (data file offset / 512, 40 bits; length -
+ * 1, 22 bits; the hot bit) and the low 32 bits of its checksum.  About
+ * 21 bytes a record at any fill, plus about 30 a cached file.  A file's
+ * records are one range of keys, so invalidating, restamping or counting
+ * them walks that range, and eviction deletes by key.
  *
  * Invariants:
  *	- a summary entry is written only after fdatasync() of its record
@@ -39,7 +50,11 @@
  *	- a region's generation (== its sequence number, unique for the
  *	  store's life thanks to sb.seq_floor) changes before it is rewritten;
  *	  loc.gen is compared after the caller's read (st_verify);
- *	- all live index entries of one file carry the same stamp;
+ *	- all records of one file in the index are current for the same
+ *	  stamp: the index keeps it once, in the file table;
+ *	- nothing holds the place of a record in the index across a release
+ *	  of idx_lock (records move within and between the tree's leaves):
+ *	  keepers, the summaries and walks name records by (dev, ino, rec);
  *	- eviction is FIFO by region sequence, so a tombstone (written by
  *	  st_invalidate) always outlives the entries it kills;
  *	- at open, the newest region is reopened for appending only after
@@ -59,13 +74,17 @@
  *			what the mutex serialises): st_close, st_insert,
  *			st_commit, st_tick and st_evict take it, the __st_*
  *			functions need it.
- *	st->idx_lock	rwlock: the index (store_index.c); never held across
- *			I/O.  Shared to look up (st_lookup, st_iterate,
+ *	st->idx_lock	rwlock: the index (store_index.c, store_btree.c);
+ *			never held across I/O.  Shared to look up
+ *			(st_lookup, st_file_cached, st_iterate,
  *			st_get_stats, pick_keepers), exclusive to change
- *			entries (append, eviction, st_invalidate, st_restamp,
- *			a stale or corrupt entry dropped by st_lookup or
- *			st_verify).  Shared is let go of before exclusive is
- *			taken: never an upgrade.
+ *			records (append, eviction, st_invalidate,
+ *			st_restamp, a stale or corrupt record dropped by
+ *			st_lookup or st_verify).  Under the shared lock the
+ *			only write is st_lookup's hot bit, an atomic OR on
+ *			the location word (readers load it atomically).
+ *			Shared is let go of before exclusive is taken:
+ *			never an upgrade.
  *	st->state_lock	mutex, a leaf: the state and its reason, the queued
  *			tombstones (tq, ntq), the keepers' marks (st_rk_note,
  *			under idx_lock).  What it calls out to is hotfs_log
@@ -198,28 +217,67 @@ struct st_region {
 };
 
 /*
- * Index entry, 52 bytes.  Lives in st->ent[], linked by 32-bit indices
- * into the extent hash (next) and the file hash (fnext).
+ * The index (store_index.c, store_btree.c; their header comments say
+ * why it is built so and what it costs).  A B+tree of 64-bit keys with a
+ * 64-bit value and a 32-bit word each; leaves are sorted arrays of at
+ * most BT_LEAF_MAX entries (BT_ENTRY bytes each) whose capacity grows and
+ * shrinks in steps of BT_STEP; inner nodes have up to BT_FAN children.
  */
-struct st_entry {
+#define BT_LEAF_MAX	256
+#define BT_STEP		8
+#define BT_FAN		64
+#define BT_DEPTH_MAX	8
+#define BT_ENTRY	20	/* key 8, value 8, word 4 */
+
+struct st_bt {
+	void *root;		/* NULL = empty */
+	uint32_t height;	/* inner levels above the leaves */
+	uint64_t n;		/* keys */
+	uint64_t bytes;		/* allocated for the nodes */
+	uint64_t limit;		/* bytes it may allocate, 0 = no limit */
+};
+
+/* What a walk's function returns for an entry. */
+enum { BT_KEEP = 0, BT_DROP, BT_STOP };
+typedef int (*bt_walk_fn)(void *arg, uint64_t key, uint64_t *val,
+			  uint32_t aux);
+
+void bt_init(struct st_bt *t);
+void bt_exit(struct st_bt *t);
+/* 0 added, 1 replaced, -ENOMEM (the tree unchanged). */
+int bt_put(struct st_bt *t, uint64_t key, uint64_t val, uint32_t aux);
+/* The entry's value and word (aux may be NULL), in place. */
+bool bt_find(const struct st_bt *t, uint64_t key, uint64_t **val,
+	     uint32_t **aux);
+bool bt_del(struct st_bt *t, uint64_t key);
+uint64_t bt_walk(struct st_bt *t, uint64_t lo, uint64_t hi, bt_walk_fn fn,
+		 void *arg);
+/* 0, or -EUCLEAN if an invariant does not hold (tests). */
+int bt_check(const struct st_bt *t);
+
+/* A cached file: its id is its place in st->files. */
+struct st_file {
 	uint64_t ino;
-	uint64_t stamp;		/* st_stamp_hash() of the source stamp */
-	uint64_t csum;
+	uint64_t stamp;		/* st_stamp_hash() of its records' stamp */
 	uint32_t dev;
-	uint32_t extno;
-	uint32_t next;		/* extent chain, or free list */
-	uint32_t fnext;		/* file chain */
-	uint32_t region;
-	uint32_t off;
-	uint32_t lenfl;		/* len | flags << 24; flags atomic */
+	uint32_t nrec;		/* its records in the tree */
+	uint32_t next;		/* hash chain, or free list */
 } __attribute__((packed, aligned(4)));
-#define E_LEN(e)	((e)->lenfl & 0xffffffu)
-/* lenfl for atomic access (the struct is packed) */
-#define lenfl_of(e)	((uint32_t *)((char *)(e) + \
-				      offsetof(struct st_entry, lenfl)))
-#define E_VALID		(1u << 24)
-#define E_HOT		(2u << 24)
-#define E_DEAD		(4u << 24)	/* killed, not yet reaped */
+
+/* A record, as the index gives it out and takes it in. */
+struct st_rec {
+	uint64_t dev, ino;
+	uint64_t stamp;		/* the file's */
+	uint32_t rec;		/* extent, or ST_REC_BLOCK | block */
+	uint32_t region, off, len;
+	uint32_t csum;		/* low 32 bits of the seeded xxh3 */
+	bool hot;		/* looked up since written */
+};
+typedef int (*idx_walk_fn)(void *arg, const struct st_rec *r);
+
+/* The data file's size limit: record offsets are kept in 512-byte units
+ * in 40 bits (store_index.c). */
+#define ST_DATA_MAX	(1ull << 49)
 
 struct st_counters {
 	_Atomic uint64_t bytes_written, bytes_inserted, inserts;
@@ -259,13 +317,14 @@ struct hotfs_store {
 	bool reinserting;		/* copying keepers forward */
 
 	/* the index; protected by idx_lock */
-	struct st_entry *ent;		/* mmap, [ent_max] */
-	uint32_t ent_max, ent_hwm, ent_free, nent;
-	uint64_t nbytes;
-	uint32_t *hb, hmask;		/* extent buckets */
+	struct st_bt bt;		/* (file id, rec) -> loc, csum */
+	struct st_file *files;		/* mmap, [file_max] */
+	uint32_t file_max, file_hwm, file_free, nfiles;
+	uint64_t nbytes;		/* the records' lengths */
+	uint64_t rec_max;		/* records the capacity could hold */
 	uint32_t *fb, fmask;		/* file buckets */
-	uint32_t *ohb, ohmask, hpos;	/* while growing: the old tables, */
-	uint32_t *ofb, ofmask, fpos;	/* moved from bucket [0] upwards */
+	uint32_t *ofb, ofmask, fpos;	/* while growing: the old ones, */
+					/* moved from bucket [0] upwards */
 	bool idx_bulk;			/* recovery: grow at once */
 
 	/* parameters */
@@ -381,26 +440,34 @@ void st_rk_note(struct hotfs_store *st, uint64_t dev, uint64_t ino);
 void st_tombstone_nowait(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 			 uint32_t first, uint32_t count);
 
-/* store_index.c: callers hold idx_lock (shared for find). */
-int idx_init(struct hotfs_store *st, uint64_t max_entries,
+/* store_index.c: callers hold idx_lock (shared for look-ups and walks
+ * that drop nothing). */
+int idx_init(struct hotfs_store *st, uint64_t max_files,
 	     uint64_t min_buckets);
 void idx_exit(struct hotfs_store *st);
-uint32_t idx_find(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
-		  uint32_t extno);
-uint32_t idx_file_first(const struct hotfs_store *st, uint64_t dev,
-			uint64_t ino);
+int idx_lookup(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+	       uint32_t rec, uint64_t stamp, struct st_rec *r);
+int idx_get(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
+	    uint32_t rec, struct st_rec *r);
+bool idx_file_stamp(const struct hotfs_store *st, uint64_t dev,
+		    uint64_t ino, uint64_t *stamp);
+uint32_t idx_file_records(const struct hotfs_store *st, uint64_t dev,
+			  uint64_t ino);
+void idx_set_stamp(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+		   uint64_t stamp);
 void idx_prefetch(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
-		  uint32_t extno, int stage);
-uint32_t idx_add(struct hotfs_store *st, const struct st_entry *tmpl);
-uint32_t idx_put(struct hotfs_store *st, const struct st_entry *tmpl);
-void idx_del(struct hotfs_store *st, uint32_t i);
-void idx_kill(struct hotfs_store *st, uint32_t i);
-void idx_reap(struct hotfs_store *st, uint64_t dev, uint64_t ino, bool all);
+		  int stage);
+int idx_put(struct hotfs_store *st, const struct st_rec *r);
+bool idx_del_at(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+		uint32_t rec, uint32_t region, uint32_t off);
+uint32_t idx_walk(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+		  uint32_t lo, uint32_t hi, idx_walk_fn fn, void *arg);
+uint64_t idx_walk_all(struct hotfs_store *st, idx_walk_fn fn, void *arg);
 uint32_t idx_drop_file(struct hotfs_store *st, uint64_t dev, uint64_t ino,
-		       uint32_t first, uint32_t count, bool keep_stamp,
-		       uint64_t stamp);
+		       uint32_t first, uint32_t count);
 uint32_t idx_drop_other_stamps(struct hotfs_store *st, uint64_t dev,
 			       uint64_t ino, uint64_t stamp);
+uint64_t idx_records(const struct hotfs_store *st);
 uint64_t idx_ram(const struct hotfs_store *st);
 
 /* store_region.c: callers hold st->lock. */

@@ -1,28 +1,40 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Cache store index: (dev, ino, extno) -> location, in RAM.
+ * Cache store index: (dev, ino, rec) -> where the record is, in RAM.
  *
- * Entries (struct st_entry, 52 bytes) come out of one array reserved with
- * mmap(MAP_NORESERVE) for the worst case (every record 512 bytes); only the
- * pages actually used cost RAM, and freed entries are reused first (LIFO
- * free list) so the touched part stays compact.  No malloc per extent.
+ * Two parts:
+ *   - the file table: (dev, ino) -> a file id, the file's stamp (the
+ *     st_stamp_hash of the source stamp its records were cached at) and
+ *     its record count.  struct st_file, 28 bytes, in one array reserved
+ *     with mmap(MAP_NORESERVE) for the worst case (one file per 512 bytes
+ *     of capacity); only the pages touched cost RAM, freed ids are reused
+ *     first (LIFO), so the touched part stays compact.  Found through a
+ *     chained hash (next links, 32-bit buckets) that doubles at a load of
+ *     2, incrementally (as in redis): until each change has moved a few
+ *     buckets of the old table, a bucket not moved yet is looked up there
+ *     (file_head).  About 30-32 bytes a cached file.
+ *   - the records: a B+tree (store_btree.c) keyed by file id << 32 | rec,
+ *     whose value is the record's location packed in 64 bits (its offset
+ *     in the data file in 512-byte units, 40 bits: 512 TiB; its length
+ *     - 1, 22 bits: up to 4 MiB; the hot bit) and whose 32-bit word is
+ *     the low half of the record's seeded xxh3 (the summary on the SSD
+ *     keeps all 64 bits: recovery and copying forward check those).
+ *     20 bytes a record, 21-23 with the leaves' slack and the inner nodes
+ *     at any fill (contrib/bench/RESULTS.md has the measured figures).
+ *     A file's records are one range of keys.
  *
- * Two chained hash tables share the entries: the extent table (next) finds
- * one extent, the file table (fnext) finds all extents of a file for
- * invalidation.  Both grow by doubling, the extent table at a load of 2
- * and the file table kept at half its size: the index costs at most
- * 52 + 4 + 2 = 58 bytes per extent (and at least 52 + 2 + 1).  Growing is
- * incremental (as in redis): the old tables stay until each idx_add has
- * moved a few of their buckets, so no single operation rehashes millions
- * of entries with the lock held; a bucket not moved yet is looked up in
- * the old table (ext_head, file_head).  Entries and
- * buckets ask for transparent huge pages: lookups are random accesses
- * over tens of MB, where 4 KiB pages make every one a TLB miss.
+ * Invariants: a file is in the table iff it has records (nrec > 0, the
+ * number of its keys in the tree); every record of a file is current for
+ * the file's one stamp (putting a record of another stamp drops the
+ * others first); st->nbytes is the sum of the records' lengths.
  *
- * Invariants: an entry is linked in both chains iff E_VALID is set; all
- * valid entries of one file have the same stamp (callers keep that).
  * Locks: every function here needs st->idx_lock, exclusive except for
- * idx_find, idx_file_first and idx_ram (shared is enough).
+ * idx_lookup, idx_get, idx_file_stamp, idx_walk and idx_walk_all with a
+ * function that never drops, and idx_ram (shared is enough).  Under the
+ * shared lock idx_lookup sets the hot bit with an atomic OR, and readers
+ * of a location word load it atomically; records move in the tree only
+ * under the exclusive lock, so nobody keeps an entry's address across a
+ * release of the lock: callers hold keys (dev, ino, rec), never places.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -30,6 +42,16 @@
 #include <sys/mman.h>
 
 #include "store_i.h"
+
+#define LOC_ADDR_BITS	40
+#define LOC_ADDR_MASK	((1ull << LOC_ADDR_BITS) - 1)
+#define LOC_LEN_SHIFT	LOC_ADDR_BITS
+#define LOC_LEN_MASK	((1ull << 22) - 1)
+#define LOC_HOT		(1ull << 62)
+
+_Static_assert(ST_DATA_MAX <= (LOC_ADDR_MASK + 1) * ST_ALIGN_SMALL,
+	       "data file offsets fit the location word");
+_Static_assert((4u << 20) - 1 <= LOC_LEN_MASK, "lengths fit");
 
 static inline uint64_t fmix64(uint64_t k)
 {
@@ -41,37 +63,45 @@ static inline uint64_t fmix64(uint64_t k)
 	return k;
 }
 
-static inline uint32_t ext_hash(uint64_t dev, uint64_t ino, uint32_t extno)
-{
-	return fmix64(ino * 0x9e3779b97f4a7c15ull + dev * 0xbf58476d1ce4e5b9ull
-		      + extno * 0x94d049bb133111ebull);
-}
-
 static inline uint32_t file_hash(uint64_t dev, uint64_t ino)
 {
 	return fmix64(ino * 0x9e3779b97f4a7c15ull ^
 		      dev * 0xbf58476d1ce4e5b9ull);
 }
 
+static inline uint64_t key_of(uint32_t fid, uint32_t rec)
+{
+	return (uint64_t)fid << 32 | rec;
+}
+
+static uint64_t loc_pack(const struct hotfs_store *st, uint32_t region,
+			 uint32_t off, uint32_t len)
+{
+	uint64_t a = (st_region_off(st, region) + off) / ST_ALIGN_SMALL;
+
+	return a | (uint64_t)(len - 1) << LOC_LEN_SHIFT;
+}
+
+static void loc_unpack(const struct hotfs_store *st, uint64_t v,
+		       struct st_rec *r)
+{
+	uint64_t a = (v & LOC_ADDR_MASK) * ST_ALIGN_SMALL;
+
+	r->region = a / st->g.rsize;
+	r->off = a % st->g.rsize;
+	r->len = ((v >> LOC_LEN_SHIFT) & LOC_LEN_MASK) + 1;
+	r->hot = v & LOC_HOT;
+}
+
+static inline uint32_t loc_len(uint64_t v)
+{
+	return ((v >> LOC_LEN_SHIFT) & LOC_LEN_MASK) + 1;
+}
+
 /* Bucket arrays: whole pages, huge pages if the kernel allows. */
 static size_t bucket_bytes(uint32_t n)
 {
 	return st_roundup((uint64_t)n * sizeof(uint32_t), 4096);
-}
-
-/* The chain a hash lives in, in the old table if not moved yet. */
-static inline uint32_t *ext_head(const struct hotfs_store *st, uint32_t h)
-{
-	if (st->ohb && (h & st->ohmask) >= st->hpos)
-		return &st->ohb[h & st->ohmask];
-	return &st->hb[h & st->hmask];
-}
-
-static inline uint32_t *file_head(const struct hotfs_store *st, uint32_t h)
-{
-	if (st->ofb && (h & st->ofmask) >= st->fpos)
-		return &st->ofb[h & st->ofmask];
-	return &st->fb[h & st->fmask];
 }
 
 static int alloc_buckets(uint32_t **b, uint32_t n)
@@ -93,21 +123,24 @@ static void free_buckets(uint32_t *b, uint32_t n)
 		munmap(b, bucket_bytes(n));
 }
 
-/* Is record rec within extents [first, first + count) (count 0: to the
- * end)?  A block is within the extent that holds it. */
-static bool rec_in(const struct hotfs_store *st, uint32_t rec,
-		   uint32_t first, uint32_t count)
+/* The chain a hash lives in, in the old table if not moved yet. */
+static inline uint32_t *file_head(const struct hotfs_store *st, uint32_t h)
 {
-	uint64_t x = st_rec_ext(st, rec);
+	if (st->ofb && (h & st->ofmask) >= st->fpos)
+		return &st->ofb[h & st->ofmask];
+	return &st->fb[h & st->fmask];
+}
 
-	return x >= first && (count == 0 || x - first < count);
+static size_t files_bytes(uint32_t n)
+{
+	return st_roundup((uint64_t)n * sizeof(struct st_file), 4096);
 }
 
 /*
- * max_entries bounds the index (one entry per 512 bytes of capacity);
- * min_buckets presizes the tables, which saves growing them.
+ * max_files bounds the file table (one file per 512 bytes of capacity);
+ * min_buckets presizes its hash, which saves growing it.
  */
-int idx_init(struct hotfs_store *st, uint64_t max_entries,
+int idx_init(struct hotfs_store *st, uint64_t max_files,
 	     uint64_t min_buckets)
 {
 	uint32_t nb = 1024;
@@ -115,411 +148,413 @@ int idx_init(struct hotfs_store *st, uint64_t max_entries,
 	void *p;
 	int err;
 
-	if (max_entries > UINT32_MAX - 1)
-		max_entries = UINT32_MAX - 1;
+	if (max_files > UINT32_MAX - 1)
+		max_files = UINT32_MAX - 1;
 	for (;;) {
-		len = st_roundup(max_entries * sizeof(struct st_entry), 4096);
+		len = files_bytes(max_files);
 		p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (p != MAP_FAILED) {
-			/* the index is walked at random: spare the TLB */
-			madvise(p, len, MADV_HUGEPAGE);
+		if (p != MAP_FAILED)
 			break;
-		}
-		/* strict overcommit: settle for 4 KiB per record */
-		if (max_entries < 4096)
+		/* strict overcommit: settle for 4 KiB per file */
+		if (max_files < 4096)
 			return -ENOMEM;
-		max_entries /= 8;
+		max_files /= 8;
 	}
-	st->ent = p;
-	st->ent_max = max_entries;
-	st->ent_hwm = 0;
-	st->ent_free = ST_NIL;
-	st->nent = 0;
+	st->files = p;
+	st->file_max = max_files;
+	st->file_hwm = 0;
+	st->file_free = ST_NIL;
+	st->nfiles = 0;
 	st->nbytes = 0;
+	bt_init(&st->bt);
 	while (nb < min_buckets && nb < (1u << 30))
 		nb *= 2;
-	err = alloc_buckets(&st->hb, nb);
-	if (err)
-		goto bad_hb;
-	st->hmask = nb - 1;
-	err = alloc_buckets(&st->fb, nb / 2);
-	if (err)
-		goto bad_fb;
-	st->fmask = nb / 2 - 1;
+	err = alloc_buckets(&st->fb, nb);
+	if (err) {
+		munmap(st->files, len);
+		st->files = NULL;
+		return err;
+	}
+	st->fmask = nb - 1;
 	return 0;
-
-bad_fb:
-	free_buckets(st->hb, nb);
-bad_hb:
-	munmap(st->ent, len);
-	st->ent = NULL;
-	return err;
 }
 
 void idx_exit(struct hotfs_store *st)
 {
-	if (st->ent)
-		munmap(st->ent, st_roundup((uint64_t)st->ent_max *
-					   sizeof(struct st_entry), 4096));
-	free_buckets(st->hb, st->hmask + 1);
+	bt_exit(&st->bt);
+	if (st->files)
+		munmap(st->files, files_bytes(st->file_max));
 	free_buckets(st->fb, st->fmask + 1);
-	if (st->ohb) {
-		free_buckets(st->ohb, st->ohmask + 1);
+	if (st->ofb)
 		free_buckets(st->ofb, st->ofmask + 1);
-	}
-	st->ent = NULL;
-	st->hb = st->fb = st->ohb = st->ofb = NULL;
+	st->files = NULL;
+	st->fb = st->ofb = NULL;
 }
 
 uint64_t idx_ram(const struct hotfs_store *st)
 {
-	uint64_t b = (uint64_t)(st->hmask + 1) + (st->fmask + 1);
+	uint64_t b = bucket_bytes(st->fmask + 1);
 
-	if (st->ohb)
-		b += (uint64_t)(st->ohmask + 1) + (st->ofmask + 1);
-	return (uint64_t)st->ent_hwm * sizeof(struct st_entry) + b * 4;
+	if (st->ofb)
+		b += bucket_bytes(st->ofmask + 1);
+	return st->bt.bytes + files_bytes(st->file_hwm) + b;
 }
 
-/*
- * Prefetch what idx_find and idx_file_first will touch: stage 0 the
- * buckets, stage 1 the chains' first entries (reading the buckets).  For
- * batches, where the index's cache misses would otherwise come one by one.
- */
-void idx_prefetch(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
-		  uint32_t extno, int stage)
-{
-	const uint32_t *hb = ext_head(st, ext_hash(dev, ino, extno));
-	const uint32_t *fb = file_head(st, file_hash(dev, ino));
-
-	if (stage == 0) {
-		__builtin_prefetch(hb);
-		__builtin_prefetch(fb);
-		return;
-	}
-	if (*hb != ST_NIL)
-		__builtin_prefetch(&st->ent[*hb]);
-	if (*fb != ST_NIL)
-		__builtin_prefetch(&st->ent[*fb]);
-}
-
-uint32_t idx_find(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
-		  uint32_t extno)
-{
-	uint32_t i = *ext_head(st, ext_hash(dev, ino, extno));
-
-	while (i != ST_NIL) {
-		const struct st_entry *e = &st->ent[i];
-
-		if (e->ino == ino && e->extno == extno && e->dev == dev)
-			return i;
-		i = e->next;
-	}
-	return ST_NIL;
-}
-
-uint32_t idx_file_first(const struct hotfs_store *st, uint64_t dev,
-			uint64_t ino)
+/* The file's id, or ST_NIL. */
+static uint32_t file_find(const struct hotfs_store *st, uint64_t dev,
+			  uint64_t ino)
 {
 	uint32_t i = *file_head(st, file_hash(dev, ino));
 
 	while (i != ST_NIL) {
-		const struct st_entry *e = &st->ent[i];
+		const struct st_file *f = &st->files[i];
 
-		if (e->ino == ino && e->dev == dev)
+		if (f->ino == ino && f->dev == dev)
 			return i;
-		i = e->fnext;
+		i = f->next;
 	}
 	return ST_NIL;
 }
 
-#define GROW_STEP	64	/* buckets moved per idx_add */
+/*
+ * Prefetch what a look-up of the file will touch: stage 0 its bucket,
+ * stage 1 the chain's first file (reading the bucket).  For recovery's
+ * batches, where the file table's cache misses would otherwise come one
+ * by one.  (Prefetching the record's leaf as well, a third stage, cost
+ * recovery more than it saved: the walk down the tree is done twice.)
+ */
+void idx_prefetch(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
+		  int stage)
+{
+	const uint32_t *fb = file_head(st, file_hash(dev, ino));
 
-/* Move up to n buckets of each old table; free them when done. */
+	if (stage == 0)
+		__builtin_prefetch(fb);
+	else if (*fb != ST_NIL)
+		__builtin_prefetch(&st->files[*fb]);
+}
+
+#define GROW_STEP	64	/* buckets moved per file added */
+
+/* Move up to n buckets of the old table; free it when done. */
 static void migrate(struct hotfs_store *st, uint32_t n)
 {
-	while (st->ohb && n--) {
-		uint32_t i;
+	while (st->ofb && n--) {
+		uint32_t i = st->ofb[st->fpos];
 
-		if (st->hpos <= st->ohmask) {
-			i = st->ohb[st->hpos];
-			st->ohb[st->hpos++] = ST_NIL;
-			while (i != ST_NIL) {
-				struct st_entry *e = &st->ent[i];
-				uint32_t nx = e->next, *hd;
+		st->ofb[st->fpos++] = ST_NIL;
+		while (i != ST_NIL) {
+			struct st_file *f = &st->files[i];
+			uint32_t nx = f->next, *hd;
 
-				hd = &st->hb[ext_hash(e->dev, e->ino,
-						      e->extno) & st->hmask];
-				e->next = *hd;
-				*hd = i;
-				i = nx;
-			}
+			hd = &st->fb[file_hash(f->dev, f->ino) & st->fmask];
+			f->next = *hd;
+			*hd = i;
+			i = nx;
 		}
-		if (st->fpos <= st->ofmask) {
-			i = st->ofb[st->fpos];
-			st->ofb[st->fpos++] = ST_NIL;
-			while (i != ST_NIL) {
-				struct st_entry *e = &st->ent[i];
-				uint32_t nx = e->fnext, *hd;
-
-				hd = &st->fb[file_hash(e->dev, e->ino) &
-					     st->fmask];
-				e->fnext = *hd;
-				*hd = i;
-				i = nx;
-			}
-		}
-		if (st->hpos > st->ohmask && st->fpos > st->ofmask) {
-			free_buckets(st->ohb, st->ohmask + 1);
+		if (st->fpos > st->ofmask) {
 			free_buckets(st->ofb, st->ofmask + 1);
-			st->ohb = st->ofb = NULL;
+			st->ofb = NULL;
 		}
 	}
 }
 
-/*
- * Relink every entry into new tables at once, walking the entry array in
- * memory order: twice as fast in all as moving chains bucket by bucket
- * (whose entries are scattered), for recovery, where nobody waits.
- */
-static void rehash_bulk(struct hotfs_store *st, uint32_t *hb, uint32_t hn,
-			uint32_t *fb, uint32_t fn)
-{
-	uint32_t i;
-
-	for (i = 0; i < st->ent_hwm; i++) {
-		struct st_entry *e = &st->ent[i];
-		uint32_t h;
-
-		if (!(e->lenfl & E_VALID))
-			continue;
-		h = ext_hash(e->dev, e->ino, e->extno) & (hn - 1);
-		e->next = hb[h];
-		hb[h] = i;
-		h = file_hash(e->dev, e->ino) & (fn - 1);
-		e->fnext = fb[h];
-		fb[h] = i;
-	}
-	free_buckets(st->hb, st->hmask + 1);
-	free_buckets(st->fb, st->fmask + 1);
-	st->hb = hb;
-	st->hmask = hn - 1;
-	st->fb = fb;
-	st->fmask = fn - 1;
-}
-
-/* Start doubling both tables; on ENOMEM stay as we are. */
+/* Start doubling the hash; on ENOMEM stay as we are. */
 static void grow(struct hotfs_store *st)
 {
-	uint32_t hn = 2 * (st->hmask + 1), fn = 2 * (st->fmask + 1);
-	uint32_t *hb, *fb;
+	uint32_t n = 2 * (st->fmask + 1), *fb;
 
 	migrate(st, UINT32_MAX);	/* finish the last one first */
-	if (alloc_buckets(&hb, hn))
+	if (alloc_buckets(&fb, n))
 		return;
-	if (alloc_buckets(&fb, fn)) {
-		free_buckets(hb, hn);
-		return;
-	}
-	if (st->idx_bulk) {
-		rehash_bulk(st, hb, hn, fb, fn);
-		return;
-	}
-	st->ohb = st->hb;
-	st->ohmask = st->hmask;
-	st->hpos = 0;
 	st->ofb = st->fb;
 	st->ofmask = st->fmask;
 	st->fpos = 0;
-	st->hb = hb;
-	st->hmask = hn - 1;
 	st->fb = fb;
-	st->fmask = fn - 1;
+	st->fmask = n - 1;
+	if (st->idx_bulk)	/* recovery: nobody waits */
+		migrate(st, UINT32_MAX);
 }
 
-uint32_t idx_add(struct hotfs_store *st, const struct st_entry *tmpl)
+static uint32_t file_add(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+			 uint64_t stamp)
 {
-	struct st_entry *e;
+	struct st_file *f;
 	uint32_t i, *hd;
 
-	if (st->ent_free != ST_NIL) {
-		i = st->ent_free;
-		st->ent_free = st->ent[i].next;
-	} else if (st->ent_hwm < st->ent_max) {
-		i = st->ent_hwm++;
+	if (st->file_free != ST_NIL) {
+		i = st->file_free;
+		st->file_free = st->files[i].next;
+	} else if (st->file_hwm < st->file_max) {
+		i = st->file_hwm++;
 	} else {
 		return ST_NIL;
 	}
-	e = &st->ent[i];
-	*e = *tmpl;
-	e->lenfl = E_LEN(tmpl) | E_VALID;
-	hd = ext_head(st, ext_hash(e->dev, e->ino, e->extno));
-	e->next = *hd;
+	f = &st->files[i];
+	f->ino = ino;
+	f->dev = dev;
+	f->stamp = stamp;
+	f->nrec = 0;
+	hd = file_head(st, file_hash(dev, ino));
+	f->next = *hd;
 	*hd = i;
-	hd = file_head(st, file_hash(e->dev, e->ino));
-	e->fnext = *hd;
-	*hd = i;
-	st->nent++;
-	st->nbytes += E_LEN(e);
-	if (st->nent > 2 * (st->hmask + 1) && st->hmask < (1u << 30))
+	st->nfiles++;
+	if (st->nfiles > 2 * (st->fmask + 1) && st->fmask < (1u << 30))
 		grow(st);
-	else if (st->ohb)
+	else if (st->ofb)
 		migrate(st, GROW_STEP);
 	return i;
 }
 
-/*
- * Add tmpl, or overwrite the entry already there for its key and extno:
- * in place, the chains stay as they are (unlinking it from a big file's
- * chain would cost a walk of the chain).
- */
-uint32_t idx_put(struct hotfs_store *st, const struct st_entry *tmpl)
+/* A file whose last record went: out of the table. */
+static void file_free(struct hotfs_store *st, uint32_t i)
 {
-	uint32_t i = idx_find(st, tmpl->dev, tmpl->ino, tmpl->extno);
-	struct st_entry *e;
-
-	if (i == ST_NIL)
-		return idx_add(st, tmpl);
-	e = &st->ent[i];
-	st->nbytes += E_LEN(tmpl);
-	st->nbytes -= E_LEN(e);
-	e->stamp = tmpl->stamp;
-	e->csum = tmpl->csum;
-	e->region = tmpl->region;
-	e->off = tmpl->off;
-	e->lenfl = E_LEN(tmpl) | E_VALID;
-	return i;
-}
-
-static void unlink_ext(struct hotfs_store *st, uint32_t i)
-{
-	struct st_entry *e = &st->ent[i];
-	uint32_t *pp = ext_head(st, ext_hash(e->dev, e->ino, e->extno));
+	struct st_file *f = &st->files[i];
+	uint32_t *pp = file_head(st, file_hash(f->dev, f->ino));
 
 	while (*pp != ST_NIL && *pp != i)
-		pp = &st->ent[*pp].next;
+		pp = &st->files[*pp].next;
 	if (*pp == i)
-		*pp = e->next;
+		*pp = f->next;
+	f->ino = 0;
+	f->dev = 0;
+	f->next = st->file_free;
+	st->file_free = i;
+	st->nfiles--;
 }
 
-static void unlink_file(struct hotfs_store *st, uint32_t i)
+/* A record of file fid left the tree (len bytes). */
+static void rec_gone(struct hotfs_store *st, uint32_t fid, uint32_t len)
 {
-	struct st_entry *e = &st->ent[i];
-	uint32_t *pp = file_head(st, file_hash(e->dev, e->ino));
-
-	while (*pp != ST_NIL && *pp != i)
-		pp = &st->ent[*pp].fnext;
-	if (*pp == i)
-		*pp = e->fnext;
+	st->nbytes -= len;
+	if (--st->files[fid].nrec == 0)
+		file_free(st, fid);
 }
 
-static void free_entry(struct hotfs_store *st, uint32_t i)
+static void fill_rec(const struct hotfs_store *st, uint32_t fid,
+		     uint64_t key, uint64_t v, uint32_t csum,
+		     struct st_rec *r)
 {
-	struct st_entry *e = &st->ent[i];
+	const struct st_file *f = &st->files[fid];
 
-	st->nent--;
-	st->nbytes -= E_LEN(e);
-	e->lenfl = 0;
-	e->next = st->ent_free;
-	st->ent_free = i;
+	r->dev = f->dev;
+	r->ino = f->ino;
+	r->stamp = f->stamp;
+	r->rec = (uint32_t)key;
+	r->csum = csum;
+	loc_unpack(st, v, r);
 }
 
 /*
- * Dropping many extents of one big file one by one would walk its file
- * chain once each (a 10 GB file cached in 256 KiB extents is 40,000
- * entries long).  Eviction instead kills the entries (out of the extent
- * chain at once, marked E_DEAD) and then reaps the dead from each file
- * chain in one walk.  Both under idx_lock, exclusive, in one hold.
+ * Record rec of (dev, ino): 0 and *r if it is cached for stamp (marked
+ * hot), -ESTALE if it is cached for another stamp, -ENOENT if not.
  */
-void idx_kill(struct hotfs_store *st, uint32_t i)
+int idx_lookup(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+	       uint32_t rec, uint64_t stamp, struct st_rec *r)
 {
-	unlink_ext(st, i);
-	st->ent[i].lenfl |= E_DEAD;
+	uint32_t fid = file_find(st, dev, ino), *aux;
+	uint64_t *val, v;
+
+	if (fid == ST_NIL || !bt_find(&st->bt, key_of(fid, rec), &val, &aux))
+		return -ENOENT;
+	if (st->files[fid].stamp != stamp)
+		return -ESTALE;
+	v = __atomic_fetch_or(val, LOC_HOT, __ATOMIC_RELAXED);
+	fill_rec(st, fid, key_of(fid, rec), v, *aux, r);
+	return 0;
 }
 
-static void reap_chain(struct hotfs_store *st, uint32_t *pp)
+/* Record rec of (dev, ino), whatever its stamp (in r->stamp): 0, or
+ * -ENOENT. */
+int idx_get(const struct hotfs_store *st, uint64_t dev, uint64_t ino,
+	    uint32_t rec, struct st_rec *r)
 {
-	while (*pp != ST_NIL) {
-		uint32_t i = *pp;
-		struct st_entry *e = &st->ent[i];
+	uint32_t fid = file_find(st, dev, ino), *aux;
+	uint64_t *val;
 
-		if (!(e->lenfl & E_DEAD)) {
-			pp = &e->fnext;
-			continue;
-		}
-		*pp = e->fnext;
-		free_entry(st, i);
+	if (fid == ST_NIL || !bt_find(&st->bt, key_of(fid, rec), &val, &aux))
+		return -ENOENT;
+	fill_rec(st, fid, key_of(fid, rec),
+		 __atomic_load_n(val, __ATOMIC_RELAXED), *aux, r);
+	return 0;
+}
+
+/* Has the file records?  Their stamp in *stamp (if not NULL). */
+bool idx_file_stamp(const struct hotfs_store *st, uint64_t dev,
+		    uint64_t ino, uint64_t *stamp)
+{
+	uint32_t fid = file_find(st, dev, ino);
+
+	if (fid == ST_NIL)
+		return false;
+	if (stamp)
+		*stamp = st->files[fid].stamp;
+	return true;
+}
+
+/* How many records the file has. */
+uint32_t idx_file_records(const struct hotfs_store *st, uint64_t dev,
+			  uint64_t ino)
+{
+	uint32_t fid = file_find(st, dev, ino);
+
+	return fid == ST_NIL ? 0 : st->files[fid].nrec;
+}
+
+/* Give the file's records a new stamp (st_restamp). */
+void idx_set_stamp(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+		   uint64_t stamp)
+{
+	uint32_t fid = file_find(st, dev, ino);
+
+	if (fid != ST_NIL)
+		st->files[fid].stamp = stamp;
+}
+
+struct walk {
+	struct hotfs_store *st;
+	idx_walk_fn fn;
+	void *arg;
+};
+
+static int walk_one(void *arg, uint64_t key, uint64_t *val, uint32_t aux)
+{
+	struct walk *w = arg;
+	uint32_t fid = key >> 32;
+	uint64_t v = __atomic_load_n(val, __ATOMIC_RELAXED);
+	struct st_rec r;
+	int ret;
+
+	if (!w->fn) {
+		ret = BT_DROP;
+	} else {
+		fill_rec(w->st, fid, key, v, aux, &r);
+		ret = w->fn(w->arg, &r);
 	}
-}
-
-/* Reap the dead in the file chain of (dev, ino), or everywhere. */
-void idx_reap(struct hotfs_store *st, uint64_t dev, uint64_t ino, bool all)
-{
-	uint32_t b;
-
-	if (!all) {
-		reap_chain(st, file_head(st, file_hash(dev, ino)));
-		return;
-	}
-	for (b = 0; b <= st->fmask; b++)
-		reap_chain(st, &st->fb[b]);
-	for (b = st->fpos; st->ofb && b <= st->ofmask; b++)
-		reap_chain(st, &st->ofb[b]);
-}
-
-void idx_del(struct hotfs_store *st, uint32_t i)
-{
-	unlink_ext(st, i);
-	unlink_file(st, i);
-	free_entry(st, i);
+	if (ret == BT_DROP)
+		rec_gone(w->st, fid, loc_len(v));
+	return ret;
 }
 
 /*
- * Drop the extents [first, first + count) of a file (count 0: all), or,
- * with keep_stamp, every extent of the file whose stamp differs.
- * Returns how many were dropped.
+ * Call fn for the records [lo, hi] of (dev, ino) in order (fn NULL:
+ * drop them all); fn returns BT_KEEP, BT_DROP (only with idx_lock held
+ * exclusively) or BT_STOP.  Returns how many were dropped.
  */
+uint32_t idx_walk(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+		  uint32_t lo, uint32_t hi, idx_walk_fn fn, void *arg)
+{
+	uint32_t fid = file_find(st, dev, ino);
+	struct walk w = { st, fn, arg };
+
+	if (fid == ST_NIL || lo > hi)
+		return 0;
+	return bt_walk(&st->bt, key_of(fid, lo), key_of(fid, hi), walk_one,
+		       &w);
+}
+
+/* The same over every record of the index, file by file. */
+uint64_t idx_walk_all(struct hotfs_store *st, idx_walk_fn fn, void *arg)
+{
+	struct walk w = { st, fn, arg };
+
+	return bt_walk(&st->bt, 0, UINT64_MAX, walk_one, &w);
+}
+
+/* The records of (dev, ino) in extents [first, first + count) (count 0:
+ * to the end): the extents', and the blocks' within them. */
 uint32_t idx_drop_file(struct hotfs_store *st, uint64_t dev, uint64_t ino,
-		       uint32_t first, uint32_t count, bool keep_stamp,
-		       uint64_t stamp)
+		       uint32_t first, uint32_t count)
 {
-	uint32_t *pp = file_head(st, file_hash(dev, ino));
-	uint32_t n = 0;
+	uint64_t end = count ? (uint64_t)first + count : ST_EXT_LIMIT;
+	uint64_t bpe = st->g.extent / ST_BLOCK, b0 = first * bpe;
+	uint64_t b1 = end * bpe;
+	uint32_t n;
 
-	while (*pp != ST_NIL) {
-		uint32_t i = *pp;
-		struct st_entry *e = &st->ent[i];
-		bool drop;
-
-		if (e->ino != ino || e->dev != dev)
-			drop = false;
-		else if (keep_stamp)
-			drop = e->stamp != stamp;
-		else
-			drop = rec_in(st, e->extno, first, count);
-		if (!drop) {
-			pp = &e->fnext;
-			continue;
-		}
-		*pp = e->fnext;
-		unlink_ext(st, i);
-		free_entry(st, i);
-		n++;
-	}
+	if (end > ST_EXT_LIMIT)
+		end = ST_EXT_LIMIT;
+	if (b1 > ST_BLK_LIMIT)
+		b1 = ST_BLK_LIMIT;
+	if (first >= ST_EXT_LIMIT)
+		return 0;
+	n = idx_walk(st, dev, ino, first, end - 1, NULL, NULL);
+	if (b0 < b1)
+		n += idx_walk(st, dev, ino, ST_REC_BLOCK | b0,
+			      ST_REC_BLOCK | (b1 - 1), NULL, NULL);
 	return n;
 }
 
-/*
- * Drop the file's extents if they carry a stamp other than this one (a
- * file's extents all carry the same, so its first tells).  Returns how
- * many were dropped.
- */
+/* Drop the file's records if they are cached for another stamp; how
+ * many were. */
 uint32_t idx_drop_other_stamps(struct hotfs_store *st, uint64_t dev,
 			       uint64_t ino, uint64_t stamp)
 {
-	uint32_t i = idx_file_first(st, dev, ino);
+	uint64_t s;
 
-	if (i == ST_NIL || st->ent[i].stamp == stamp)
+	if (!idx_file_stamp(st, dev, ino, &s) || s == stamp)
 		return 0;
-	return idx_drop_file(st, dev, ino, 0, 0, true, stamp);
+	return idx_walk(st, dev, ino, 0, UINT32_MAX, NULL, NULL);
+}
+
+/*
+ * Add r (dev, ino, rec, stamp, region, off, len, csum) or replace the
+ * record there.  Records of the file cached for another stamp are
+ * dropped first.  0, or -ENOSPC (file table full), -ENOMEM.
+ */
+int idx_put(struct hotfs_store *st, const struct st_rec *r)
+{
+	uint32_t fid = file_find(st, r->dev, r->ino), *aux;
+	uint64_t *val, v = loc_pack(st, r->region, r->off, r->len);
+	int rc;
+
+	if (fid != ST_NIL && st->files[fid].stamp != r->stamp) {
+		idx_drop_other_stamps(st, r->dev, r->ino, r->stamp);
+		fid = file_find(st, r->dev, r->ino);
+	}
+	if (fid != ST_NIL &&
+	    bt_find(&st->bt, key_of(fid, r->rec), &val, &aux)) {
+		st->nbytes += r->len;
+		st->nbytes -= loc_len(*val);
+		*val = v;
+		*aux = r->csum;
+		return 0;
+	}
+	if (fid == ST_NIL) {
+		fid = file_add(st, r->dev, r->ino, r->stamp);
+		if (fid == ST_NIL)
+			return -ENOSPC;
+	}
+	rc = bt_put(&st->bt, key_of(fid, r->rec), v, r->csum);
+	if (rc < 0) {
+		if (!st->files[fid].nrec)
+			file_free(st, fid);
+		return rc;
+	}
+	st->files[fid].nrec++;
+	st->nbytes += r->len;
+	return 0;
+}
+
+/* Drop record rec of (dev, ino) if it is the one at (region, off). */
+bool idx_del_at(struct hotfs_store *st, uint64_t dev, uint64_t ino,
+		uint32_t rec, uint32_t region, uint32_t off)
+{
+	uint32_t fid = file_find(st, dev, ino), *aux;
+	uint64_t *val, v;
+
+	if (fid == ST_NIL || !bt_find(&st->bt, key_of(fid, rec), &val, &aux))
+		return false;
+	v = *val;
+	if ((v & LOC_ADDR_MASK) !=
+	    (st_region_off(st, region) + off) / ST_ALIGN_SMALL)
+		return false;
+	bt_del(&st->bt, key_of(fid, rec));
+	rec_gone(st, fid, loc_len(v));
+	return true;
+}
+
+uint64_t idx_records(const struct hotfs_store *st)
+{
+	return st->bt.n;
 }

@@ -5,8 +5,10 @@
  *
  * The read path is: st_lookup under the shared index lock (plus an atomic
  * "hot" mark for reinsertion), the caller's own read of the data file, then
- * st_verify.  st_verify checks the seeded xxh3 of the whole extent, or of
- * each ST_BLOCK block against the record's checksum table, and then the
+ * st_verify.  st_verify checks the seeded xxh3 of the whole extent (its
+ * low 32 bits: what the index keeps in RAM, as btrfs keeps a crc32c a
+ * block; the summary on the SSD has all 64), or of each ST_BLOCK block
+ * against the record's checksum table (64 bits each), and then the
  * region's generation: a region recycled while the caller was reading
  * changes generation before it is rewritten, so such a read is reported
  * -ESTALE and not trusted even if it happened to look right.  Data that
@@ -24,19 +26,20 @@
 
 #include "store_i.h"
 
-static void fill_loc(struct hotfs_store *st, const struct st_entry *e,
-		     uint32_t len, struct hotfs_loc *loc)
+static void fill_loc(struct hotfs_store *st, const struct st_rec *r,
+		     struct hotfs_loc *loc)
 {
 	loc->fd = st->datafd;
-	loc->len = len;
-	loc->off = st_region_off(st, e->region) + e->off;
-	loc->tab_off = st_nblocks(len) > 1 ? loc->off + st_tab_rel(len) : 0;
-	loc->gen = atomic_load(&st->regions[e->region].gen);
-	loc->csum = e->csum;
-	loc->region = e->region;
-	loc->extno = e->extno;
-	loc->key.dev = e->dev;
-	loc->key.ino = e->ino;
+	loc->len = r->len;
+	loc->off = st_region_off(st, r->region) + r->off;
+	loc->tab_off = st_nblocks(r->len) > 1 ?
+		       loc->off + st_tab_rel(r->len) : 0;
+	loc->gen = atomic_load(&st->regions[r->region].gen);
+	loc->csum = r->csum;
+	loc->region = r->region;
+	loc->extno = r->rec;
+	loc->key.dev = r->dev;
+	loc->key.ino = r->ino;
 }
 
 bool st_filling(struct hotfs_store *st)
@@ -64,9 +67,10 @@ int st_lookup(struct hotfs_store *st, const struct hotfs_key *key,
 	      uint32_t extno, const struct hotfs_stamp *stamp,
 	      struct hotfs_loc *loc)
 {
+	struct st_rec r;
 	uint64_t h;
-	uint32_t i, n;
-	struct st_entry *e;
+	uint32_t n;
+	int rc;
 
 	if (atomic_load_explicit(&st->state, memory_order_relaxed) == ST_OFF ||
 	    key->dev > UINT32_MAX)
@@ -74,23 +78,16 @@ int st_lookup(struct hotfs_store *st, const struct hotfs_key *key,
 	h = st_stamp_hash(stamp->ino, stamp->size, stamp->mtime_ns,
 			  stamp->ctime_ns);
 	pthread_rwlock_rdlock(&st->idx_lock);
-	i = idx_find(st, key->dev, key->ino, extno);
-	if (i == ST_NIL) {
-		pthread_rwlock_unlock(&st->idx_lock);
-		return -ENOENT;
-	}
-	e = &st->ent[i];
-	if (e->stamp == h) {
-		uint32_t lf = __atomic_fetch_or(lenfl_of(e), E_HOT,
-						__ATOMIC_RELAXED);
-
-		fill_loc(st, e, lf & 0xffffffu, loc);
-		pthread_rwlock_unlock(&st->idx_lock);
+	rc = idx_lookup(st, key->dev, key->ino, extno, h, &r);
+	pthread_rwlock_unlock(&st->idx_lock);
+	if (rc == 0) {
+		fill_loc(st, &r, loc);
 		return 0;
 	}
-	pthread_rwlock_unlock(&st->idx_lock);
+	if (rc == -ENOENT)
+		return -ENOENT;
 	pthread_rwlock_wrlock(&st->idx_lock);
-	n = idx_drop_file(st, key->dev, key->ino, 0, 0, true, h);
+	n = idx_drop_other_stamps(st, key->dev, key->ino, h);
 	pthread_rwlock_unlock(&st->idx_lock);
 	CNT_ADD(st, inval[ST_INVAL_SOURCE], n);
 	return -ENOENT;
@@ -125,15 +122,10 @@ int st_loc_span(const struct hotfs_loc *loc, uint32_t off, uint32_t len,
 
 static void drop_loc(struct hotfs_store *st, const struct hotfs_loc *loc)
 {
-	uint32_t i;
-
 	pthread_rwlock_wrlock(&st->idx_lock);
-	i = idx_find(st, loc->key.dev, loc->key.ino, loc->extno);
-	if (i != ST_NIL && st->ent[i].region == loc->region &&
-	    st_region_off(st, loc->region) + st->ent[i].off == loc->off) {
-		idx_del(st, i);
+	if (idx_del_at(st, loc->key.dev, loc->key.ino, loc->extno,
+		       loc->region, loc->off - st_region_off(st, loc->region)))
 		CNT_ADD(st, inval[ST_INVAL_CSUM], 1);
-	}
 	pthread_rwlock_unlock(&st->idx_lock);
 }
 
@@ -195,7 +187,9 @@ int st_verify(struct hotfs_store *st, const struct hotfs_loc *loc,
 	if (loc->region >= st->nregions)
 		return -EINVAL;
 	if (ext_off == 0 && len == loc->len) {
-		bad = XXH3_64bits_withSeed(buf, len, seed) != loc->csum;
+		/* the index keeps the low half of the checksum */
+		bad = (uint32_t)XXH3_64bits_withSeed(buf, len, seed) !=
+		      (uint32_t)loc->csum;
 	} else {
 		if (!loc->tab_off || ext_off % ST_BLOCK || !len ||
 		    end > loc->len || (end < loc->len && len % ST_BLOCK))
@@ -277,59 +271,79 @@ ssize_t st_read(struct hotfs_store *st, const struct hotfs_key *key,
 	return cnt;
 }
 
+struct cached {
+	uint64_t bytes, records;
+};
+
+static int count_rec(void *arg, const struct st_rec *r)
+{
+	struct cached *c = arg;
+
+	c->bytes += r->len;
+	c->records++;
+	return BT_KEEP;
+}
+
 int st_file_cached(struct hotfs_store *st, const struct hotfs_key *key,
 		   const struct hotfs_stamp *stamp, uint32_t first,
 		   uint32_t end, uint64_t *bytes, uint64_t *records)
 {
 	uint64_t h = st_stamp_hash(stamp->ino, stamp->size, stamp->mtime_ns,
-				   stamp->ctime_ns);
-	uint32_t i;
+				   stamp->ctime_ns), s;
+	uint64_t bpe = st->g.extent / ST_BLOCK, b0 = first * bpe,
+		 b1 = (uint64_t)end * bpe;
+	struct cached c = { 0, 0 };
 
 	*bytes = *records = 0;
-	if (key->dev > UINT32_MAX)
+	if (key->dev > UINT32_MAX || first >= end)
 		return 0;
+	if (end > ST_EXT_LIMIT)
+		end = ST_EXT_LIMIT;
+	if (b1 > ST_BLK_LIMIT)
+		b1 = ST_BLK_LIMIT;
 	pthread_rwlock_rdlock(&st->idx_lock);
-	for (i = idx_file_first(st, key->dev, key->ino); i != ST_NIL;
-	     i = st->ent[i].fnext) {
-		const struct st_entry *e = &st->ent[i];
-		uint64_t x;
-
-		if (e->ino != key->ino || e->dev != key->dev ||
-		    e->stamp != h)
-			continue;
-		x = st_rec_ext(st, e->extno);
-		if (x < first || x >= end)
-			continue;
-		/* st_lookup marks entries hot under the shared lock too */
-		*bytes += __atomic_load_n(lenfl_of(e), __ATOMIC_RELAXED) &
-			  0xffffffu;
-		(*records)++;
+	if (idx_file_stamp(st, key->dev, key->ino, &s) && s == h) {
+		/* the extents, then the blocks within them */
+		if (first < end)
+			idx_walk(st, key->dev, key->ino, first, end - 1,
+				 count_rec, &c);
+		if (b0 < b1)
+			idx_walk(st, key->dev, key->ino, ST_REC_BLOCK | b0,
+				 ST_REC_BLOCK | (b1 - 1), count_rec, &c);
 	}
 	pthread_rwlock_unlock(&st->idx_lock);
+	*bytes = c.bytes;
+	*records = c.records;
 	return 0;
+}
+
+struct iter {
+	st_iter_fn fn;
+	void *arg;
+	int ret;
+};
+
+static int iter_one(void *arg, const struct st_rec *r)
+{
+	struct iter *it = arg;
+	struct hotfs_extent_info x;
+
+	x.key.dev = r->dev;
+	x.key.ino = r->ino;
+	x.extno = r->rec;
+	x.len = r->len;
+	x.region = r->region;
+	x.hot = r->hot;
+	it->ret = it->fn(it->arg, &x);
+	return it->ret ? BT_STOP : BT_KEEP;
 }
 
 int st_iterate(struct hotfs_store *st, st_iter_fn fn, void *arg)
 {
-	uint32_t i;
-	int ret = 0;
+	struct iter it = { fn, arg, 0 };
 
 	pthread_rwlock_rdlock(&st->idx_lock);
-	for (i = 0; i < st->ent_hwm && !ret; i++) {
-		struct st_entry *e = &st->ent[i];
-		uint32_t lf = __atomic_load_n(lenfl_of(e), __ATOMIC_RELAXED);
-		struct hotfs_extent_info x;
-
-		if (!(lf & E_VALID))
-			continue;
-		x.key.dev = e->dev;
-		x.key.ino = e->ino;
-		x.extno = e->extno;
-		x.len = lf & 0xffffffu;
-		x.region = e->region;
-		x.hot = lf & E_HOT;
-		ret = fn(arg, &x);
-	}
+	idx_walk_all(st, iter_one, &it);
 	pthread_rwlock_unlock(&st->idx_lock);
-	return ret;
+	return it.ret;
 }

@@ -250,23 +250,23 @@ struct replay {
 static void replay_apply(struct hotfs_store *st, uint32_t region,
 			 const struct st_sument *e)
 {
-	struct st_entry t;
+	struct st_rec t;
 
 	if (e->flags & ST_SE_TOMB) {
-		idx_drop_file(st, e->dev, e->ino, e->extno, e->len, false, 0);
+		idx_drop_file(st, e->dev, e->ino, e->extno, e->len);
 		return;
 	}
 	memset(&t, 0, sizeof(t));
 	t.ino = e->ino;
 	t.dev = e->dev;
-	t.extno = e->extno;
+	t.rec = e->extno;
 	t.stamp = st_stamp_hash(e->ino, e->size, e->mtime_ns, e->ctime_ns);
-	t.csum = e->csum;
+	t.csum = (uint32_t)e->csum;
 	t.region = region;
 	t.off = e->off;
-	t.lenfl = e->len;
-	idx_drop_other_stamps(st, e->dev, e->ino, t.stamp);
-	/* more entries than records could hold: a damaged summary */
+	t.len = e->len;
+	/* drops the file's records of other stamps; fails only if memory
+	 * is short (the record is then not cached) */
 	idx_put(st, &t);
 }
 
@@ -278,7 +278,7 @@ static void replay_flush(struct replay *rp)
 	for (stage = 0; stage < 2; stage++)
 		for (i = 0; i < rp->n; i++)
 			idx_prefetch(rp->st, rp->b[i].dev, rp->b[i].ino,
-				     rp->b[i].extno, stage);
+				     stage);
 	for (i = 0; i < rp->n; i++)
 		replay_apply(rp->st, rp->region, &rp->b[i]);
 	rp->n = 0;
@@ -483,7 +483,7 @@ int st_recover(struct hotfs_store *st)
 	}
 	if (n && st->regions[v[n - 1].r].state == R_SEALED)
 		resume_newest(st, v[n - 1].r);
-	CNT_ADD(st, extents_recovered, st->nent);
+	CNT_ADD(st, extents_recovered, idx_records(st));
 	if (maxseq + 1 > st->next_seq)
 		st->next_seq = maxseq + 1;
 out:

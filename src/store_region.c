@@ -339,7 +339,8 @@ static int append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 	uint64_t seed;
 	struct st_region *reg;
 	struct st_sument *se;
-	struct st_entry t;
+	struct st_rec t;
+	uint64_t csum;
 	uint32_t off;
 	int err;
 
@@ -370,12 +371,13 @@ static int append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 	memset(&t, 0, sizeof(t));
 	t.ino = ino;
 	t.dev = dev;
-	t.extno = extno;
+	t.rec = extno;
 	t.stamp = stamp;
-	t.csum = XXH3_64bits_withSeed(buf, len, seed);
+	csum = XXH3_64bits_withSeed(buf, len, seed);
+	t.csum = (uint32_t)csum;
 	t.region = r;
 	t.off = off;
-	t.lenfl = len;
+	t.len = len;
 	pthread_rwlock_wrlock(&st->idx_lock);
 	/* a keeper whose file changed since it left the index: its bytes
 	 * stay unreferenced (no index entry, no summary entry) */
@@ -383,10 +385,10 @@ static int append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		pthread_rwlock_unlock(&st->idx_lock);
 		return -ESTALE;
 	}
-	i = idx_put(st, &t);
+	err = idx_put(st, &t);
 	pthread_rwlock_unlock(&st->idx_lock);
-	if (i == ST_NIL)
-		return -ENOSPC;
+	if (err)
+		return err;
 
 	se = &st->sum[st->nsum++];
 	sument_init(se, dev, ino, extno, len, 0);
@@ -394,7 +396,7 @@ static int append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 	se->size = size;
 	se->mtime_ns = mtime_ns;
 	se->ctime_ns = ctime_ns;
-	se->csum = t.csum;
+	se->csum = csum;
 	CNT_ADD(st, inserts, 1);
 	CNT_ADD(st, bytes_inserted, len);
 	if (!st->reinserting &&
@@ -527,14 +529,11 @@ static uint32_t pick_keepers(struct hotfs_store *st, uint32_t r,
 	pthread_rwlock_rdlock(&st->idx_lock);
 	for (j = 0; j < vc->n; j++) {
 		const struct st_sument *e = &vc->v[j];
-		uint32_t i = idx_find(st, e->dev, e->ino, e->extno);
 		struct hotfs_extent_info x;
-		const struct st_entry *en;
+		struct st_rec en;
 
-		if (i == ST_NIL)
-			continue;
-		en = &st->ent[i];
-		if (en->region != r || en->off != e->off)
+		if (idx_get(st, e->dev, e->ino, e->extno, &en) ||
+		    en.region != r || en.off != e->off)
 			continue;
 		if (used + st_reclen(e->len) + 64 > budget)
 			break;
@@ -543,12 +542,12 @@ static uint32_t pick_keepers(struct hotfs_store *st, uint32_t r,
 		x.extno = e->extno;
 		x.len = e->len;
 		x.region = r;
-		x.hot = __atomic_load_n(lenfl_of(en), __ATOMIC_RELAXED) & E_HOT;
+		x.hot = en.hot;
 		if (st->keep ? !st->keep(st->keep_arg, &x) : !x.hot)
 			continue;
 		k[n].si = j;
 		k[n].boff = used;
-		k[n].stamp = en->stamp;
+		k[n].stamp = en.stamp;
 		k[n].changed = false;
 		used += st_reclen(e->len) + 64;
 		n++;
@@ -593,18 +592,24 @@ static void refresh_keepers(struct hotfs_store *st, uint32_t r,
 
 	for (j = 0; j < nk; j++) {
 		const struct st_sument *e = &vc->v[k[j].si];
-		uint32_t i = idx_find(st, e->dev, e->ino, e->extno);
+		struct st_rec en;
 
-		if (i != ST_NIL && st->ent[i].region == r &&
-		    st->ent[i].off == e->off)
-			k[j].stamp = st->ent[i].stamp;
+		if (!idx_get(st, e->dev, e->ino, e->extno, &en) &&
+		    en.region == r && en.off == e->off)
+			k[j].stamp = en.stamp;
 	}
+}
+
+static int in_region(void *arg, const struct st_rec *r)
+{
+	return r->region == *(const uint32_t *)arg ? BT_DROP : BT_KEEP;
 }
 
 /*
  * Drop region r's entries from the index (under idx_lock, exclusive).
  * alive[j] tells whether summary entry j was still live: a keeper that a
  * reader dropped meanwhile (stale stamp, bad checksum) is not copied.
+ * Without a summary (scan), every record of the index is looked at.
  */
 static uint32_t drop_region_entries(struct hotfs_store *st, uint32_t r,
 				    const struct victim *vc, bool scan,
@@ -612,38 +617,16 @@ static uint32_t drop_region_entries(struct hotfs_store *st, uint32_t r,
 {
 	uint32_t j, n = 0;
 
-	if (scan) {
-		for (j = 0; j < st->ent_hwm; j++) {
-			struct st_entry *e = &st->ent[j];
-
-			if ((e->lenfl & E_VALID) && e->region == r) {
-				idx_kill(st, j);
-				n++;
-			}
-		}
-		idx_reap(st, 0, 0, true);
-		return n;
-	}
+	if (scan)
+		return idx_walk_all(st, in_region, &r);
 	for (j = 0; j < vc->n; j++) {
 		const struct st_sument *e = &vc->v[j];
-		uint32_t i = idx_find(st, e->dev, e->ino, e->extno);
 
-		if (i != ST_NIL && st->ent[i].region == r &&
-		    st->ent[i].off == e->off) {
-			idx_kill(st, i);
+		if (idx_del_at(st, e->dev, e->ino, e->extno, r, e->off)) {
 			if (alive)
 				alive[j] = 1;
 			n++;
 		}
-	}
-	/* one walk per file (a file's extents are mostly adjacent) */
-	for (j = 0; j < vc->n; j++) {
-		const struct st_sument *e = &vc->v[j];
-
-		if (j && e->dev == vc->v[j - 1].dev &&
-		    e->ino == vc->v[j - 1].ino)
-			continue;
-		idx_reap(st, e->dev, e->ino, false);
 	}
 	return n;
 }

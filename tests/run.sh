@@ -95,8 +95,10 @@ if [ $quick = 0 ]; then
 	run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
 fi
 if [ $quick = 0 ]; then
-	# the concurrency, crash and fault tests, and the policy's thread test,
-	# under ThreadSanitizer (tests/tsan.supp says what is suppressed)
+	# the concurrency, crash and fault tests, the policy's thread test and
+	# the store's (readers against inserts, evictions, invalidations: the
+	# index's hot bit is set under its shared lock), under
+	# ThreadSanitizer (tests/tsan.supp says what is suppressed)
 	echo "== ThreadSanitizer: concurrency, crash and read-path tests =="
 	if [ ! -f build-tsan/build.ninja ]; then
 		meson setup build-tsan -Dwerror=true -Db_sanitize=thread \
@@ -105,7 +107,8 @@ if [ $quick = 0 ]; then
 	fi
 	ninja -C build-tsan >/dev/null
 	export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=0 exitcode=66"
-	meson test -C build-tsan --print-errorlogs unit.policy unit.opts
+	meson test -C build-tsan --print-errorlogs unit.policy unit.opts \
+		unit.store
 	HOTFS_BIN=$PWD/build-tsan/hotfs HOTFSCTL_BIN=$PWD/build-tsan/hotfsctl \
 	HOTFS_NO_URING=$PWD/build-tsan/tests/integration/no_uring \
 		/usr/bin/python3 tests/integration/run_pytest.py \

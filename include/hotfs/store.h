@@ -77,7 +77,8 @@ struct hotfs_loc {
 	uint64_t off;		/* offset of the extent's byte 0 in fd */
 	uint64_t tab_off;	/* offset of its block checksums, 0 = none */
 	uint64_t gen;		/* region generation at lookup */
-	uint64_t csum;		/* checksum of the whole extent */
+	uint64_t csum;		/* checksum of the whole extent: its low
+				 * 32 bits, what the index keeps */
 	uint32_t region;
 	uint32_t extno;
 	struct hotfs_key key;
@@ -211,8 +212,9 @@ struct hotfs_store_stats {
 	uint64_t commits;
 	uint64_t regions_dropped; /* torn/corrupt at recovery */
 	uint64_t extents_recovered;
-	uint64_t entries_max;	/* index capacity */
-	uint64_t index_bytes;	/* RAM used by the index */
+	uint64_t entries_max;	/* records the capacity could hold */
+	uint64_t index_bytes;	/* RAM the index uses now (allocated
+				 * nodes, touched pages), not a reserve */
 };
 
 /*

@@ -506,8 +506,9 @@ static void test_kill9(void **state)
 }
 
 /*
- * The index grows (incrementally) under inserts, lookups, invalidations
- * and evictions: every extent is still found exactly where expected.
+ * The index grows (its file table's hash incrementally, its B+tree a
+ * leaf at a time) under inserts, lookups, invalidations and evictions:
+ * every extent is still found exactly where expected.
  */
 static void test_index_growth(void **state)
 {
@@ -519,7 +520,7 @@ static void test_index_growth(void **state)
 	f->p.capacity = 64u << 20;
 	f->p.region = 4u << 20;		/* few seals, few fdatasyncs */
 	open_store(f);
-	assert_int_equal(f->st->hmask + 1, 1024);
+	assert_int_equal(f->st->fmask + 1, 1024);
 	for (i = 0; i < n; i++) {
 		uint32_t ino = 1 + i / 4, j;
 
@@ -538,7 +539,8 @@ static void test_index_growth(void **state)
 		}
 	}
 	get_stats(f, &s);
-	assert_true(f->st->hmask + 1 >= 8192);	/* grew three times */
+	/* the file hash grew three times (10,000 files, 1,024 buckets) */
+	assert_true(f->st->fmask + 1 >= 8192);
 	for (i = 0; i < n; i++) {
 		int ok = check(f->st, 1 + i / 4, i % 4, 0, 1 + i % 300);
 
@@ -554,7 +556,7 @@ static void test_index_growth(void **state)
 	for (i = 0; i < n; i += 7)
 		assert_int_equal(check(f->st, 1 + i / 4, i % 4, 0,
 				       1 + i % 300), !gone[i / 4]);
-	/* and a whole-region eviction reaps both tables */
+	/* and a whole-region eviction drops its records from both parts */
 	assert_int_equal(st_evict(f->st, 3), 3);
 	get_stats(f, &s);
 	alive = 0;
@@ -888,6 +890,55 @@ static void test_keep_callback_iterate(void **state)
 	assert_int_equal(st_iterate(f->st, count_iter, sum), 0);
 	assert_int_equal(sum[0], s.extents);
 	assert_int_equal(sum[1], s.bytes);
+}
+
+/*
+ * Evicting a region whose summary cannot be read (zeroed while the store
+ * was open): its records are found by a walk of the whole index, and
+ * exactly they go, the other regions' records of the same files stay.
+ */
+static void test_evict_unreadable_summary(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	struct hotfs_loc loc;
+	uint32_t e, n, r0 = 0, in0 = 0, *reg;
+	uint8_t z[ST_BLOCK];
+
+	f->p.capacity = 16 * RSIZE;	/* no recycling here */
+	open_store(f);
+	for (e = 0;; e++) {
+		assert_int_equal(insert(f, 1 + e % 7, e / 7, 0, 9000), 0);
+		get_stats(f, &s);
+		if (s.regions_used >= 3)
+			break;
+	}
+	n = e + 1;
+	assert_int_equal(st_commit(f->st), 0);
+	reg = calloc(n, sizeof(*reg));
+	for (e = 0; e < n; e++) {
+		struct hotfs_key k = key_of(1 + e % 7);
+		struct hotfs_stamp t = stamp_of(1 + e % 7, 0);
+
+		assert_int_equal(st_lookup(f->st, &k, e / 7, &t, &loc), 0);
+		reg[e] = loc.region;
+		if (e == 0)
+			r0 = loc.region;
+		in0 += loc.region == r0;
+	}
+	assert_true(in0 > 0 && in0 < n);
+	memset(z, 0, sizeof(z));
+	assert_int_equal(pwrite(st_data_fd(f->st), z, sizeof(z),
+				(uint64_t)(r0 + 1) * RSIZE - ST_BLOCK),
+			 ST_BLOCK);
+	assert_int_equal(st_evict(f->st, 1), 1);
+	get_stats(f, &s);
+	assert_int_equal(s.evicted_extents, in0);
+	assert_int_equal(s.extents, n - in0);
+	for (e = 0; e < n; e++)
+		assert_int_equal(check(f->st, 1 + e % 7, e / 7, 0, 9000),
+				 reg[e] != r0);
+	free(reg);
 }
 
 /* Read an extent from its location after its region was recycled. */
@@ -1844,7 +1895,7 @@ static void test_threads(void **state)
 	for (i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
 	assert_true(r.reads > 0);
-	assert_true(f->st->hmask + 1 >= 4096);	/* it did grow */
+	assert_true(f->st->fmask + 1 >= 4096);	/* the file hash grew */
 	print_message("%u reads, %u hits\n", r.reads, r.hits);
 }
 
@@ -1866,6 +1917,7 @@ int main(void)
 		T(test_evict_big_file),
 		T(test_evict_reinsert_hot),
 		T(test_evict_damaged_keeper),
+		T(test_evict_unreadable_summary),
 		T(test_reinsert_restamped),
 		T(test_keep_callback_iterate),
 		T(test_stale_location),
