@@ -18,16 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hotfs/clock.h"
 #include "hotfs/fileio.h"
 #include "wblog_i.h"
-
-static int64_t now_real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /*----------------------------------------------------------------*/
 /* writing */
@@ -187,7 +180,7 @@ static int write_one(struct wblog *wl, const struct wb_fid *fid,
 	h.off = lo;
 	h.len = hi - lo;
 	h.nblk = (uint32_t)(b1 - b0 + 1);
-	h.time_ns = now_real_ns();
+	h.time_ns = clock_real_ns();
 	err = append(wl, &h, data, &pos);
 	if (!err)
 		err = wl_apply_data(wl, &h, pos);
@@ -371,7 +364,7 @@ int wblog_trim(struct wblog *wl, const struct wb_fid *fid, uint64_t size)
 		h.dev = fid->dev;
 		h.ino = fid->ino;
 		h.off = size;
-		h.time_ns = now_real_ns();
+		h.time_ns = clock_real_ns();
 		err = append(wl, &h, NULL, &pos);
 		if (!err) {
 			wl_file_trim(wl, f, size);
@@ -417,7 +410,8 @@ int wblog_flush_next(struct wblog *wl, int64_t min_age_ns, size_t max,
 		max = WB_BLOCK;
 	pthread_mutex_lock(&wl->m);
 	rec = oldest_live(wl, &seq);
-	if (!rec || rec->time_ns > now_real_ns() - min_age_ns)
+	if (!rec || (min_age_ns > 0 &&
+		     rec->time_ns > clock_real_ns() - min_age_ns))
 		goto out;
 	/* its header says which file and blocks */
 	ret = -EIO;

@@ -141,7 +141,7 @@ struct wb_run {
 
 /*
  * The oldest dirty run whose record is at least min_age_ns old (by the
- * wall clock, across restarts), at most max bytes: 1 and *r filled (free
+ * wall clock, across restarts; 0 or less: any), at most max bytes: 1 and *r filled (free
  * it with wblog_flush_done), 0: none.
  */
 int wblog_flush_next(struct wblog *wl, int64_t min_age_ns, size_t max,
