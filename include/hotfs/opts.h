@@ -52,6 +52,8 @@ struct hotfs_opts {
 	int threshold;		/* accesses before promotion */
 	char *writemode_str;
 	enum hotfs_writemode writemode;
+	char *writeback_delay_str;
+	double writeback_delay;	/* seconds dirty data is held at least */
 	char *revalidate_str;
 	enum hotfs_revalidate revalidate;
 	double revalidate_secs;

@@ -303,6 +303,11 @@ static void test_bad_values(void **state)
 	expect_bad(f, "cachesize=1M", "cachesize");
 	expect_bad(f, "cachesize=150%", "cachesize");
 	expect_bad(f, "writemode=bogus", "writemode");
+	expect_bad(f, "writemode=writeback",
+		   "writemode=writeback: not available yet");
+	expect_bad(f, "writemode=writeback,nocache", "needs a cache store");
+	expect_bad(f, "writeback_delay=5", "writemode=writeback only");
+	expect_bad(f, "writeback_delay=-1", "invalid writeback_delay");
 	expect_bad(f, "seqcutoff=-5", "seqcutoff");
 	expect_bad(f, "promote_rate=fast", "promote_rate");
 	expect_bad(f, "max_read=12x", "max_read");
