@@ -43,14 +43,18 @@ static int write_run(const struct wb_flush_ops *ops, void *arg,
 	return err;
 }
 
-int wbf_round(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
-	      int64_t min_age_ns, uint64_t *bytes)
+/* Runs of fid (NULL: of any file, min_age_ns old) until none is left or
+ * one fails; the bytes written in *bytes. */
+static int runs(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
+		int64_t min_age_ns, const struct wb_fid *only,
+		uint64_t *bytes)
 {
-	uint64_t done = 0;
 	struct wb_run r;
 	int err = 0, rc;
 
-	while ((rc = wblog_flush_next(wl, min_age_ns, WBF_RUN_MAX, &r)) == 1) {
+	*bytes = 0;
+	while ((rc = wblog_flush_next(wl, min_age_ns, WBF_RUN_MAX, only,
+				      &r)) == 1) {
 		struct wb_fid fid = r.fid;
 		size_t len = r.len;
 
@@ -63,19 +67,34 @@ int wbf_round(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
 			err = wblog_trim(wl, &fid, 0);
 		}
 		if (err)
-			break;
-		done += len;
+			return err;
+		*bytes += len;
 	}
-	if (rc < 0 && !err)
+	return rc;
+}
+
+int wbf_round(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
+	      int64_t min_age_ns, uint64_t *bytes)
+{
+	uint64_t done;
+	int err, rc;
+
+	err = runs(wl, ops, arg, min_age_ns, NULL, &done);
+	/* also what wbf_flush_file left (nothing to do: no write) */
+	rc = wblog_release(wl);
+	if (!err)
 		err = rc;
-	if (done) {
-		rc = wblog_release(wl);
-		if (!err)
-			err = rc;
-	}
 	if (bytes)
 		*bytes = done;
 	return err;
+}
+
+int wbf_flush_file(struct wblog *wl, const struct wb_flush_ops *ops,
+		   void *arg, const struct wb_fid *fid)
+{
+	uint64_t done;
+
+	return runs(wl, ops, arg, 0, fid, &done);
 }
 
 struct wb_flusher {

@@ -368,6 +368,7 @@ int wblog_trim(struct wblog *wl, const struct wb_fid *fid, uint64_t size)
 		err = append(wl, &h, NULL, &pos);
 		if (!err) {
 			wl_file_trim(wl, f, size);
+			wl->forget_gen++;
 			seq = h.seq;
 		}
 	}
@@ -380,15 +381,29 @@ int wblog_trim(struct wblog *wl, const struct wb_fid *fid, uint64_t size)
 /*----------------------------------------------------------------*/
 /* flushing */
 
-/* The first record with a dirty block old enough, or NULL; under m. */
-static struct wl_recmem *oldest_live(struct wblog *wl, uint64_t *seq)
+/* The i-th record from the tail. */
+static struct wl_recmem *rec_at(struct wblog *wl, size_t i)
+{
+	return &wl->rq[(wl->rq_head + i) % wl->rq_cap];
+}
+
+/*
+ * The oldest record with a dirty block, of the file only if not NULL,
+ * else of a file with no run in flight (one file's runs are written one
+ * at a time: a run written after a newer one of the same bytes would put
+ * the older bytes back); NULL if none.  Under m.
+ */
+static struct wl_recmem *oldest_live(struct wblog *wl, uint64_t *seq,
+				     const struct wl_file *only)
 {
 	size_t i;
 
-	for (i = 0; i < wl->rq_n; i++) {
-		struct wl_recmem *r = &wl->rq[(wl->rq_head + i) % wl->rq_cap];
+	while (wl->dead < wl->rq_n && !rec_at(wl, wl->dead)->live)
+		wl->dead++;
+	for (i = wl->dead; i < wl->rq_n; i++) {
+		struct wl_recmem *r = rec_at(wl, i);
 
-		if (r->live) {
+		if (r->live && (only ? r->f == only : !r->f->inflight)) {
 			*seq = wl->rq_seq + i;
 			return r;
 		}
@@ -397,39 +412,35 @@ static struct wl_recmem *oldest_live(struct wblog *wl, uint64_t *seq)
 }
 
 int wblog_flush_next(struct wblog *wl, int64_t min_age_ns, size_t max,
-		     struct wb_run *r)
+		     const struct wb_fid *only, struct wb_run *r)
 {
 	struct wl_recmem *rec;
-	struct wl_rec h;
+	struct wl_file *of = NULL;
 	struct wl_ent *e = NULL;
-	uint64_t seq, b, first, last, i;
+	uint64_t seq, b, first, last;
 	int ret = 0;
 
 	memset(r, 0, sizeof(*r));
 	if (max < WB_BLOCK)
 		max = WB_BLOCK;
 	pthread_mutex_lock(&wl->m);
-	rec = oldest_live(wl, &seq);
-	if (!rec || (min_age_ns > 0 &&
+	if (only) {
+		/* after the file's run in flight (the thread's) */
+		while ((of = wl_file_find(wl, only)) && of->inflight)
+			pthread_cond_wait(&wl->cv, &wl->m);
+		if (!of)
+			goto out;
+	}
+	rec = oldest_live(wl, &seq, of);
+	if (!rec || (!only && min_age_ns > 0 &&
 		     rec->time_ns > clock_real_ns() - min_age_ns))
 		goto out;
-	/* its header says which file and blocks */
-	ret = -EIO;
-	if (pread_full(wl->fd, &h, sizeof(h), blk_off(rec->start)) !=
-	    sizeof(h))
-		goto out;
-	{
-		struct wb_fid fid = { h.dev, h.ino };
-		struct wl_file *f = wl_file_find(wl, &fid);
-
-		for (b = h.off / WB_BLOCK, i = 0; f && i < h.nblk; i++) {
-			e = wl_ent_find(wl, f, b + i);
-			if (e && e->seq == seq)
-				break;
-			e = NULL;
-		}
+	for (b = rec->blk0; b < rec->blk0 + rec->ndata; b++) {
+		e = wl_ent_find(wl, rec->f, b);
+		if (e && e->seq == seq)
+			break;
+		e = NULL;
 	}
-	ret = 0;
 	if (!e)			/* cannot be: live counts its blocks */
 		goto out;
 	/* the adjacent dirty blocks of the file, within max */
@@ -503,6 +514,7 @@ void wblog_flush_done(struct wblog *wl, struct wb_run *r, int err)
 		wl->flush_errors++;
 	else
 		wl->flushed += r->len;
+	wl->forget_gen++;
 	if (f) {
 		f->inflight--;
 		wl_file_put(wl, f);
@@ -554,6 +566,7 @@ int wblog_release(struct wblog *wl)
 		wl->rq_n -= n;
 		wl->rq_seq += n;
 		wl->used -= blocks;
+		wl->dead = wl->dead > n ? wl->dead - n : 0;
 	}
 	pthread_cond_broadcast(&wl->cv);
 	pthread_mutex_unlock(&wl->m);
@@ -563,7 +576,6 @@ int wblog_release(struct wblog *wl)
 void wblog_stats(struct wblog *wl, struct wblog_stats *s)
 {
 	struct wl_recmem *r;
-	uint64_t seq;
 	size_t i;
 
 	memset(s, 0, sizeof(*s));
@@ -587,7 +599,36 @@ void wblog_stats(struct wblog *wl, struct wblog_stats *s)
 	s->absorbed = wl->absorbed;
 	s->replayed_records = wl->replayed;
 	s->syncs = wl->syncs;
-	r = oldest_live(wl, &seq);
+	for (i = 0, r = NULL; i < wl->rq_n && !r; i++)
+		if (rec_at(wl, i)->live)
+			r = rec_at(wl, i);
 	s->oldest_dirty_ns = r ? r->time_ns : 0;
 	pthread_mutex_unlock(&wl->m);
+}
+
+uint64_t wblog_forget_gen(struct wblog *wl)
+{
+	uint64_t g;
+
+	pthread_mutex_lock(&wl->m);
+	g = wl->forget_gen;
+	pthread_mutex_unlock(&wl->m);
+	return g;
+}
+
+size_t wblog_files(struct wblog *wl, struct wb_fid **out)
+{
+	size_t i, n = 0;
+
+	pthread_mutex_lock(&wl->m);
+	*out = malloc((wl->nfiles ? wl->nfiles : 1) * sizeof(**out));
+	for (i = 0; *out && i < wl->fh_size; i++) {
+		struct wl_file *f;
+
+		for (f = wl->fh[i]; f; f = f->next)
+			if (f->nblocks)
+				(*out)[n++] = f->fid;
+	}
+	pthread_mutex_unlock(&wl->m);
+	return n;
 }

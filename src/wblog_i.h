@@ -74,6 +74,11 @@ struct wl_recmem {
 	uint64_t nblk;		/* blocks it occupies (header included) */
 	uint64_t live;		/* map entries that point into it */
 	int64_t time_ns;
+	/* DATA: its file (valid while live: the file holds the entries)
+	 * and the blocks of the file it holds */
+	struct wl_file *f;
+	uint64_t blk0;
+	uint32_t ndata;
 };
 
 struct wblog {
@@ -91,6 +96,7 @@ struct wblog {
 	struct wl_recmem *rq;
 	size_t rq_cap, rq_head, rq_n;
 	uint64_t rq_seq;
+	size_t dead;		/* leading records known to have live 0 */
 	uint64_t head;		/* the next record's block */
 	uint64_t used;		/* blocks from the durable tail to head */
 	uint64_t epoch, epoch_seq, gen;
@@ -103,6 +109,7 @@ struct wblog {
 	/* counters */
 	uint64_t dirty_bytes, flushed, flush_errors, absorbed, replayed;
 	uint64_t syncs;
+	uint64_t forget_gen;	/* bumped when dirty bytes are forgotten */
 };
 
 static inline off_t blk_off(uint64_t pos)

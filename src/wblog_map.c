@@ -256,6 +256,9 @@ int wl_rq_push(struct wblog *wl, uint64_t start, uint64_t nblk,
 	r->nblk = nblk;
 	r->live = 0;
 	r->time_ns = t;
+	r->f = NULL;
+	r->blk0 = 0;
+	r->ndata = 0;
 	return 0;
 }
 
@@ -266,9 +269,16 @@ int wl_apply_data(struct wblog *wl, const struct wl_rec *h,
 	struct wb_fid fid = { h->dev, h->ino };
 	struct wl_file *f = wl_file_get(wl, &fid);
 	uint64_t b0 = h->off / WB_BLOCK, end = h->off + h->len, i;
+	struct wl_recmem *r;
 
 	if (!f)
 		return -ENOMEM;
+	r = wl_rec_of(wl, h->seq);
+	if (r) {
+		r->f = f;
+		r->blk0 = b0;
+		r->ndata = h->nblk;
+	}
 	for (i = 0; i < h->nblk; i++) {
 		uint64_t base = (b0 + i) * WB_BLOCK;
 		unsigned lo = h->off > base ? (unsigned)(h->off - base) : 0;

@@ -53,6 +53,16 @@ struct wb_flush_ops {
 int wbf_round(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
 	      int64_t min_age_ns, uint64_t *bytes);
 
+/*
+ * Flush fid's dirty data now, whatever its age, after the thread's run of
+ * it in flight: when this returns 0, none of fid's bytes is dirty or on
+ * its way to the source (unless written meanwhile).  For an operation
+ * that must reach the source after the file's data (fallocate's hole
+ * punching, setting times).  The space is released by the next round.
+ */
+int wbf_flush_file(struct wblog *wl, const struct wb_flush_ops *ops,
+		   void *arg, const struct wb_fid *fid);
+
 struct wb_flusher;
 
 /*

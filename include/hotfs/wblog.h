@@ -141,11 +141,15 @@ struct wb_run {
 
 /*
  * The oldest dirty run whose record is at least min_age_ns old (by the
- * wall clock, across restarts; 0 or less: any), at most max bytes: 1 and *r filled (free
- * it with wblog_flush_done), 0: none.
+ * wall clock, across restarts; 0 or less: any), at most max bytes, of a
+ * file with no run in flight (one file's runs go one at a time: an older
+ * run written after a newer one would put old bytes back): 1 and *r
+ * filled (give it back with wblog_flush_done), 0: none.  only (not NULL):
+ * that file's oldest run, whatever its age, once its run in flight (if
+ * any) is done.
  */
 int wblog_flush_next(struct wblog *wl, int64_t min_age_ns, size_t max,
-		     struct wb_run *r);
+		     const struct wb_fid *only, struct wb_run *r);
 /*
  * The run's write to the source ended with err (0: written and durable
  * there): its blocks not rewritten since are forgotten (err 0), or stay
@@ -155,6 +159,17 @@ void wblog_flush_done(struct wblog *wl, struct wb_run *r, int err);
 /* Move the log's tail past the records with no dirty block left: their
  * space is reused.  The records' bytes must be durable on the source. */
 int wblog_release(struct wblog *wl);
+
+/*
+ * Bumped whenever dirty bytes are forgotten (flushed or trimmed).  A
+ * reader takes it before reading the file's own bytes and reads again if
+ * it moved by the time the dirty bytes are laid over them: a flush that
+ * ended in between may have left the reader the source's old bytes and
+ * no dirty ones.
+ */
+uint64_t wblog_forget_gen(struct wblog *wl);
+/* The files with dirty data (*out malloc'd): their number. */
+size_t wblog_files(struct wblog *wl, struct wb_fid **out);
 
 struct wblog_stats {
 	uint64_t dirty_bytes;		/* dirty bytes in the map */

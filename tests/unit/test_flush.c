@@ -258,6 +258,37 @@ static void test_gone_and_failing(void **state)
 	free(b);
 }
 
+static void test_flush_one_file(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_stats s;
+	size_t n;
+	char *b;
+
+	src_file(x, 1, 'o', 100);
+	src_file(x, 2, 'o', 100);
+	wr(x, &F2, 0, 'z', 10);			/* older, another file */
+	wr(x, &F1, 0, 'a', 10);
+	wr(x, &F1, 4096, 'b', 20);		/* another run */
+	assert_int_equal(wbf_flush_file(x->wl, &ops, x, &F1), 0);
+	assert_int_equal(wblog_dirty_end(x->wl, &F1), 0);
+	assert_int_equal(wblog_dirty_end(x->wl, &F2), 10);
+	b = src_read(x, 1, &n);
+	assert_int_equal(n, 4116);
+	expect_run(b, 0, 10, 'a');
+	expect_run(b, 10, 100, 'o');
+	expect_run(b, 100, 4096, 0);
+	expect_run(b, 4096, 4116, 'b');
+	free(b);
+	b = src_read(x, 2, &n);
+	expect_run(b, 0, 100, 'o');
+	free(b);
+	/* the next round releases its space with the rest */
+	assert_int_equal(wbf_round(x->wl, &ops, x, 0, NULL), 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.log_used, 0);
+}
+
 /* Wait up to 10 s for the log to hold no dirty byte. */
 static bool wait_clean(struct wblog *wl)
 {
@@ -347,6 +378,7 @@ int main(void)
 		T(test_round_writes_back),
 		T(test_delay_holds_young_data),
 		T(test_gone_and_failing),
+		T(test_flush_one_file),
 		T(test_thread),
 		T(test_replayed_data_flushed),
 #undef T

@@ -479,15 +479,15 @@ static void test_flush_oldest_coalesced(void **state)
 	wr(x->wl, &F1, 5 * WB_BLOCK, 'd', 50);	/* not adjacent */
 	/* too young */
 	assert_int_equal(wblog_flush_next(x->wl, 3600LL * 1000000000, 1 << 20,
-					  &r), 0);
-	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, &r), 1);
+					  NULL, &r), 0);
+	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, NULL, &r), 1);
 	assert_int_equal(r.fid.ino, F2.ino);
 	assert_int_equal(r.off, 10 * WB_BLOCK);
 	assert_int_equal(r.len, 100);
 	expect_run(r.buf, 0, 100, 'z');
 	wblog_flush_done(x->wl, &r, 0);
 	/* F1's three adjacent blocks in one run */
-	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, &r), 1);
+	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, NULL, &r), 1);
 	assert_int_equal(r.fid.ino, F1.ino);
 	assert_int_equal(r.off, 0);
 	assert_int_equal(r.len, 2 * WB_BLOCK + 50);
@@ -501,7 +501,7 @@ static void test_flush_oldest_coalesced(void **state)
 	assert_int_equal(s.dirty_blocks, 2);
 	assert_int_equal(s.flushed_bytes, 100 + 2 * WB_BLOCK + 50);
 	/* a max smaller than the run: one block */
-	assert_int_equal(wblog_flush_next(x->wl, 0, WB_BLOCK, &r), 1);
+	assert_int_equal(wblog_flush_next(x->wl, 0, WB_BLOCK, NULL, &r), 1);
 	assert_int_equal(r.off, 5 * WB_BLOCK);
 	assert_int_equal(r.len, 50);
 	/* a failed write keeps it dirty, counted */
@@ -511,11 +511,58 @@ static void test_flush_oldest_coalesced(void **state)
 	assert_int_equal(s.dirty_blocks, 2);
 }
 
+static void test_one_run_a_file(void **state)
+{
+	struct fx *x = *state;
+	struct wb_run r, r2;
+	struct wb_fid *fids;
+	uint64_t g;
+	size_t n;
+
+	wr(x->wl, &F1, 0, 'a', 10);		/* oldest */
+	wr(x->wl, &F2, 0, 'b', 10);
+	wr(x->wl, &F1, 3 * WB_BLOCK, 'c', 10);
+	n = wblog_files(x->wl, &fids);
+	assert_int_equal(n, 2);
+	assert_true((fids[0].ino == F1.ino && fids[1].ino == F2.ino) ||
+		    (fids[0].ino == F2.ino && fids[1].ino == F1.ino));
+	free(fids);
+	g = wblog_forget_gen(x->wl);
+	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, NULL, &r), 1);
+	assert_int_equal(r.fid.ino, F1.ino);
+	assert_int_equal(r.off, 0);
+	/* F1 has a run in flight: its next one waits, F2's goes */
+	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, NULL, &r2), 1);
+	assert_int_equal(r2.fid.ino, F2.ino);
+	wblog_flush_done(x->wl, &r2, 0);
+	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, NULL, &r2), 0);
+	assert_true(wblog_forget_gen(x->wl) != g);
+	g = wblog_forget_gen(x->wl);
+	wblog_flush_done(x->wl, &r, 0);
+	assert_true(wblog_forget_gen(x->wl) != g);
+	/* a file's own runs, whatever their age */
+	wr(x->wl, &F2, 0, 'd', 10);
+	assert_int_equal(wblog_flush_next(x->wl, 3600LL * 1000000000, 1 << 20,
+					  &F1, &r), 1);
+	assert_int_equal(r.fid.ino, F1.ino);
+	assert_int_equal(r.off, 3 * WB_BLOCK);
+	wblog_flush_done(x->wl, &r, 0);
+	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, &F1, &r), 0);
+	/* a trim forgets bytes too */
+	g = wblog_forget_gen(x->wl);
+	assert_int_equal(wblog_trim(x->wl, &F2, 5), 0);
+	assert_true(wblog_forget_gen(x->wl) != g);
+	n = wblog_files(x->wl, &fids);
+	assert_int_equal(n, 1);
+	assert_int_equal(fids[0].ino, F2.ino);
+	free(fids);
+}
+
 static void drain(struct wblog *wl)
 {
 	struct wb_run r;
 
-	while (wblog_flush_next(wl, 0, 1 << 20, &r) == 1)
+	while (wblog_flush_next(wl, 0, 1 << 20, NULL, &r) == 1)
 		wblog_flush_done(wl, &r, 0);
 	assert_int_equal(wblog_release(wl), 0);
 }
@@ -583,6 +630,7 @@ int main(void)
 		T(test_headers_damaged),
 		T(test_trim),
 		T(test_flush_oldest_coalesced),
+		T(test_one_run_a_file),
 		T(test_space),
 #undef T
 	};
