@@ -558,6 +558,147 @@ static void test_one_run_a_file(void **state)
 	free(fids);
 }
 
+/*
+ * A random sequence of writes (some leaving gaps within blocks), trims
+ * (the source cut with them, as the mount does), flushes into a model of
+ * the source (some with a rewrite racing them) and reopens, checked after
+ * each step against a model of what the mount must show: the source's
+ * bytes with the dirty ones over them, and the size.
+ */
+#define M_FILES	3
+#define M_SIZE	(64 * 1024)
+
+struct model {
+	unsigned char cur[M_FILES][M_SIZE];	/* what the mount shows */
+	unsigned char src[M_FILES][M_SIZE];	/* the source */
+	uint64_t size[M_FILES], src_size[M_FILES];
+};
+
+static struct wb_fid mfid(int i)
+{
+	return (struct wb_fid){ 7, 1000 + (uint64_t)i };
+}
+
+static int mfill(void *arg, const struct wb_fid *fid, uint64_t off,
+		 void *buf, size_t len)
+{
+	struct model *m = arg;
+	int i = (int)(fid->ino - 1000);
+
+	/* the source's bytes (zeros past its end: kept zero there) */
+	memcpy(buf, m->src[i] + off, len);
+	return 0;
+}
+
+static void m_flush_run(struct model *m, const struct wb_run *r)
+{
+	int i = (int)(r->fid.ino - 1000);
+
+	memcpy(m->src[i] + r->off, r->buf, r->len);
+	if (r->off + r->len > m->src_size[i])
+		m->src_size[i] = r->off + r->len;
+}
+
+static void m_check(struct wblog *wl, struct model *m, unsigned step)
+{
+	static unsigned char b[M_SIZE];
+	int i;
+
+	for (i = 0; i < M_FILES; i++) {
+		struct wb_fid f = mfid(i);
+		uint64_t end = wblog_dirty_end(wl, &f), sz;
+
+		memcpy(b, m->src[i], M_SIZE);
+		assert_true(wblog_overlay(wl, &f, 0, b, M_SIZE) >= 0);
+		if (memcmp(b, m->cur[i], M_SIZE)) {
+			size_t k = 0;
+
+			while (b[k] == m->cur[i][k])
+				k++;
+			fail_msg("step %u file %d: byte %zu is %u, not %u",
+				 step, i, k, b[k], m->cur[i][k]);
+		}
+		sz = end > m->src_size[i] ? end : m->src_size[i];
+		if (sz != m->size[i])
+			fail_msg("step %u file %d: size %llu, not %llu", step,
+				 i, (unsigned long long)sz,
+				 (unsigned long long)m->size[i]);
+	}
+}
+
+static void m_write(struct fx *x, struct model *m, int i, unsigned step)
+{
+	static unsigned char p[8000];
+	uint64_t off = (uint64_t)(rand() % (M_SIZE - 8000));
+	size_t len = 1 + (size_t)(rand() % (rand() % 3 ? 300 : 7999));
+	struct wb_fid f = mfid(i);
+	int err;
+
+	memset(p, 1 + step % 250, len);
+	err = wblog_write(x->wl, &f, off, p, len, mfill, m, NULL);
+	if (err == -ENOSPC) {
+		struct wb_run r;
+
+		while (wblog_flush_next(x->wl, 0, 1 << 20, NULL, &r) == 1) {
+			m_flush_run(m, &r);
+			wblog_flush_done(x->wl, &r, 0);
+		}
+		assert_int_equal(wblog_release(x->wl), 0);
+		err = wblog_write(x->wl, &f, off, p, len, mfill, m, NULL);
+	}
+	assert_int_equal(err, 0);
+	memcpy(m->cur[i] + off, p, len);
+	if (off + len > m->size[i])
+		m->size[i] = off + len;
+}
+
+static void test_model(void **state)
+{
+	struct fx *x = *state;
+	struct model *m = calloc(1, sizeof(*m));
+	struct wb_run r;
+	unsigned step;
+
+	assert_non_null(m);
+	srand(23);
+	for (step = 0; step < 3000; step++) {
+		int i = rand() % M_FILES, op = rand() % 100;
+		struct wb_fid f = mfid(i);
+
+		if (op < 70) {
+			m_write(x, m, i, step);
+		} else if (op < 78) {
+			/* a truncate: the log first, then the source */
+			uint64_t sz = m->size[i] ?
+				      (uint64_t)rand() % (m->size[i] + 1) : 0;
+
+			assert_int_equal(wblog_trim(x->wl, &f, sz), 0);
+			memset(m->cur[i] + sz, 0, M_SIZE - sz);
+			memset(m->src[i] + sz, 0, M_SIZE - sz);
+			m->size[i] = m->src_size[i] = sz;
+		} else if (op < 90) {
+			/* a run flushed; sometimes rewritten meanwhile */
+			if (wblog_flush_next(x->wl, 0, 1 << 20, NULL,
+					     &r) == 1) {
+				int j = (int)(r.fid.ino - 1000);
+
+				if (rand() % 3 == 0)
+					m_write(x, m, j, step);
+				m_flush_run(m, &r);
+				wblog_flush_done(x->wl, &r, 0);
+			}
+			if (rand() % 4 == 0)
+				assert_int_equal(wblog_release(x->wl), 0);
+		} else if (op < 95) {
+			reopen(x);
+		} else {
+			assert_int_equal(wblog_sync(x->wl, 0), 0);
+		}
+		m_check(x->wl, m, step);
+	}
+	free(m);
+}
+
 static void drain(struct wblog *wl)
 {
 	struct wb_run r;
@@ -631,6 +772,7 @@ int main(void)
 		T(test_trim),
 		T(test_flush_oldest_coalesced),
 		T(test_one_run_a_file),
+		T(test_model),
 		T(test_space),
 #undef T
 	};
