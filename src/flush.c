@@ -93,8 +93,18 @@ int wbf_flush_file(struct wblog *wl, const struct wb_flush_ops *ops,
 		   void *arg, const struct wb_fid *fid)
 {
 	uint64_t done;
+	unsigned tries;
+	int err = 0;
 
-	return runs(wl, ops, arg, 0, fid, &done);
+	/* a write landing between the runs and the seal: again */
+	for (tries = 0; tries < 8; tries++) {
+		err = runs(wl, ops, arg, 0, fid, &done);
+		if (!err)
+			err = wblog_seal(wl, fid);
+		if (err != -EAGAIN)
+			break;
+	}
+	return err;
 }
 
 struct wb_flusher {

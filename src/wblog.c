@@ -343,7 +343,10 @@ uint64_t wblog_dirty_end(struct wblog *wl, const struct wb_fid *fid)
 	return end;
 }
 
-int wblog_trim(struct wblog *wl, const struct wb_fid *fid, uint64_t size)
+/* A TRIM record for fid at size (seal: only if nothing of fid is dirty,
+ * else -EAGAIN), made durable. */
+static int trim_rec(struct wblog *wl, const struct wb_fid *fid,
+		    uint64_t size, bool seal)
 {
 	struct wl_rec h = { .type = WR_TRIM };
 	struct wl_file *f;
@@ -357,25 +360,42 @@ int wblog_trim(struct wblog *wl, const struct wb_fid *fid, uint64_t size)
 		while (f->inflight > 1)
 			pthread_cond_wait(&wl->cv, &wl->m);
 		f->inflight--;
+		if (seal && f->nblocks)
+			err = -EAGAIN;
 	}
-	/* nothing dirty at or past size: nothing a replay could bring
-	 * back either (the map holds every record's newest bytes) */
-	if (f && f->nblocks && f->end > size) {
+	/*
+	 * Logged whenever the log holds records, even with nothing of the
+	 * file dirty now: records already flushed stay in the log until
+	 * the tail passes them, and a replay would otherwise bring their
+	 * bytes back past the cut the source has since made.
+	 */
+	if (!err && wl->rq_n) {
 		h.dev = fid->dev;
 		h.ino = fid->ino;
 		h.off = size;
 		h.time_ns = clock_real_ns();
 		err = append(wl, &h, NULL, &pos);
-		if (!err) {
+		if (!err && f && f->nblocks && f->end > size) {
 			wl_file_trim(wl, f, size);
 			wl->forget_gen++;
-			seq = h.seq;
 		}
+		if (!err)
+			seq = h.seq;
 	}
 	if (f)
 		wl_file_put(wl, f);
 	pthread_mutex_unlock(&wl->m);
 	return err || !seq ? err : wblog_sync(wl, seq);
+}
+
+int wblog_trim(struct wblog *wl, const struct wb_fid *fid, uint64_t size)
+{
+	return trim_rec(wl, fid, size, false);
+}
+
+int wblog_seal(struct wblog *wl, const struct wb_fid *fid)
+{
+	return trim_rec(wl, fid, 0, true);
 }
 
 /*----------------------------------------------------------------*/

@@ -55,10 +55,12 @@ int wbf_round(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
 
 /*
  * Flush fid's dirty data now, whatever its age, after the thread's run of
- * it in flight: when this returns 0, none of fid's bytes is dirty or on
- * its way to the source (unless written meanwhile).  For an operation
- * that must reach the source after the file's data (fallocate's hole
- * punching, setting times).  The space is released by the next round.
+ * it in flight, and seal it (wblog_seal: a replay never writes its old
+ * records again): when this returns 0, none of fid's bytes is dirty or
+ * on its way to the source.  For an operation that must reach the source
+ * after the file's data (fallocate's punching and zeroing, setting
+ * times).  -EAGAIN: writes kept coming.  The space is released by the
+ * next round.
  */
 int wbf_flush_file(struct wblog *wl, const struct wb_flush_ops *ops,
 		   void *arg, const struct wb_fid *fid);

@@ -124,9 +124,20 @@ uint64_t wblog_dirty_end(struct wblog *wl, const struct wb_fid *fid);
  * link, everything forgotten): the dirty bytes at and past size are
  * dropped, after any flush of the file in flight, and a TRIM record makes
  * that durable before this returns (the caller then changes the source:
- * a replay never brings the bytes back).
+ * a replay never brings the bytes back, not even those of records
+ * flushed already but still in the log).  An empty log logs nothing.
  */
 int wblog_trim(struct wblog *wl, const struct wb_fid *fid, uint64_t size);
+
+/*
+ * fid has nothing dirty (else -EAGAIN): a replay is never to write its
+ * records still in the log (flushed already) to the source again.  For
+ * an operation that changes the file's bytes on the source itself
+ * (fallocate's punching, zeroing, collapsing, inserting), after the
+ * file's dirty data is flushed (wbf_flush_file does both).  Durable when
+ * it returns.
+ */
+int wblog_seal(struct wblog *wl, const struct wb_fid *fid);
 
 /* One run of dirty bytes to write back to the source. */
 struct wb_run {

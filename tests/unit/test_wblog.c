@@ -560,7 +560,8 @@ static void test_one_run_a_file(void **state)
 
 /*
  * A random sequence of writes (some leaving gaps within blocks), trims
- * (the source cut with them, as the mount does), flushes into a model of
+ * (the source cut with them, as the mount does), holes punched (the file
+ * flushed and sealed first, as the mount does), flushes into a model of
  * the source (some with a rewrite racing them) and reopens, checked after
  * each step against a model of what the mount must show: the source's
  * bytes with the dirty ones over them, and the size.
@@ -630,7 +631,8 @@ static void m_write(struct fx *x, struct model *m, int i, unsigned step)
 {
 	static unsigned char p[8000];
 	uint64_t off = (uint64_t)(rand() % (M_SIZE - 8000));
-	size_t len = 1 + (size_t)(rand() % (rand() % 3 ? 300 : 7999));
+	int small = rand() % 3;
+	size_t len = 1 + (size_t)(rand() % (small ? 300 : 7999));
 	struct wb_fid f = mfid(i);
 	int err;
 
@@ -652,6 +654,8 @@ static void m_write(struct fx *x, struct model *m, int i, unsigned step)
 		m->size[i] = off + len;
 }
 
+static unsigned seed = 23;
+
 static void test_model(void **state)
 {
 	struct fx *x = *state;
@@ -660,7 +664,7 @@ static void test_model(void **state)
 	unsigned step;
 
 	assert_non_null(m);
-	srand(23);
+	srand(seed);
 	for (step = 0; step < 3000; step++) {
 		int i = rand() % M_FILES, op = rand() % 100;
 		struct wb_fid f = mfid(i);
@@ -676,6 +680,24 @@ static void test_model(void **state)
 			memset(m->cur[i] + sz, 0, M_SIZE - sz);
 			memset(m->src[i] + sz, 0, M_SIZE - sz);
 			m->size[i] = m->src_size[i] = sz;
+		} else if (op < 82) {
+			/* a hole punched: the file flushed and sealed, then
+			 * the source changed */
+			uint64_t a = (uint64_t)rand() % M_SIZE, n = 1 +
+				     (uint64_t)rand() % (M_SIZE - a);
+
+			while (wblog_flush_next(x->wl, 0, 1 << 20, &f,
+						&r) == 1) {
+				m_flush_run(m, &r);
+				wblog_flush_done(x->wl, &r, 0);
+			}
+			assert_int_equal(wblog_seal(x->wl, &f), 0);
+			if (a < m->src_size[i]) {
+				if (a + n > m->src_size[i])
+					n = m->src_size[i] - a;
+				memset(m->src[i] + a, 0, n);
+				memset(m->cur[i] + a, 0, n);
+			}
 		} else if (op < 90) {
 			/* a run flushed; sometimes rewritten meanwhile */
 			if (wblog_flush_next(x->wl, 0, 1 << 20, NULL,
@@ -756,8 +778,10 @@ static void test_space(void **state)
 	assert_int_equal(s.log_used, 5 * WB_BLOCK);	/* pad 2 + 3 */
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc > 1)		/* another sequence of the model test */
+		seed = (unsigned)atoi(argv[1]);
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 		T(test_write_reads_back),
