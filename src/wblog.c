@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,14 +191,15 @@ out:
 	return err;
 }
 
-int wblog_write(struct wblog *wl, const struct wb_fid *fid, uint64_t off,
-		const void *buf, size_t len, wblog_fill_fn fill, void *arg,
-		uint64_t *seq)
+ssize_t wblog_write(struct wblog *wl, const struct wb_fid *fid,
+		    uint64_t off, const void *buf, size_t len,
+		    wblog_fill_fn fill, void *arg, uint64_t *seq)
 {
 	const char *p = buf;
+	size_t done = 0;
 	int err = 0;
 
-	if (off + len < off)
+	if (off + len < off || len > SSIZE_MAX)
 		return -EFBIG;
 	while (len && !err) {
 		/* a record ends at a block boundary within WB_REC_MAX */
@@ -244,11 +246,15 @@ int wblog_write(struct wblog *wl, const struct wb_fid *fid, uint64_t off,
 		pthread_mutex_unlock(&wl->m);
 		free(gb[0]);
 		free(gb[1]);
+		if (err)
+			break;
 		off += n;
 		p += n;
 		len -= n;
+		done += n;
 	}
-	return err;
+	/* the records logged stand: a short write, as a full disk gives */
+	return done ? (ssize_t)done : err;
 }
 
 /*

@@ -63,6 +63,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define WB_BLOCK	4096u
 #define WB_LOG_NAME	"wlog"
@@ -100,13 +101,15 @@ void wblog_close(struct wblog *wl);
 
 /*
  * Log a write of len bytes at off to fid and make it the newest copy of
- * the bytes; *seq (if not NULL): the last record's sequence number, for
- * wblog_sync.  fill may be NULL if the caller knows no write leaves a gap
- * (-EINVAL if one would).  -ENOSPC: no room in the log now.
+ * the bytes: len, fewer if the log filled after some of its records (each
+ * record at most WB_REC_MAX, whole or not at all), or -errno; *seq (if
+ * not NULL): the last record's sequence number, for wblog_sync.  fill may
+ * be NULL if the caller knows no write leaves a gap (-EINVAL if one
+ * would).  -ENOSPC: no room in the log now.
  */
-int wblog_write(struct wblog *wl, const struct wb_fid *fid, uint64_t off,
-		const void *buf, size_t len, wblog_fill_fn fill, void *arg,
-		uint64_t *seq);
+ssize_t wblog_write(struct wblog *wl, const struct wb_fid *fid,
+		    uint64_t off, const void *buf, size_t len,
+		    wblog_fill_fn fill, void *arg, uint64_t *seq);
 /* Every record up to seq durable (0: every record appended so far). */
 int wblog_sync(struct wblog *wl, uint64_t seq);
 

@@ -122,7 +122,7 @@ static void wr(struct fx *x, const struct wb_fid *f, uint64_t off, int c,
 	assert_non_null(b);
 	memset(b, c, n);
 	assert_int_equal(wblog_write(x->wl, f, off, b, n, NULL, NULL, NULL),
-			 0);
+			 (ssize_t)n);
 	free(b);
 }
 

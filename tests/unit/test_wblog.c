@@ -80,7 +80,8 @@ static void wr(struct wblog *wl, const struct wb_fid *f, uint64_t off,
 
 	assert_non_null(b);
 	memset(b, c, n);
-	assert_int_equal(wblog_write(wl, f, off, b, n, NULL, NULL, NULL), 0);
+	assert_int_equal(wblog_write(wl, f, off, b, n, NULL, NULL, NULL),
+			 (ssize_t)n);
 	free(b);
 }
 
@@ -187,11 +188,11 @@ static void test_partial_blocks(void **state)
 	assert_int_equal(wblog_write(x->wl, &F1, 400, p, 50, NULL, NULL,
 				     NULL), -EINVAL);
 	assert_int_equal(wblog_write(x->wl, &F1, 400, p, 50, fill_f, &calls,
-				     NULL), 0);
+				     NULL), 50);
 	assert_int_equal(calls, 1);
 	/* a gap on the left: [20, 100) */
 	assert_int_equal(wblog_write(x->wl, &F1, 10, p, 10, fill_f, &calls,
-				     NULL), 0);
+				     NULL), 10);
 	assert_int_equal(calls, 2);
 	b = rd(x->wl, &F1, 0, WB_BLOCK);
 	expect_run(b, 0, 10, '.');
@@ -233,8 +234,10 @@ static void *sync_loop(void *arg)
 	for (i = 0; i < 20 && !t->err; i++) {
 		struct wb_fid f = { 2, (uint64_t)t->id };
 
-		t->err = wblog_write(t->wl, &f, (uint64_t)i * 512, b,
-				     sizeof(b), NULL, NULL, &t->last);
+		ssize_t n = wblog_write(t->wl, &f, (uint64_t)i * 512, b,
+					sizeof(b), NULL, NULL, &t->last);
+
+		t->err = n == sizeof(b) ? 0 : n < 0 ? (int)n : -EIO;
 		if (!t->err)
 			t->err = wblog_sync(t->wl, t->last);
 	}
@@ -637,7 +640,7 @@ static void m_write(struct fx *x, struct model *m, int i, unsigned step)
 	int err;
 
 	memset(p, 1 + step % 250, len);
-	err = wblog_write(x->wl, &f, off, p, len, mfill, m, NULL);
+	err = (int)wblog_write(x->wl, &f, off, p, len, mfill, m, NULL);
 	if (err == -ENOSPC) {
 		struct wb_run r;
 
@@ -646,9 +649,10 @@ static void m_write(struct fx *x, struct model *m, int i, unsigned step)
 			wblog_flush_done(x->wl, &r, 0);
 		}
 		assert_int_equal(wblog_release(x->wl), 0);
-		err = wblog_write(x->wl, &f, off, p, len, mfill, m, NULL);
+		err = (int)wblog_write(x->wl, &f, off, p, len, mfill, m,
+				       NULL);
 	}
-	assert_int_equal(err, 0);
+	assert_int_equal(err, (int)len);
 	memcpy(m->cur[i] + off, p, len);
 	if (off + len > m->size[i])
 		m->size[i] = off + len;
@@ -721,6 +725,37 @@ static void test_model(void **state)
 	free(m);
 }
 
+static void test_short_write(void **state)
+{
+	struct fx *x = *state;
+	size_t big = 2 * WB_REC_MAX;
+	char *b = malloc(big), *r;
+
+	assert_non_null(b);
+	memset(b, 's', big);
+	/* records of 257 blocks in an area of 1024: three fit */
+	assert_int_equal(wblog_write(x->wl, &F1, 0, b, big, NULL, NULL, NULL),
+			 (ssize_t)big);
+	assert_int_equal(wblog_write(x->wl, &F1, big, b, big, NULL, NULL,
+				     NULL), WB_REC_MAX);
+	/* 253 blocks left: a record of 257 does not fit, one of 2 does */
+	assert_int_equal(wblog_write(x->wl, &F2, 0, b, WB_REC_MAX, NULL,
+				     NULL, NULL), -ENOSPC);
+	assert_int_equal(wblog_write(x->wl, &F2, 0, b, 10, NULL, NULL, NULL),
+			 10);
+	assert_int_equal(wblog_dirty_end(x->wl, &F1), 3 * WB_REC_MAX);
+	reopen(x);
+	r = rd(x->wl, &F1, 0, 3 * WB_REC_MAX + 10);
+	expect_run(r, 0, 3 * WB_REC_MAX, 's');
+	expect_run(r, 3 * WB_REC_MAX, 3 * WB_REC_MAX + 10, '.');
+	free(r);
+	r = rd(x->wl, &F2, 0, 20);
+	expect_run(r, 0, 10, 's');
+	expect_run(r, 10, 20, '.');
+	free(r);
+	free(b);
+}
+
 static void drain(struct wblog *wl)
 {
 	struct wb_run r;
@@ -744,10 +779,11 @@ static void test_space(void **state)
 	memset(b, 'q', sizeof(b));
 	/* 64 blocks: 32 records of a header and a block */
 	for (i = 0;; i++) {
-		err = wblog_write(x->wl, &F1, (uint64_t)i * WB_BLOCK, b,
-				  sizeof(b), NULL, NULL, NULL);
-		if (err)
+		err = (int)wblog_write(x->wl, &F1, (uint64_t)i * WB_BLOCK, b,
+				       sizeof(b), NULL, NULL, NULL);
+		if (err < 0)
 			break;
+		assert_int_equal(err, WB_BLOCK);
 	}
 	assert_int_equal(err, -ENOSPC);
 	assert_int_equal(i, 32);
@@ -797,6 +833,7 @@ int main(int argc, char **argv)
 		T(test_flush_oldest_coalesced),
 		T(test_one_run_a_file),
 		T(test_model),
+		T(test_short_write),
 		T(test_space),
 #undef T
 	};
