@@ -108,7 +108,7 @@ static int set_one(const char *key, const char *v, struct ctl_set *s,
 		} else if (strcmp(v, "writeback") == 0) {
 			snprintf(err, errlen, "writemode=writeback: not "
 				 "switched to while mounted (it is chosen at "
-				 "mount, and not available yet)");
+				 "mount)");
 			return -EINVAL;
 		} else {
 			snprintf(err, errlen, "invalid writemode '%s': "

@@ -24,6 +24,7 @@
 static int write_run(const struct wb_flush_ops *ops, void *arg,
 		     const struct wb_run *r)
 {
+	void *cookie = NULL;
 	ssize_t n;
 	int fd, err;
 
@@ -31,13 +32,13 @@ static int write_run(const struct wb_flush_ops *ops, void *arg,
 	if (fd < 0)
 		return fd;
 	if (ops->begin)
-		ops->begin(arg, &r->fid, r->off, r->len);
+		cookie = ops->begin(arg, &r->fid, r->off, r->len);
 	n = pwrite_full(fd, r->buf, r->len, (off_t)r->off);
 	err = n < 0 ? (int)n : 0;
 	if (!err && fdatasync(fd))
 		err = -errno;
 	if (ops->end)
-		ops->end(arg, &r->fid, r->off, r->len, err);
+		ops->end(arg, cookie, &r->fid, r->off, r->len, err);
 	if (close(fd) && !err && errno != EINTR)
 		err = -errno;
 	return err;
@@ -60,6 +61,8 @@ static int runs(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
 
 		err = write_run(ops, arg, &r);
 		wblog_flush_done(wl, &r, err);
+		if (ops->done)
+			ops->done(arg, &fid);
 		if (err == -ENOENT || err == -ESTALE) {
 			/* gone from the source: nowhere to write it */
 			if (ops->lost)

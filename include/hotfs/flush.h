@@ -33,13 +33,16 @@ struct wb_flush_ops {
 	/* a descriptor open for writing on fid's source file, or -errno */
 	int (*open)(void *arg, const struct wb_fid *fid);
 	/* around the run's write to the source (may be NULL): the mount's
-	 * own change of the file (stamps, cached extents) */
-	void (*begin)(void *arg, const struct wb_fid *fid, uint64_t off,
-		      uint64_t len);
-	void (*end)(void *arg, const struct wb_fid *fid, uint64_t off,
-		    uint64_t len, int err);
+	 * own change of the file (stamps, cached extents); what begin
+	 * returns is given to end */
+	void *(*begin)(void *arg, const struct wb_fid *fid, uint64_t off,
+		       uint64_t len);
+	void (*end)(void *arg, void *cookie, const struct wb_fid *fid,
+		    uint64_t off, uint64_t len, int err);
 	/* a file's dirty data dropped (gone from the source): say which */
 	void (*lost)(void *arg, const struct wb_fid *fid, int err);
+	/* after a run of fid is given back to the log (may be NULL) */
+	void (*done)(void *arg, const struct wb_fid *fid);
 };
 
 /* the largest run written at once */

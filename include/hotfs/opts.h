@@ -26,6 +26,7 @@ enum hotfs_revalidate {
 enum hotfs_writemode {
 	HOTFS_WRITEAROUND = 0,
 	HOTFS_WRITETHROUGH = 1,
+	HOTFS_WRITEBACK = 2,	/* hotfs/wb.h; fixed while mounted */
 };
 
 struct hotfs_opts {

@@ -65,8 +65,6 @@ def bad_cases(ws):
         'cachesize=0': (o('cachesize=0'), 'cachesize'),
         'cachesize=101%': (o('cachesize=101%'), 'cachesize'),
         'writemode=bogus': (o('writemode=bogus'), 'writemode'),
-        'writemode=writeback': (o('writemode=writeback'),
-                                'writemode=writeback: not available yet'),
         'writemode=writeback,nocache': (
             [src, mnt, '-o', 'nocache,writemode=writeback'],
             'needs a cache store'),
@@ -126,7 +124,7 @@ CASES = sorted([
     'unknown option', 'unknown option alone', 'threshold=0', 'threshold=abc',
     'threshold=-1', 'extent=3M', 'extent=2K', 'extent=8M', 'cachesize=abc',
     'cachesize=0', 'cachesize=101%', 'writemode=bogus', 'attr_timeout=abc',
-    'writemode=writeback', 'writemode=writeback,nocache',
+    'writemode=writeback,nocache',
     'writeback_delay without writeback',
     'seqcutoff=x', 'revalidate=bogus', 'revalidate=-1', 'promote_rate=fast',
     'entry_timeout=-1', 'attr_timeout=nan', 'threshold=', 'cachesize=1K',

@@ -48,22 +48,25 @@ static int fx_open(void *arg, const struct wb_fid *fid)
 	return fd < 0 ? -errno : fd;
 }
 
-static void fx_begin(void *arg, const struct wb_fid *fid, uint64_t off,
-		     uint64_t len)
+static void *fx_begin(void *arg, const struct wb_fid *fid, uint64_t off,
+		      uint64_t len)
 {
 	(void)fid;
 	(void)off;
 	(void)len;
 	((struct fx *)arg)->begins++;
+	return &((struct fx *)arg)->begins;
 }
 
-static void fx_end(void *arg, const struct wb_fid *fid, uint64_t off,
-		   uint64_t len, int err)
+static void fx_end(void *arg, void *cookie, const struct wb_fid *fid,
+		   uint64_t off, uint64_t len, int err)
 {
 	(void)fid;
 	(void)off;
 	(void)len;
 	(void)err;
+	/* what begin gave */
+	assert_ptr_equal(cookie, &((struct fx *)arg)->begins);
 	((struct fx *)arg)->ends++;
 }
 

@@ -1,0 +1,286 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""writemode=writeback on a real mount (man/hotfs.8, WRITEBACK).
+
+Writes are acknowledged from the writeback log in the cachedir; with
+writeback_delay=3600 the flusher holds them, so the tests see the source
+still holding the old bytes while the mount shows the new ones (buffered,
+O_DIRECT and mmap reads).  A clean unmount writes everything back: the
+source is then byte for byte what the mount showed.  A kill -9 loses
+nothing that was written: the next mount replays the log, serves the
+dirty data and flushes it.  Truncate, unlink and rename of files with
+dirty data follow the rules of the man page; fsx runs in writeback mode.
+"""
+import mmap
+import os
+import signal
+import subprocess
+
+import pytest
+
+import util
+from test_fsx import FSX_TIMEOUT, check_result, fsx_cmd
+
+HOLD = 'writemode=writeback,writeback_delay=3600'
+
+
+def read(path):
+    with open(path, 'rb') as f:
+        return f.read()
+
+
+def read_direct(path, size):
+    """size bytes (a multiple of 4096) from the start, O_DIRECT."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    try:
+        buf = mmap.mmap(-1, size)
+        n = os.readv(fd, [buf])
+        return bytes(buf[:n])
+    finally:
+        os.close(fd)
+
+
+def write_at(path, off, data, flags=0):
+    fd = os.open(path, os.O_WRONLY | flags)
+    try:
+        assert os.pwrite(fd, data, off) == len(data)
+    finally:
+        os.close(fd)
+
+
+def drop_pages(path):
+    """The kernel's cached pages of the file through the mount gone: the
+    next read reaches the daemon."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def kill9(ws, proc):
+    """The daemon killed; its mount cleaned up (the kernel's pages of the
+    cachedir's files survive, as after a crash of the daemon alone)."""
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    util.cleanup_mount(None, ws.mnt)
+    util.wait_for(lambda: not util.is_mounted(ws.mnt), 'unmounted')
+
+
+@pytest.fixture
+def held(ws):
+    """A mount that holds dirty data (no flush before the unmount)."""
+    old = bytes(range(256)) * 64                 # 16 KiB
+    with open(os.path.join(ws.src, 'f'), 'wb') as f:
+        f.write(old)
+    proc = ws.start(opts=HOLD)
+    yield ws, proc, old
+    if proc.poll() is None and util.is_mounted(ws.mnt):
+        ws.stop(proc)
+
+
+def test_read_your_writes(held):
+    ws, proc, old = held
+    m, s = os.path.join(ws.mnt, 'f'), os.path.join(ws.src, 'f')
+    new = bytearray(old)
+    write_at(m, 100, b'A' * 5000)
+    new[100:5100] = b'A' * 5000
+    write_at(m, 9000, b'B' * 10)                 # a gap in a block
+    new[9000:9010] = b'B' * 10
+    write_at(m, len(old) + 3000, b'C' * 20)      # past the end: a hole
+    new += bytes(3000) + b'C' * 20
+    new = bytes(new)
+    assert read(s) == old, 'the source changed before any flush'
+    assert os.stat(m).st_size == len(new)
+    assert os.stat(s).st_size == len(old)
+    assert read(m) == new
+    drop_pages(m)                                # from the daemon
+    assert read(m) == new
+    assert read_direct(m, 8192 * 3)[:len(new)] == new
+    with open(m, 'rb') as f:
+        mm = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+        try:
+            assert mm[:] == new
+        finally:
+            mm.close()
+    # writes through a shared mapping come as writes too
+    with open(m, 'r+b') as f:
+        mm = mmap.mmap(f.fileno(), 0)
+        mm[200:204] = b'MMAP'
+        mm.flush()
+        mm.close()
+    new = new[:200] + b'MMAP' + new[204:]
+    drop_pages(m)
+    assert read(m) == new
+    assert read(s) == old
+    # a clean unmount writes it all back
+    ws.stop(proc)
+    assert read(s) == new
+
+
+def test_o_direct_and_sync_writes(held):
+    ws, proc, old = held
+    m, s = os.path.join(ws.mnt, 'f'), os.path.join(ws.src, 'f')
+    buf = mmap.mmap(-1, 4096)
+    buf.write(b'D' * 4096)
+    fd = os.open(m, os.O_WRONLY | os.O_DIRECT)
+    try:
+        assert os.pwritev(fd, [buf], 4096) == 4096
+    finally:
+        os.close(fd)
+    write_at(m, 0, b'S' * 10, os.O_SYNC)
+    fd = os.open(m, os.O_RDWR)
+    try:
+        os.pwrite(fd, b'F' * 10, 20)
+        os.fsync(fd)
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
+    new = b'S' * 10 + old[10:20] + b'F' * 10 + old[30:4096] + \
+        b'D' * 4096 + old[8192:]
+    assert read_direct(m, len(old)) == new
+    assert read(s) == old
+    ws.stop(proc)
+    assert read(s) == new
+
+
+def test_kill9_then_remount(ws):
+    old = b'o' * 100000
+    with open(os.path.join(ws.src, 'f'), 'wb') as f:
+        f.write(old)
+    proc = ws.start(opts=HOLD)
+    m, s = os.path.join(ws.mnt, 'f'), os.path.join(ws.src, 'f')
+    write_at(m, 5000, b'K' * 70000)
+    with open(os.path.join(ws.mnt, 'g'), 'wb') as f:
+        f.write(b'new file ' * 1000)
+    fd = os.open(m, os.O_RDWR)
+    os.fsync(fd)
+    os.close(fd)
+    new = old[:5000] + b'K' * 70000 + old[75000:]
+    kill9(ws, proc)
+    assert read(s) == old
+    assert read(os.path.join(ws.src, 'g')) == b''
+    # the log replayed: served before any flush
+    proc = ws.start(opts=HOLD)
+    assert read(m) == new
+    assert read(os.path.join(ws.mnt, 'g')) == b'new file ' * 1000
+    assert read(s) == old
+    ws.stop(proc)
+    assert read(s) == new
+    assert read(os.path.join(ws.src, 'g')) == b'new file ' * 1000
+    # and flushed by the flusher on its own (no delay)
+    proc = ws.start(opts='writemode=writeback')
+    write_at(m, 0, b'Z' * 10)
+    util.wait_for(lambda: read(s)[:10] == b'Z' * 10, 'the flush')
+    ws.stop(proc)
+
+
+def test_truncate_unlink_rename(held):
+    ws, proc, old = held
+    m = lambda n: os.path.join(ws.mnt, n)    # noqa: E731
+    s = lambda n: os.path.join(ws.src, n)    # noqa: E731
+    # truncate: the dirty bytes past the cut are gone, then written anew
+    write_at(m('f'), 10000, b'T' * 4000)
+    os.truncate(m('f'), 12000)
+    assert os.stat(m('f')).st_size == 12000
+    write_at(m('f'), 13000, b'U' * 10)
+    want_f = old[:10000] + b'T' * 2000 + bytes(1000) + b'U' * 10
+    assert read(m('f')) == want_f
+    # unlink of the last link: dropped; a new file of the name is empty
+    with open(m('u'), 'wb') as f:
+        f.write(b'gone' * 1000)
+    os.unlink(m('u'))
+    with open(m('u'), 'wb') as f:
+        f.write(b'x')
+    # rename: the dirty data follows the file
+    with open(m('r'), 'wb') as f:
+        f.write(b'renamed' * 100)
+    os.rename(m('r'), m('r2'))
+    # rename over a file with dirty data
+    with open(m('v'), 'wb') as f:
+        f.write(b'victim' * 100)
+    with open(m('w'), 'wb') as f:
+        f.write(b'winner' * 100)
+    os.rename(m('w'), m('v'))
+    # a file unlinked while open keeps its bytes for its handle
+    fd = os.open(m('o'), os.O_RDWR | os.O_CREAT, 0o644)
+    os.pwrite(fd, b'open' * 100, 0)
+    os.unlink(m('o'))
+    os.pwrite(fd, b'more', 400)
+    assert os.pread(fd, 404, 0) == b'open' * 100 + b'more'
+    os.close(fd)
+    assert read(m('f')) == want_f
+    assert read(m('u')) == b'x'
+    assert read(m('r2')) == b'renamed' * 100
+    assert read(m('v')) == b'winner' * 100
+    assert sorted(os.listdir(ws.mnt)) == ['f', 'r2', 'u', 'v']
+    kill9(ws, proc)
+    # nothing comes back that was cut or removed
+    proc = ws.start(opts=HOLD)
+    assert read(m('f')) == want_f
+    assert read(m('u')) == b'x'
+    assert read(m('r2')) == b'renamed' * 100
+    assert read(m('v')) == b'winner' * 100
+    ws.stop(proc)
+    assert read(s('f')) == want_f
+    assert read(s('u')) == b'x'
+    assert read(s('r2')) == b'renamed' * 100
+    assert read(s('v')) == b'winner' * 100
+
+
+def test_setattr_and_fallocate_flush_first(held):
+    ws, proc, old = held
+    m, s = os.path.join(ws.mnt, 'f'), os.path.join(ws.src, 'f')
+    write_at(m, 0, b'P' * 8192)
+    # setting the times flushes first: the times stay as set
+    os.utime(m, (1000000000, 1000000000))
+    assert read(s)[:8192] == b'P' * 8192
+    assert os.stat(m).st_mtime == 1000000000
+    write_at(m, 8192, b'Q' * 4096)
+    fd = os.open(m, os.O_RDWR)
+    try:
+        util.fallocate(fd, 0x02 | 0x01, 4096, 4096)   # PUNCH_HOLE|KEEP
+    finally:
+        os.close(fd)
+    want = b'P' * 4096 + bytes(4096) + b'Q' * 4096 + old[12288:]
+    assert read(m) == want
+    assert read(s) == want
+    ws.stop(proc)
+    assert read(s) == want
+
+
+def test_refused_without_store_and_live(ws):
+    r = subprocess.run([util.hotfs_bin(), ws.src, ws.mnt, '-o',
+                        'nocache,writemode=writeback', '-f'],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=60)
+    assert r.returncode != 0
+    assert b'needs a cache store' in r.stderr
+    assert not util.is_mounted(ws.mnt)
+    proc = ws.start(opts=HOLD)
+    ctl = os.environ.get('HOTFSCTL_BIN') or os.path.join(
+        os.path.dirname(util.hotfs_bin()), 'hotfsctl')
+    r = subprocess.run([ctl, 'set', ws.mnt, 'writemode=writearound'],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=60)
+    assert r.returncode != 0
+    assert b'fixed while mounted with writemode=writeback' in r.stdout
+    ws.stop(proc)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('opts', [HOLD, 'writemode=writeback'],
+                         ids=['held', 'flushing'])
+def test_fsx_writeback(ws, opts):
+    """fsx's model of the file against the mount, the log holding the
+    data or the flusher writing it back under the exerciser; then the
+    source after the unmount."""
+    proc = ws.start(opts=opts + ',threshold=1')
+    name = 'fsx.wb'
+    r = subprocess.run(fsx_cmd(os.path.join(ws.mnt, name), 31,
+                               args=['-l', '2M', '-o', '256K']),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=FSX_TIMEOUT)
+    check_result(name, r.returncode, r.stdout.decode(errors='replace'))
+    shown = read(os.path.join(ws.mnt, name))
+    ws.stop(proc)
+    assert read(os.path.join(ws.src, name)) == shown
