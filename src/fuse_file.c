@@ -460,7 +460,7 @@ void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			ino_hold(fs->it, in);
 	}
 	for (;;) {
-		uint64_t gen = wb_read_gen(fs);
+		uint64_t gen = wb_read_gen(fs, in);
 
 		if (c && fh)
 			r = cache_read(c, in, fh, fd, size, off, &rep);

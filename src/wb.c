@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "hotfs/cache_write.h"
+#include "hotfs/clock.h"
 #include "hotfs/fileio.h"
 #include "hotfs/flush.h"
 #include "hotfs/fs.h"
@@ -474,9 +475,11 @@ ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 	return n;
 }
 
-uint64_t wb_read_gen(struct hotfs *fs)
+uint64_t wb_read_gen(struct hotfs *fs, struct hotfs_inode *in)
 {
-	return fs->wb ? wblog_forget_gen(fs->wb->wl) : 0;
+	struct wb_fid f = fid_of(in->ino);
+
+	return fs->wb ? wblog_forget_gen(fs->wb->wl, &f) : 0;
 }
 
 int wb_read_fix(struct hotfs *fs, struct hotfs_inode *in, int src,
@@ -492,7 +495,7 @@ int wb_read_fix(struct hotfs *fs, struct hotfs_inode *in, int src,
 	int i;
 
 	if (!end)	/* nothing dirty now: but was it just flushed? */
-		return wblog_forget_gen(wb->wl) != gen;
+		return wblog_forget_gen(wb->wl, &f) != gen;
 	if (fstat(src, &st))
 		return -errno;
 	msize = (uint64_t)st.st_size > end ? (uint64_t)st.st_size : end;
@@ -510,7 +513,7 @@ int wb_read_fix(struct hotfs *fs, struct hotfs_inode *in, int src,
 	}
 	memset(buf + got, 0, want - got);	/* a hole the dirty end made */
 	n = wblog_overlay(wb->wl, &f, (uint64_t)off, buf, want);
-	if (n < 0 || wblog_forget_gen(wb->wl) != gen) {
+	if (n < 0 || wblog_forget_gen(wb->wl, &f) != gen) {
 		free(buf);
 		return n < 0 ? (int)n : 1;
 	}
@@ -626,4 +629,25 @@ void wb_unlink_end(struct hotfs *fs, const struct stat *st, bool drop,
 		fd_forget(wb, f.ino, true);
 	}
 	pthread_rwlock_unlock(&wb->gone);
+}
+
+void wb_stats(struct hotfs *fs, struct wb_stats *st)
+{
+	struct wblog_stats s;
+	int64_t now = clock_real_ns();
+
+	memset(st, 0, sizeof(*st));
+	if (!fs->wb)
+		return;
+	wblog_stats(fs->wb->wl, &s);
+	st->dirty_bytes = s.dirty_bytes;
+	st->dirty_records = s.dirty_records;
+	st->dirty_files = s.dirty_files;
+	st->flushed_bytes = s.flushed_bytes;
+	st->flush_errors = s.flush_errors;
+	st->absorbed = s.absorbed;
+	st->log_used = s.log_used;
+	st->log_capacity = s.log_capacity;
+	st->oldest_dirty_age = s.oldest_dirty_ns && now > s.oldest_dirty_ns ?
+			       (double)(now - s.oldest_dirty_ns) / 1e9 : 0;
 }

@@ -23,6 +23,12 @@
 #include "hotfs/fileio.h"
 #include "wblog_i.h"
 
+/* fid's counter of forgotten bytes */
+static size_t gen_bucket(const struct wb_fid *fid)
+{
+	return (size_t)((fid->ino ^ fid->dev) % WL_GEN_BUCKETS);
+}
+
 /*----------------------------------------------------------------*/
 /* writing */
 
@@ -383,7 +389,7 @@ static int trim_rec(struct wblog *wl, const struct wb_fid *fid,
 		err = append(wl, &h, NULL, &pos);
 		if (!err && f && f->nblocks && f->end > size) {
 			wl_file_trim(wl, f, size);
-			wl->forget_gen++;
+			wl->forget_gen[gen_bucket(fid)]++;
 		}
 		if (!err)
 			seq = h.seq;
@@ -540,7 +546,7 @@ void wblog_flush_done(struct wblog *wl, struct wb_run *r, int err)
 		wl->flush_errors++;
 	else
 		wl->flushed += r->len;
-	wl->forget_gen++;
+	wl->forget_gen[gen_bucket(&r->fid)]++;
 	if (f) {
 		f->inflight--;
 		wl_file_put(wl, f);
@@ -632,16 +638,15 @@ void wblog_stats(struct wblog *wl, struct wblog_stats *s)
 	pthread_mutex_unlock(&wl->m);
 }
 
-uint64_t wblog_forget_gen(struct wblog *wl)
+uint64_t wblog_forget_gen(struct wblog *wl, const struct wb_fid *fid)
 {
 	uint64_t g;
 
 	pthread_mutex_lock(&wl->m);
-	g = wl->forget_gen;
+	g = wl->forget_gen[gen_bucket(fid)];
 	pthread_mutex_unlock(&wl->m);
 	return g;
 }
-
 size_t wblog_files(struct wblog *wl, struct wb_fid **out)
 {
 	size_t i, n = 0;

@@ -20,6 +20,7 @@
 #define WL_VERSION	1u
 #define WL_HDR_BLOCKS	2u		/* the two header slots */
 #define WL_MIN_BLOCKS	64u
+#define WL_GEN_BUCKETS	1024u
 
 enum { WR_DATA = 1, WR_TRIM = 2, WR_PAD = 3 };
 
@@ -109,7 +110,9 @@ struct wblog {
 	/* counters */
 	uint64_t dirty_bytes, flushed, flush_errors, absorbed, replayed;
 	uint64_t syncs;
-	uint64_t forget_gen;	/* bumped when dirty bytes are forgotten */
+	/* bumped when dirty bytes of a file are forgotten, one counter for
+	 * the files whose identity hashes to it */
+	uint64_t forget_gen[WL_GEN_BUCKETS];
 };
 
 static inline off_t blk_off(uint64_t pos)

@@ -75,7 +75,7 @@ bool wb_on(struct hotfs *fs, struct hotfs_inode *in);
 ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 		 size_t len, off_t off, bool sync);
 /* Before a read of in: the generation wb_read_fix checks. */
-uint64_t wb_read_gen(struct hotfs *fs);
+uint64_t wb_read_gen(struct hotfs *fs, struct hotfs_inode *in);
 /* After it: lay the dirty bytes over rep (src: the source file, for its
  * size).  0, 1: read again (a flush ended meanwhile), or -errno. */
 int wb_read_fix(struct hotfs *fs, struct hotfs_inode *in, int src,
@@ -100,5 +100,14 @@ int wb_unlink_begin(struct hotfs *fs, struct hotfs_inode *in,
 		    const struct stat *st, bool *drop);
 void wb_unlink_end(struct hotfs *fs, const struct stat *st, bool drop,
 		   int err);
+
+/* The counters of .hotfs/stats (all 0 without writeback). */
+struct wb_stats {
+	uint64_t dirty_bytes, dirty_records, dirty_files;
+	uint64_t flushed_bytes, flush_errors, absorbed;
+	uint64_t log_used, log_capacity;
+	double oldest_dirty_age;	/* seconds */
+};
+void wb_stats(struct hotfs *fs, struct wb_stats *st);
 
 #endif

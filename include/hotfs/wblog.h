@@ -175,13 +175,13 @@ void wblog_flush_done(struct wblog *wl, struct wb_run *r, int err);
 int wblog_release(struct wblog *wl);
 
 /*
- * Bumped whenever dirty bytes are forgotten (flushed or trimmed).  A
- * reader takes it before reading the file's own bytes and reads again if
- * it moved by the time the dirty bytes are laid over them: a flush that
- * ended in between may have left the reader the source's old bytes and
- * no dirty ones.
+ * Bumped whenever dirty bytes of fid are forgotten (flushed or trimmed;
+ * other files share its counter now and then).  A reader takes it before
+ * reading the file's own bytes and reads again if it moved by the time
+ * the dirty bytes are laid over them: a flush that ended in between may
+ * have left the reader the source's old bytes and no dirty ones.
  */
-uint64_t wblog_forget_gen(struct wblog *wl);
+uint64_t wblog_forget_gen(struct wblog *wl, const struct wb_fid *fid);
 /* The files with dirty data (*out malloc'd): their number. */
 size_t wblog_files(struct wblog *wl, struct wb_fid **out);
 

@@ -10,6 +10,7 @@ nothing that was written: the next mount replays the log, serves the
 dirty data and flushes it.  Truncate, unlink and rename of files with
 dirty data follow the rules of the man page; fsx runs in writeback mode.
 """
+import json
 import mmap
 import os
 import signal
@@ -284,3 +285,43 @@ def test_fsx_writeback(ws, opts):
     shown = read(os.path.join(ws.mnt, name))
     ws.stop(proc)
     assert read(os.path.join(ws.src, name)) == shown
+
+
+WB_KEYS = ('dirty_bytes', 'dirty_records', 'dirty_files', 'oldest_dirty_age',
+           'flushed_bytes', 'flush_errors', 'writes_absorbed',
+           'wlog_used_bytes', 'wlog_capacity_bytes')
+
+
+def test_stats(ws):
+    """The keys in every mode; in writeback, what is dirty and flushed."""
+    with open(os.path.join(ws.src, 'f'), 'wb') as f:
+        f.write(b'o' * 8192)
+    proc = ws.start()
+    s = util.hotfs_stats(ws.mnt)
+    assert all(float(s[k]) == 0 for k in WB_KEYS), s
+    ws.stop(proc)
+    proc = ws.start(opts=HOLD)
+    m = os.path.join(ws.mnt, 'f')
+    write_at(m, 0, b'a' * 5000)
+    write_at(m, 100, b'b' * 10)
+    s = util.hotfs_stats(ws.mnt)
+    assert int(s['dirty_bytes']) == 5000
+    assert int(s['dirty_files']) == 1
+    assert int(s['dirty_records']) == 2
+    assert int(s['writes_absorbed']) >= 1
+    assert float(s['oldest_dirty_age']) >= 0
+    assert int(s['wlog_used_bytes']) > 0
+    assert int(s['wlog_capacity_bytes']) == 256 << 20
+    assert int(s['flushed_bytes']) == 0 and int(s['flush_errors']) == 0
+    with open(os.path.join(ws.mnt, '.hotfs', 'stats.json')) as f:
+        j = json.load(f)
+    assert all(k in j for k in WB_KEYS), j
+    ws.stop(proc)
+    # the flusher without a delay: flushed, then nothing dirty
+    proc = ws.start(opts='writemode=writeback')
+    write_at(m, 0, b'c' * 3000)
+    util.wait_for(lambda: int(util.hotfs_stats(ws.mnt)['dirty_bytes']) == 0
+                  and int(util.hotfs_stats(ws.mnt)['flushed_bytes']) >= 3000,
+                  'the flush')
+    assert read(os.path.join(ws.src, 'f'))[:3000] == b'c' * 3000
+    ws.stop(proc)

@@ -530,7 +530,7 @@ static void test_one_run_a_file(void **state)
 	assert_true((fids[0].ino == F1.ino && fids[1].ino == F2.ino) ||
 		    (fids[0].ino == F2.ino && fids[1].ino == F1.ino));
 	free(fids);
-	g = wblog_forget_gen(x->wl);
+	g = wblog_forget_gen(x->wl, &F2);
 	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, NULL, &r), 1);
 	assert_int_equal(r.fid.ino, F1.ino);
 	assert_int_equal(r.off, 0);
@@ -539,10 +539,10 @@ static void test_one_run_a_file(void **state)
 	assert_int_equal(r2.fid.ino, F2.ino);
 	wblog_flush_done(x->wl, &r2, 0);
 	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, NULL, &r2), 0);
-	assert_true(wblog_forget_gen(x->wl) != g);
-	g = wblog_forget_gen(x->wl);
+	assert_true(wblog_forget_gen(x->wl, &F2) != g);
+	g = wblog_forget_gen(x->wl, &F1);
 	wblog_flush_done(x->wl, &r, 0);
-	assert_true(wblog_forget_gen(x->wl) != g);
+	assert_true(wblog_forget_gen(x->wl, &F1) != g);
 	/* a file's own runs, whatever their age */
 	wr(x->wl, &F2, 0, 'd', 10);
 	assert_int_equal(wblog_flush_next(x->wl, 3600LL * 1000000000, 1 << 20,
@@ -552,9 +552,9 @@ static void test_one_run_a_file(void **state)
 	wblog_flush_done(x->wl, &r, 0);
 	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, &F1, &r), 0);
 	/* a trim forgets bytes too */
-	g = wblog_forget_gen(x->wl);
+	g = wblog_forget_gen(x->wl, &F2);
 	assert_int_equal(wblog_trim(x->wl, &F2, 5), 0);
-	assert_true(wblog_forget_gen(x->wl) != g);
+	assert_true(wblog_forget_gen(x->wl, &F2) != g);
 	n = wblog_files(x->wl, &fids);
 	assert_int_equal(n, 1);
 	assert_int_equal(fids[0].ino, F2.ino);
