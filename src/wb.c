@@ -320,6 +320,7 @@ static void find_files(struct hotfs_wb *wb, const char *source)
 int wb_open(struct hotfs *fs, char *err, size_t errlen)
 {
 	struct hotfs_cache *c = fs_cache(fs);
+	pthread_rwlockattr_t ra;
 	struct hotfs_wb *wb;
 	int r;
 
@@ -339,7 +340,13 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 	wb->fs = fs;
 	wb->root_dev = c->root_dev;
 	pthread_mutex_init(&wb->m, NULL);
-	pthread_rwlock_init(&wb->gone, NULL);
+	/* an unlink waits for the writes logging now, not for all to come
+	 * (no write takes it twice) */
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra,
+				PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&wb->gone, &ra);
+	pthread_rwlockattr_destroy(&ra);
 	r = wblog_open(c->dirfd, WB_LOG_BYTES, &wb->wl, err, errlen);
 	if (r < 0) {
 		pthread_rwlock_destroy(&wb->gone);
