@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,12 +114,19 @@ static void fd_put(struct hotfs_wb *wb, uint64_t ino)
 	pthread_mutex_unlock(&wb->m);
 }
 
-/* Let go of ino's descriptor: always (drop), or if nothing of the file
- * is dirty and no write is logging. */
+/*
+ * Let go of ino's descriptor: always (drop), or if nothing of the file
+ * is dirty and no write is logging.  A file with no link left is sealed
+ * first (wblog_seal): once the descriptor is closed the source may give
+ * its inode number to a new file, which a replay of its old records must
+ * not reach.
+ */
 static void fd_forget(struct hotfs_wb *wb, uint64_t ino, bool drop)
 {
 	struct wb_fid f = fid_of(ino);
 	struct wb_fdent **pp, *e = NULL;
+	struct stat st;
+	int r;
 
 	pthread_mutex_lock(&wb->m);
 	pp = fd_slot(wb, ino);
@@ -130,10 +136,19 @@ static void fd_forget(struct hotfs_wb *wb, uint64_t ino, bool drop)
 		*pp = e->next;
 	}
 	pthread_mutex_unlock(&wb->m);
-	if (e) {
-		close(e->fd);
-		free(e);
+	if (!e)
+		return;
+	if (!drop && fstat(e->fd, &st) == 0 && st.st_nlink == 0) {
+		/* -EAGAIN: written meanwhile (the writer keeps its own
+		 * descriptor: sealed when that one goes) */
+		r = wblog_seal(wb->wl, &f);
+		if (r && r != -EAGAIN)
+			hotfs_log(LOG_ERR, "writeback: removed inode %llu "
+				  "could not be sealed (%s)\n",
+				  (unsigned long long)ino, strerror(-r));
 	}
+	close(e->fd);
+	free(e);
 }
 
 /* The file opened anew with flags: by its descriptor here, else by the
@@ -428,8 +443,7 @@ void wb_close(struct hotfs *fs)
 
 bool wb_on(struct hotfs *fs, struct hotfs_inode *in)
 {
-	return fs->wb && in->dev == fs->wb->root_dev && S_ISREG(in->type) &&
-	       !atomic_load(&in->wb_gone);
+	return fs->wb && in->dev == fs->wb->root_dev && S_ISREG(in->type);
 }
 
 /* The file's own bytes (the source's; zeros past its end). */
@@ -590,28 +604,24 @@ int wb_unlink_begin(struct hotfs *fs, struct hotfs_inode *in,
 		    const struct stat *st, bool *drop)
 {
 	struct hotfs_wb *wb = fs->wb;
-	struct wb_fid f = fid_of((uint64_t)st->st_ino);
-	bool open;
 
 	*drop = false;
 	if (!wb || !S_ISREG(st->st_mode) || st->st_dev != wb->root_dev ||
 	    st->st_nlink != 1)
 		return 0;
-	open = fs->no_open;	/* handles not counted: take them open */
-	if (in) {
-		pthread_mutex_lock(&in->m);
-		open = open || in->nopen;
-		pthread_mutex_unlock(&in->m);
-	}
-	if (open) {
-		/* still read and written through its handles: its data goes
-		 * to the source from now on */
-		if (in)
-			atomic_store(&in->wb_gone, true);
-		return wbf_flush_file(wb->wl, &wb_ops, wb, &f);
-	}
-	/* no write logs until the trim: the inode number may be a new
-	 * file's as soon as the name is gone */
+	/*
+	 * Known to the kernel (in the table): a process may hold it open, or
+	 * open it after the name is gone (looked up before), and read and
+	 * write it: its dirty data stays, and is flushed to the unlinked
+	 * file, whose inode the descriptor kept for it holds (its number is
+	 * nobody else's meanwhile); sealed when that descriptor goes.
+	 * Unknown: nothing can reach it once its last name is gone (the
+	 * kernel holds the directory while the name is removed: no lookup of
+	 * it meanwhile): dropped.
+	 */
+	if (fs->no_open || in ||
+	    ino_find(fs->it, st->st_dev, st->st_ino) != NULL)
+		return 0;
 	pthread_rwlock_wrlock(&wb->gone);
 	*drop = true;
 	return 0;

@@ -165,9 +165,6 @@ struct hotfs_inode {
 	 * a restart, so it starts at "the whole file". */
 	uint64_t cached_extents_hint;
 	unsigned nopen;			/* open file handles */
-	/* writeback: its last link went while open; its writes go to the
-	 * source from then on (hotfs/wb.h) */
-	_Atomic bool wb_gone;
 	/* Without open round trips (revalidate=never): the handle all
 	 * reads of this file share (struct hotfs_fh, cache.h), made by the
 	 * first; freed with the inode by the table's nofh_free. */

@@ -18,11 +18,13 @@
  *  - truncate (setattr, O_TRUNC): trimmed in the log before the source.
  *  - fallocate other than allocating, setting times: the file flushed
  *    and sealed first.
- *  - unlink of the last link, rename over it: with no handle open, its
- *    dirty data is dropped (no write of any file logs meanwhile: its
- *    inode number may be taken by a new file at once); with handles
- *    open (or none counted: no_open), flushed and sealed, and the file's
- *    later writes go to the source (wb_gone).
+ *  - unlink of the last link, rename over it: a file the kernel does not
+ *    know has its dirty data dropped (no write of any file logs
+ *    meanwhile: its inode number may be taken by a new file at once);
+ *    one it knows (it may be open, or opened after the name is gone)
+ *    keeps it, flushed to the unlinked file, and is sealed when the
+ *    descriptor kept for it goes (no replay reaches a new file given its
+ *    number).
  *  - copy_file_range, lseek's SEEK_DATA and SEEK_HOLE: answered ENOSYS
  *    (the kernel then copies through read and write, and takes the whole
  *    file for data).

@@ -19,6 +19,7 @@ import subprocess
 import pytest
 
 import util
+import test_concurrency as concurrency
 from test_fsx import FSX_TIMEOUT, check_result, fsx_cmd
 
 HOLD = 'writemode=writeback,writeback_delay=3600'
@@ -325,3 +326,59 @@ def test_stats(ws):
                   'the flush')
     assert read(os.path.join(ws.src, 'f'))[:3000] == b'c' * 3000
     ws.stop(proc)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('opts', [HOLD, 'writemode=writeback'],
+                         ids=['held', 'flushing'])
+def test_concurrency_writeback(ws, opts):
+    """test_concurrency's workers (own files, stripes of a shared file,
+    records appended to a shared log with O_APPEND, names churned) and
+    its contenders (files replaced whole by rename, unlinked, linked)
+    through a writeback mount: every byte they read is checked; the mount
+    shows the result, and after the unmount the source holds it."""
+    with open(os.path.join(ws.src, 'common'), 'wb') as f:
+        f.write(concurrency.pattern(7, concurrency.COMMON_SIZE))
+    proc = ws.start(opts=opts)
+    mnt = ws.mnt
+    n = concurrency.NPROC
+    with open(os.path.join(mnt, 'shared'), 'wb') as f:
+        f.truncate(n * concurrency.STRIPE)
+    open(os.path.join(mnt, 'log'), 'wb').close()
+    os.mkdir(os.path.join(mnt, 'churn'))
+    os.mkdir(os.path.join(mnt, 'arena'))
+    failures = concurrency.run_workers(mnt, n)
+    failures += concurrency.run_contenders(mnt, n)
+    assert proc.poll() is None, 'hotfs died: %s' % ws.log_text(proc)[-3000:]
+    assert not failures, '\n'.join(failures)
+    expect = b''.join(concurrency.pattern(3000 + i, concurrency.STRIPE)
+                      for i in range(n))
+    rec = concurrency.RECORD
+
+    def check(root):
+        assert read(os.path.join(root, 'shared')) == expect, root
+        log = read(os.path.join(root, 'log'))
+        assert len(log) == n * concurrency.NRECORDS * rec, root
+        seen = {}
+        for k in range(0, len(log), rec):
+            r = log[k:k + rec]
+            assert r.endswith(b'\n') and r.count(b'\n') == 1, r
+            i, j, _ = r.split(b':', 2)
+            seen.setdefault(int(i), []).append(int(j))
+        assert seen == {i: list(range(concurrency.NRECORDS))
+                        for i in range(n)}, root
+        names = sorted(os.listdir(os.path.join(root, 'churn')))
+        assert names == sorted('w%d-%d.renamed' % (i, k) for i in range(n)
+                               for k in range(0, concurrency.CHURN, 2))
+
+    check(mnt)
+    shown = {}
+    for d in ('', 'arena', 'churn'):
+        for name in os.listdir(os.path.join(mnt, d)):
+            p = os.path.join(d, name)
+            if os.path.isfile(os.path.join(mnt, p)):
+                shown[p] = read(os.path.join(mnt, p))
+    ws.stop(proc)
+    check(ws.src)
+    for p, data in shown.items():
+        assert read(os.path.join(ws.src, p)) == data, p
