@@ -13,8 +13,10 @@ dirty data follow the rules of the man page; fsx runs in writeback mode.
 import json
 import mmap
 import os
+import random
 import signal
 import subprocess
+import threading
 
 import pytest
 
@@ -382,3 +384,92 @@ def test_concurrency_writeback(ws, opts):
     check(ws.src)
     for p, data in shown.items():
         assert read(os.path.join(ws.src, p)) == data, p
+
+
+def test_revalidate_never(ws):
+    """Without open round trips (handle-less requests) the same rules."""
+    old = b'n' * 10000
+    with open(os.path.join(ws.src, 'f'), 'wb') as f:
+        f.write(old)
+    proc = ws.start(opts=HOLD + ',revalidate=never')
+    m, s = os.path.join(ws.mnt, 'f'), os.path.join(ws.src, 'f')
+    write_at(m, 5000, b'N' * 6000)
+    new = old[:5000] + b'N' * 6000
+    drop_pages(m)
+    assert read(m) == new and read(s) == old
+    with open(os.path.join(ws.mnt, 'g'), 'wb') as f:
+        f.write(b'g' * 100)
+    os.unlink(os.path.join(ws.mnt, 'g'))
+    os.truncate(m, 7000)
+    ws.stop(proc)
+    assert read(s) == new[:7000]
+    assert os.listdir(ws.src) == ['f']
+
+
+BLOCK = 4096
+NBLOCKS = 256
+
+
+def block_of(tag, n):
+    return (b'%08d:%08d|' % (tag, n)) * (BLOCK // 18) + b'.' * (BLOCK % 18)
+
+
+@pytest.mark.slow
+def test_kill9_during_writes(ws):
+    """The daemon killed at a random moment of random block writes with an
+    fsync every 8: at the next mount every block holds the last write to
+    it that returned, or one issued after it; never another block's or a
+    mix of two (kill -9 leaves the kernel's pages of the log, so a write
+    that returned is kept even without its fsync)."""
+    rng = random.Random(2326)
+    path = os.path.join(ws.src, 'f')
+    with open(path, 'wb') as f:
+        for b in range(NBLOCKS):
+            f.write(block_of(0, b))
+    # per block: the contents it may hold (the last write that returned,
+    # and those issued after it)
+    allowed = {b: [block_of(0, b)] for b in range(NBLOCKS)}
+    tag = 0
+    for rnd in range(4):
+        proc = ws.start(opts='writemode=writeback,writeback_delay=%d' %
+                        rng.choice([0, 3600]))
+        m = os.path.join(ws.mnt, 'f')
+        shown = read(m)
+        for b in range(NBLOCKS):      # what the last round left
+            got = shown[b * BLOCK:(b + 1) * BLOCK]
+            assert got in allowed[b], (rnd, b, got[:20])
+            allowed[b] = [got]
+        killer = threading.Timer(rng.uniform(0.2, 1.5),
+                                 lambda: proc.send_signal(signal.SIGKILL))
+        killer.start()
+        writes = 0
+        try:
+            fd = os.open(m, os.O_WRONLY)
+            while True:
+                tag += 1
+                b = rng.randrange(NBLOCKS)
+                data = block_of(tag, b)
+                allowed[b].append(data)          # issued
+                os.pwrite(fd, data, b * BLOCK)
+                allowed[b] = [data]              # returned
+                writes += 1
+                if tag % 8 == 0:
+                    os.fsync(fd)
+        except OSError:
+            pass
+        finally:
+            killer.join()
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        assert writes > 0
+        proc.wait(timeout=30)
+        util.cleanup_mount(None, ws.mnt)
+        util.wait_for(lambda: not util.is_mounted(ws.mnt), 'unmounted')
+    proc = ws.start(opts='writemode=writeback')
+    shown = read(os.path.join(ws.mnt, 'f'))
+    for b in range(NBLOCKS):
+        assert shown[b * BLOCK:(b + 1) * BLOCK] in allowed[b], b
+    ws.stop(proc)
+    assert read(path) == shown
