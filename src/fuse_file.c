@@ -271,6 +271,17 @@ static int create_at(fuse_req_t req, fuse_ino_t parent, const char *name,
 		   (flags & O_ACCMODE) != O_RDONLY;
 	if (wb_trunc)
 		flags &= ~O_TRUNC;
+	/* O_RDONLY|O_TRUNC cuts too, but leaves no descriptor to cut by:
+	 * the file the name holds now, cut in the log first */
+	else if (fs->wb && (flags & O_TRUNC) &&
+		 fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		int r = wb_trunc_st(fs, &st);
+
+		if (r < 0) {
+			iput(req, parent);
+			return r;
+		}
+	}
 	as_caller(req, &c);
 	caller_umask(req);
 	fd = openat(pfd, name, backing_flags(flags) | O_CREAT, mode);

@@ -576,16 +576,22 @@ int wb_truncate(struct hotfs *fs, struct hotfs_inode *in, uint64_t size)
 	return wblog_trim(fs->wb->wl, &f, size);
 }
 
-int wb_trunc_fd(struct hotfs *fs, int fd, const struct stat *st)
+int wb_trunc_st(struct hotfs *fs, const struct stat *st)
 {
 	struct wb_fid f = fid_of((uint64_t)st->st_ino);
-	int r = 0;
 
 	/* empty and nothing dirty: new, or cut already (a trim record is in
 	 * the log if it ever held records of it) */
 	if (fs->wb && S_ISREG(st->st_mode) && st->st_dev == fs->wb->root_dev &&
 	    (st->st_size > 0 || wblog_dirty_end(fs->wb->wl, &f)))
-		r = wblog_trim(fs->wb->wl, &f, 0);
+		return wblog_trim(fs->wb->wl, &f, 0);
+	return 0;
+}
+
+int wb_trunc_fd(struct hotfs *fs, int fd, const struct stat *st)
+{
+	int r = wb_trunc_st(fs, st);
+
 	if (!r && st->st_size > 0 && ftruncate(fd, 0))
 		r = -errno;
 	return r;

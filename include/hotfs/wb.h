@@ -91,6 +91,9 @@ int wb_truncate(struct hotfs *fs, struct hotfs_inode *in, uint64_t size);
 /* Cut the file fd (st: its stat) to 0, in the log first: an open with
  * O_CREAT|O_TRUNC that found it (opened without O_TRUNC).  0 or -errno. */
 int wb_trunc_fd(struct hotfs *fs, int fd, const struct stat *st);
+/* The same in the log alone (O_RDONLY|O_TRUNC: the source is cut by the
+ * open that follows). */
+int wb_trunc_st(struct hotfs *fs, const struct stat *st);
 /* Flush and seal in's dirty data (before fallocate, setting times). */
 int wb_flush_inode(struct hotfs *fs, struct hotfs_inode *in);
 /*

@@ -473,3 +473,27 @@ def test_kill9_during_writes(ws):
         assert shown[b * BLOCK:(b + 1) * BLOCK] in allowed[b], b
     ws.stop(proc)
     assert read(path) == shown
+
+
+def test_open_with_o_trunc(held):
+    """O_TRUNC at open cuts the dirty data too (write and read-only
+    opens); the file's later writes stand."""
+    ws, proc, old = held
+    m, s = os.path.join(ws.mnt, 'f'), os.path.join(ws.src, 'f')
+    write_at(m, 0, b'W' * 9000)
+    fd = os.open(m, os.O_WRONLY | os.O_TRUNC)
+    os.pwrite(fd, b'after', 3)
+    os.close(fd)
+    assert read(m) == bytes(3) + b'after'
+    write_at(m, 100, b'X' * 100)
+    os.close(os.open(m, os.O_RDONLY | os.O_TRUNC))
+    assert read(m) == b'' and os.stat(m).st_size == 0
+    # O_CREAT|O_TRUNC of a file that exists (an open, as the kernel
+    # looks the name up first)
+    write_at(m, 0, b'Y' * 5000)
+    drop_pages(m)
+    with open(os.path.join(ws.mnt, 'f'), 'wb') as f:
+        f.write(b'z')
+    assert read(m) == b'z'
+    ws.stop(proc)
+    assert read(s) == b'z'
