@@ -295,6 +295,10 @@ int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 	wl->synced = wl->appended;
 	rc = wl_super_write(wl, wl->rq_n ? wl->rq[wl->rq_head].start : wl->head,
 			 wl->rq_seq);
+	/* its name durable too (made by this open, or by one a power loss
+	 * interrupted before the directory reached the device) */
+	if (!rc && fsync(dirfd))
+		rc = -errno;
 	if (rc) {
 		seterr(err, errlen, "wlog: cannot write its header");
 		goto fail;
