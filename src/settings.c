@@ -6,7 +6,9 @@
  * once per request, so a request sees the old value or the new one,
  * never a mix: every value is safe at any moment (a threshold or a rate
  * only changes what is promoted next; writearound and writethrough both
- * keep the cache coherent, and a write is done by one or the other).
+ * keep the cache coherent, and a write is done by one or the other;
+ * writeback is fixed while mounted: its dirty data would have to be
+ * flushed, and writes held, to leave it).
  * What is fixed at mount (the store's layout, the kernel's view, the
  * session's parts) is refused by ctl_parse_set before it gets here.
  */
