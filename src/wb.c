@@ -550,15 +550,26 @@ int wb_read_fix(struct hotfs *fs, struct hotfs_inode *in, int src,
 void wb_fix_attr(struct hotfs *fs, struct stat *st)
 {
 	struct wb_fid f = fid_of((uint64_t)st->st_ino);
+	int64_t mt;
 	uint64_t end;
 
 	if (!fs->wb || !S_ISREG(st->st_mode) || st->st_dev != fs->wb->root_dev)
 		return;
-	end = wblog_dirty_end(fs->wb->wl, &f);
+	end = wblog_dirty_info(fs->wb->wl, &f, &mt);
 	if (end > (uint64_t)st->st_size) {
 		st->st_size = (off_t)end;
 		if ((blkcnt_t)((end + 511) / 512) > st->st_blocks)
 			st->st_blocks = (blkcnt_t)((end + 511) / 512);
+	}
+	/* the dirty writes' time (the flush gives the source a later one:
+	 * the times never go back) */
+	if (end && mt > clock_ts_ns(&st->st_mtim)) {
+		st->st_mtim.tv_sec = mt / 1000000000;
+		st->st_mtim.tv_nsec = mt % 1000000000;
+	}
+	if (end && mt > clock_ts_ns(&st->st_ctim)) {
+		st->st_ctim.tv_sec = mt / 1000000000;
+		st->st_ctim.tv_nsec = mt % 1000000000;
 	}
 }
 

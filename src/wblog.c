@@ -345,12 +345,20 @@ ssize_t wblog_overlay(struct wblog *wl, const struct wb_fid *fid,
 
 uint64_t wblog_dirty_end(struct wblog *wl, const struct wb_fid *fid)
 {
+	return wblog_dirty_info(wl, fid, NULL);
+}
+
+uint64_t wblog_dirty_info(struct wblog *wl, const struct wb_fid *fid,
+			  int64_t *mtime_ns)
+{
 	struct wl_file *f;
 	uint64_t end;
 
 	pthread_mutex_lock(&wl->m);
 	f = wl_file_find(wl, fid);
 	end = f && f->nblocks ? f->end : 0;
+	if (mtime_ns)
+		*mtime_ns = end ? f->mtime_ns : 0;
 	pthread_mutex_unlock(&wl->m);
 	return end;
 }

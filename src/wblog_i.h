@@ -57,6 +57,7 @@ struct wl_file {
 	struct wb_fid fid;
 	uint64_t nblocks;	/* dirty blocks */
 	uint64_t end;		/* dirty end */
+	int64_t mtime_ns;	/* its newest dirty record's wall clock */
 	unsigned inflight;	/* runs being flushed */
 };
 

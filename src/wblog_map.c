@@ -273,6 +273,8 @@ int wl_apply_data(struct wblog *wl, const struct wl_rec *h,
 
 	if (!f)
 		return -ENOMEM;
+	if (h->time_ns > f->mtime_ns)
+		f->mtime_ns = h->time_ns;
 	r = wl_rec_of(wl, h->seq);
 	if (r) {
 		r->f = f;

@@ -12,7 +12,8 @@
  *    over them, up to the size below; read again if a flush ended
  *    meanwhile (wblog_forget_gen).
  *  - attributes: the size is the larger of the source's and the dirty
- *    end.
+ *    end; mtime and ctime the later of the source's and the newest dirty
+ *    write's.
  *  - fsync, fdatasync: the log durable (fsync: the source file's own
  *    fsync too, for the size changes that reached it).
  *  - truncate (setattr, O_TRUNC): trimmed in the log before the source.
@@ -82,7 +83,8 @@ uint64_t wb_read_gen(struct hotfs *fs, struct hotfs_inode *in);
  * size).  0, 1: read again (a flush ended meanwhile), or -errno. */
 int wb_read_fix(struct hotfs *fs, struct hotfs_inode *in, int src,
 		size_t size, off_t off, struct rp_reply *rep, uint64_t gen);
-/* The size through the mount into st (a source file's stat). */
+/* The size and times through the mount into st (a source file's
+ * stat). */
 void wb_fix_attr(struct hotfs *fs, struct stat *st);
 /* fsync, fdatasync: the log durable. */
 int wb_sync(struct hotfs *fs);

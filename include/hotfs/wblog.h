@@ -121,6 +121,9 @@ ssize_t wblog_overlay(struct wblog *wl, const struct wb_fid *fid,
 		      uint64_t off, void *buf, size_t len);
 /* The end of fid's furthest dirty byte; 0: nothing dirty. */
 uint64_t wblog_dirty_end(struct wblog *wl, const struct wb_fid *fid);
+/* The same, and the wall clock of fid's newest dirty write (0: none). */
+uint64_t wblog_dirty_info(struct wblog *wl, const struct wb_fid *fid,
+			  int64_t *mtime_ns);
 
 /*
  * fid is cut to size (a truncate; size 0 and drop: an unlink of its last

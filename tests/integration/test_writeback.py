@@ -497,3 +497,20 @@ def test_open_with_o_trunc(held):
     assert read(m) == b'z'
     ws.stop(proc)
     assert read(s) == b'z'
+
+
+def test_times_follow_dirty_writes(held):
+    """A dirty write moves mtime and ctime through the mount at once; the
+    flush moves the source's later still."""
+    ws, proc, old = held
+    m, s = os.path.join(ws.mnt, 'f'), os.path.join(ws.src, 'f')
+    os.utime(m, (1000000000, 1000000000))
+    assert os.stat(s).st_mtime == 1000000000
+    before = os.stat(m)
+    write_at(m, 10, b't')
+    after = os.stat(m)
+    assert after.st_mtime_ns > before.st_mtime_ns
+    assert after.st_ctime_ns >= before.st_ctime_ns
+    assert os.stat(s).st_mtime == 1000000000
+    ws.stop(proc)
+    assert os.stat(s).st_mtime_ns >= after.st_mtime_ns
