@@ -23,6 +23,19 @@
 #include "hotfs/fileio.h"
 #include "wblog_i.h"
 
+/*
+ * A record's wall clock: the coarse one the kernel stamps files with, so
+ * that the source's mtime after a flush is never before the time of the
+ * writes it carries (the mount reports that time until then).
+ */
+static int64_t rec_time_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	return clock_ts_ns(&ts);
+}
+
 /* fid's counter of forgotten bytes */
 static size_t gen_bucket(const struct wb_fid *fid)
 {
@@ -187,7 +200,7 @@ static int write_one(struct wblog *wl, const struct wb_fid *fid,
 	h.off = lo;
 	h.len = hi - lo;
 	h.nblk = (uint32_t)(b1 - b0 + 1);
-	h.time_ns = clock_real_ns();
+	h.time_ns = rec_time_ns();
 	err = append(wl, &h, data, &pos);
 	if (!err)
 		err = wl_apply_data(wl, &h, pos);
@@ -393,7 +406,7 @@ static int trim_rec(struct wblog *wl, const struct wb_fid *fid,
 		h.dev = fid->dev;
 		h.ino = fid->ino;
 		h.off = size;
-		h.time_ns = clock_real_ns();
+		h.time_ns = rec_time_ns();
 		err = append(wl, &h, NULL, &pos);
 		if (!err && f && f->nblocks && f->end > size) {
 			wl_file_trim(wl, f, size);
