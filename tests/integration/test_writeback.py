@@ -10,6 +10,7 @@ nothing that was written: the next mount replays the log, serves the
 dirty data and flushes it.  Truncate, unlink and rename of files with
 dirty data follow the rules of the man page; fsx runs in writeback mode.
 """
+import hashlib
 import json
 import mmap
 import os
@@ -514,3 +515,33 @@ def test_times_follow_dirty_writes(held):
     assert os.stat(s).st_mtime == 1000000000
     ws.stop(proc)
     assert os.stat(s).st_mtime_ns >= after.st_mtime_ns
+
+
+@pytest.mark.slow
+def test_log_full(ws):
+    """More than the log holds, with the flusher holding everything: the
+    writer flushes the log itself and goes on (writers wait, never fail);
+    the mount and then the source hold every byte."""
+    proc = ws.start(opts=HOLD)
+    m = os.path.join(ws.mnt, 'big')
+    h = hashlib.sha256()
+    chunk = 1 << 20
+    with open(m, 'wb') as f:
+        for i in range(300):              # 300 MiB: the log is 256
+            data = (b'%08d' % i) * (chunk // 8)
+            h.update(data)
+            f.write(data)
+    s = util.hotfs_stats(ws.mnt)
+    assert int(s['flushed_bytes']) > 0 and int(s['flush_errors']) == 0
+    assert int(s['wlog_used_bytes']) <= int(s['wlog_capacity_bytes'])
+
+    def digest(path):
+        d = hashlib.sha256()
+        with open(path, 'rb') as f:
+            for block in iter(lambda: f.read(chunk), b''):
+                d.update(block)
+        return d.hexdigest()
+
+    assert digest(m) == h.hexdigest()
+    ws.stop(proc)
+    assert digest(os.path.join(ws.src, 'big')) == h.hexdigest()
