@@ -403,7 +403,7 @@ void hotfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		goto out;
 	/* writeback: the log durable (group commit); the source's data is
 	 * the flusher's, its size changes need fsync */
-	if (hfs(req)->wb) {
+	if (wb_on(hfs(req), hino(req, ino))) {
 		err = wb_sync(hfs(req));
 		if (err || datasync)
 			goto out;
