@@ -44,7 +44,7 @@ static const char *const fixed_keys[] = {
 	"cachedir", "cachesize", "extent", "read_ahead", "revalidate",
 	"attr_timeout", "entry_timeout", "reset", "nocache", "nowatch",
 	"cache_required", "nonempty", "ctldir", "allow_other",
-	"default_permissions", "max_read",
+	"default_permissions", "max_read", "writeback_delay",
 };
 
 static bool is_fixed(const char *key, size_t n)
@@ -105,6 +105,11 @@ static int set_one(const char *key, const char *v, struct ctl_set *s,
 			s->writemode = HOTFS_WRITEAROUND;
 		} else if (strcmp(v, "writethrough") == 0) {
 			s->writemode = HOTFS_WRITETHROUGH;
+		} else if (strcmp(v, "writeback") == 0) {
+			snprintf(err, errlen, "writemode=writeback: not "
+				 "switched to while mounted (it is chosen at "
+				 "mount)");
+			return -EINVAL;
 		} else {
 			snprintf(err, errlen, "invalid writemode '%s': "
 				 "writearound or writethrough", v);

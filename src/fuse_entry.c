@@ -19,6 +19,7 @@
 #include "hotfs/negcache.h"
 #include "hotfs/srcprobe.h"
 #include "hotfs/stamp.h"
+#include "hotfs/wb.h"
 #include "hotfs/watch.h"
 
 
@@ -84,8 +85,11 @@ int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
 	bool pw;
 	int fd, pfd, err = 0;
 
-	if (meta_fs_lookup(fs, hino(req, parent), name, e, &err))
+	if (meta_fs_lookup(fs, hino(req, parent), name, e, &err)) {
+		if (!err)
+			wb_fix_attr(fs, &e->attr);
 		return err;
+	}
 	pw = watched(fs, parent);
 	memset(e, 0, sizeof(*e));
 	e->entry_timeout = entry_timeout(fs, pw);
@@ -102,6 +106,7 @@ int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
 		close(fd);
 		return err;
 	}
+	wb_fix_attr(fs, &e->attr);	/* the dirty end (hotfs/wb.h) */
 	in = ino_get(fs->it, fd, &e->attr, &err);
 	if (!in)
 		return err;
@@ -218,6 +223,8 @@ static int get_attr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	if (!err && !S_ISDIR(st->st_mode) && st->st_nlink != 1)
 		in->covered = false;  /* a link elsewhere */
 	if (!err)
+		wb_fix_attr(fs, st);	/* the dirty end (hotfs/wb.h) */
+	if (!err)
 		*changed = fresh && S_ISREG(st->st_mode) &&
 			   fs->o->revalidate != HOTFS_REVAL_NEVER &&
 			   stamp_check_fd(in, fd) == STAMP_CHANGED;
@@ -290,6 +297,10 @@ static int set_size(struct hotfs *fs, struct hotfs_inode *in, int fd,
 	char path[64];
 	int r;
 
+	/* writeback: the log cut before the source */
+	r = wb_truncate(fs, in, (uint64_t)size);
+	if (r < 0)
+		return r;
 	cache_write_begin(fs_cache(fs), fs->it, in, &w, 0, 0);
 	if (hfd >= 0) {
 		r = ftruncate(hfd, size);
@@ -311,6 +322,10 @@ static int set_times(struct hotfs *fs, struct hotfs_inode *in, int fd,
 	char pn[32];
 	int r;
 
+	/* writeback: no flush after this moves the times set */
+	r = wb_flush_inode(fs, in);
+	if (r < 0)
+		return r;
 	if (valid & FUSE_SET_ATTR_ATIME_NOW)
 		tv[0].tv_nsec = UTIME_NOW;
 	else if (valid & FUSE_SET_ATTR_ATIME)

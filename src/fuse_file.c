@@ -26,6 +26,7 @@
 #include "hotfs/readpath.h"
 #include "hotfs/srcprobe.h"
 #include "hotfs/stamp.h"
+#include "hotfs/wb.h"
 
 /*
  * Files without open round trips (fs->no_open).  With revalidate=never
@@ -173,6 +174,12 @@ static int open_source(struct hotfs *fs, struct hotfs_inode *in,
 	struct cache_wr w;
 	int fd;
 
+	/* writeback: the log cut before the source */
+	if ((flags & O_TRUNC) && wb_on(fs, in)) {
+		fd = wb_truncate(fs, in, 0);
+		if (fd < 0)
+			return fd;
+	}
 	fd = ino_fd(fs->it, in);
 	if (fd < 0)
 		return fd;
@@ -250,10 +257,31 @@ static int create_at(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct cred c;
 	int fd, pfd;
 
+	struct hotfs *fs = hfs(req);
+	bool wb_trunc;
+	struct stat st;
+
 	pfd = ifd(req, parent);
 	if (pfd < 0)
 		return pfd;
-	meta_fs_change(hfs(req), hino(req, parent), NULL);
+	meta_fs_change(fs, hino(req, parent), NULL);
+	/* writeback: an existing file's dirty data is cut in the log before
+	 * the source is (opened without O_TRUNC, then cut) */
+	wb_trunc = fs->wb && (flags & O_TRUNC) &&
+		   (flags & O_ACCMODE) != O_RDONLY;
+	if (wb_trunc)
+		flags &= ~O_TRUNC;
+	/* O_RDONLY|O_TRUNC cuts too, but leaves no descriptor to cut by:
+	 * the file the name holds now, cut in the log first */
+	else if (fs->wb && (flags & O_TRUNC) &&
+		 fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		int r = wb_trunc_st(fs, &st);
+
+		if (r < 0) {
+			iput(req, parent);
+			return r;
+		}
+	}
 	as_caller(req, &c);
 	caller_umask(req);
 	fd = openat(pfd, name, backing_flags(flags) | O_CREAT, mode);
@@ -262,6 +290,14 @@ static int create_at(fuse_req_t req, fuse_ino_t parent, const char *name,
 	daemon_umask(req);
 	as_daemon(&c);
 	iput(req, parent);
+	if (fd >= 0 && wb_trunc && fstat(fd, &st) == 0 && st.st_size >= 0) {
+		int r = wb_trunc_fd(fs, fd, &st);
+
+		if (r < 0) {
+			close(fd);
+			fd = r;
+		}
+	}
 	return fd;
 }
 
@@ -365,6 +401,13 @@ void hotfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 
 	if (vd_is(ino))
 		goto out;
+	/* writeback: the log durable (group commit); the source's data is
+	 * the flusher's, its size changes need fsync */
+	if (wb_on(hfs(req), hino(req, ino))) {
+		err = wb_sync(hfs(req));
+		if (err || datasync)
+			goto out;
+	}
 	fd = src_fd(hfs(req), hino(req, ino), fi, O_RDONLY, &tmp);
 	err = fd;
 	if (fd < 0)
@@ -427,10 +470,22 @@ void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		if (fh)
 			ino_hold(fs->it, in);
 	}
-	if (c && fh)
-		r = cache_read(c, in, fh, fd, size, off, &rep);
-	else
-		r = rp_read_source(fd, size, off, &rep);
+	for (;;) {
+		uint64_t gen = wb_read_gen(fs, in);
+
+		if (c && fh)
+			r = cache_read(c, in, fh, fd, size, off, &rep);
+		else
+			r = rp_read_source(fd, size, off, &rep);
+		/* writeback: the dirty bytes over the file's own; again if a
+		 * flush ended under the read */
+		if (r < 0 || !fs->wb || !wb_on(fs, in))
+			break;
+		r = wb_read_fix(fs, in, fd, size, off, &rep, gen);
+		if (r != 1)
+			break;
+		rp_done(&rep);
+	}
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
@@ -463,6 +518,40 @@ static void write_virtual(fuse_req_t req, fuse_ino_t ino,
 	else
 		vd_write(req, ino, b, (size_t)n, off, fi);
 	free(b);
+}
+
+/* writeback: in_buf at off into the log (hotfs/wb.h); the bytes written
+ * or -errno.  The kernel's offset is where the bytes go, O_APPEND's too
+ * (its size of the file includes the dirty end). */
+static ssize_t write_back(struct hotfs *fs, struct hotfs_inode *in,
+			  struct fuse_bufvec *in_buf, off_t off,
+			  const struct fuse_file_info *fi)
+{
+	size_t len = fuse_buf_size(in_buf);
+	struct fuse_bufvec mem = FUSE_BUFVEC_INIT(len);
+	const void *data;
+	char *b = NULL;
+	ssize_t n;
+
+	if (in_buf->count == 1 && !(in_buf->buf[0].flags & FUSE_BUF_IS_FD)) {
+		data = (const char *)in_buf->buf[0].mem + in_buf->off;
+	} else {
+		b = malloc(len ? len : 1);
+		if (!b)
+			return -ENOMEM;
+		mem.buf[0].mem = b;
+		n = fuse_buf_copy(&mem, in_buf, 0);
+		if (n < 0) {
+			free(b);
+			return n;
+		}
+		len = (size_t)n;
+		data = b;
+	}
+	n = len ? wb_write(fs, in, data, len, off,
+			   (fi->flags & (O_SYNC | O_DSYNC)) != 0) : 0;
+	free(b);
+	return n;
 }
 
 /* Write in_buf at off into the source fd; the bytes written or -errno. */
@@ -509,6 +598,10 @@ void hotfs_write_buf(fuse_req_t req, fuse_ino_t ino,
 		write_virtual(req, ino, in_buf, off, fi);
 		return;
 	}
+	if (wb_on(fs, in)) {
+		n = write_back(fs, in, in_buf, off, fi);
+		goto out;
+	}
 	fd = src_fd(fs, in, fi, write_flags(fi), &tmp);
 	n = fd;
 	if (fd >= 0) {
@@ -520,6 +613,7 @@ void hotfs_write_buf(fuse_req_t req, fuse_ino_t ino,
 		if (n >= 0 && r < 0)
 			n = r;
 	}
+out:
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
@@ -541,6 +635,13 @@ void hotfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 	/* collapse and insert move everything after off */
 	wlen = mode & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE) ?
 	       CACHE_WR_TO_END : (uint64_t)len;
+	/* writeback: what changes bytes on the source goes after the
+	 * file's dirty data (flushed and sealed) */
+	if (wb_on(hfs(req), in) && (mode & ~FALLOC_FL_KEEP_SIZE)) {
+		err = wb_flush_inode(hfs(req), in);
+		if (err)
+			goto out;
+	}
 	fd = src_fd(hfs(req), in, fi, O_WRONLY, &tmp);
 	err = fd;
 	if (fd < 0)
@@ -589,6 +690,10 @@ void hotfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
 
 	if (vd_is(ino_in) || vd_is(ino_out))
 		goto out;
+	/* writeback: the kernel copies through read and write instead */
+	n = -ENOSYS;
+	if (hfs(req)->wb)
+		goto out;
 	fd_in = src_fd(hfs(req), hino(req, ino_in), fi_in, O_RDONLY, &tmp_in);
 	n = fd_in;
 	if (fd_in < 0)
@@ -618,6 +723,11 @@ void hotfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	int fd;
 
 	if (vd_is(ino))
+		goto out;
+	/* writeback: the source knows no dirty data; the kernel then takes
+	 * the whole file for data */
+	r = -ENOSYS;
+	if (hfs(req)->wb)
 		goto out;
 	fd = src_fd(hfs(req), hino(req, ino), fi, O_RDONLY, &tmp);
 	r = fd;

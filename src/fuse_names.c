@@ -19,6 +19,7 @@
 #include "hotfs/ctl.h"
 #include "hotfs/meta_fs.h"
 #include "hotfs/stamp.h"
+#include "hotfs/wb.h"
 #include "hotfs/watch.h"
 
 /* The answer to a create of a name: its entry (its lookup count raised),
@@ -180,7 +181,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct hotfs *fs = hfs(req);
 	struct hotfs_inode *in;
 	struct stat st;
-	bool have;
+	bool have, drop = false;
 	int err, pfd;
 
 	err = -EPERM;
@@ -193,7 +194,13 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
 	meta_fs_change(fs, hino(req, parent), NULL);
 	in = pin_name(fs, pfd, name, &st);
 	have = in || fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-	err = unlinkat(pfd, name, flags) == -1 ? -errno : 0;
+	/* writeback: the last link's dirty data (hotfs/wb.h) */
+	err = have ? wb_unlink_begin(fs, in, &st, &drop) : 0;
+	if (!err) {
+		err = unlinkat(pfd, name, flags) == -1 ? -errno : 0;
+		if (have)
+			wb_unlink_end(fs, &st, drop, err);
+	}
 	unpin_name(fs, in);
 	iput(req, parent);
 	if (!err && have)
@@ -217,8 +224,8 @@ static int rename_at(struct hotfs *fs, int pfd, const char *name, int npfd,
 		     const char *newname, unsigned int flags)
 {
 	struct hotfs_inode *from, *to;
-	struct stat st, fst;
-	bool have;
+	struct stat st, fst, sst;
+	bool have, wb, drop = false;
 	int err;
 
 	/* an object made from the snapshot is opened by the name it had:
@@ -228,8 +235,19 @@ static int rename_at(struct hotfs *fs, int pfd, const char *name, int npfd,
 	to = pin_name(fs, npfd, newname, &st);
 	have = !(flags & RENAME_EXCHANGE) &&
 	       (to || fstatat(npfd, newname, &st, AT_SYMLINK_NOFOLLOW) == 0);
-	err = syscall(SYS_renameat2, pfd, name, npfd, newname, flags) == -1 ?
-	      -errno : 0;
+	/* writeback: a target that loses its last link (hotfs/wb.h); one
+	 * that is the file renamed (a link of it) loses nothing */
+	wb = have && fs->wb && !(fstatat(pfd, name, &sst,
+					 AT_SYMLINK_NOFOLLOW) == 0 &&
+				 sst.st_dev == st.st_dev &&
+				 sst.st_ino == st.st_ino);
+	err = wb ? wb_unlink_begin(fs, to, &st, &drop) : 0;
+	if (!err) {
+		err = syscall(SYS_renameat2, pfd, name, npfd, newname,
+			      flags) == -1 ? -errno : 0;
+		if (wb)
+			wb_unlink_end(fs, &st, drop, err);
+	}
 	unpin_name(fs, from);
 	unpin_name(fs, to);
 	if (!err && have)

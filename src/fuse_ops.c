@@ -98,7 +98,10 @@ static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 	}
 	/* the kernel strips setuid/setgid on write and chown for us */
 	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
-	/* no writeback cache: every write reaches the source at once */
+	/* no writeback cache: every write reaches the daemon before
+	 * write(2) returns, and the source (or, with writemode=writeback,
+	 * the writeback log: hotfs/wb.h) at once; a kill of the daemon
+	 * loses no acknowledged write */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	/* locks stay in the kernel, coherent across users of the mount */
 	conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);

@@ -46,6 +46,7 @@
 #include "hotfs/watch.h"
 #include "hotfs/opts.h"
 #include "hotfs/srcprobe.h"
+#include "hotfs/wb.h"
 #include "hotfs/store.h"
 
 static void usage(const char *prog)
@@ -205,7 +206,10 @@ static int open_cache(struct hotfs *fs, const struct hotfs_opts *o)
 	int r;
 
 	r = cache_open(&fs->cache, o, fs->root_fd, err, sizeof(err));
-	if (r < 0 && (o->cache_required || r == -ENOMEM)) {
+	/* writeback keeps its dirty data in the cachedir: a mount without
+	 * the store would lose sight of it */
+	if (r < 0 && (o->cache_required || r == -ENOMEM ||
+		      o->writemode == HOTFS_WRITEBACK)) {
 		fprintf(stderr, "hotfs: %s\n", err);
 		return -1;
 	}
@@ -219,7 +223,7 @@ static int open_cache(struct hotfs *fs, const struct hotfs_opts *o)
 		return 0;
 	}
 	if (!cache_usable(fs->cache, err, sizeof(err))) {
-		if (o->cache_required) {
+		if (o->cache_required || o->writemode == HOTFS_WRITEBACK) {
 			fprintf(stderr, "hotfs: %s\n", err);
 			return -1;
 		}
@@ -228,6 +232,11 @@ static int open_cache(struct hotfs *fs, const struct hotfs_opts *o)
 	/* the store is the daemon's: the source's sample goes beside it
 	 * (hotfs/srcprobe.h) */
 	srcprobe_save(fs->cache->dirfd, &hotfs_src);
+	if (o->writemode == HOTFS_WRITEBACK &&
+	    wb_open(fs, err, sizeof(err)) < 0) {
+		fprintf(stderr, "hotfs: %s\n", err);
+		return -1;
+	}
 	return 0;
 }
 
@@ -243,6 +252,11 @@ static int start_threads(struct hotfs *fs, struct hotfs_tick **tick)
 				  strerror(-r));
 			return r;
 		}
+	}
+	r = wb_start(fs);
+	if (r < 0) {
+		hotfs_log(LOG_ERR, "writeback flusher: %s\n", strerror(-r));
+		return r;
 	}
 	/* the store's group commit, the inode sweep, the counts */
 	r = tick_start(tick, fs);
@@ -458,6 +472,10 @@ out5:
 	tick_stop(tick);
 	watch_stop(fs.watch);	/* it writes to the session's device */
 	fuse_session_unmount(se);
+	/* no request comes any more: the dirty data to the source, before
+	 * the daemon exits (the source is then whole) */
+	if (wb_stop(&fs) < 0 && !ret)
+		ret = 1;
 out4:
 	fuse_remove_signal_handlers(se);
 out3:
@@ -468,6 +486,7 @@ out3:
 	dir_free_all();
 	/* before the table: it holds inodes ("store on" may have opened
 	 * it; the session's threads are gone) */
+	wb_close(&fs);
 	cache_close(fs_cache(&fs));
 	watch_free(fs.watch);
 	ino_table_free(fs.it);

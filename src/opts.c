@@ -52,6 +52,7 @@ static const struct fuse_opt opt_table[] = {
 	HOTFS_OPT("write_budget=%s", write_budget_str, 0),
 	HOTFS_OPT("read_ahead=%s", read_ahead_str, 0),
 	HOTFS_OPT("writemode=%s", writemode_str, 0),
+	HOTFS_OPT("writeback_delay=%s", writeback_delay_str, 0),
 	HOTFS_OPT("revalidate=%s", revalidate_str, 0),
 	HOTFS_OPT("attr_timeout=%s", attr_timeout_str, 0),
 	HOTFS_OPT("entry_timeout=%s", entry_timeout_str, 0),
@@ -409,11 +410,31 @@ int opt_parse(struct fuse_args *args, struct hotfs_opts *o,
 		o->writemode = HOTFS_WRITEAROUND;
 	else if (strcmp(o->writemode_str, "writethrough") == 0)
 		o->writemode = HOTFS_WRITETHROUGH;
-	else {
+	else if (strcmp(o->writemode_str, "writeback") == 0) {
+		/* the dirty data lives in the cachedir (hotfs/wblog.h) */
+		if (o->nocache || !o->cachedir) {
+			seterr(err, errlen, "writemode=writeback needs a cache "
+			       "store (-o cachedir=DIR, not nocache): the "
+			       "dirty data is kept there");
+			return -EINVAL;
+		}
+		o->writemode = HOTFS_WRITEBACK;
+	} else {
 		seterr(err, errlen,
 		       "invalid writemode '%s': writearound or writethrough",
 		       o->writemode_str);
 		return -EINVAL;
+	}
+	o->writeback_delay = 0;
+	if (o->writeback_delay_str) {
+		if (parse_secs("writeback_delay", o->writeback_delay_str,
+			       &o->writeback_delay, err, errlen) < 0)
+			return -EINVAL;
+		if (o->writemode != HOTFS_WRITEBACK) {
+			seterr(err, errlen, "writeback_delay= applies to "
+			       "writemode=writeback only");
+			return -EINVAL;
+		}
 	}
 	if (parse_sizes(o, err, errlen) < 0)
 		return -EINVAL;
@@ -698,6 +719,7 @@ void opt_free(struct hotfs_opts *o)
 	free(o->write_budget_str);
 	free(o->read_ahead_str);
 	free(o->writemode_str);
+	free(o->writeback_delay_str);
 	free(o->threshold_str);
 	free(o->ctldir);
 	free(o->inode_cache_str);
@@ -724,7 +746,10 @@ void opt_help(void)
 "                           cache device, 0 = no budget (0)\n"
 "    -o read_ahead=SIZE     the kernel's read-ahead for files of the mount,\n"
 "                           0 = the kernel's default (1M)\n"
-"    -o writemode=MODE      writearound or writethrough (writearound)\n"
+"    -o writemode=MODE      writearound, writethrough or writeback\n"
+"                           (writearound)\n"
+"    -o writeback_delay=SECS  writeback: dirty data is held this long at\n"
+"                           least before it is flushed (0)\n"
 "    -o revalidate=WHEN     open (check files at open, listings at\n"
 "                           opendir), N seconds, or never (the tree changes\n"
 "                           only through hotfs) (open)\n"

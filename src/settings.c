@@ -6,7 +6,9 @@
  * once per request, so a request sees the old value or the new one,
  * never a mix: every value is safe at any moment (a threshold or a rate
  * only changes what is promoted next; writearound and writethrough both
- * keep the cache coherent, and a write is done by one or the other).
+ * keep the cache coherent, and a write is done by one or the other;
+ * writeback is fixed while mounted: its dirty data would have to be
+ * flushed, and writes held, to leave it).
  * What is fixed at mount (the store's layout, the kernel's view, the
  * session's parts) is refused by ctl_parse_set before it gets here.
  */
@@ -55,6 +57,15 @@ int fs_set(struct hotfs *fs, const struct ctl_set *set, char *msg,
 		r = -EINVAL;
 		goto out;
 	}
+	/* the dirty data would have to be flushed first, and writes held
+	 * meanwhile */
+	if ((set->mask & CTL_SET_WRITEMODE) &&
+	    o->writemode == HOTFS_WRITEBACK) {
+		snprintf(msg, len, "writemode: fixed while mounted with "
+			 "writemode=writeback (until the next mount)");
+		r = -EINVAL;
+		goto out;
+	}
 	if (set->mask & CTL_SET_THRESHOLD) {
 		o->threshold = (int)set->threshold;
 		if (c)
@@ -91,6 +102,7 @@ int fs_set(struct hotfs *fs, const struct ctl_set *set, char *msg,
 		 (unsigned long long)o->write_budget,
 		 (unsigned long long)o->seqcutoff,
 		 o->writemode == HOTFS_WRITETHROUGH ? "writethrough" :
+		 o->writemode == HOTFS_WRITEBACK ? "writeback" :
 		 "writearound", (unsigned long long)o->inode_cache,
 		 c ? "" : " (no store: they apply when it opens)");
 	hotfs_log(LOG_NOTICE, "set: %s\n", msg);
@@ -117,6 +129,7 @@ char *fs_opts_summary(struct hotfs *fs)
 		     (unsigned long long)o->write_budget,
 		     (unsigned long long)o->read_ahead,
 		     o->writemode == HOTFS_WRITETHROUGH ? "writethrough" :
+		     o->writemode == HOTFS_WRITEBACK ? "writeback" :
 		     "writearound",
 		     o->revalidate_str ? o->revalidate_str : "open",
 		     o->attr_timeout, o->entry_timeout,

@@ -32,8 +32,9 @@
 #include "hotfs/settings.h"
 #include "hotfs/srcprobe.h"
 #include "hotfs/watch.h"
+#include "hotfs/wb.h"
 
-#define MAX_KV 96
+#define MAX_KV 128
 
 struct kvlist {
 	struct stats_kv v[MAX_KV];
@@ -105,6 +106,23 @@ static void add_watch(struct hotfs *fs, struct kvlist *l)
 }
 
 /* The metadata snapshot (hotfs/meta_fs.h). */
+/* writemode=writeback (hotfs/wb.h): present, 0, in every mode */
+static void add_writeback(struct hotfs *fs, struct kvlist *l)
+{
+	struct wb_stats w;
+
+	wb_stats(fs, &w);
+	add_u(l, "dirty_bytes", w.dirty_bytes);
+	add_u(l, "dirty_records", w.dirty_records);
+	add_u(l, "dirty_files", w.dirty_files);
+	add_f(l, "oldest_dirty_age", w.oldest_dirty_age);
+	add_u(l, "flushed_bytes", w.flushed_bytes);
+	add_u(l, "flush_errors", w.flush_errors);
+	add_u(l, "writes_absorbed", w.absorbed);
+	add_u(l, "wlog_used_bytes", w.log_used);
+	add_u(l, "wlog_capacity_bytes", w.log_capacity);
+}
+
 static void add_meta(struct hotfs *fs, struct kvlist *l)
 {
 	struct meta_fs_stats ms;
@@ -278,6 +296,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_inode_fds(fs, l);
 	add_watch(fs, l);
 	add_meta(fs, l);
+	add_writeback(fs, l);
 }
 
 /* JSON string escaping for the few free-text values. */

@@ -34,6 +34,7 @@ struct hotfs {
 	pthread_mutex_t cache_lock;	/* "store on"; cache_off, _since */
 	struct hotfs_watch *watch;	/* NULL unless revalidate=open */
 	struct hotfs_meta *meta;	/* NULL without listings */
+	struct hotfs_wb *wb;		/* writemode=writeback, else NULL */
 	char *cache_off;		/* or why the store could not open */
 	struct timespec cache_off_since;	/* CLOCK_REALTIME */
 	const char *ctldir;		/* name of the control directory */

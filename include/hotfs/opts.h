@@ -26,6 +26,7 @@ enum hotfs_revalidate {
 enum hotfs_writemode {
 	HOTFS_WRITEAROUND = 0,
 	HOTFS_WRITETHROUGH = 1,
+	HOTFS_WRITEBACK = 2,	/* hotfs/wb.h; fixed while mounted */
 };
 
 struct hotfs_opts {
@@ -52,6 +53,8 @@ struct hotfs_opts {
 	int threshold;		/* accesses before promotion */
 	char *writemode_str;
 	enum hotfs_writemode writemode;
+	char *writeback_delay_str;
+	double writeback_delay;	/* seconds dirty data is held at least */
 	char *revalidate_str;
 	enum hotfs_revalidate revalidate;
 	double revalidate_secs;

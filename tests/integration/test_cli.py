@@ -65,6 +65,11 @@ def bad_cases(ws):
         'cachesize=0': (o('cachesize=0'), 'cachesize'),
         'cachesize=101%': (o('cachesize=101%'), 'cachesize'),
         'writemode=bogus': (o('writemode=bogus'), 'writemode'),
+        'writemode=writeback,nocache': (
+            [src, mnt, '-o', 'nocache,writemode=writeback'],
+            'needs a cache store'),
+        'writeback_delay without writeback': (
+            o('writeback_delay=5'), 'writemode=writeback only'),
         'attr_timeout=abc': (o('attr_timeout=abc'), 'attr_timeout'),
         'seqcutoff=x': (o('seqcutoff=x'), 'seqcutoff'),
         'revalidate=bogus': (o('revalidate=bogus'), 'revalidate'),
@@ -119,6 +124,8 @@ CASES = sorted([
     'unknown option', 'unknown option alone', 'threshold=0', 'threshold=abc',
     'threshold=-1', 'extent=3M', 'extent=2K', 'extent=8M', 'cachesize=abc',
     'cachesize=0', 'cachesize=101%', 'writemode=bogus', 'attr_timeout=abc',
+    'writemode=writeback,nocache',
+    'writeback_delay without writeback',
     'seqcutoff=x', 'revalidate=bogus', 'revalidate=-1', 'promote_rate=fast',
     'entry_timeout=-1', 'attr_timeout=nan', 'threshold=', 'cachesize=1K',
     'cachesize=<tab>-5M', 'seqcutoff=<tab>-1M', 'promote_rate=<tab>-1M',

@@ -111,7 +111,8 @@ def test_set_refuses_what_is_fixed_at_mount(tree):
     # all or nothing: threshold=5 was not applied either
     assert stats(ws.mnt)['options'] == before
     for bad, words in (('threshold=17', 'invalid threshold'),
-                       ('writemode=writeback', 'invalid writemode'),
+                       ('writemode=writeback', 'not switched to while mounted'),
+                       ('writemode=sometimes', 'invalid writemode'),
                        ('frobs=1', "unknown option 'frobs'")):
         r = ctl('set', ws.mnt, bad, check=False)
         assert r.returncode == 1 and words in r.stderr.decode(), r

@@ -130,7 +130,10 @@ static void test_set_refused(void **state)
 	expect_set_error("promote_rate=fast", "invalid promote_rate");
 	expect_set_error("write_budget=1G/week", "invalid write_budget");
 	expect_set_error("seqcutoff=-1", "invalid seqcutoff");
-	expect_set_error("writemode=writeback", "invalid writemode");
+	expect_set_error("writemode=writeback", "writemode=writeback: not "
+			 "switched to while mounted");
+	expect_set_error("writemode=sometimes", "invalid writemode");
+	expect_set_error("writeback_delay=5", "fixed until the next mount");
 	expect_set_error("inode_cache=0", "invalid inode_cache");
 	expect_set_error("bogus=1", "unknown option 'bogus'");
 	expect_set_error("threshold", "expected KEY=VALUE");

@@ -175,6 +175,16 @@ static void test_values(void **state)
 	fuse_opt_free_args(&a);
 	opt_free(&o);
 
+	/* writeback and its delay */
+	snprintf(co, sizeof(co), "cachedir=%s,writemode=writeback,"
+		 "writeback_delay=2.5", f->cache);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), "-o", co, f->src,
+			       f->mnt, NULL), 0);
+	assert_int_equal(o.writemode, HOTFS_WRITEBACK);
+	assert_true(o.writeback_delay == 2.5);
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+
 	snprintf(co, sizeof(co), "cachedir=%s,cachesize=25%%", f->cache);
 	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->mnt,
 			       "-o", co, NULL), 0);
@@ -303,6 +313,11 @@ static void test_bad_values(void **state)
 	expect_bad(f, "cachesize=1M", "cachesize");
 	expect_bad(f, "cachesize=150%", "cachesize");
 	expect_bad(f, "writemode=bogus", "writemode");
+	expect_bad(f, "writemode=writeback,nocache", "needs a cache store");
+	expect_bad(f, "writemode=writeback,writeback_delay=x",
+		   "invalid writeback_delay");
+	expect_bad(f, "writeback_delay=5", "writemode=writeback only");
+	expect_bad(f, "writeback_delay=-1", "invalid writeback_delay");
 	expect_bad(f, "seqcutoff=-5", "seqcutoff");
 	expect_bad(f, "promote_rate=fast", "promote_rate");
 	expect_bad(f, "max_read=12x", "max_read");

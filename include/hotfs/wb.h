@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * writemode=writeback on the mount (src/wb.c): the writeback log
+ * (hotfs/wblog.h) and its flusher (hotfs/flush.h) joined to the inode
+ * table, the store and the requests.  man/hotfs.8 (WRITEBACK) gives the
+ * rules; this is where each request takes them:
+ *
+ *  - write: the bytes go to the log and are acknowledged from there
+ *    (O_SYNC, O_DSYNC: once the log is durable); a full log is flushed by
+ *    the writer itself before it gives up with ENOSPC.
+ *  - read: the file's own bytes (store or source) with the dirty ones
+ *    over them, up to the size below; read again if a flush ended
+ *    meanwhile (wblog_forget_gen).
+ *  - attributes: the size is the larger of the source's and the dirty
+ *    end; mtime and ctime the later of the source's and the newest dirty
+ *    write's.
+ *  - fsync, fdatasync: the log durable (fsync: the source file's own
+ *    fsync too, for the size changes that reached it).
+ *  - truncate (setattr, O_TRUNC): trimmed in the log before the source.
+ *  - fallocate other than allocating, setting times: the file flushed
+ *    and sealed first.
+ *  - unlink of the last link, rename over it: a file the kernel does not
+ *    know has its dirty data dropped (no write of any file logs
+ *    meanwhile: its inode number may be taken by a new file at once);
+ *    one it knows (it may be open, or opened after the name is gone)
+ *    keeps it, flushed to the unlinked file, and is sealed when the
+ *    descriptor kept for it goes (no replay reaches a new file given its
+ *    number).
+ *  - copy_file_range, lseek's SEEK_DATA and SEEK_HOLE: answered ENOSYS
+ *    (the kernel then copies through read and write, and takes the whole
+ *    file for data).
+ *
+ * Only regular files on the source root's device are written back (the
+ * log knows a file by its inode number there); files on filesystems
+ * mounted inside the source are written around.  The flusher opens a file
+ * by an O_PATH descriptor kept for each file with dirty data (taken at
+ * its first dirty write; after a crash, found by a walk of the source at
+ * mount), or by the inode table.
+ *
+ * Locks: wb->m (the descriptors) -> the log's wl->m; wb->gone (a rwlock:
+ * writes shared, the drop at unlink exclusive) before both.  No lock is
+ * held across source I/O but the flush's own (hotfs/flush.h).
+ */
+#ifndef HOTFS_WB_H
+#define HOTFS_WB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+struct hotfs;
+struct hotfs_inode;
+struct rp_reply;
+struct hotfs_wb;
+
+/* the log's size */
+#define WB_LOG_BYTES	(256ull << 20)
+
+/*
+ * Open the log in the store's cachedir and replay it (before mounting:
+ * one line in err).  The files with dirty data are found in the source
+ * (a walk); one that is gone has its dirty data dropped, said in the log.
+ */
+int wb_open(struct hotfs *fs, char *err, size_t errlen);
+/* Start the flusher (after daemonizing). */
+int wb_start(struct hotfs *fs);
+/* Stop it, flushing everything (the session is over): 0, or -errno with
+ * the data kept in the log for the next mount (said in the log). */
+int wb_stop(struct hotfs *fs);
+void wb_close(struct hotfs *fs);
+
+/* Writes to in go to the log. */
+bool wb_on(struct hotfs *fs, struct hotfs_inode *in);
+/* Write len bytes at off (src: a descriptor of the file's, unused but
+ * for fstat); bytes written or -errno. */
+ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
+		 size_t len, off_t off, bool sync);
+/* Before a read of in: the generation wb_read_fix checks. */
+uint64_t wb_read_gen(struct hotfs *fs, struct hotfs_inode *in);
+/* After it: lay the dirty bytes over rep (src: the source file, for its
+ * size).  0, 1: read again (a flush ended meanwhile), or -errno. */
+int wb_read_fix(struct hotfs *fs, struct hotfs_inode *in, int src,
+		size_t size, off_t off, struct rp_reply *rep, uint64_t gen);
+/* The size and times through the mount into st (a source file's
+ * stat). */
+void wb_fix_attr(struct hotfs *fs, struct stat *st);
+/* fsync, fdatasync: the log durable. */
+int wb_sync(struct hotfs *fs);
+/* Before in is cut to size on the source. */
+int wb_truncate(struct hotfs *fs, struct hotfs_inode *in, uint64_t size);
+/* Cut the file fd (st: its stat) to 0, in the log first: an open with
+ * O_CREAT|O_TRUNC that found it (opened without O_TRUNC).  0 or -errno. */
+int wb_trunc_fd(struct hotfs *fs, int fd, const struct stat *st);
+/* The same in the log alone (O_RDONLY|O_TRUNC: the source is cut by the
+ * open that follows). */
+int wb_trunc_st(struct hotfs *fs, const struct stat *st);
+/* Flush and seal in's dirty data (before fallocate, setting times). */
+int wb_flush_inode(struct hotfs *fs, struct hotfs_inode *in);
+/*
+ * Around the removal of a name of st's file (in: its inode if known):
+ * wb_unlink_begin before (0 or -errno: do not remove it), wb_unlink_end
+ * after with the removal's result.
+ */
+int wb_unlink_begin(struct hotfs *fs, struct hotfs_inode *in,
+		    const struct stat *st, bool *drop);
+void wb_unlink_end(struct hotfs *fs, const struct stat *st, bool drop,
+		   int err);
+
+/* The counters of .hotfs/stats (all 0 without writeback). */
+struct wb_stats {
+	uint64_t dirty_bytes, dirty_records, dirty_files;
+	uint64_t flushed_bytes, flush_errors, absorbed;
+	uint64_t log_used, log_capacity;
+	double oldest_dirty_age;	/* seconds */
+};
+void wb_stats(struct hotfs *fs, struct wb_stats *st);
+
+#endif

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The writeback log (src/wblog.c): the dirty data of writemode=writeback,
+ * kept in its own file of the cachedir, CACHEDIR/wlog (0600, the daemon's
+ * user's alone), apart from the cache store.
+ *
+ * On disk: two header slots (blocks 0 and 1, written alternately, the one
+ * with the higher generation and a good checksum wins: a torn header write
+ * leaves the other) and a circular area of WB_BLOCK blocks.  Each record
+ * is one header block (magic, sequence number, epoch, type, the file's
+ * identity, the byte range, its wall-clock time, a checksum over the
+ * header and the data) followed by the data: the file's blocks
+ * [off / 4096, (off + len - 1) / 4096], each 4 KiB-aligned in the log as
+ * in the file, holding the record's bytes of that block.  Types: DATA (a
+ * write), TRIM (the file cut to off: a truncate, or 0 at unlink), PAD (the
+ * rest of the area is unused, the next record is at its start).
+ *
+ * Durable when: an appended record is in the kernel's page cache of the
+ * log (a kill of the daemon loses nothing of it); wblog_sync(seq) returns
+ * once every record up to seq is on the device (fdatasync of the log;
+ * group commit: callers arriving while one fdatasync runs wait for it and
+ * share the next, so N concurrent fsyncs cost at most two).  After a power
+ * loss the log is read from its tail in sequence order and stops at the
+ * first record that is not the next one (wrong sequence, wrong epoch,
+ * damaged checksum): a torn record is dropped whole, never half applied,
+ * and everything synced before it is there.  Each open begins a new epoch
+ * (written to the header after the replayed records are synced): a record
+ * of an earlier life past the replayed end, torn off from the records that
+ * led to it, is never taken for a successor.
+ *
+ * In memory: file -> dirty blocks, each the newest record's copy of that
+ * block and the bytes [lo, hi) of it that are dirty (always one range: a
+ * write whose bytes would leave a gap within a block beside the block's
+ * dirty bytes asks the caller's fill for the bytes between, what the file
+ * holds there, and logs the whole range).  The newest record of a block
+ * wins; an older one is dead for that block.  A file's dirty end is the
+ * end of its furthest dirty byte; through the mount the file is at least
+ * that long.
+ *
+ * Flushing (src/flush.c drives it): wblog_flush_next hands out the oldest
+ * record's dirty blocks of one file, with the file's adjacent dirty blocks
+ * coalesced into one run; wblog_flush_done forgets the blocks that were
+ * not rewritten meanwhile, once the caller has made them durable on the
+ * source; wblog_release then moves the log's tail past the records left
+ * with no dirty block (the header is written and synced), and their space
+ * is reused.  Flushed data is forgotten here (it does not become cached
+ * data).  A record replayed after a crash whose bytes had been flushed
+ * before is flushed again: the same bytes.
+ *
+ * Locks: wl->m guards the map, the records and the log's writes and reads
+ * (a read of the log under it hits the page cache: records are read soon
+ * after they are written); the group commit's fdatasync and the header's
+ * write run outside it.  A file's trim waits for a flush of it in flight
+ * (one run of the file's bytes written to the source after the truncate
+ * would bring them back).
+ *
+ * All functions return 0 (or a count) or -errno and leave nothing in
+ * errno.
+ */
+#ifndef HOTFS_WBLOG_H
+#define HOTFS_WBLOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define WB_BLOCK	4096u
+#define WB_LOG_NAME	"wlog"
+/* the largest record's data: a larger write is logged as several */
+#define WB_REC_MAX	(256u * WB_BLOCK)
+
+/* A source file's identity (its inode, not its path: a rename changes
+ * nothing). */
+struct wb_fid {
+	uint64_t dev;
+	uint64_t ino;
+};
+
+struct wblog;
+
+/*
+ * The file's own bytes of [off, off + len) as they are without the dirty
+ * data (the source's, zeros past its end): 0 or -errno.  Called without
+ * the log's lock.
+ */
+typedef int (*wblog_fill_fn)(void *arg, const struct wb_fid *fid,
+			     uint64_t off, void *buf, size_t len);
+
+/*
+ * Open (create) dirfd/wlog with room for capacity bytes of records
+ * (rounded down to blocks, at least 64 blocks), and replay what it holds.
+ * An existing log keeps its own capacity unless it is empty.  Headers
+ * both damaged in a log that is not empty: -EUCLEAN, and one line in err
+ * (the log is never reset silently: it may hold acknowledged writes).
+ */
+int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
+	       char *err, size_t errlen);
+/* Close (nothing is flushed or synced: what was appended stays). */
+void wblog_close(struct wblog *wl);
+
+/*
+ * Log a write of len bytes at off to fid and make it the newest copy of
+ * the bytes: len, fewer if the log filled after some of its records (each
+ * record at most WB_REC_MAX, whole or not at all), or -errno; *seq (if
+ * not NULL): the last record's sequence number, for wblog_sync.  fill may
+ * be NULL if the caller knows no write leaves a gap (-EINVAL if one
+ * would).  -ENOSPC: no room in the log now.
+ */
+ssize_t wblog_write(struct wblog *wl, const struct wb_fid *fid,
+		    uint64_t off, const void *buf, size_t len,
+		    wblog_fill_fn fill, void *arg, uint64_t *seq);
+/* Every record up to seq durable (0: every record appended so far). */
+int wblog_sync(struct wblog *wl, uint64_t seq);
+
+/*
+ * Copy the dirty bytes of fid within [off, off + len) over buf (holding
+ * the file's own bytes there); the number of bytes copied, or -errno.
+ */
+ssize_t wblog_overlay(struct wblog *wl, const struct wb_fid *fid,
+		      uint64_t off, void *buf, size_t len);
+/* The end of fid's furthest dirty byte; 0: nothing dirty. */
+uint64_t wblog_dirty_end(struct wblog *wl, const struct wb_fid *fid);
+/* The same, and the wall clock of fid's newest dirty write (0: none). */
+uint64_t wblog_dirty_info(struct wblog *wl, const struct wb_fid *fid,
+			  int64_t *mtime_ns);
+
+/*
+ * fid is cut to size (a truncate; size 0 and drop: an unlink of its last
+ * link, everything forgotten): the dirty bytes at and past size are
+ * dropped, after any flush of the file in flight, and a TRIM record makes
+ * that durable before this returns (the caller then changes the source:
+ * a replay never brings the bytes back, not even those of records
+ * flushed already but still in the log).  An empty log logs nothing.
+ */
+int wblog_trim(struct wblog *wl, const struct wb_fid *fid, uint64_t size);
+
+/*
+ * fid has nothing dirty (else -EAGAIN): a replay is never to write its
+ * records still in the log (flushed already) to the source again.  For
+ * an operation that changes the file's bytes on the source itself
+ * (fallocate's punching, zeroing, collapsing, inserting), after the
+ * file's dirty data is flushed (wbf_flush_file does both).  Durable when
+ * it returns.
+ */
+int wblog_seal(struct wblog *wl, const struct wb_fid *fid);
+
+/* One run of dirty bytes to write back to the source. */
+struct wb_run {
+	struct wb_fid fid;
+	uint64_t off;
+	size_t len;
+	char *buf;		/* len bytes */
+	uint64_t first_blk;	/* the blocks it covers and the sequence */
+	uint32_t nblk;		/* numbers of their copies */
+	uint64_t *seq;
+};
+
+/*
+ * The oldest dirty run whose record is at least min_age_ns old (by the
+ * wall clock, across restarts; 0 or less: any), at most max bytes, of a
+ * file with no run in flight (one file's runs go one at a time: an older
+ * run written after a newer one would put old bytes back): 1 and *r
+ * filled (give it back with wblog_flush_done), 0: none.  only (not NULL):
+ * that file's oldest run, whatever its age, once its run in flight (if
+ * any) is done.
+ */
+int wblog_flush_next(struct wblog *wl, int64_t min_age_ns, size_t max,
+		     const struct wb_fid *only, struct wb_run *r);
+/*
+ * The run's write to the source ended with err (0: written and durable
+ * there): its blocks not rewritten since are forgotten (err 0), or stay
+ * dirty (counted as a flush error).  Frees r's buffers.
+ */
+void wblog_flush_done(struct wblog *wl, struct wb_run *r, int err);
+/* Move the log's tail past the records with no dirty block left: their
+ * space is reused.  The records' bytes must be durable on the source. */
+int wblog_release(struct wblog *wl);
+
+/*
+ * Bumped whenever dirty bytes of fid are forgotten (flushed or trimmed;
+ * other files share its counter now and then).  A reader takes it before
+ * reading the file's own bytes and reads again if it moved by the time
+ * the dirty bytes are laid over them: a flush that ended in between may
+ * have left the reader the source's old bytes and no dirty ones.
+ */
+uint64_t wblog_forget_gen(struct wblog *wl, const struct wb_fid *fid);
+/* The files with dirty data (*out malloc'd): their number. */
+size_t wblog_files(struct wblog *wl, struct wb_fid **out);
+
+struct wblog_stats {
+	uint64_t dirty_bytes;		/* dirty bytes in the map */
+	uint64_t dirty_blocks;
+	uint64_t dirty_records;		/* records with a dirty block */
+	uint64_t dirty_files;
+	uint64_t log_used;		/* bytes of the area in use */
+	uint64_t log_capacity;		/* bytes of the area */
+	uint64_t flushed_bytes;		/* written back since open */
+	uint64_t flush_errors;
+	uint64_t absorbed;		/* writes over a dirty block */
+	uint64_t replayed_records;	/* found at open */
+	uint64_t syncs;			/* the group commit's fdatasyncs */
+	int64_t oldest_dirty_ns;	/* wall clock of the oldest dirty
+					 * record; 0: none */
+};
+void wblog_stats(struct wblog *wl, struct wblog_stats *s);
+
+#endif

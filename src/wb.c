@@ -1,0 +1,687 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * writemode=writeback on the mount: see include/hotfs/wb.h for what each
+ * request does, man/hotfs.8 (WRITEBACK) for the rules.  This file keeps
+ * the descriptors of the files with dirty data, the flusher's operations
+ * (open by identity, the mount's own change around each run), the walk
+ * that finds the files a replayed log names, and the requests' hooks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hotfs/cache_write.h"
+#include "hotfs/clock.h"
+#include "hotfs/fileio.h"
+#include "hotfs/flush.h"
+#include "hotfs/fs.h"
+#include "hotfs/log.h"
+#include "hotfs/readpath.h"
+#include "hotfs/srcprobe.h"
+#include "hotfs/wb.h"
+#include "hotfs/wblog.h"
+
+#define WB_FD_BUCKETS	256
+
+/* an O_PATH descriptor of a file with dirty data */
+struct wb_fdent {
+	struct wb_fdent *next;
+	uint64_t ino;
+	int fd;
+	unsigned users;		/* writes logging now */
+};
+
+struct hotfs_wb {
+	struct hotfs *fs;
+	struct wblog *wl;
+	struct wb_flusher *fl;
+	dev_t root_dev;
+	pthread_mutex_t m;	/* protects fds */
+	struct wb_fdent *fds[WB_FD_BUCKETS];
+	pthread_rwlock_t gone;	/* writes shared, a drop at unlink alone */
+};
+
+static struct wb_fid fid_of(uint64_t ino)
+{
+	return (struct wb_fid){ 0, ino };
+}
+
+static struct wb_fdent **fd_slot(struct hotfs_wb *wb, uint64_t ino)
+{
+	struct wb_fdent **pp = &wb->fds[ino % WB_FD_BUCKETS];
+
+	while (*pp && (*pp)->ino != ino)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* Add a descriptor for in (dup'd from its O_PATH fd) if it has none, and
+ * count a writer on it; 0 or -errno. */
+static int fd_get(struct hotfs_wb *wb, struct hotfs_inode *in)
+{
+	struct wb_fdent **pp, *e;
+	int fd, dup;
+
+	pthread_mutex_lock(&wb->m);
+	pp = fd_slot(wb, in->ino);
+	if (*pp) {
+		(*pp)->users++;
+		pthread_mutex_unlock(&wb->m);
+		return 0;
+	}
+	pthread_mutex_unlock(&wb->m);
+	fd = ino_fd(wb->fs->it, in);
+	if (fd < 0)
+		return fd;
+	dup = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	ino_fd_put(in);
+	if (dup < 0)
+		return -errno;
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		close(dup);
+		return -ENOMEM;
+	}
+	e->ino = in->ino;
+	e->fd = dup;
+	pthread_mutex_lock(&wb->m);
+	pp = fd_slot(wb, in->ino);
+	if (*pp) {		/* another writer's came first */
+		close(dup);
+		free(e);
+		e = *pp;
+	} else {
+		*pp = e;
+	}
+	e->users++;
+	pthread_mutex_unlock(&wb->m);
+	return 0;
+}
+
+static void fd_put(struct hotfs_wb *wb, uint64_t ino)
+{
+	struct wb_fdent *e;
+
+	pthread_mutex_lock(&wb->m);
+	e = *fd_slot(wb, ino);
+	if (e && e->users)
+		e->users--;
+	pthread_mutex_unlock(&wb->m);
+}
+
+/*
+ * Let go of ino's descriptor: always (drop), or if nothing of the file
+ * is dirty and no write is logging.  A file with no link left is sealed
+ * first (wblog_seal): once the descriptor is closed the source may give
+ * its inode number to a new file, which a replay of its old records must
+ * not reach.
+ */
+static void fd_forget(struct hotfs_wb *wb, uint64_t ino, bool drop)
+{
+	struct wb_fid f = fid_of(ino);
+	struct wb_fdent **pp, *e = NULL;
+	struct stat st;
+	int r;
+
+	pthread_mutex_lock(&wb->m);
+	pp = fd_slot(wb, ino);
+	if (*pp && (drop || (!(*pp)->users &&
+			     !wblog_dirty_end(wb->wl, &f)))) {
+		e = *pp;
+		*pp = e->next;
+	}
+	pthread_mutex_unlock(&wb->m);
+	if (!e)
+		return;
+	if (!drop && fstat(e->fd, &st) == 0 && st.st_nlink == 0) {
+		/* -EAGAIN: written meanwhile (the writer keeps its own
+		 * descriptor: sealed when that one goes) */
+		r = wblog_seal(wb->wl, &f);
+		if (r && r != -EAGAIN)
+			hotfs_log(LOG_ERR, "writeback: removed inode %llu "
+				  "could not be sealed (%s)\n",
+				  (unsigned long long)ino, strerror(-r));
+	}
+	close(e->fd);
+	free(e);
+}
+
+/* The file opened anew with flags: by its descriptor here, else by the
+ * inode table; -ENOENT if neither knows it. */
+static int open_ino(struct hotfs_wb *wb, uint64_t ino, int flags)
+{
+	struct hotfs *fs = wb->fs;
+	struct hotfs_inode *in;
+	struct wb_fdent *e;
+	int fd = -ENOENT, pfd;
+
+	pthread_mutex_lock(&wb->m);
+	e = *fd_slot(wb, ino);
+	if (e)
+		fd = reopen_fd(fs->proc_self_fd, e->fd, flags);
+	pthread_mutex_unlock(&wb->m);
+	if (e)
+		return fd;
+	in = ino_find_hold(fs->it, wb->root_dev, (ino_t)ino);
+	if (!in)
+		return -ENOENT;
+	pfd = ino_fd(fs->it, in);
+	if (pfd >= 0) {
+		fd = reopen_fd(fs->proc_self_fd, pfd, flags);
+		ino_fd_put(in);
+	} else {
+		fd = pfd;
+	}
+	ino_unhold(fs->it, in);
+	return fd;
+}
+
+/*----------------------------------------------------------------*/
+/* the flusher's operations */
+
+static int op_open(void *arg, const struct wb_fid *fid)
+{
+	return open_ino(arg, fid->ino, O_WRONLY | O_CLOEXEC);
+}
+
+struct wb_cookie {
+	struct hotfs_inode *in;
+	struct cache_wr w;
+};
+
+/* The run is the mount's own change: cache_write_begin and _end as for a
+ * write through it (a promotion that read the old bytes gives up, the
+ * cached records it touches are dropped, the stamp is ours). */
+static void *op_begin(void *arg, const struct wb_fid *fid, uint64_t off,
+		      uint64_t len)
+{
+	struct hotfs_wb *wb = arg;
+	struct hotfs *fs = wb->fs;
+	struct wb_cookie *ck;
+	struct hotfs_inode *in;
+
+	in = ino_find_hold(fs->it, wb->root_dev, (ino_t)fid->ino);
+	if (!in)
+		return NULL;
+	ck = calloc(1, sizeof(*ck));
+	if (!ck) {
+		ino_unhold(fs->it, in);
+		return NULL;
+	}
+	ck->in = in;
+	cache_write_begin(fs_cache(fs), fs->it, in, &ck->w, off, len);
+	return ck;
+}
+
+static void op_end(void *arg, void *cookie, const struct wb_fid *fid,
+		   uint64_t off, uint64_t len, int err)
+{
+	struct hotfs_wb *wb = arg;
+	struct hotfs *fs = wb->fs;
+	struct hotfs_cache *c = fs_cache(fs);
+	struct wb_cookie *ck = cookie;
+	struct hotfs_key k;
+
+	(void)err;
+	if (ck) {
+		cache_write_end(c, ck->in, &ck->w, off, len, NULL);
+		ino_unhold(fs->it, ck->in);
+		free(ck);
+	} else if (c) {
+		/* not in the table: no promotion of it in flight; what the
+		 * store holds of it is old */
+		cache_key(c, wb->root_dev, (ino_t)fid->ino, &k);
+		st_invalidate(c->st, &k, 0, 0, ST_INVAL_WRITE);
+	}
+}
+
+static void op_lost(void *arg, const struct wb_fid *fid, int err)
+{
+	struct hotfs_wb *wb = arg;
+
+	hotfs_log(LOG_ERR, "writeback: inode %llu is gone from the source "
+		  "(%s): its dirty data is dropped\n",
+		  (unsigned long long)fid->ino, strerror(-err));
+	fd_forget(wb, fid->ino, true);
+}
+
+static void op_done(void *arg, const struct wb_fid *fid)
+{
+	fd_forget(arg, fid->ino, false);
+}
+
+static const struct wb_flush_ops wb_ops = {
+	.open = op_open, .begin = op_begin, .end = op_end,
+	.lost = op_lost, .done = op_done,
+};
+
+/*----------------------------------------------------------------*/
+/* open, replay, start, stop */
+
+/* the walk that finds the files of a replayed log (nftw has no argument:
+ * it runs once, at mount, before any thread) */
+static struct {
+	struct hotfs_wb *wb;
+	struct wb_fid *fids;
+	bool *found;
+	size_t n, left;
+} walk;
+
+static int walk_one(const char *path, const struct stat *st, int type,
+		    struct FTW *ftw)
+{
+	struct wb_fdent *e;
+	size_t i;
+	int fd;
+
+	(void)ftw;
+	if (type != FTW_F || !S_ISREG(st->st_mode) ||
+	    st->st_dev != walk.wb->root_dev)
+		return 0;
+	for (i = 0; i < walk.n; i++)
+		if (!walk.found[i] && walk.fids[i].ino == st->st_ino)
+			break;
+	if (i == walk.n)
+		return 0;
+	fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	e = fd >= 0 ? calloc(1, sizeof(*e)) : NULL;
+	if (!e) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	e->ino = (uint64_t)st->st_ino;
+	e->fd = fd;
+	*fd_slot(walk.wb, e->ino) = e;
+	walk.found[i] = true;
+	return --walk.left ? 0 : 1;	/* all found: done */
+}
+
+/* Find the files the replayed log holds dirty data of. */
+static void find_files(struct hotfs_wb *wb, const char *source)
+{
+	size_t i;
+
+	walk.wb = wb;
+	walk.n = wblog_files(wb->wl, &walk.fids);
+	if (!walk.fids || !walk.n) {
+		free(walk.fids);
+		return;
+	}
+	walk.found = calloc(walk.n, sizeof(*walk.found));
+	walk.left = walk.n;
+	if (walk.found)
+		nftw(source, walk_one, 64, FTW_PHYS | FTW_MOUNT);
+	for (i = 0; i < walk.n; i++) {
+		if (walk.found && walk.found[i])
+			continue;
+		hotfs_log(LOG_ERR, "writeback: inode %llu of the log is not "
+			  "in the source: its dirty data is dropped\n",
+			  (unsigned long long)walk.fids[i].ino);
+		wblog_trim(wb->wl, &walk.fids[i], 0);
+	}
+	hotfs_log(LOG_NOTICE, "writeback: %zu files with dirty data in the "
+		  "log\n", walk.n);
+	free(walk.found);
+	free(walk.fids);
+	memset(&walk, 0, sizeof(walk));
+}
+
+int wb_open(struct hotfs *fs, char *err, size_t errlen)
+{
+	struct hotfs_cache *c = fs_cache(fs);
+	pthread_rwlockattr_t ra;
+	struct hotfs_wb *wb;
+	int r;
+
+	if (!c) {
+		snprintf(err, errlen, "writemode=writeback: the cache store "
+			 "cannot be used");
+		return -EINVAL;
+	}
+	if (!hotfs_src.ids_kept) {
+		snprintf(err, errlen, "writemode=writeback: the source's inode "
+			 "numbers are not kept (%s)", hotfs_src.why);
+		return -EINVAL;
+	}
+	wb = calloc(1, sizeof(*wb));
+	if (!wb)
+		return -ENOMEM;
+	wb->fs = fs;
+	wb->root_dev = c->root_dev;
+	pthread_mutex_init(&wb->m, NULL);
+	/* an unlink waits for the writes logging now, not for all to come
+	 * (no write takes it twice) */
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra,
+				PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&wb->gone, &ra);
+	pthread_rwlockattr_destroy(&ra);
+	r = wblog_open(c->dirfd, WB_LOG_BYTES, &wb->wl, err, errlen);
+	if (r < 0) {
+		pthread_rwlock_destroy(&wb->gone);
+		pthread_mutex_destroy(&wb->m);
+		free(wb);
+		return r;
+	}
+	fs->wb = wb;
+	find_files(wb, fs->o->source);
+	return 0;
+}
+
+int wb_start(struct hotfs *fs)
+{
+	struct hotfs_wb *wb = fs->wb;
+	int64_t delay = (int64_t)(fs->o->writeback_delay * 1e9);
+	int64_t every = delay > 0 && delay < 1000000000 ? delay : 100000000;
+
+	if (!wb)
+		return 0;
+	return wbf_start(wb->wl, &wb_ops, wb, delay, every, &wb->fl);
+}
+
+int wb_stop(struct hotfs *fs)
+{
+	struct hotfs_wb *wb = fs->wb;
+	struct wblog_stats s;
+	int r;
+
+	if (!wb)
+		return 0;
+	/* everything, however young: the source is then whole */
+	wbf_stop(wb->fl, false, 0);
+	wb->fl = NULL;
+	r = 0;
+	for (int i = 0; i < 3; i++) {
+		r = wbf_round(wb->wl, &wb_ops, wb, 0, NULL);
+		wblog_stats(wb->wl, &s);
+		if (!s.dirty_blocks)
+			break;
+	}
+	wblog_stats(wb->wl, &s);
+	if (s.dirty_blocks) {
+		hotfs_log(LOG_ERR, "writeback: %llu dirty bytes could not be "
+			  "written to the source (%s); they stay in the "
+			  "cachedir's wlog for the next mount\n",
+			  (unsigned long long)s.dirty_bytes,
+			  r ? strerror(-r) : "?");
+		return r ? r : -EIO;
+	}
+	return 0;
+}
+
+void wb_close(struct hotfs *fs)
+{
+	struct hotfs_wb *wb = fs->wb;
+	unsigned i;
+
+	if (!wb)
+		return;
+	wbf_stop(wb->fl, false, 0);
+	for (i = 0; i < WB_FD_BUCKETS; i++)
+		while (wb->fds[i]) {
+			struct wb_fdent *e = wb->fds[i];
+
+			wb->fds[i] = e->next;
+			close(e->fd);
+			free(e);
+		}
+	wblog_close(wb->wl);
+	pthread_rwlock_destroy(&wb->gone);
+	pthread_mutex_destroy(&wb->m);
+	free(wb);
+	fs->wb = NULL;
+}
+
+/*----------------------------------------------------------------*/
+/* the requests */
+
+bool wb_on(struct hotfs *fs, struct hotfs_inode *in)
+{
+	return fs->wb && in->dev == fs->wb->root_dev && S_ISREG(in->type);
+}
+
+/* The file's own bytes (the source's; zeros past its end). */
+static int fill(void *arg, const struct wb_fid *fid, uint64_t off,
+		void *buf, size_t len)
+{
+	ssize_t n;
+	int fd = open_ino(arg, fid->ino, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return fd;
+	n = pread_full(fd, buf, len, (off_t)off);
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	memset((char *)buf + n, 0, len - (size_t)n);
+	return 0;
+}
+
+ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
+		 size_t len, off_t off, bool sync)
+{
+	struct hotfs_wb *wb = fs->wb;
+	struct wb_fid f = fid_of(in->ino);
+	uint64_t seq = 0;
+	ssize_t n;
+	int err, tries;
+
+	if (off < 0)
+		return -EINVAL;
+	err = fd_get(wb, in);
+	if (err)
+		return err;
+	pthread_rwlock_rdlock(&wb->gone);
+	for (tries = 0;; tries++) {
+		n = wblog_write(wb->wl, &f, (uint64_t)off, buf, len, fill, wb,
+				&seq);
+		if (n != -ENOSPC || tries >= 3)
+			break;
+		/* the log is full: make room (writers wait, not fail) */
+		wbf_round(wb->wl, &wb_ops, wb, 0, NULL);
+	}
+	pthread_rwlock_unlock(&wb->gone);
+	if (n > 0 && sync) {
+		err = wblog_sync(wb->wl, seq);
+		if (err)
+			n = err;
+	}
+	fd_put(wb, in->ino);
+	return n;
+}
+
+uint64_t wb_read_gen(struct hotfs *fs, struct hotfs_inode *in)
+{
+	struct wb_fid f = fid_of(in->ino);
+
+	return fs->wb ? wblog_forget_gen(fs->wb->wl, &f) : 0;
+}
+
+int wb_read_fix(struct hotfs *fs, struct hotfs_inode *in, int src,
+		size_t size, off_t off, struct rp_reply *rep, uint64_t gen)
+{
+	struct hotfs_wb *wb = fs->wb;
+	struct wb_fid f = fid_of(in->ino);
+	uint64_t end = wblog_dirty_end(wb->wl, &f), msize;
+	size_t want, got = 0;
+	struct stat st;
+	ssize_t n;
+	char *buf;
+	int i;
+
+	if (!end)	/* nothing dirty now: but was it just flushed? */
+		return wblog_forget_gen(wb->wl, &f) != gen;
+	if (fstat(src, &st))
+		return -errno;
+	msize = (uint64_t)st.st_size > end ? (uint64_t)st.st_size : end;
+	want = (uint64_t)off >= msize ? 0 :
+	       msize - (uint64_t)off < size ? (size_t)(msize - off) : size;
+	buf = malloc(want ? want : 1);
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < rep->n && got < want; i++) {
+		size_t k = rep->iov[i].iov_len < want - got ?
+			   rep->iov[i].iov_len : want - got;
+
+		memcpy(buf + got, rep->iov[i].iov_base, k);
+		got += k;
+	}
+	memset(buf + got, 0, want - got);	/* a hole the dirty end made */
+	n = wblog_overlay(wb->wl, &f, (uint64_t)off, buf, want);
+	if (n < 0 || wblog_forget_gen(wb->wl, &f) != gen) {
+		free(buf);
+		return n < 0 ? (int)n : 1;
+	}
+	rp_done(rep);
+	memset(rep, 0, sizeof(*rep));
+	rep->buf = buf;
+	rep->iov[0].iov_base = buf;
+	rep->iov[0].iov_len = want;
+	rep->n = 1;
+	return 0;
+}
+
+void wb_fix_attr(struct hotfs *fs, struct stat *st)
+{
+	struct wb_fid f = fid_of((uint64_t)st->st_ino);
+	int64_t mt;
+	uint64_t end;
+
+	if (!fs->wb || !S_ISREG(st->st_mode) || st->st_dev != fs->wb->root_dev)
+		return;
+	end = wblog_dirty_info(fs->wb->wl, &f, &mt);
+	if (end > (uint64_t)st->st_size) {
+		st->st_size = (off_t)end;
+		if ((blkcnt_t)((end + 511) / 512) > st->st_blocks)
+			st->st_blocks = (blkcnt_t)((end + 511) / 512);
+	}
+	/* the dirty writes' time (the flush gives the source a later one:
+	 * the times never go back) */
+	if (end && mt > clock_ts_ns(&st->st_mtim)) {
+		st->st_mtim.tv_sec = mt / 1000000000;
+		st->st_mtim.tv_nsec = mt % 1000000000;
+	}
+	if (end && mt > clock_ts_ns(&st->st_ctim)) {
+		st->st_ctim.tv_sec = mt / 1000000000;
+		st->st_ctim.tv_nsec = mt % 1000000000;
+	}
+}
+
+int wb_sync(struct hotfs *fs)
+{
+	return fs->wb ? wblog_sync(fs->wb->wl, 0) : 0;
+}
+
+int wb_truncate(struct hotfs *fs, struct hotfs_inode *in, uint64_t size)
+{
+	struct wb_fid f = fid_of(in->ino);
+
+	if (!fs->wb || in->dev != fs->wb->root_dev || !S_ISREG(in->type))
+		return 0;
+	return wblog_trim(fs->wb->wl, &f, size);
+}
+
+int wb_trunc_st(struct hotfs *fs, const struct stat *st)
+{
+	struct wb_fid f = fid_of((uint64_t)st->st_ino);
+
+	/* empty and nothing dirty: new, or cut already (a trim record is in
+	 * the log if it ever held records of it) */
+	if (fs->wb && S_ISREG(st->st_mode) && st->st_dev == fs->wb->root_dev &&
+	    (st->st_size > 0 || wblog_dirty_end(fs->wb->wl, &f)))
+		return wblog_trim(fs->wb->wl, &f, 0);
+	return 0;
+}
+
+int wb_trunc_fd(struct hotfs *fs, int fd, const struct stat *st)
+{
+	int r = wb_trunc_st(fs, st);
+
+	if (!r && st->st_size > 0 && ftruncate(fd, 0))
+		r = -errno;
+	return r;
+}
+
+int wb_flush_inode(struct hotfs *fs, struct hotfs_inode *in)
+{
+	struct wb_fid f = fid_of(in->ino);
+
+	if (!fs->wb || in->dev != fs->wb->root_dev || !S_ISREG(in->type))
+		return 0;
+	return wbf_flush_file(fs->wb->wl, &wb_ops, fs->wb, &f);
+}
+
+int wb_unlink_begin(struct hotfs *fs, struct hotfs_inode *in,
+		    const struct stat *st, bool *drop)
+{
+	struct hotfs_wb *wb = fs->wb;
+
+	*drop = false;
+	if (!wb || !S_ISREG(st->st_mode) || st->st_dev != wb->root_dev ||
+	    st->st_nlink != 1)
+		return 0;
+	/*
+	 * Known to the kernel (in the table): a process may hold it open, or
+	 * open it after the name is gone (looked up before), and read and
+	 * write it: its dirty data stays, and is flushed to the unlinked
+	 * file, whose inode the descriptor kept for it holds (its number is
+	 * nobody else's meanwhile); sealed when that descriptor goes.
+	 * Unknown: nothing can reach it once its last name is gone (the
+	 * kernel holds the directory while the name is removed: no lookup of
+	 * it meanwhile): dropped.
+	 */
+	if (fs->no_open || in ||
+	    ino_find(fs->it, st->st_dev, st->st_ino) != NULL)
+		return 0;
+	pthread_rwlock_wrlock(&wb->gone);
+	*drop = true;
+	return 0;
+}
+
+void wb_unlink_end(struct hotfs *fs, const struct stat *st, bool drop,
+		   int err)
+{
+	struct hotfs_wb *wb = fs->wb;
+	struct wb_fid f = fid_of((uint64_t)st->st_ino);
+	int r;
+
+	if (!drop)
+		return;
+	if (!err) {
+		r = wblog_trim(wb->wl, &f, 0);
+		if (r)
+			hotfs_log(LOG_ERR, "writeback: the dirty data of "
+				  "removed inode %llu could not be dropped "
+				  "(%s)\n", (unsigned long long)f.ino,
+				  strerror(-r));
+		fd_forget(wb, f.ino, true);
+	}
+	pthread_rwlock_unlock(&wb->gone);
+}
+
+void wb_stats(struct hotfs *fs, struct wb_stats *st)
+{
+	struct wblog_stats s;
+	int64_t now = clock_real_ns();
+
+	memset(st, 0, sizeof(*st));
+	if (!fs->wb)
+		return;
+	wblog_stats(fs->wb->wl, &s);
+	st->dirty_bytes = s.dirty_bytes;
+	st->dirty_records = s.dirty_records;
+	st->dirty_files = s.dirty_files;
+	st->flushed_bytes = s.flushed_bytes;
+	st->flush_errors = s.flush_errors;
+	st->absorbed = s.absorbed;
+	st->log_used = s.log_used;
+	st->log_capacity = s.log_capacity;
+	st->oldest_dirty_age = s.oldest_dirty_ns && now > s.oldest_dirty_ns ?
+			       (double)(now - s.oldest_dirty_ns) / 1e9 : 0;
+}

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The writeback log's insides, shared by its files: src/wblog.c (writing,
+ * group commit, reading, trims, flushing), src/wblog_map.c (the map of
+ * dirty blocks and the records in memory), src/wblog_open.c (the header,
+ * checksums, open and replay).  include/hotfs/wblog.h gives the design.
+ */
+#ifndef HOTFS_WBLOG_I_H
+#define HOTFS_WBLOG_I_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hotfs/wblog.h"
+
+#define WL_MAGIC	"HOTFSWL1"
+#define WR_MAGIC	"HOTFSWR1"
+#define WL_VERSION	1u
+#define WL_HDR_BLOCKS	2u		/* the two header slots */
+#define WL_MIN_BLOCKS	64u
+#define WL_GEN_BUCKETS	1024u
+
+enum { WR_DATA = 1, WR_TRIM = 2, WR_PAD = 3 };
+
+struct wl_super {
+	char magic[8];
+	uint32_t version;
+	uint32_t block;
+	uint64_t nblocks;	/* the area */
+	uint64_t gen;		/* the newer slot wins */
+	uint64_t tail_pos;	/* where replay starts (a block of the area) */
+	uint64_t tail_seq;	/* and the sequence number found there */
+	uint64_t epoch;		/* records from epoch_seq on carry it */
+	uint64_t epoch_seq;
+	uint64_t csum;
+};
+
+struct wl_rec {
+	char magic[8];
+	uint64_t seq;
+	uint64_t epoch;
+	uint32_t type;
+	uint32_t nblk;		/* data blocks following */
+	uint64_t dev, ino;
+	uint64_t off, len;	/* DATA: the bytes; TRIM: off = the size */
+	int64_t time_ns;
+	uint64_t csum;		/* of this header (csum 0) and the data */
+};
+
+/*----------------------------------------------------------------*/
+/* the map: files and their dirty blocks */
+
+struct wl_file {
+	struct wl_file *next;	/* hash chain */
+	struct wb_fid fid;
+	uint64_t nblocks;	/* dirty blocks */
+	uint64_t end;		/* dirty end */
+	int64_t mtime_ns;	/* its newest dirty record's wall clock */
+	unsigned inflight;	/* runs being flushed */
+};
+
+struct wl_ent {
+	struct wl_ent *next;	/* hash chain */
+	struct wl_file *f;
+	uint64_t blk;		/* block of the file */
+	uint64_t pos;		/* its copy: a block of the area */
+	uint64_t seq;		/* of the record holding it */
+	uint16_t lo, hi;	/* dirty bytes within the block */
+};
+
+/* one record in the log, oldest first */
+struct wl_recmem {
+	uint64_t start;		/* first block of the area it occupies */
+	uint64_t nblk;		/* blocks it occupies (header included) */
+	uint64_t live;		/* map entries that point into it */
+	int64_t time_ns;
+	/* DATA: its file (valid while live: the file holds the entries)
+	 * and the blocks of the file it holds */
+	struct wl_file *f;
+	uint64_t blk0;
+	uint32_t ndata;
+};
+
+struct wblog {
+	pthread_mutex_t m;
+	pthread_cond_t cv;	/* a sync ended, a flush ended */
+	int fd;
+	uint64_t nblocks;	/* the area's */
+	/* the map (protected by m) */
+	struct wl_file **fh;
+	size_t fh_size, nfiles;
+	struct wl_ent **eh;
+	size_t eh_size, nents;
+	/* the records between the durable tail and the head, a ring of
+	 * rq_cap entries; rq_first's sequence number is rq_seq */
+	struct wl_recmem *rq;
+	size_t rq_cap, rq_head, rq_n;
+	uint64_t rq_seq;
+	size_t dead;		/* leading records known to have live 0 */
+	uint64_t head;		/* the next record's block */
+	uint64_t used;		/* blocks from the durable tail to head */
+	uint64_t epoch, epoch_seq, gen;
+	/* group commit */
+	uint64_t appended;	/* the last record's seq */
+	uint64_t synced;	/* every record up to it durable */
+	bool syncing;
+	int sync_err;		/* sticky: the log's state is unknown */
+	bool releasing;
+	/* counters */
+	uint64_t dirty_bytes, flushed, flush_errors, absorbed, replayed;
+	uint64_t syncs;
+	/* bumped when dirty bytes of a file are forgotten, one counter for
+	 * the files whose identity hashes to it */
+	uint64_t forget_gen[WL_GEN_BUCKETS];
+};
+
+static inline off_t blk_off(uint64_t pos)
+{
+	return (off_t)((WL_HDR_BLOCKS + pos) * WB_BLOCK);
+}
+
+/* the map (wblog_map.c); all under m */
+struct wl_file *wl_file_find(struct wblog *wl, const struct wb_fid *fid);
+struct wl_file *wl_file_get(struct wblog *wl, const struct wb_fid *fid);
+void wl_file_put(struct wblog *wl, struct wl_file *f);
+struct wl_ent **wl_ent_slot(struct wblog *wl, struct wl_file *f, uint64_t blk);
+struct wl_ent *wl_ent_find(struct wblog *wl, struct wl_file *f, uint64_t blk);
+void wl_ent_drop(struct wblog *wl, struct wl_ent **pp);
+int wl_ent_set(struct wblog *wl, struct wl_file *f, uint64_t blk,
+	    uint64_t pos, uint64_t seq, unsigned lo, unsigned hi);
+void wl_file_trim(struct wblog *wl, struct wl_file *f, uint64_t size);
+int wl_apply_data(struct wblog *wl, const struct wl_rec *h, uint64_t pos);
+int wl_rq_push(struct wblog *wl, uint64_t start, uint64_t nblk, int64_t t);
+struct wl_recmem *wl_rec_of(struct wblog *wl, uint64_t seq);
+
+/* the header and checksums (wblog_open.c) */
+uint64_t wl_rec_csum(const struct wl_rec *h, const void *data, size_t len);
+int wl_super_write(struct wblog *wl, uint64_t tail_pos, uint64_t tail_seq);
+
+#endif

@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The writeback log's header and checksums, its open and its replay (see
+ * include/hotfs/wblog.h for the design, src/wblog_i.h for the layout).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "hotfs/fileio.h"
+#include "wblog_i.h"
+
+uint64_t wl_rec_csum(const struct wl_rec *h, const void *data,
+			 size_t len)
+{
+	struct wl_rec c = *h;
+
+	c.csum = 0;
+	/* the data's hash seeded with the header's */
+	return XXH3_64bits_withSeed(len ? data : "", len,
+				    XXH3_64bits(&c, sizeof(c))) | 1;
+}
+
+static uint64_t super_csum(const struct wl_super *s)
+{
+	struct wl_super c = *s;
+
+	c.csum = 0;
+	return XXH3_64bits(&c, sizeof(c)) | 1;
+}
+
+/* Write the header (the slot after the newer one) and sync the log. */
+int wl_super_write(struct wblog *wl, uint64_t tail_pos,
+		       uint64_t tail_seq)
+{
+	char blk[WB_BLOCK] = { 0 };
+	struct wl_super s = { .version = WL_VERSION, .block = WB_BLOCK };
+	ssize_t n;
+
+	memcpy(s.magic, WL_MAGIC, 8);
+	s.nblocks = wl->nblocks;
+	s.gen = wl->gen + 1;
+	s.tail_pos = tail_pos;
+	s.tail_seq = tail_seq;
+	s.epoch = wl->epoch;
+	s.epoch_seq = wl->epoch_seq;
+	s.csum = super_csum(&s);
+	memcpy(blk, &s, sizeof(s));
+	n = pwrite_full(wl->fd, blk, WB_BLOCK, (off_t)(s.gen & 1) * WB_BLOCK);
+	if (n < 0)
+		return (int)n;
+	if (fdatasync(wl->fd))
+		return -errno;
+	wl->gen = s.gen;
+	return 0;
+}
+
+/*----------------------------------------------------------------*/
+/* open and replay */
+
+static void seterr(char *err, size_t len, const char *msg)
+{
+	if (err && len)
+		snprintf(err, len, "%s", msg);
+}
+
+/* The newer good header slot into *s: 0, or -EUCLEAN (none). */
+static int super_read(int fd, struct wl_super *s)
+{
+	struct wl_super a[2];
+	bool ok[2];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		ok[i] = pread_full(fd, &a[i], sizeof(a[i]),
+				   (off_t)i * WB_BLOCK) == sizeof(a[i]) &&
+			!memcmp(a[i].magic, WL_MAGIC, 8) &&
+			a[i].version == WL_VERSION &&
+			a[i].block == WB_BLOCK &&
+			a[i].csum == super_csum(&a[i]) &&
+			a[i].nblocks >= WL_MIN_BLOCKS &&
+			a[i].tail_pos <= a[i].nblocks;
+	}
+	if (!ok[0] && !ok[1])
+		return -EUCLEAN;
+	i = !ok[0] || (ok[1] && a[1].gen > a[0].gen);
+	*s = a[i];
+	return 0;
+}
+
+/* The record at pos if it is the one replay expects (seq, the epoch
+ * rule, whole by its checksum): its data in *data (malloc'd). */
+static bool rec_load(struct wblog *wl, const struct wl_super *s,
+		     uint64_t pos, uint64_t seq, struct wl_rec *h,
+		     char **data)
+{
+	size_t dlen;
+
+	*data = NULL;
+	if (pread_full(wl->fd, h, sizeof(*h), blk_off(pos)) != sizeof(*h) ||
+	    memcmp(h->magic, WR_MAGIC, 8) || h->seq != seq)
+		return false;
+	if (seq >= s->epoch_seq && h->epoch != s->epoch)
+		return false;
+	if (h->type == WR_PAD)
+		return h->nblk == 0 && h->csum == wl_rec_csum(h, NULL, 0);
+	if ((h->type != WR_DATA && h->type != WR_TRIM) ||
+	    h->nblk > wl->nblocks - pos - 1 ||
+	    h->nblk > WB_REC_MAX / WB_BLOCK)
+		return false;
+	if (h->type == WR_DATA &&
+	    (!h->len || h->off + h->len < h->off ||
+	     h->nblk != (h->off + h->len - 1) / WB_BLOCK - h->off / WB_BLOCK
+			+ 1))
+		return false;
+	if (h->type == WR_TRIM && h->nblk)
+		return false;
+	dlen = (size_t)h->nblk * WB_BLOCK;
+	if (dlen) {
+		*data = malloc(dlen);
+		if (!*data || pread_full(wl->fd, *data, dlen,
+					 blk_off(pos + 1)) != (ssize_t)dlen) {
+			free(*data);
+			*data = NULL;
+			return false;
+		}
+	}
+	if (h->csum != wl_rec_csum(h, *data, dlen)) {
+		free(*data);
+		*data = NULL;
+		return false;
+	}
+	return true;
+}
+
+/* Read the records from the tail on into the map, up to the first one
+ * that is not the next. */
+static int replay(struct wblog *wl, const struct wl_super *s)
+{
+	uint64_t pos = s->tail_pos, seq = s->tail_seq, seen = 0;
+	struct wl_rec h;
+	char *data;
+	int err = 0;
+
+	wl->rq_seq = seq;
+	wl->appended = seq - 1;
+	while (!err && seen < wl->nblocks) {
+		uint64_t start = pos == wl->nblocks ? 0 : pos;
+
+		if (!rec_load(wl, s, start, seq, &h, &data))
+			break;
+		if (h.type == WR_PAD) {
+			err = wl_rq_push(wl, start, wl->nblocks - start,
+				      h.time_ns);
+			seen += wl->nblocks - start;
+			pos = 0;
+		} else {
+			err = wl_rq_push(wl, start, 1 + h.nblk, h.time_ns);
+			if (!err && h.type == WR_DATA)
+				err = wl_apply_data(wl, &h, start + 1);
+			if (!err && h.type == WR_TRIM) {
+				struct wb_fid fid = { h.dev, h.ino };
+				struct wl_file *f = wl_file_find(wl, &fid);
+
+				if (f) {
+					wl_file_trim(wl, f, h.off);
+					wl_file_put(wl, f);
+				}
+			}
+			seen += 1 + h.nblk;
+			pos = start + 1 + h.nblk;
+		}
+		free(data);
+		wl->appended = seq++;
+		if (!err && h.type != WR_PAD)
+			wl->replayed++;
+	}
+	wl->used = seen;
+	wl->head = pos;
+	return err;
+}
+
+static int wl_init(struct wblog *wl, uint64_t nblocks)
+{
+	wl->nblocks = nblocks;
+	wl->fh_size = 64;
+	wl->eh_size = 1024;
+	wl->fh = calloc(wl->fh_size, sizeof(*wl->fh));
+	wl->eh = calloc(wl->eh_size, sizeof(*wl->eh));
+	if (!wl->fh || !wl->eh)
+		return -ENOMEM;
+	return 0;
+}
+
+static void map_free(struct wblog *wl)
+{
+	size_t i;
+
+	for (i = 0; wl->eh && i < wl->eh_size; i++)
+		while (wl->eh[i]) {
+			struct wl_ent *e = wl->eh[i];
+
+			wl->eh[i] = e->next;
+			free(e);
+		}
+	for (i = 0; wl->fh && i < wl->fh_size; i++)
+		while (wl->fh[i]) {
+			struct wl_file *f = wl->fh[i];
+
+			wl->fh[i] = f->next;
+			free(f);
+		}
+	free(wl->eh);
+	free(wl->fh);
+	free(wl->rq);
+}
+
+int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
+	       char *err, size_t errlen)
+{
+	uint64_t nblocks = capacity / WB_BLOCK;
+	struct wblog *wl;
+	struct wl_super s;
+	struct stat sb;
+	int rc;
+
+	*out = NULL;
+	if (nblocks < WL_MIN_BLOCKS)
+		nblocks = WL_MIN_BLOCKS;
+	wl = calloc(1, sizeof(*wl));
+	if (!wl)
+		return -ENOMEM;
+	pthread_mutex_init(&wl->m, NULL);
+	pthread_cond_init(&wl->cv, NULL);
+	wl->fd = openat(dirfd, WB_LOG_NAME, O_RDWR | O_CREAT | O_CLOEXEC |
+			O_NOFOLLOW, 0600);
+	rc = wl->fd < 0 ? -errno : file_make_private(wl->fd, 0600);
+	if (rc) {
+		seterr(err, errlen, "wlog: cannot open it privately");
+		goto fail;
+	}
+	rc = fstat(wl->fd, &sb) ? -errno : 0;
+	if (rc)
+		goto fail;
+	if (sb.st_size) {
+		rc = super_read(wl->fd, &s);
+		if (rc) {
+			seterr(err, errlen, "wlog: both headers damaged; it may "
+			       "hold acknowledged writes, so it is kept (move "
+			       "it away to start without them)");
+			goto fail;
+		}
+		rc = wl_init(wl, s.nblocks);
+		if (!rc) {
+			wl->gen = s.gen;
+			wl->epoch = s.epoch;
+			rc = replay(wl, &s);
+		}
+		if (rc) {
+			seterr(err, errlen, "wlog: out of memory replaying it");
+			goto fail;
+		}
+		/* an empty log takes the capacity asked for */
+		if (!wl->nents && s.nblocks != nblocks) {
+			map_free(wl);
+			memset(&wl->fh, 0, sizeof(*wl) -
+			       offsetof(struct wblog, fh));
+			wl->gen = s.gen;
+			wl->epoch = s.epoch;
+			rc = wl_init(wl, nblocks);
+			wl->rq_seq = s.tail_seq;	/* sequence goes on */
+			wl->appended = s.tail_seq - 1;
+			if (rc)
+				goto fail;
+		}
+	} else {
+		rc = wl_init(wl, nblocks);
+		if (rc)
+			goto fail;
+		wl->rq_seq = 1;
+	}
+	if (ftruncate(wl->fd, blk_off(wl->nblocks))) {
+		rc = -errno;
+		seterr(err, errlen, "wlog: cannot size it");
+		goto fail;
+	}
+	/* the replayed records durable, then a new epoch from here */
+	wl->epoch++;
+	wl->epoch_seq = wl->appended + 1;
+	wl->synced = wl->appended;
+	rc = wl_super_write(wl, wl->rq_n ? wl->rq[wl->rq_head].start : wl->head,
+			 wl->rq_seq);
+	/* its name durable too (made by this open, or by one a power loss
+	 * interrupted before the directory reached the device) */
+	if (!rc && fsync(dirfd))
+		rc = -errno;
+	if (rc) {
+		seterr(err, errlen, "wlog: cannot write its header");
+		goto fail;
+	}
+	*out = wl;
+	return 0;
+fail:
+	if (wl->fd >= 0)
+		close(wl->fd);
+	map_free(wl);
+	pthread_cond_destroy(&wl->cv);
+	pthread_mutex_destroy(&wl->m);
+	free(wl);
+	return rc;
+}
+
+void wblog_close(struct wblog *wl)
+{
+	if (!wl)
+		return;
+	close(wl->fd);
+	map_free(wl);
+	pthread_cond_destroy(&wl->cv);
+	pthread_mutex_destroy(&wl->m);
+	free(wl);
+}

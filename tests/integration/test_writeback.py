@@ -1,0 +1,547 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""writemode=writeback on a real mount (man/hotfs.8, WRITEBACK).
+
+Writes are acknowledged from the writeback log in the cachedir; with
+writeback_delay=3600 the flusher holds them, so the tests see the source
+still holding the old bytes while the mount shows the new ones (buffered,
+O_DIRECT and mmap reads).  A clean unmount writes everything back: the
+source is then byte for byte what the mount showed.  A kill -9 loses
+nothing that was written: the next mount replays the log, serves the
+dirty data and flushes it.  Truncate, unlink and rename of files with
+dirty data follow the rules of the man page; fsx runs in writeback mode.
+"""
+import hashlib
+import json
+import mmap
+import os
+import random
+import signal
+import subprocess
+import threading
+
+import pytest
+
+import util
+import test_concurrency as concurrency
+from test_fsx import FSX_TIMEOUT, check_result, fsx_cmd
+
+HOLD = 'writemode=writeback,writeback_delay=3600'
+
+
+def read(path):
+    with open(path, 'rb') as f:
+        return f.read()
+
+
+def read_direct(path, size):
+    """size bytes (a multiple of 4096) from the start, O_DIRECT."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    try:
+        buf = mmap.mmap(-1, size)
+        n = os.readv(fd, [buf])
+        return bytes(buf[:n])
+    finally:
+        os.close(fd)
+
+
+def write_at(path, off, data, flags=0):
+    fd = os.open(path, os.O_WRONLY | flags)
+    try:
+        assert os.pwrite(fd, data, off) == len(data)
+    finally:
+        os.close(fd)
+
+
+def drop_pages(path):
+    """The kernel's cached pages of the file through the mount gone: the
+    next read reaches the daemon."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def kill9(ws, proc):
+    """The daemon killed; its mount cleaned up (the kernel's pages of the
+    cachedir's files survive, as after a crash of the daemon alone)."""
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    util.cleanup_mount(None, ws.mnt)
+    util.wait_for(lambda: not util.is_mounted(ws.mnt), 'unmounted')
+
+
+@pytest.fixture
+def held(ws):
+    """A mount that holds dirty data (no flush before the unmount)."""
+    old = bytes(range(256)) * 64                 # 16 KiB
+    with open(os.path.join(ws.src, 'f'), 'wb') as f:
+        f.write(old)
+    proc = ws.start(opts=HOLD)
+    yield ws, proc, old
+    if proc.poll() is None and util.is_mounted(ws.mnt):
+        ws.stop(proc)
+
+
+def test_read_your_writes(held):
+    ws, proc, old = held
+    m, s = os.path.join(ws.mnt, 'f'), os.path.join(ws.src, 'f')
+    new = bytearray(old)
+    write_at(m, 100, b'A' * 5000)
+    new[100:5100] = b'A' * 5000
+    write_at(m, 9000, b'B' * 10)                 # a gap in a block
+    new[9000:9010] = b'B' * 10
+    write_at(m, len(old) + 3000, b'C' * 20)      # past the end: a hole
+    new += bytes(3000) + b'C' * 20
+    new = bytes(new)
+    assert read(s) == old, 'the source changed before any flush'
+    assert os.stat(m).st_size == len(new)
+    assert os.stat(s).st_size == len(old)
+    assert read(m) == new
+    drop_pages(m)                                # from the daemon
+    assert read(m) == new
+    assert read_direct(m, 8192 * 3)[:len(new)] == new
+    with open(m, 'rb') as f:
+        mm = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+        try:
+            assert mm[:] == new
+        finally:
+            mm.close()
+    # writes through a shared mapping come as writes too
+    with open(m, 'r+b') as f:
+        mm = mmap.mmap(f.fileno(), 0)
+        mm[200:204] = b'MMAP'
+        mm.flush()
+        mm.close()
+    new = new[:200] + b'MMAP' + new[204:]
+    drop_pages(m)
+    assert read(m) == new
+    assert read(s) == old
+    # a clean unmount writes it all back
+    ws.stop(proc)
+    assert read(s) == new
+
+
+def test_o_direct_and_sync_writes(held):
+    ws, proc, old = held
+    m, s = os.path.join(ws.mnt, 'f'), os.path.join(ws.src, 'f')
+    buf = mmap.mmap(-1, 4096)
+    buf.write(b'D' * 4096)
+    fd = os.open(m, os.O_WRONLY | os.O_DIRECT)
+    try:
+        assert os.pwritev(fd, [buf], 4096) == 4096
+    finally:
+        os.close(fd)
+    write_at(m, 0, b'S' * 10, os.O_SYNC)
+    fd = os.open(m, os.O_RDWR)
+    try:
+        os.pwrite(fd, b'F' * 10, 20)
+        os.fsync(fd)
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
+    new = b'S' * 10 + old[10:20] + b'F' * 10 + old[30:4096] + \
+        b'D' * 4096 + old[8192:]
+    assert read_direct(m, len(old)) == new
+    assert read(s) == old
+    ws.stop(proc)
+    assert read(s) == new
+
+
+def test_kill9_then_remount(ws):
+    old = b'o' * 100000
+    with open(os.path.join(ws.src, 'f'), 'wb') as f:
+        f.write(old)
+    proc = ws.start(opts=HOLD)
+    m, s = os.path.join(ws.mnt, 'f'), os.path.join(ws.src, 'f')
+    write_at(m, 5000, b'K' * 70000)
+    with open(os.path.join(ws.mnt, 'g'), 'wb') as f:
+        f.write(b'new file ' * 1000)
+    fd = os.open(m, os.O_RDWR)
+    os.fsync(fd)
+    os.close(fd)
+    new = old[:5000] + b'K' * 70000 + old[75000:]
+    kill9(ws, proc)
+    assert read(s) == old
+    assert read(os.path.join(ws.src, 'g')) == b''
+    # the log replayed: served before any flush
+    proc = ws.start(opts=HOLD)
+    assert read(m) == new
+    assert read(os.path.join(ws.mnt, 'g')) == b'new file ' * 1000
+    assert read(s) == old
+    ws.stop(proc)
+    assert read(s) == new
+    assert read(os.path.join(ws.src, 'g')) == b'new file ' * 1000
+    # and flushed by the flusher on its own (no delay)
+    proc = ws.start(opts='writemode=writeback')
+    write_at(m, 0, b'Z' * 10)
+    util.wait_for(lambda: read(s)[:10] == b'Z' * 10, 'the flush')
+    ws.stop(proc)
+
+
+def test_truncate_unlink_rename(held):
+    ws, proc, old = held
+    m = lambda n: os.path.join(ws.mnt, n)    # noqa: E731
+    s = lambda n: os.path.join(ws.src, n)    # noqa: E731
+    # truncate: the dirty bytes past the cut are gone, then written anew
+    write_at(m('f'), 10000, b'T' * 4000)
+    os.truncate(m('f'), 12000)
+    assert os.stat(m('f')).st_size == 12000
+    write_at(m('f'), 13000, b'U' * 10)
+    want_f = old[:10000] + b'T' * 2000 + bytes(1000) + b'U' * 10
+    assert read(m('f')) == want_f
+    # unlink of the last link: dropped; a new file of the name is empty
+    with open(m('u'), 'wb') as f:
+        f.write(b'gone' * 1000)
+    os.unlink(m('u'))
+    with open(m('u'), 'wb') as f:
+        f.write(b'x')
+    # rename: the dirty data follows the file
+    with open(m('r'), 'wb') as f:
+        f.write(b'renamed' * 100)
+    os.rename(m('r'), m('r2'))
+    # rename over a file with dirty data
+    with open(m('v'), 'wb') as f:
+        f.write(b'victim' * 100)
+    with open(m('w'), 'wb') as f:
+        f.write(b'winner' * 100)
+    os.rename(m('w'), m('v'))
+    # a file unlinked while open keeps its bytes for its handle
+    fd = os.open(m('o'), os.O_RDWR | os.O_CREAT, 0o644)
+    os.pwrite(fd, b'open' * 100, 0)
+    os.unlink(m('o'))
+    os.pwrite(fd, b'more', 400)
+    assert os.pread(fd, 404, 0) == b'open' * 100 + b'more'
+    os.close(fd)
+    assert read(m('f')) == want_f
+    assert read(m('u')) == b'x'
+    assert read(m('r2')) == b'renamed' * 100
+    assert read(m('v')) == b'winner' * 100
+    assert sorted(os.listdir(ws.mnt)) == ['f', 'r2', 'u', 'v']
+    kill9(ws, proc)
+    # nothing comes back that was cut or removed
+    proc = ws.start(opts=HOLD)
+    assert read(m('f')) == want_f
+    assert read(m('u')) == b'x'
+    assert read(m('r2')) == b'renamed' * 100
+    assert read(m('v')) == b'winner' * 100
+    ws.stop(proc)
+    assert read(s('f')) == want_f
+    assert read(s('u')) == b'x'
+    assert read(s('r2')) == b'renamed' * 100
+    assert read(s('v')) == b'winner' * 100
+
+
+def test_setattr_and_fallocate_flush_first(held):
+    ws, proc, old = held
+    m, s = os.path.join(ws.mnt, 'f'), os.path.join(ws.src, 'f')
+    write_at(m, 0, b'P' * 8192)
+    # setting the times flushes first: the times stay as set
+    os.utime(m, (1000000000, 1000000000))
+    assert read(s)[:8192] == b'P' * 8192
+    assert os.stat(m).st_mtime == 1000000000
+    write_at(m, 8192, b'Q' * 4096)
+    fd = os.open(m, os.O_RDWR)
+    try:
+        util.fallocate(fd, 0x02 | 0x01, 4096, 4096)   # PUNCH_HOLE|KEEP
+    finally:
+        os.close(fd)
+    want = b'P' * 4096 + bytes(4096) + b'Q' * 4096 + old[12288:]
+    assert read(m) == want
+    assert read(s) == want
+    ws.stop(proc)
+    assert read(s) == want
+
+
+def test_refused_without_store_and_live(ws):
+    r = subprocess.run([util.hotfs_bin(), ws.src, ws.mnt, '-o',
+                        'nocache,writemode=writeback', '-f'],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=60)
+    assert r.returncode != 0
+    assert b'needs a cache store' in r.stderr
+    assert not util.is_mounted(ws.mnt)
+    proc = ws.start(opts=HOLD)
+    ctl = os.environ.get('HOTFSCTL_BIN') or os.path.join(
+        os.path.dirname(util.hotfs_bin()), 'hotfsctl')
+    r = subprocess.run([ctl, 'set', ws.mnt, 'writemode=writearound'],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=60)
+    assert r.returncode != 0
+    assert b'fixed while mounted with writemode=writeback' in r.stdout
+    ws.stop(proc)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('opts', [HOLD, 'writemode=writeback'],
+                         ids=['held', 'flushing'])
+def test_fsx_writeback(ws, opts):
+    """fsx's model of the file against the mount, the log holding the
+    data or the flusher writing it back under the exerciser; then the
+    source after the unmount."""
+    proc = ws.start(opts=opts + ',threshold=1')
+    name = 'fsx.wb'
+    r = subprocess.run(fsx_cmd(os.path.join(ws.mnt, name), 31,
+                               args=['-l', '2M', '-o', '256K']),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=FSX_TIMEOUT)
+    check_result(name, r.returncode, r.stdout.decode(errors='replace'))
+    shown = read(os.path.join(ws.mnt, name))
+    ws.stop(proc)
+    assert read(os.path.join(ws.src, name)) == shown
+
+
+WB_KEYS = ('dirty_bytes', 'dirty_records', 'dirty_files', 'oldest_dirty_age',
+           'flushed_bytes', 'flush_errors', 'writes_absorbed',
+           'wlog_used_bytes', 'wlog_capacity_bytes')
+
+
+def test_stats(ws):
+    """The keys in every mode; in writeback, what is dirty and flushed."""
+    with open(os.path.join(ws.src, 'f'), 'wb') as f:
+        f.write(b'o' * 8192)
+    proc = ws.start()
+    s = util.hotfs_stats(ws.mnt)
+    assert all(float(s[k]) == 0 for k in WB_KEYS), s
+    ws.stop(proc)
+    proc = ws.start(opts=HOLD)
+    m = os.path.join(ws.mnt, 'f')
+    write_at(m, 0, b'a' * 5000)
+    write_at(m, 100, b'b' * 10)
+    s = util.hotfs_stats(ws.mnt)
+    assert int(s['dirty_bytes']) == 5000
+    assert int(s['dirty_files']) == 1
+    assert int(s['dirty_records']) == 2
+    assert int(s['writes_absorbed']) >= 1
+    assert float(s['oldest_dirty_age']) >= 0
+    assert int(s['wlog_used_bytes']) > 0
+    assert int(s['wlog_capacity_bytes']) == 256 << 20
+    assert int(s['flushed_bytes']) == 0 and int(s['flush_errors']) == 0
+    with open(os.path.join(ws.mnt, '.hotfs', 'stats.json')) as f:
+        j = json.load(f)
+    assert all(k in j for k in WB_KEYS), j
+    ws.stop(proc)
+    # the flusher without a delay: flushed, then nothing dirty
+    proc = ws.start(opts='writemode=writeback')
+    write_at(m, 0, b'c' * 3000)
+    util.wait_for(lambda: int(util.hotfs_stats(ws.mnt)['dirty_bytes']) == 0
+                  and int(util.hotfs_stats(ws.mnt)['flushed_bytes']) >= 3000,
+                  'the flush')
+    assert read(os.path.join(ws.src, 'f'))[:3000] == b'c' * 3000
+    ws.stop(proc)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('opts', [HOLD, 'writemode=writeback'],
+                         ids=['held', 'flushing'])
+def test_concurrency_writeback(ws, opts):
+    """test_concurrency's workers (own files, stripes of a shared file,
+    records appended to a shared log with O_APPEND, names churned) and
+    its contenders (files replaced whole by rename, unlinked, linked)
+    through a writeback mount: every byte they read is checked; the mount
+    shows the result, and after the unmount the source holds it."""
+    with open(os.path.join(ws.src, 'common'), 'wb') as f:
+        f.write(concurrency.pattern(7, concurrency.COMMON_SIZE))
+    proc = ws.start(opts=opts)
+    mnt = ws.mnt
+    n = concurrency.NPROC
+    with open(os.path.join(mnt, 'shared'), 'wb') as f:
+        f.truncate(n * concurrency.STRIPE)
+    open(os.path.join(mnt, 'log'), 'wb').close()
+    os.mkdir(os.path.join(mnt, 'churn'))
+    os.mkdir(os.path.join(mnt, 'arena'))
+    failures = concurrency.run_workers(mnt, n)
+    failures += concurrency.run_contenders(mnt, n)
+    assert proc.poll() is None, 'hotfs died: %s' % ws.log_text(proc)[-3000:]
+    assert not failures, '\n'.join(failures)
+    expect = b''.join(concurrency.pattern(3000 + i, concurrency.STRIPE)
+                      for i in range(n))
+    rec = concurrency.RECORD
+
+    def check(root):
+        assert read(os.path.join(root, 'shared')) == expect, root
+        log = read(os.path.join(root, 'log'))
+        assert len(log) == n * concurrency.NRECORDS * rec, root
+        seen = {}
+        for k in range(0, len(log), rec):
+            r = log[k:k + rec]
+            assert r.endswith(b'\n') and r.count(b'\n') == 1, r
+            i, j, _ = r.split(b':', 2)
+            seen.setdefault(int(i), []).append(int(j))
+        assert seen == {i: list(range(concurrency.NRECORDS))
+                        for i in range(n)}, root
+        names = sorted(os.listdir(os.path.join(root, 'churn')))
+        assert names == sorted('w%d-%d.renamed' % (i, k) for i in range(n)
+                               for k in range(0, concurrency.CHURN, 2))
+
+    check(mnt)
+    shown = {}
+    for d in ('', 'arena', 'churn'):
+        for name in os.listdir(os.path.join(mnt, d)):
+            p = os.path.join(d, name)
+            if os.path.isfile(os.path.join(mnt, p)):
+                shown[p] = read(os.path.join(mnt, p))
+    ws.stop(proc)
+    check(ws.src)
+    for p, data in shown.items():
+        assert read(os.path.join(ws.src, p)) == data, p
+
+
+def test_revalidate_never(ws):
+    """Without open round trips (handle-less requests) the same rules."""
+    old = b'n' * 10000
+    with open(os.path.join(ws.src, 'f'), 'wb') as f:
+        f.write(old)
+    proc = ws.start(opts=HOLD + ',revalidate=never')
+    m, s = os.path.join(ws.mnt, 'f'), os.path.join(ws.src, 'f')
+    write_at(m, 5000, b'N' * 6000)
+    new = old[:5000] + b'N' * 6000
+    drop_pages(m)
+    assert read(m) == new and read(s) == old
+    with open(os.path.join(ws.mnt, 'g'), 'wb') as f:
+        f.write(b'g' * 100)
+    os.unlink(os.path.join(ws.mnt, 'g'))
+    os.truncate(m, 7000)
+    ws.stop(proc)
+    assert read(s) == new[:7000]
+    assert os.listdir(ws.src) == ['f']
+
+
+BLOCK = 4096
+NBLOCKS = 256
+
+
+def block_of(tag, n):
+    return (b'%08d:%08d|' % (tag, n)) * (BLOCK // 18) + b'.' * (BLOCK % 18)
+
+
+@pytest.mark.slow
+def test_kill9_during_writes(ws):
+    """The daemon killed at a random moment of random block writes with an
+    fsync every 8: at the next mount every block holds the last write to
+    it that returned, or one issued after it; never another block's or a
+    mix of two (kill -9 leaves the kernel's pages of the log, so a write
+    that returned is kept even without its fsync)."""
+    rng = random.Random(2326)
+    path = os.path.join(ws.src, 'f')
+    with open(path, 'wb') as f:
+        for b in range(NBLOCKS):
+            f.write(block_of(0, b))
+    # per block: the contents it may hold (the last write that returned,
+    # and those issued after it)
+    allowed = {b: [block_of(0, b)] for b in range(NBLOCKS)}
+    tag = 0
+    for rnd in range(4):
+        proc = ws.start(opts='writemode=writeback,writeback_delay=%d' %
+                        rng.choice([0, 3600]))
+        m = os.path.join(ws.mnt, 'f')
+        shown = read(m)
+        for b in range(NBLOCKS):      # what the last round left
+            got = shown[b * BLOCK:(b + 1) * BLOCK]
+            assert got in allowed[b], (rnd, b, got[:20])
+            allowed[b] = [got]
+        killer = threading.Timer(rng.uniform(0.2, 1.5),
+                                 lambda: proc.send_signal(signal.SIGKILL))
+        killer.start()
+        writes = 0
+        try:
+            fd = os.open(m, os.O_WRONLY)
+            while True:
+                tag += 1
+                b = rng.randrange(NBLOCKS)
+                data = block_of(tag, b)
+                allowed[b].append(data)          # issued
+                os.pwrite(fd, data, b * BLOCK)
+                allowed[b] = [data]              # returned
+                writes += 1
+                if tag % 8 == 0:
+                    os.fsync(fd)
+        except OSError:
+            pass
+        finally:
+            killer.join()
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        assert writes > 0
+        proc.wait(timeout=30)
+        util.cleanup_mount(None, ws.mnt)
+        util.wait_for(lambda: not util.is_mounted(ws.mnt), 'unmounted')
+    proc = ws.start(opts='writemode=writeback')
+    shown = read(os.path.join(ws.mnt, 'f'))
+    for b in range(NBLOCKS):
+        assert shown[b * BLOCK:(b + 1) * BLOCK] in allowed[b], b
+    ws.stop(proc)
+    assert read(path) == shown
+
+
+def test_open_with_o_trunc(held):
+    """O_TRUNC at open cuts the dirty data too (write and read-only
+    opens); the file's later writes stand."""
+    ws, proc, old = held
+    m, s = os.path.join(ws.mnt, 'f'), os.path.join(ws.src, 'f')
+    write_at(m, 0, b'W' * 9000)
+    fd = os.open(m, os.O_WRONLY | os.O_TRUNC)
+    os.pwrite(fd, b'after', 3)
+    os.close(fd)
+    assert read(m) == bytes(3) + b'after'
+    write_at(m, 100, b'X' * 100)
+    os.close(os.open(m, os.O_RDONLY | os.O_TRUNC))
+    assert read(m) == b'' and os.stat(m).st_size == 0
+    # O_CREAT|O_TRUNC of a file that exists (an open, as the kernel
+    # looks the name up first)
+    write_at(m, 0, b'Y' * 5000)
+    drop_pages(m)
+    with open(os.path.join(ws.mnt, 'f'), 'wb') as f:
+        f.write(b'z')
+    assert read(m) == b'z'
+    ws.stop(proc)
+    assert read(s) == b'z'
+
+
+def test_times_follow_dirty_writes(held):
+    """A dirty write moves mtime and ctime through the mount at once; the
+    flush moves the source's later still."""
+    ws, proc, old = held
+    m, s = os.path.join(ws.mnt, 'f'), os.path.join(ws.src, 'f')
+    os.utime(m, (1000000000, 1000000000))
+    assert os.stat(s).st_mtime == 1000000000
+    before = os.stat(m)
+    write_at(m, 10, b't')
+    after = os.stat(m)
+    assert after.st_mtime_ns > before.st_mtime_ns
+    assert after.st_ctime_ns >= before.st_ctime_ns
+    assert os.stat(s).st_mtime == 1000000000
+    ws.stop(proc)
+    assert os.stat(s).st_mtime_ns >= after.st_mtime_ns
+
+
+@pytest.mark.slow
+def test_log_full(ws):
+    """More than the log holds, with the flusher holding everything: the
+    writer flushes the log itself and goes on (writers wait, never fail);
+    the mount and then the source hold every byte."""
+    proc = ws.start(opts=HOLD)
+    m = os.path.join(ws.mnt, 'big')
+    h = hashlib.sha256()
+    chunk = 1 << 20
+    with open(m, 'wb') as f:
+        for i in range(300):              # 300 MiB: the log is 256
+            data = (b'%08d' % i) * (chunk // 8)
+            h.update(data)
+            f.write(data)
+    s = util.hotfs_stats(ws.mnt)
+    assert int(s['flushed_bytes']) > 0 and int(s['flush_errors']) == 0
+    assert int(s['wlog_used_bytes']) <= int(s['wlog_capacity_bytes'])
+
+    def digest(path):
+        d = hashlib.sha256()
+        with open(path, 'rb') as f:
+            for block in iter(lambda: f.read(chunk), b''):
+                d.update(block)
+        return d.hexdigest()
+
+    assert digest(m) == h.hexdigest()
+    ws.stop(proc)
+    assert digest(os.path.join(ws.src, 'big')) == h.hexdigest()

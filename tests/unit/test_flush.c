@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Unit tests for the writeback flusher (src/flush.c) over real files: a
+ * round writes the log's dirty runs into the source files and frees the
+ * log; young data waits for its delay; a file gone from the source has
+ * its dirty data dropped; a failing write keeps it dirty for the next
+ * round; the thread flushes when kicked, and its stop drains the log;
+ * data replayed after a reopen is flushed like any other.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "hotfs/flush.h"
+#include "unit_util.h"
+
+#define CAP	(1024 * WB_BLOCK)
+
+struct fx {
+	char dir[64];
+	int dfd;		/* the cachedir (wlog) */
+	int sfd;		/* the source: a file "f<ino>" per identity */
+	struct wblog *wl;
+	int fail;		/* -errno the next opens answer */
+	unsigned begins, ends, lost;
+};
+
+static int fx_open(void *arg, const struct wb_fid *fid)
+{
+	struct fx *x = arg;
+	char name[32];
+	int fd;
+
+	if (x->fail)
+		return x->fail;
+	snprintf(name, sizeof(name), "f%llu", (unsigned long long)fid->ino);
+	fd = openat(x->sfd, name, O_WRONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static void *fx_begin(void *arg, const struct wb_fid *fid, uint64_t off,
+		      uint64_t len)
+{
+	(void)fid;
+	(void)off;
+	(void)len;
+	((struct fx *)arg)->begins++;
+	return &((struct fx *)arg)->begins;
+}
+
+static void fx_end(void *arg, void *cookie, const struct wb_fid *fid,
+		   uint64_t off, uint64_t len, int err)
+{
+	(void)fid;
+	(void)off;
+	(void)len;
+	(void)err;
+	/* what begin gave */
+	assert_ptr_equal(cookie, &((struct fx *)arg)->begins);
+	((struct fx *)arg)->ends++;
+}
+
+static void fx_lost(void *arg, const struct wb_fid *fid, int err)
+{
+	(void)fid;
+	(void)err;
+	((struct fx *)arg)->lost++;
+}
+
+static const struct wb_flush_ops ops = {
+	.open = fx_open, .begin = fx_begin, .end = fx_end, .lost = fx_lost,
+};
+
+static const struct wb_fid F1 = { 1, 1 }, F2 = { 1, 2 };
+
+/* source file f<ino> with n bytes of c */
+static void src_file(struct fx *x, uint64_t ino, int c, size_t n)
+{
+	char name[32], *b = malloc(n + 1);
+	int fd;
+
+	assert_non_null(b);
+	memset(b, c, n);
+	snprintf(name, sizeof(name), "f%llu", (unsigned long long)ino);
+	fd = openat(x->sfd, name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, b, n), (ssize_t)n);
+	close(fd);
+	free(b);
+}
+
+/* the source file's bytes, its size in *n */
+static char *src_read(struct fx *x, uint64_t ino, size_t *n)
+{
+	char name[32], *b = calloc(1, 1 << 20);
+	ssize_t got;
+	int fd;
+
+	assert_non_null(b);
+	snprintf(name, sizeof(name), "f%llu", (unsigned long long)ino);
+	fd = openat(x->sfd, name, O_RDONLY);
+	assert_true(fd >= 0);
+	got = read(fd, b, 1 << 20);
+	assert_true(got >= 0);
+	close(fd);
+	*n = (size_t)got;
+	return b;
+}
+
+static void wr(struct fx *x, const struct wb_fid *f, uint64_t off, int c,
+	       size_t n)
+{
+	char *b = malloc(n);
+
+	assert_non_null(b);
+	memset(b, c, n);
+	assert_int_equal(wblog_write(x->wl, f, off, b, n, NULL, NULL, NULL),
+			 (ssize_t)n);
+	free(b);
+}
+
+static void expect_run(const char *b, size_t from, size_t to, int c)
+{
+	size_t i;
+
+	for (i = from; i < to; i++)
+		if (b[i] != c)
+			fail_msg("byte %zu is 0x%02x, not '%c'", i,
+				 (unsigned char)b[i], c);
+}
+
+static int setup(void **state)
+{
+	struct fx *x = calloc(1, sizeof(*x));
+
+	if (!x || !ut_tmpdir("flush", x->dir, sizeof(x->dir)))
+		return -1;
+	x->dfd = open(x->dir, O_RDONLY | O_DIRECTORY);
+	if (x->dfd < 0 || mkdirat(x->dfd, "src", 0700))
+		return -1;
+	x->sfd = openat(x->dfd, "src", O_RDONLY | O_DIRECTORY);
+	if (x->sfd < 0 || wblog_open(x->dfd, CAP, &x->wl, NULL, 0))
+		return -1;
+	*state = x;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *x = *state;
+
+	wblog_close(x->wl);
+	close(x->sfd);
+	close(x->dfd);
+	ut_rm_tree(x->dir);
+	free(x);
+	return 0;
+}
+
+static void test_round_writes_back(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_stats s;
+	uint64_t bytes;
+	size_t n;
+	char *b;
+
+	src_file(x, 1, 'o', 10000);
+	src_file(x, 2, 'o', 100);
+	wr(x, &F1, 4096, 'a', 8192);		/* blocks 1, 2 */
+	wr(x, &F1, 100, 'b', 10);
+	wr(x, &F2, 200, 'c', 50);		/* grows it, a hole */
+	assert_int_equal(wbf_round(x->wl, &ops, x, 0, &bytes), 0);
+	assert_int_equal(bytes, 8192 + 10 + 50);
+	assert_int_equal(x->begins, 3);
+	assert_int_equal(x->ends, 3);
+	b = src_read(x, 1, &n);
+	assert_int_equal(n, 4096 + 8192);
+	expect_run(b, 0, 100, 'o');
+	expect_run(b, 100, 110, 'b');
+	expect_run(b, 110, 4096, 'o');
+	expect_run(b, 4096, 4096 + 8192, 'a');
+	free(b);
+	b = src_read(x, 2, &n);
+	assert_int_equal(n, 250);
+	expect_run(b, 0, 100, 'o');
+	expect_run(b, 100, 200, 0);
+	expect_run(b, 200, 250, 'c');
+	free(b);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.dirty_bytes, 0);
+	assert_int_equal(s.log_used, 0);
+	assert_int_equal(s.flushed_bytes, 8192 + 10 + 50);
+	/* nothing comes back at a reopen: the tail moved */
+	wblog_close(x->wl);
+	assert_int_equal(wblog_open(x->dfd, CAP, &x->wl, NULL, 0), 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.replayed_records, 0);
+	assert_int_equal(s.dirty_bytes, 0);
+}
+
+static void test_delay_holds_young_data(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_stats s;
+	uint64_t bytes;
+	size_t n;
+	char *b;
+
+	src_file(x, 1, 'o', 100);
+	wr(x, &F1, 0, 'a', 10);
+	assert_int_equal(wbf_round(x->wl, &ops, x, 3600LL * 1000000000,
+				   &bytes), 0);
+	assert_int_equal(bytes, 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.dirty_bytes, 10);
+	b = src_read(x, 1, &n);
+	expect_run(b, 0, 100, 'o');
+	free(b);
+}
+
+static void test_gone_and_failing(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_stats s;
+	size_t n;
+	char *b;
+
+	/* F2 has no source file: removed behind the mount */
+	src_file(x, 1, 'o', 100);
+	wr(x, &F2, 0, 'z', 10);
+	wr(x, &F1, 0, 'a', 10);
+	assert_int_equal(wbf_round(x->wl, &ops, x, 0, NULL), 0);
+	assert_int_equal(x->lost, 1);
+	assert_int_equal(wblog_dirty_end(x->wl, &F2), 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.flush_errors, 1);
+	assert_int_equal(s.dirty_bytes, 0);
+	/* a failing source: kept dirty, the round says why */
+	wr(x, &F1, 50, 'b', 10);
+	x->fail = -EIO;
+	assert_int_equal(wbf_round(x->wl, &ops, x, 0, NULL), -EIO);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.flush_errors, 2);
+	assert_int_equal(s.dirty_bytes, 10);
+	x->fail = 0;
+	assert_int_equal(wbf_round(x->wl, &ops, x, 0, NULL), 0);
+	b = src_read(x, 1, &n);
+	expect_run(b, 0, 10, 'a');
+	expect_run(b, 50, 60, 'b');
+	free(b);
+}
+
+static void test_flush_one_file(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_stats s;
+	size_t n;
+	char *b;
+
+	src_file(x, 1, 'o', 100);
+	src_file(x, 2, 'o', 100);
+	wr(x, &F2, 0, 'z', 10);			/* older, another file */
+	wr(x, &F1, 0, 'a', 10);
+	wr(x, &F1, 4096, 'b', 20);		/* another run */
+	assert_int_equal(wbf_flush_file(x->wl, &ops, x, &F1), 0);
+	assert_int_equal(wblog_dirty_end(x->wl, &F1), 0);
+	assert_int_equal(wblog_dirty_end(x->wl, &F2), 10);
+	b = src_read(x, 1, &n);
+	assert_int_equal(n, 4116);
+	expect_run(b, 0, 10, 'a');
+	expect_run(b, 10, 100, 'o');
+	expect_run(b, 100, 4096, 0);
+	expect_run(b, 4096, 4116, 'b');
+	free(b);
+	b = src_read(x, 2, &n);
+	expect_run(b, 0, 100, 'o');
+	free(b);
+	/* sealed: a replay does not make its flushed records dirty again
+	 * (they would go over what the source gets next) */
+	wblog_close(x->wl);
+	assert_int_equal(wblog_open(x->dfd, CAP, &x->wl, NULL, 0), 0);
+	assert_int_equal(wblog_dirty_end(x->wl, &F1), 0);
+	assert_int_equal(wblog_dirty_end(x->wl, &F2), 10);
+	/* the next round releases its space with the rest */
+	assert_int_equal(wbf_round(x->wl, &ops, x, 0, NULL), 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.log_used, 0);
+}
+
+/* Wait up to 10 s for the log to hold no dirty byte. */
+static bool wait_clean(struct wblog *wl)
+{
+	struct timespec ts = { 0, 10 * 1000000 };
+	struct wblog_stats s;
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		wblog_stats(wl, &s);
+		if (!s.dirty_bytes)
+			return true;
+		nanosleep(&ts, NULL);
+	}
+	return false;
+}
+
+static void test_thread(void **state)
+{
+	struct fx *x = *state;
+	struct wb_flusher *f;
+	struct wblog_stats s;
+	size_t n;
+	char *b;
+
+	src_file(x, 1, 'o', 100);
+	/* no delay: the thread flushes when kicked */
+	assert_int_equal(wbf_start(x->wl, &ops, x, 0, 3600LL * 1000000000,
+				   &f), 0);
+	wr(x, &F1, 0, 'a', 10);
+	wbf_kick(f);
+	assert_true(wait_clean(x->wl));
+	assert_int_equal(wbf_stop(f, false, 1), 0);
+	b = src_read(x, 1, &n);
+	expect_run(b, 0, 10, 'a');
+	free(b);
+	/* a long delay holds it; the stop drains it anyway */
+	assert_int_equal(wbf_start(x->wl, &ops, x, 3600LL * 1000000000,
+				   1000000, &f), 0);
+	wr(x, &F1, 20, 'c', 10);
+	wbf_kick(f);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.dirty_bytes, 10);
+	assert_int_equal(wbf_stop(f, true, 3), 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.dirty_bytes, 0);
+	assert_int_equal(s.log_used, 0);
+	b = src_read(x, 1, &n);
+	expect_run(b, 20, 30, 'c');
+	free(b);
+	/* a drain that cannot write: the data stays for the next mount */
+	assert_int_equal(wbf_start(x->wl, &ops, x, 3600LL * 1000000000,
+				   1000000, &f), 0);
+	wr(x, &F1, 40, 'd', 10);
+	x->fail = -EIO;
+	assert_int_equal(wbf_stop(f, true, 2), -EIO);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.dirty_bytes, 10);
+}
+
+static void test_replayed_data_flushed(void **state)
+{
+	struct fx *x = *state;
+	size_t n;
+	char *b;
+
+	src_file(x, 1, 'o', 8192);
+	wr(x, &F1, 1000, 'a', 5000);
+	wr(x, &F1, 2000, 'b', 10);
+	/* as after a kill: never synced, never flushed */
+	wblog_close(x->wl);
+	assert_int_equal(wblog_open(x->dfd, CAP, &x->wl, NULL, 0), 0);
+	assert_int_equal(wbf_round(x->wl, &ops, x, 0, NULL), 0);
+	b = src_read(x, 1, &n);
+	assert_int_equal(n, 8192);
+	expect_run(b, 0, 1000, 'o');
+	expect_run(b, 1000, 2000, 'a');
+	expect_run(b, 2000, 2010, 'b');
+	expect_run(b, 2010, 6000, 'a');
+	expect_run(b, 6000, 8192, 'o');
+	free(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+		T(test_round_writes_back),
+		T(test_delay_holds_young_data),
+		T(test_gone_and_failing),
+		T(test_flush_one_file),
+		T(test_thread),
+		T(test_replayed_data_flushed),
+#undef T
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

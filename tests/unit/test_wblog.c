@@ -1,0 +1,842 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Unit tests for the writeback log (src/wblog.c) on a real file in a
+ * private directory: what is written reads back over the file's own bytes
+ * (newest wins, partial blocks joined, gaps filled), group commit,
+ * replay after a reopen, a torn or foreign tail dropped, trims replayed,
+ * the oldest dirty run coalesced, and the space the log has.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "hotfs/wblog.h"
+#include "unit_util.h"
+
+/* the area's first block in the file (after the two header slots) */
+#define AREA	(2 * WB_BLOCK)
+#define CAP	(1024 * WB_BLOCK)
+#define SMALL	(64 * WB_BLOCK)
+
+struct fx {
+	char dir[64];
+	int dfd;
+	struct wblog *wl;
+};
+
+static const struct wb_fid F1 = { 1, 100 }, F2 = { 1, 200 };
+
+static int setup(void **state)
+{
+	struct fx *x = calloc(1, sizeof(*x));
+	char err[200];
+
+	if (!x || !ut_tmpdir("wblog", x->dir, sizeof(x->dir)))
+		return -1;
+	x->dfd = open(x->dir, O_RDONLY | O_DIRECTORY);
+	if (x->dfd < 0 || wblog_open(x->dfd, CAP, &x->wl, err, sizeof(err)))
+		return -1;
+	*state = x;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *x = *state;
+
+	wblog_close(x->wl);
+	close(x->dfd);
+	ut_rm_tree(x->dir);
+	free(x);
+	return 0;
+}
+
+static void reopen(struct fx *x)
+{
+	char err[200];
+
+	wblog_close(x->wl);
+	x->wl = NULL;
+	assert_int_equal(wblog_open(x->dfd, CAP, &x->wl, err, sizeof(err)),
+			 0);
+}
+
+/* c repeated n times at off */
+static void wr(struct wblog *wl, const struct wb_fid *f, uint64_t off,
+	       int c, size_t n)
+{
+	char *b = malloc(n);
+
+	assert_non_null(b);
+	memset(b, c, n);
+	assert_int_equal(wblog_write(wl, f, off, b, n, NULL, NULL, NULL),
+			 (ssize_t)n);
+	free(b);
+}
+
+/* [off, off + n) read over a file of '.' bytes */
+static char *rd(struct wblog *wl, const struct wb_fid *f, uint64_t off,
+		size_t n)
+{
+	char *b = malloc(n + 1);
+
+	assert_non_null(b);
+	memset(b, '.', n);
+	b[n] = 0;
+	assert_true(wblog_overlay(wl, f, off, b, n) >= 0);
+	return b;
+}
+
+static void expect_run(const char *b, size_t from, size_t to, int c)
+{
+	size_t i;
+
+	for (i = from; i < to; i++)
+		if (b[i] != c)
+			fail_msg("byte %zu is '%c', not '%c'", i, b[i], c);
+}
+
+static void test_write_reads_back(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_stats s;
+	char *b;
+
+	wr(x->wl, &F1, 10, 'a', 100);
+	b = rd(x->wl, &F1, 0, 200);
+	expect_run(b, 0, 10, '.');
+	expect_run(b, 10, 110, 'a');
+	expect_run(b, 110, 200, '.');
+	free(b);
+	/* another file's bytes are its own */
+	b = rd(x->wl, &F2, 0, 200);
+	expect_run(b, 0, 200, '.');
+	free(b);
+	assert_int_equal(wblog_dirty_end(x->wl, &F1), 110);
+	assert_int_equal(wblog_dirty_end(x->wl, &F2), 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.dirty_bytes, 100);
+	assert_int_equal(s.dirty_blocks, 1);
+	assert_int_equal(s.dirty_records, 1);
+	assert_int_equal(s.dirty_files, 1);
+	assert_int_equal(s.log_used, 2 * WB_BLOCK);
+	assert_true(s.oldest_dirty_ns > 0);
+}
+
+static void test_newest_wins(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_stats s;
+	char *b;
+
+	wr(x->wl, &F1, 0, 'x', 3 * WB_BLOCK);
+	wr(x->wl, &F1, 4000, 'y', 200);
+	wr(x->wl, &F1, 4100, 'z', 10);
+	b = rd(x->wl, &F1, 0, 3 * WB_BLOCK);
+	expect_run(b, 0, 4000, 'x');
+	expect_run(b, 4000, 4100, 'y');
+	expect_run(b, 4100, 4110, 'z');
+	expect_run(b, 4110, 4200, 'y');
+	expect_run(b, 4200, 3 * WB_BLOCK, 'x');
+	free(b);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.dirty_bytes, 3 * WB_BLOCK);
+	assert_int_equal(s.dirty_blocks, 3);
+	/* the first record keeps block 2, the second (which took in the
+	 * dirty bytes of blocks 0 and 1 around it) block 0, the third
+	 * block 1 */
+	assert_int_equal(s.dirty_records, 3);
+	assert_true(s.absorbed >= 3);
+}
+
+/* fill: the file's own bytes are 'f' */
+static int fill_f(void *arg, const struct wb_fid *fid, uint64_t off,
+		  void *buf, size_t len)
+{
+	int *calls = arg;
+
+	(void)fid;
+	(void)off;
+	(*calls)++;
+	memset(buf, 'f', len);
+	return 0;
+}
+
+static void test_partial_blocks(void **state)
+{
+	struct fx *x = *state;
+	int calls = 0;
+	char p[100], *b;
+
+	/* joined without the file's bytes: overlapping and adjacent */
+	wr(x->wl, &F1, 100, 'a', 100);
+	wr(x->wl, &F1, 150, 'b', 150);
+	wr(x->wl, &F1, 300, 'c', 10);
+	/* a gap of [310, 400): without fill it cannot be logged */
+	memset(p, 'd', sizeof(p));
+	assert_int_equal(wblog_write(x->wl, &F1, 400, p, 50, NULL, NULL,
+				     NULL), -EINVAL);
+	assert_int_equal(wblog_write(x->wl, &F1, 400, p, 50, fill_f, &calls,
+				     NULL), 50);
+	assert_int_equal(calls, 1);
+	/* a gap on the left: [20, 100) */
+	assert_int_equal(wblog_write(x->wl, &F1, 10, p, 10, fill_f, &calls,
+				     NULL), 10);
+	assert_int_equal(calls, 2);
+	b = rd(x->wl, &F1, 0, WB_BLOCK);
+	expect_run(b, 0, 10, '.');
+	expect_run(b, 10, 20, 'd');
+	expect_run(b, 20, 100, 'f');
+	expect_run(b, 100, 150, 'a');
+	expect_run(b, 150, 300, 'b');
+	expect_run(b, 300, 310, 'c');
+	expect_run(b, 310, 400, 'f');
+	expect_run(b, 400, 450, 'd');
+	expect_run(b, 450, WB_BLOCK, '.');
+	free(b);
+	assert_int_equal(wblog_dirty_end(x->wl, &F1), 450);
+	/* the same after a replay */
+	reopen(x);
+	b = rd(x->wl, &F1, 0, WB_BLOCK);
+	expect_run(b, 0, 10, '.');
+	expect_run(b, 10, 20, 'd');
+	expect_run(b, 20, 100, 'f');
+	expect_run(b, 310, 400, 'f');
+	expect_run(b, 450, WB_BLOCK, '.');
+	free(b);
+}
+
+struct syncer {
+	struct wblog *wl;
+	int id;
+	int err;
+	uint64_t last;
+};
+
+static void *sync_loop(void *arg)
+{
+	struct syncer *t = arg;
+	char b[512];
+	int i;
+
+	memset(b, 'A' + t->id, sizeof(b));
+	for (i = 0; i < 20 && !t->err; i++) {
+		struct wb_fid f = { 2, (uint64_t)t->id };
+
+		ssize_t n = wblog_write(t->wl, &f, (uint64_t)i * 512, b,
+					sizeof(b), NULL, NULL, &t->last);
+
+		t->err = n == sizeof(b) ? 0 : n < 0 ? (int)n : -EIO;
+		if (!t->err)
+			t->err = wblog_sync(t->wl, t->last);
+	}
+	return NULL;
+}
+
+static void test_group_commit(void **state)
+{
+	struct fx *x = *state;
+	struct syncer t[8];
+	pthread_t th[8];
+	struct wblog_stats s0, s1;
+	char *b;
+	int i;
+
+	wr(x->wl, &F1, 0, 'a', 10);
+	assert_int_equal(wblog_sync(x->wl, 0), 0);
+	wblog_stats(x->wl, &s0);
+	/* synced already: no second fdatasync */
+	assert_int_equal(wblog_sync(x->wl, 0), 0);
+	wblog_stats(x->wl, &s1);
+	assert_int_equal(s1.syncs, s0.syncs);
+	for (i = 0; i < 8; i++) {
+		t[i] = (struct syncer){ .wl = x->wl, .id = i };
+		assert_int_equal(pthread_create(&th[i], NULL, sync_loop,
+						&t[i]), 0);
+	}
+	for (i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(t[i].err, 0);
+	}
+	wblog_stats(x->wl, &s1);
+	/* at most one fdatasync a call, each caller's record covered */
+	assert_true(s1.syncs - s0.syncs <= 8 * 20);
+	assert_true(s1.syncs > s0.syncs);
+	for (i = 0; i < 8; i++) {
+		struct wb_fid f = { 2, (uint64_t)i };
+
+		b = rd(x->wl, &f, 0, 20 * 512);
+		expect_run(b, 0, 20 * 512, 'A' + i);
+		free(b);
+	}
+}
+
+static void test_replay(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_stats s;
+	char *b;
+
+	wr(x->wl, &F1, 0, 'a', 5000);
+	wr(x->wl, &F2, 8192, 'b', 10);
+	wr(x->wl, &F1, 4096, 'c', 100);
+	reopen(x);		/* never synced: a kill keeps the pages */
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.replayed_records, 3);
+	assert_int_equal(s.dirty_bytes, 5000 + 10);
+	b = rd(x->wl, &F1, 0, 6000);
+	expect_run(b, 0, 4096, 'a');
+	expect_run(b, 4096, 4196, 'c');
+	expect_run(b, 4196, 5000, 'a');
+	expect_run(b, 5000, 6000, '.');
+	free(b);
+	assert_int_equal(wblog_dirty_end(x->wl, &F2), 8202);
+	/* appending goes on after the replayed records */
+	wr(x->wl, &F2, 8192, 'd', 5);
+	reopen(x);
+	b = rd(x->wl, &F2, 8192, 10);
+	expect_run(b, 0, 5, 'd');
+	expect_run(b, 5, 10, 'b');
+	free(b);
+}
+
+/* Flip a byte of the log file at off. */
+static void corrupt(struct fx *x, off_t off)
+{
+	int fd = openat(x->dfd, WB_LOG_NAME, O_RDWR);
+	char c;
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &c, 1, off), 1);
+	c ^= 0x5a;
+	assert_int_equal(pwrite(fd, &c, 1, off), 1);
+	close(fd);
+}
+
+static void test_torn_tail(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_stats s;
+	char *b;
+
+	/* one header block and one data block each: at 0, 2 and 4 */
+	wr(x->wl, &F1, 0, 'a', 100);
+	wr(x->wl, &F1, WB_BLOCK, 'b', 100);
+	wr(x->wl, &F1, 2 * WB_BLOCK, 'c', 100);
+	/* the third record's data torn: it is dropped whole */
+	corrupt(x, AREA + 5 * WB_BLOCK + 50);
+	reopen(x);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.replayed_records, 2);
+	b = rd(x->wl, &F1, 0, 3 * WB_BLOCK);
+	expect_run(b, 0, 100, 'a');
+	expect_run(b, WB_BLOCK, WB_BLOCK + 100, 'b');
+	expect_run(b, 2 * WB_BLOCK, 3 * WB_BLOCK, '.');
+	free(b);
+	assert_int_equal(wblog_dirty_end(x->wl, &F1), WB_BLOCK + 100);
+	/* the second's header torn: it and everything after it dropped */
+	corrupt(x, AREA + 2 * WB_BLOCK + 9);
+	reopen(x);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.replayed_records, 1);
+	b = rd(x->wl, &F1, 0, 3 * WB_BLOCK);
+	expect_run(b, 0, 100, 'a');
+	expect_run(b, 100, 3 * WB_BLOCK, '.');
+	free(b);
+}
+
+static void test_old_life_not_a_successor(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_stats s;
+	char *b;
+
+	wr(x->wl, &F1, 0, 'a', 100);
+	wr(x->wl, &F1, WB_BLOCK, 'b', 100);
+	wr(x->wl, &F1, 2 * WB_BLOCK, 'c', 100);	/* seq 3, at 4 */
+	corrupt(x, AREA + 3 * WB_BLOCK + 7);	/* record 2 torn */
+	reopen(x);				/* record 1 only */
+	/* the next record takes seq 2 at block 2, as long as the torn
+	 * one: the old seq 3 at block 4 is whole and would follow */
+	wr(x->wl, &F2, 0, 'n', 100);
+	reopen(x);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.replayed_records, 2);
+	b = rd(x->wl, &F1, 0, 3 * WB_BLOCK);
+	expect_run(b, 0, 100, 'a');
+	expect_run(b, 100, 3 * WB_BLOCK, '.');
+	free(b);
+	b = rd(x->wl, &F2, 0, 100);
+	expect_run(b, 0, 100, 'n');
+	free(b);
+}
+
+static void test_garbage_after_head(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_stats s;
+	char junk[3 * WB_BLOCK];
+	int fd;
+
+	wr(x->wl, &F1, 0, 'a', 100);
+	fd = openat(x->dfd, WB_LOG_NAME, O_RDWR);
+	assert_true(fd >= 0);
+	memset(junk, 0xa5, sizeof(junk));
+	memcpy(junk, "HOTFSWR1", 8);	/* a magic, nothing else right */
+	assert_int_equal(pwrite(fd, junk, sizeof(junk), AREA + 2 * WB_BLOCK),
+			 (ssize_t)sizeof(junk));
+	close(fd);
+	reopen(x);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.replayed_records, 1);
+	assert_int_equal(s.dirty_bytes, 100);
+}
+
+static void test_headers_damaged(void **state)
+{
+	struct fx *x = *state;
+	char err[200];
+	struct wblog *wl = NULL;
+
+	wr(x->wl, &F1, 0, 'a', 100);
+	reopen(x);		/* both header slots written */
+	wblog_close(x->wl);
+	x->wl = NULL;
+	/* the older slot damaged (a torn header write): the newer serves */
+	corrupt(x, WB_BLOCK + 20);
+	assert_int_equal(wblog_open(x->dfd, CAP, &x->wl, err, sizeof(err)),
+			 0);
+	assert_int_equal(wblog_dirty_end(x->wl, &F1), 100);
+	wblog_close(x->wl);
+	x->wl = NULL;
+	/* both: the log is kept, not reset */
+	corrupt(x, 20);
+	corrupt(x, WB_BLOCK + 20);
+	assert_int_equal(wblog_open(x->dfd, CAP, &wl, err, sizeof(err)),
+			 -EUCLEAN);
+	assert_null(wl);
+	assert_non_null(strstr(err, "kept"));
+	assert_int_equal(wblog_open(x->dfd, CAP, &wl, err, sizeof(err)),
+			 -EUCLEAN);
+}
+
+static void test_trim(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_stats s;
+	char *b;
+
+	wr(x->wl, &F1, 0, 'a', 3 * WB_BLOCK);
+	wr(x->wl, &F2, 0, 'b', 10);
+	assert_int_equal(wblog_trim(x->wl, &F1, 5000), 0);
+	assert_int_equal(wblog_dirty_end(x->wl, &F1), 5000);
+	b = rd(x->wl, &F1, 0, 3 * WB_BLOCK);
+	expect_run(b, 0, 5000, 'a');
+	expect_run(b, 5000, 3 * WB_BLOCK, '.');
+	free(b);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.dirty_bytes, 5000 + 10);
+	/* a replay trims too */
+	reopen(x);
+	b = rd(x->wl, &F1, 0, 3 * WB_BLOCK);
+	expect_run(b, 0, 5000, 'a');
+	expect_run(b, 5000, 3 * WB_BLOCK, '.');
+	free(b);
+	/* written again past the cut: the new bytes, not the trimmed */
+	wr(x->wl, &F1, 8192, 'c', 10);
+	reopen(x);
+	b = rd(x->wl, &F1, 5000, 3300);
+	expect_run(b, 0, 3192, '.');
+	expect_run(b, 3192, 3202, 'c');
+	free(b);
+	/* an unlink: nothing of the file left */
+	assert_int_equal(wblog_trim(x->wl, &F1, 0), 0);
+	reopen(x);
+	assert_int_equal(wblog_dirty_end(x->wl, &F1), 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.dirty_files, 1);
+	assert_int_equal(s.dirty_bytes, 10);
+}
+
+static void test_flush_oldest_coalesced(void **state)
+{
+	struct fx *x = *state;
+	struct wb_run r;
+	struct wblog_stats s;
+
+	wr(x->wl, &F2, 10 * WB_BLOCK, 'z', 100);	/* oldest */
+	wr(x->wl, &F1, 0, 'a', WB_BLOCK);
+	wr(x->wl, &F1, WB_BLOCK, 'b', WB_BLOCK);
+	wr(x->wl, &F1, 2 * WB_BLOCK, 'c', 50);
+	wr(x->wl, &F1, 5 * WB_BLOCK, 'd', 50);	/* not adjacent */
+	/* too young */
+	assert_int_equal(wblog_flush_next(x->wl, 3600LL * 1000000000, 1 << 20,
+					  NULL, &r), 0);
+	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, NULL, &r), 1);
+	assert_int_equal(r.fid.ino, F2.ino);
+	assert_int_equal(r.off, 10 * WB_BLOCK);
+	assert_int_equal(r.len, 100);
+	expect_run(r.buf, 0, 100, 'z');
+	wblog_flush_done(x->wl, &r, 0);
+	/* F1's three adjacent blocks in one run */
+	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, NULL, &r), 1);
+	assert_int_equal(r.fid.ino, F1.ino);
+	assert_int_equal(r.off, 0);
+	assert_int_equal(r.len, 2 * WB_BLOCK + 50);
+	expect_run(r.buf, 0, WB_BLOCK, 'a');
+	expect_run(r.buf, WB_BLOCK, 2 * WB_BLOCK, 'b');
+	expect_run(r.buf, 2 * WB_BLOCK, 2 * WB_BLOCK + 50, 'c');
+	/* rewritten while in flight: the new bytes stay dirty */
+	wr(x->wl, &F1, WB_BLOCK, 'B', 10);
+	wblog_flush_done(x->wl, &r, 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.dirty_blocks, 2);
+	assert_int_equal(s.flushed_bytes, 100 + 2 * WB_BLOCK + 50);
+	/* a max smaller than the run: one block */
+	assert_int_equal(wblog_flush_next(x->wl, 0, WB_BLOCK, NULL, &r), 1);
+	assert_int_equal(r.off, 5 * WB_BLOCK);
+	assert_int_equal(r.len, 50);
+	/* a failed write keeps it dirty, counted */
+	wblog_flush_done(x->wl, &r, -EIO);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.flush_errors, 1);
+	assert_int_equal(s.dirty_blocks, 2);
+}
+
+static void test_one_run_a_file(void **state)
+{
+	struct fx *x = *state;
+	struct wb_run r, r2;
+	struct wb_fid *fids;
+	uint64_t g;
+	size_t n;
+
+	wr(x->wl, &F1, 0, 'a', 10);		/* oldest */
+	wr(x->wl, &F2, 0, 'b', 10);
+	wr(x->wl, &F1, 3 * WB_BLOCK, 'c', 10);
+	n = wblog_files(x->wl, &fids);
+	assert_int_equal(n, 2);
+	assert_true((fids[0].ino == F1.ino && fids[1].ino == F2.ino) ||
+		    (fids[0].ino == F2.ino && fids[1].ino == F1.ino));
+	free(fids);
+	g = wblog_forget_gen(x->wl, &F2);
+	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, NULL, &r), 1);
+	assert_int_equal(r.fid.ino, F1.ino);
+	assert_int_equal(r.off, 0);
+	/* F1 has a run in flight: its next one waits, F2's goes */
+	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, NULL, &r2), 1);
+	assert_int_equal(r2.fid.ino, F2.ino);
+	wblog_flush_done(x->wl, &r2, 0);
+	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, NULL, &r2), 0);
+	assert_true(wblog_forget_gen(x->wl, &F2) != g);
+	g = wblog_forget_gen(x->wl, &F1);
+	wblog_flush_done(x->wl, &r, 0);
+	assert_true(wblog_forget_gen(x->wl, &F1) != g);
+	/* a file's own runs, whatever their age */
+	wr(x->wl, &F2, 0, 'd', 10);
+	assert_int_equal(wblog_flush_next(x->wl, 3600LL * 1000000000, 1 << 20,
+					  &F1, &r), 1);
+	assert_int_equal(r.fid.ino, F1.ino);
+	assert_int_equal(r.off, 3 * WB_BLOCK);
+	wblog_flush_done(x->wl, &r, 0);
+	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, &F1, &r), 0);
+	/* a trim forgets bytes too */
+	g = wblog_forget_gen(x->wl, &F2);
+	assert_int_equal(wblog_trim(x->wl, &F2, 5), 0);
+	assert_true(wblog_forget_gen(x->wl, &F2) != g);
+	n = wblog_files(x->wl, &fids);
+	assert_int_equal(n, 1);
+	assert_int_equal(fids[0].ino, F2.ino);
+	free(fids);
+}
+
+/*
+ * A random sequence of writes (some leaving gaps within blocks), trims
+ * (the source cut with them, as the mount does), holes punched (the file
+ * flushed and sealed first, as the mount does), flushes into a model of
+ * the source (some with a rewrite racing them) and reopens, checked after
+ * each step against a model of what the mount must show: the source's
+ * bytes with the dirty ones over them, and the size.
+ */
+#define M_FILES	3
+#define M_SIZE	(64 * 1024)
+
+struct model {
+	unsigned char cur[M_FILES][M_SIZE];	/* what the mount shows */
+	unsigned char src[M_FILES][M_SIZE];	/* the source */
+	uint64_t size[M_FILES], src_size[M_FILES];
+};
+
+static struct wb_fid mfid(int i)
+{
+	return (struct wb_fid){ 7, 1000 + (uint64_t)i };
+}
+
+static int mfill(void *arg, const struct wb_fid *fid, uint64_t off,
+		 void *buf, size_t len)
+{
+	struct model *m = arg;
+	int i = (int)(fid->ino - 1000);
+
+	/* the source's bytes (zeros past its end: kept zero there) */
+	memcpy(buf, m->src[i] + off, len);
+	return 0;
+}
+
+static void m_flush_run(struct model *m, const struct wb_run *r)
+{
+	int i = (int)(r->fid.ino - 1000);
+
+	memcpy(m->src[i] + r->off, r->buf, r->len);
+	if (r->off + r->len > m->src_size[i])
+		m->src_size[i] = r->off + r->len;
+}
+
+static void m_check(struct wblog *wl, struct model *m, unsigned step)
+{
+	static unsigned char b[M_SIZE];
+	int i;
+
+	for (i = 0; i < M_FILES; i++) {
+		struct wb_fid f = mfid(i);
+		uint64_t end = wblog_dirty_end(wl, &f), sz;
+
+		memcpy(b, m->src[i], M_SIZE);
+		assert_true(wblog_overlay(wl, &f, 0, b, M_SIZE) >= 0);
+		if (memcmp(b, m->cur[i], M_SIZE)) {
+			size_t k = 0;
+
+			while (b[k] == m->cur[i][k])
+				k++;
+			fail_msg("step %u file %d: byte %zu is %u, not %u",
+				 step, i, k, b[k], m->cur[i][k]);
+		}
+		sz = end > m->src_size[i] ? end : m->src_size[i];
+		if (sz != m->size[i])
+			fail_msg("step %u file %d: size %llu, not %llu", step,
+				 i, (unsigned long long)sz,
+				 (unsigned long long)m->size[i]);
+	}
+}
+
+static void m_write(struct fx *x, struct model *m, int i, unsigned step)
+{
+	static unsigned char p[8000];
+	uint64_t off = (uint64_t)(rand() % (M_SIZE - 8000));
+	int small = rand() % 3;
+	size_t len = 1 + (size_t)(rand() % (small ? 300 : 7999));
+	struct wb_fid f = mfid(i);
+	int err;
+
+	memset(p, 1 + step % 250, len);
+	err = (int)wblog_write(x->wl, &f, off, p, len, mfill, m, NULL);
+	if (err == -ENOSPC) {
+		struct wb_run r;
+
+		while (wblog_flush_next(x->wl, 0, 1 << 20, NULL, &r) == 1) {
+			m_flush_run(m, &r);
+			wblog_flush_done(x->wl, &r, 0);
+		}
+		assert_int_equal(wblog_release(x->wl), 0);
+		err = (int)wblog_write(x->wl, &f, off, p, len, mfill, m,
+				       NULL);
+	}
+	assert_int_equal(err, (int)len);
+	memcpy(m->cur[i] + off, p, len);
+	if (off + len > m->size[i])
+		m->size[i] = off + len;
+}
+
+static unsigned seed = 23;
+
+static void test_model(void **state)
+{
+	struct fx *x = *state;
+	struct model *m = calloc(1, sizeof(*m));
+	struct wb_run r;
+	unsigned step;
+
+	assert_non_null(m);
+	srand(seed);
+	for (step = 0; step < 3000; step++) {
+		int i = rand() % M_FILES, op = rand() % 100;
+		struct wb_fid f = mfid(i);
+
+		if (op < 70) {
+			m_write(x, m, i, step);
+		} else if (op < 78) {
+			/* a truncate: the log first, then the source */
+			uint64_t sz = m->size[i] ?
+				      (uint64_t)rand() % (m->size[i] + 1) : 0;
+
+			assert_int_equal(wblog_trim(x->wl, &f, sz), 0);
+			memset(m->cur[i] + sz, 0, M_SIZE - sz);
+			memset(m->src[i] + sz, 0, M_SIZE - sz);
+			m->size[i] = m->src_size[i] = sz;
+		} else if (op < 82) {
+			/* a hole punched: the file flushed and sealed, then
+			 * the source changed */
+			uint64_t a = (uint64_t)rand() % M_SIZE, n = 1 +
+				     (uint64_t)rand() % (M_SIZE - a);
+
+			while (wblog_flush_next(x->wl, 0, 1 << 20, &f,
+						&r) == 1) {
+				m_flush_run(m, &r);
+				wblog_flush_done(x->wl, &r, 0);
+			}
+			assert_int_equal(wblog_seal(x->wl, &f), 0);
+			if (a < m->src_size[i]) {
+				if (a + n > m->src_size[i])
+					n = m->src_size[i] - a;
+				memset(m->src[i] + a, 0, n);
+				memset(m->cur[i] + a, 0, n);
+			}
+		} else if (op < 90) {
+			/* a run flushed; sometimes rewritten meanwhile */
+			if (wblog_flush_next(x->wl, 0, 1 << 20, NULL,
+					     &r) == 1) {
+				int j = (int)(r.fid.ino - 1000);
+
+				if (rand() % 3 == 0)
+					m_write(x, m, j, step);
+				m_flush_run(m, &r);
+				wblog_flush_done(x->wl, &r, 0);
+			}
+			if (rand() % 4 == 0)
+				assert_int_equal(wblog_release(x->wl), 0);
+		} else if (op < 95) {
+			reopen(x);
+		} else {
+			assert_int_equal(wblog_sync(x->wl, 0), 0);
+		}
+		m_check(x->wl, m, step);
+	}
+	free(m);
+}
+
+static void test_short_write(void **state)
+{
+	struct fx *x = *state;
+	size_t big = 2 * WB_REC_MAX;
+	char *b = malloc(big), *r;
+
+	assert_non_null(b);
+	memset(b, 's', big);
+	/* records of 257 blocks in an area of 1024: three fit */
+	assert_int_equal(wblog_write(x->wl, &F1, 0, b, big, NULL, NULL, NULL),
+			 (ssize_t)big);
+	assert_int_equal(wblog_write(x->wl, &F1, big, b, big, NULL, NULL,
+				     NULL), WB_REC_MAX);
+	/* 253 blocks left: a record of 257 does not fit, one of 2 does */
+	assert_int_equal(wblog_write(x->wl, &F2, 0, b, WB_REC_MAX, NULL,
+				     NULL, NULL), -ENOSPC);
+	assert_int_equal(wblog_write(x->wl, &F2, 0, b, 10, NULL, NULL, NULL),
+			 10);
+	assert_int_equal(wblog_dirty_end(x->wl, &F1), 3 * WB_REC_MAX);
+	reopen(x);
+	r = rd(x->wl, &F1, 0, 3 * WB_REC_MAX + 10);
+	expect_run(r, 0, 3 * WB_REC_MAX, 's');
+	expect_run(r, 3 * WB_REC_MAX, 3 * WB_REC_MAX + 10, '.');
+	free(r);
+	r = rd(x->wl, &F2, 0, 20);
+	expect_run(r, 0, 10, 's');
+	expect_run(r, 10, 20, '.');
+	free(r);
+	free(b);
+}
+
+static void drain(struct wblog *wl)
+{
+	struct wb_run r;
+
+	while (wblog_flush_next(wl, 0, 1 << 20, NULL, &r) == 1)
+		wblog_flush_done(wl, &r, 0);
+	assert_int_equal(wblog_release(wl), 0);
+}
+
+static void test_space(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_stats s;
+	char b[WB_BLOCK];
+	int i, err;
+	char *r;
+
+	/* an empty log takes the capacity asked for */
+	wblog_close(x->wl);
+	assert_int_equal(wblog_open(x->dfd, SMALL, &x->wl, NULL, 0), 0);
+	memset(b, 'q', sizeof(b));
+	/* 64 blocks: 32 records of a header and a block */
+	for (i = 0;; i++) {
+		err = (int)wblog_write(x->wl, &F1, (uint64_t)i * WB_BLOCK, b,
+				       sizeof(b), NULL, NULL, NULL);
+		if (err < 0)
+			break;
+		assert_int_equal(err, WB_BLOCK);
+	}
+	assert_int_equal(err, -ENOSPC);
+	assert_int_equal(i, 32);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.log_used, s.log_capacity);
+	assert_int_equal(s.log_capacity, SMALL);
+	/* flushed and released: the space is free again */
+	drain(x->wl);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.log_used, 0);
+	assert_int_equal(s.dirty_bytes, 0);
+	assert_int_equal(s.dirty_files, 0);
+	/* around the end of the area: a 3-block record from block 62 pads
+	 * the last 2 and starts at 0 */
+	wr(x->wl, &F2, 0, 'a', 100);		/* blocks 0, 1 */
+	drain(x->wl);
+	for (i = 0; i < 30; i++)		/* up to block 62 */
+		wr(x->wl, &F1, (uint64_t)i * WB_BLOCK, 'x', 10);
+	drain(x->wl);
+	wr(x->wl, &F2, 0, 'w', 2 * WB_BLOCK);
+	/* a log holding data keeps its capacity */
+	reopen(x);
+	r = rd(x->wl, &F2, 0, 2 * WB_BLOCK);
+	expect_run(r, 0, 2 * WB_BLOCK, 'w');
+	free(r);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.replayed_records, 1);
+	assert_int_equal(s.log_used, 5 * WB_BLOCK);	/* pad 2 + 3 */
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)		/* another sequence of the model test */
+		seed = (unsigned)atoi(argv[1]);
+	const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+		T(test_write_reads_back),
+		T(test_newest_wins),
+		T(test_partial_blocks),
+		T(test_group_commit),
+		T(test_replay),
+		T(test_torn_tail),
+		T(test_old_life_not_a_successor),
+		T(test_garbage_after_head),
+		T(test_headers_damaged),
+		T(test_trim),
+		T(test_flush_oldest_coalesced),
+		T(test_one_run_a_file),
+		T(test_model),
+		T(test_short_write),
+		T(test_space),
+#undef T
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
