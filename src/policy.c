@@ -401,6 +401,11 @@ bool pol_keep(struct hotfs_policy *p, uint64_t h, bool hot)
 	return keep;
 }
 
+void pol_let_go(struct hotfs_policy *p, uint64_t h)
+{
+	atomic_store_explicit(&p->victim, h, memory_order_relaxed);
+}
+
 uint64_t pol_victim(const struct hotfs_policy *p)
 {
 	return atomic_load_explicit(&p->victim, memory_order_relaxed);
