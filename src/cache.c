@@ -50,6 +50,10 @@ static bool keep_extent(void *arg, const struct hotfs_extent_info *x)
 {
 	struct hotfs_cache *c = arg;
 
+	if (x->no_room) {	/* it goes: the one to beat from now on */
+		pol_let_go(c->pol, pol_hash(&x->key, x->extno));
+		return false;
+	}
 	if (pins_has(c->pins, &x->key))
 		return true;
 	return pol_keep(c->pol, pol_hash(&x->key, x->extno), x->hot);

@@ -654,6 +654,7 @@ void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s)
 	s->capacity = st->capacity;
 	s->regions = st->nregions;
 	s->regions_used = atomic_load(&st->nused);
+	s->filling = st_filling(st);
 	s->bytes_written = CNT_GET(st, bytes_written);
 	s->bytes_inserted = CNT_GET(st, bytes_inserted);
 	s->inserts = CNT_GET(st, inserts);
@@ -687,4 +688,25 @@ int st_size_from_fs(const char *dir, unsigned pct, bool of_free,
 		vfs.f_frsize;
 	*bytes = base / 100 * pct;
 	return 0;
+}
+
+bool st_mostly_free(struct hotfs_store *st)
+{
+	return (uint64_t)atomic_load_explicit(&st->nused,
+					      memory_order_relaxed) * 2 <
+	       st->nregions;
+}
+
+bool st_holds(struct hotfs_store *st, const struct hotfs_key *key,
+	      uint32_t extno)
+{
+	bool held;
+
+	if (atomic_load_explicit(&st->state, memory_order_relaxed) == ST_OFF ||
+	    key->dev > UINT32_MAX)
+		return false;
+	pthread_rwlock_rdlock(&st->idx_lock);
+	held = idx_find(st, key->dev, key->ino, extno) != ST_NIL;
+	pthread_rwlock_unlock(&st->idx_lock);
+	return held;
 }

@@ -328,6 +328,7 @@ int st_iterate(struct hotfs_store *st, st_iter_fn fn, void *arg)
 		x.len = lf & 0xffffffu;
 		x.region = e->region;
 		x.hot = lf & E_HOT;
+		x.no_room = false;
 		ret = fn(arg, &x);
 	}
 	pthread_rwlock_unlock(&st->idx_lock);

@@ -120,6 +120,8 @@ struct hotfs_extent_info {
 	uint32_t len;
 	uint32_t region;
 	bool hot;		/* looked up since inserted (or reinserted) */
+	bool no_room;		/* st_keep_fn: the region's room for keepers
+				 * is used up, it goes whatever the answer */
 };
 
 /*
@@ -197,6 +199,7 @@ struct hotfs_store_stats {
 	uint64_t capacity;	/* bytes the store may use */
 	uint64_t regions;	/* regions the capacity allows */
 	uint64_t regions_used;	/* holding data (open + sealed) */
+	bool filling;		/* st_filling */
 	uint64_t extents;	/* cached extents */
 	uint64_t bytes;		/* their payload bytes */
 	uint64_t bytes_written;	/* to the SSD: data, padding, metadata */
@@ -319,10 +322,18 @@ int st_commit(struct hotfs_store *st);
 int st_tick(struct hotfs_store *st);
 
 void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s);
-/* Has the store room left that no insert has used yet: no region was
- * recycled to make room since one was last freed (or since the store
- * opened with a free one)?  No locks: a hint for the read path. */
+/* Has the store room left that no insert has used yet, or room that
+ * only extents never looked up held: no region was recycled to make room
+ * since one was last freed (or since the store opened with a free one),
+ * or the last one recycled let go no extent looked up since it was
+ * written?  No locks: a hint for the read path and admission. */
 bool st_filling(struct hotfs_store *st);
+/* Are less than half of the store's regions in use?  No locks: a hint. */
+bool st_mostly_free(struct hotfs_store *st);
+/* Does the index hold a record of extno of key, under any stamp?  Unlike
+ * st_lookup, it does not count as a look-up (the record stays cold). */
+bool st_holds(struct hotfs_store *st, const struct hotfs_key *key,
+	      uint32_t extno);
 /* The state alone, without locks (for the read path). */
 enum hotfs_store_state st_state(struct hotfs_store *st);
 const char *st_state_name(enum hotfs_store_state s);

@@ -227,18 +227,30 @@ def test_change_behind_the_mount_drops_all(ws):
 
 
 def test_full_store_needs_the_threshold(ws):
-    """Once the store has recycled a region for room, a block read once
-    is not promoted (a one-time random reader does not pollute it), and
-    one read again and again is."""
-    big = 64 << 20
-    make(os.path.join(ws.src, 'fill'), big, 11)
+    """Once recycling a region for room lets go a record that was read
+    (the store is full of what is used), a block read once is not
+    promoted (a one-time random reader does not pollute it), and one
+    read again and again is."""
+    make(os.path.join(ws.src, 'hot'), 40 << 20, 11)
+    make(os.path.join(ws.src, 'more'), 24 << 20, 19)
     size = 4 << 20
     data = make(os.path.join(ws.src, 'cold'), size, 12)
     proc = ws.start(opts='cachesize=48M')
-    fill = os.path.join(ws.mnt, 'fill')
-    util.wait_for(lambda: util.read_cold(fill) is not None and
-                  stats(ws.mnt)['evicted_regions'] > 0,
-                  'the store to recycle a region')
+    # a file read three times: promoted at the second, read from the
+    # store at the third (every record of it looked up)
+    hot = os.path.join(ws.mnt, 'hot')
+    for _ in range(2):
+        util.read_cold(hot)
+    settled(ws.mnt, 'promotions_extent', 160)
+    util.read_cold(hot)
+    assert stats(ws.mnt)['store_filling'] == 1
+    # another read twice needs room: recycling lets some of the first
+    # go (5/8 of a region at most is copied forward), and it was read
+    more = os.path.join(ws.mnt, 'more')
+    util.wait_for(lambda: util.read_cold(more) is not None and
+                  stats(ws.mnt)['store_filling'] == 0,
+                  'the store to let a record that was read go')
+    assert stats(ws.mnt)['evicted_regions'] > 0
     r = Direct(os.path.join(ws.mnt, 'cold'))
     try:
         s0 = stats(ws.mnt)
@@ -249,8 +261,9 @@ def test_full_store_needs_the_threshold(ws):
         assert s1['promotions_block'] == s0['promotions_block']
         assert s1['not_promoted_below_threshold'] >= \
             s0['not_promoted_below_threshold'] + 16
-        # hot blocks win their admission against the extents read twice
-        for _ in range(4):
+        # blocks read more often win their admission against the
+        # records let go (the first file's, read three times)
+        for _ in range(8):
             for b in picks:
                 r.read(b * BLK)
         settled(ws.mnt, 'promotions_block', s0['promotions_block'] + 1)

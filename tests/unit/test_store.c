@@ -890,6 +890,91 @@ static void test_keep_callback_iterate(void **state)
 	assert_int_equal(sum[1], s.bytes);
 }
 
+struct room {
+	unsigned no_room, no_room_hot;
+};
+
+static bool keep_hot_count(void *arg, const struct hotfs_extent_info *x)
+{
+	struct room *r = arg;
+
+	if (x->no_room) {
+		r->no_room++;
+		r->no_room_hot += x->hot;
+		return false;
+	}
+	return x->hot;
+}
+
+static int hot_of(void *arg, const struct hotfs_extent_info *x)
+{
+	int *hot = arg;
+
+	if (x->key.ino == 5000)
+		*hot = x->hot;
+	return 0;
+}
+
+/*
+ * st_filling: room no insert used, then room that only records never
+ * looked up held; full once recycling lets a looked-up record go.  The
+ * records past the room for keepers are shown to the keep function as
+ * no_room.  st_mostly_free, st_holds (a peek: the record stays cold).
+ */
+static void test_filling_and_no_room(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	struct room r = { 0, 0 };
+	struct hotfs_key k = key_of(5000);
+	uint32_t i, len = 9000, n, ev;
+	int hot = -1;
+
+	f->p.keep = keep_hot_count;
+	f->p.keep_arg = &r;
+	open_store(f);
+	assert_true(st_filling(f->st));
+	assert_true(st_mostly_free(f->st));
+	get_stats(f, &s);
+	/* cold records through the whole store: each recycling lets only
+	 * records never looked up go, so the store fills on */
+	for (i = 0; !s.evictions || i < 2 * CAP / len; i++) {
+		assert_int_equal(insert(f, 1 + i, 0, 0, len), 0);
+		get_stats(f, &s);
+		if (s.regions_used * 2 >= s.regions)
+			assert_false(st_mostly_free(f->st));
+	}
+	n = i;
+	assert_true(s.evictions > 0);
+	assert_true(st_filling(f->st));
+	assert_true(s.filling);
+	assert_int_equal(r.no_room_hot, 0);
+	/* every live record looked up: the next recycling cannot keep all
+	 * of a region's (5/8 of it at most), lets a hot one go, and the
+	 * store is full */
+	for (i = 0; i < n; i++)
+		check(f->st, 1 + i, 0, 0, len);
+	ev = (uint32_t)s.evictions;
+	for (i = 0; s.evictions == ev; i++) {
+		assert_int_equal(insert(f, 100000 + i, 0, 0, len), 0);
+		get_stats(f, &s);
+	}
+	assert_true(r.no_room > 0);
+	assert_true(r.no_room_hot > 0);
+	assert_false(st_filling(f->st));
+	assert_false(s.filling);
+	/* a peek does not count as a look-up */
+	assert_false(st_holds(f->st, &k, 0));
+	assert_int_equal(insert(f, 5000, 0, 0, len), 0);
+	assert_true(st_holds(f->st, &k, 0));
+	assert_false(st_holds(f->st, &k, 1));
+	assert_int_equal(st_iterate(f->st, hot_of, &hot), 0);
+	assert_int_equal(hot, 0);
+	assert_int_equal(check(f->st, 5000, 0, 0, len), 1);
+	assert_int_equal(st_iterate(f->st, hot_of, &hot), 0);
+	assert_int_equal(hot, 1);
+}
+
 /* Read an extent from its location after its region was recycled. */
 static void test_stale_location(void **state)
 {
@@ -1868,6 +1953,7 @@ int main(void)
 		T(test_evict_damaged_keeper),
 		T(test_reinsert_restamped),
 		T(test_keep_callback_iterate),
+		T(test_filling_and_no_room),
 		T(test_stale_location),
 		T(test_torn_last_write),
 		T(test_bit_flips),
