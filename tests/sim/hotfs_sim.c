@@ -1925,12 +1925,68 @@ static int run_ci(const char *gitgrep)
 
 /*--------------------------------------------------------------------*/
 
+/*
+ * --ci-bench FIO_TRACE: the bench-mode properties of the rules that won
+ * (contrib/bench/RESULTS.md, "Policy simulation"): at 1:10 of the file
+ * the store full of fio's hot blocks keeps its IOPS (hot/ApF: pass 6 at
+ * least 90% of the best pass; hot/Apf fell to half), and at 1:2 the
+ * extent fill (64 blocks while less than half the store is used) warms
+ * pass 3 faster than the block alone.
+ */
+static int run_ci_bench(const char *fio)
+{
+	struct trace t;
+	struct bench_res a, b;
+	uint32_t nblk, *map;
+	uint64_t cap, best;
+	unsigned p, d;
+	int err;
+
+	tr_init(&t, "fio");
+	err = load_trace(&t, fio, 1);
+	if (err) {
+		fprintf(stderr, "hotfs_sim: %s: %s\n", fio, strerror(-err));
+		return 2;
+	}
+	map = bench_blocks(&t, &nblk);
+	bench_room = 0.5;
+	for (d = 0; d < 2; d++) {
+		bench_direct = d;
+		cap = (uint64_t)nblk * 4096 / 10;
+		bench_model = model_by_name("hot/ApF");
+		run_bench(&t, map, nblk, cap, 64, 8, &a);
+		bench_model = model_by_name("hot/Apf");
+		run_bench(&t, map, nblk, cap, 1, 8, &b);
+		for (best = 0, p = 0; p < 8; p++)
+			best = a.reads[p] > best ? a.reads[p] : best;
+		CHECK(a.reads[5] * 10 >= best * 9 && a.reads[7] * 10 >= best * 9,
+		      "%s, 1:10: hot/ApF passes 6 and 8 %.0f and %.0f IOPS, "
+		      "its best %.0f (hot/Apf: %.0f, %.0f)\n",
+		      d ? "O_DIRECT" : "buffered", a.reads[5] / BENCH_SECS,
+		      a.reads[7] / BENCH_SECS, best / BENCH_SECS,
+		      b.reads[5] / BENCH_SECS, b.reads[7] / BENCH_SECS);
+		cap = (uint64_t)nblk * 4096 / 2;
+		bench_model = model_by_name("hot/ApF");
+		run_bench(&t, map, nblk, cap, 64, 3, &a);
+		run_bench(&t, map, nblk, cap, 1, 3, &b);
+		CHECK(a.reads[2] * 10 >= b.reads[2] * 12,
+		      "%s, 1:2: pass 3 %.0f IOPS with the extent fill, %.0f "
+		      "without\n", d ? "O_DIRECT" : "buffered",
+		      a.reads[2] / BENCH_SECS, b.reads[2] / BENCH_SECS);
+	}
+	free(map);
+	tr_free(&t);
+	return failures ? 1 : 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
 "usage: hotfs_sim [options]\n"
 "  --ci [TRACE]      small traces (and TRACE, a git grep pass), check\n"
 "                    the policy's properties\n"
+"  --ci-bench TRACE  bench mode on TRACE (fio's), check the warm-up\n"
+"                    rules' properties\n"
 "  -t TRACE          zipf, shift, scan, loop, scatter, all (default) or\n"
 "                    a file of \"file extent length\" lines (.gz ok;\n"
 "                    \"# grain BYTES\" and \"# pass ACCESSES\" read)\n"
@@ -1999,6 +2055,7 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "ci", no_argument, NULL, 'C' },
+		{ "ci-bench", required_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const double zs[] = { 0.01, 0.05, 0.1, 0.25 };
@@ -2022,6 +2079,8 @@ int main(int argc, char **argv)
 		case 'C':
 			ci = true;
 			break;
+		case 'K':
+			return run_ci_bench(optarg);
 		case 't':
 			which = optarg;
 			break;
