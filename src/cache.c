@@ -50,7 +50,9 @@ static bool keep_extent(void *arg, const struct hotfs_extent_info *x)
 {
 	struct hotfs_cache *c = arg;
 
-	if (x->no_room) {	/* it goes: the one to beat from now on */
+	/* it goes, and recycling declined none (all were in use): the one
+	 * to beat from now on */
+	if (x->no_room) {
 		pol_let_go(c->pol, pol_hash(&x->key, x->extno));
 		return false;
 	}

@@ -146,7 +146,7 @@ static const struct pm table[] = {
 	  "Store regions in use." },
 	{ "regions", "hotfs_regions", 'g', NULL, "Store regions." },
 	{ "store_filling", "hotfs_store_filling", 'g', NULL,
-	  "1 while the store has room that no looked-up record holds." },
+	  "1 while the store has room no insert has used." },
 	{ "ssd_bytes_written", "hotfs_ssd_written_bytes_total", 'c', NULL,
 	  "Bytes written to the cache device." },
 	{ "ssd_bytes_written_today", "hotfs_ssd_written_today_bytes", 'g',

@@ -215,17 +215,14 @@ static ssize_t read_source(struct hotfs_promoter *pr, struct pr_item *it,
  * TinyLFU admission: once the store is full, an insert recycles the
  * oldest region, so a candidate must be hotter than what is being let go.
  * The victim is the policy's view of the FIFO tail (pol_victim: the last
- * extent region recycling declined to keep, or had no room to keep).
+ * extent region recycling declined to keep or, when it declined none, had
+ * no room to keep).
  */
 static bool admit(struct hotfs_cache *c, uint64_t h)
 {
 	struct hotfs_store_stats ss;
 	uint64_t victim;
 
-	/* room that no insert used yet, or that only extents never looked
-	 * up held (st_filling): no contest */
-	if (st_filling(c->st))
-		return true;
 	st_get_stats(c->st, &ss);
 	/* full: every region in use, or regions already recycled (the
 	 * free-space watermarks can hold the store below its capacity) */

@@ -699,14 +699,16 @@ static int read_planned(struct hotfs_cache *c, struct hotfs_inode *in,
 }
 
 /*
- * Warm-up at the slow disk's bandwidth.  While the store fills and less
- * than half of it is used, a random reader's read that misses every
- * block it reads, within one extent, reads the whole extent from the
- * source in the same request (a disk's seek costs what a read of 4 KiB
- * does; up to the extent, the bytes after it cost little more), and
- * every whole block of the extent the store does not hold is promoted
- * from those bytes, as a block.  They are not counted as accesses: the
- * blocks never read go first when their region is recycled.
+ * Warm-up at the slow disk's bandwidth.  While the store fills and the
+ * room no insert uses yet is at least a sixth of the file's size, a
+ * random reader's read that misses every block it reads, within one
+ * extent, reads the whole extent from the source in the same request (a
+ * disk's seek costs what a read of 4 KiB does; up to the extent, the
+ * bytes after it cost little more), and every whole block of the extent
+ * the store does not hold is promoted from those bytes, as a block.  They
+ * are not counted as accesses: the blocks never read go first when their
+ * region is recycled.  (A store small beside the file would fill with
+ * neighbours nobody reads: the trace simulator's bench mode, NOTEBOOK.md.)
  */
 static bool extent_fill(struct hotfs_cache *c, const struct plan *p,
 			uint64_t off)
@@ -717,7 +719,7 @@ static bool extent_fill(struct hotfs_cache *c, const struct plan *p,
 	       c->extent > ST_BLOCK &&
 	       off >> c->ext_shift == (p->end - 1) >> c->ext_shift &&
 	       ee / ST_BLOCK <= ST_BLK_LIMIT && st_filling(c->st) &&
-	       st_mostly_free(c->st);
+	       st_room(c->st) >= p->stamp.size / 6;
 }
 
 /* The read as extent_fill has it; -errno of the source, or -ENOMEM. */

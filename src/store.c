@@ -690,11 +690,12 @@ int st_size_from_fs(const char *dir, unsigned pct, bool of_free,
 	return 0;
 }
 
-bool st_mostly_free(struct hotfs_store *st)
+uint64_t st_room(struct hotfs_store *st)
 {
-	return (uint64_t)atomic_load_explicit(&st->nused,
-					      memory_order_relaxed) * 2 <
-	       st->nregions;
+	uint32_t used = atomic_load_explicit(&st->nused, memory_order_relaxed);
+
+	return used < st->nregions ?
+	       (uint64_t)(st->nregions - used) * st->g.rsize : 0;
 }
 
 bool st_holds(struct hotfs_store *st, const struct hotfs_key *key,

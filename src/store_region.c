@@ -507,19 +507,19 @@ void st_rk_note(struct hotfs_store *st, uint64_t dev, uint64_t ino)
 
 /*
  * Pick the extents of region r to copy forward and read them; returns
- * how many, with their bytes in *bufp.  Those past the room for keepers
- * are shown to the keep function too, marked no_room (it cannot keep
- * them: the policy learns what goes).  *lost: an extent looked up since
- * it was written goes.  Under st->lock.
+ * how many, with their bytes in *bufp.  If the keep function declined
+ * none, those past the room for keepers are shown to it too, marked
+ * no_room (it cannot keep them; the policy learns that what goes is in
+ * use).  Under st->lock.
  */
 static uint32_t pick_keepers(struct hotfs_store *st, uint32_t r,
 			     const struct victim *vc, struct keeper *k,
-			     uint8_t **bufp, bool *lost)
+			     uint8_t **bufp)
 {
 	uint64_t gen = st->regions[r].seq, budget = st->g.rsize * 5 / 8,
 		 used = 0;
 	uint32_t n = 0, j, m = 0;
-	bool room = true;
+	bool room = true, declined = false;
 	uint8_t *buf;
 
 	pthread_rwlock_rdlock(&st->idx_lock);
@@ -544,13 +544,13 @@ static uint32_t pick_keepers(struct hotfs_store *st, uint32_t r,
 		x.hot = __atomic_load_n(lenfl_of(en), __ATOMIC_RELAXED) & E_HOT;
 		x.no_room = !room;
 		if (!room) {
-			if (st->keep)
-				st->keep(st->keep_arg, &x);
-			*lost |= x.hot;
+			if (declined || !st->keep)
+				break;
+			st->keep(st->keep_arg, &x);
 			continue;
 		}
 		if (st->keep ? !st->keep(st->keep_arg, &x) : !x.hot) {
-			*lost |= x.hot;
+			declined = true;
 			continue;
 		}
 		k[n].si = j;
@@ -669,7 +669,7 @@ int __st_evict_region(struct hotfs_store *st, uint32_t r, bool reuse,
 	uint8_t *kbuf = NULL, *alive = NULL, zero[ST_BLOCK];
 	uint32_t nk = 0, j;
 	struct st_scan res;
-	bool scan, lost = false;
+	bool scan;
 	int err = 0;
 
 	if (r == st->open) {
@@ -683,11 +683,7 @@ int __st_evict_region(struct hotfs_store *st, uint32_t r, bool reuse,
 		k = malloc(vc.n * sizeof(*k));
 		alive = calloc(vc.n, 1);
 		if (k && alive)
-			nk = pick_keepers(st, r, &vc, k, &kbuf, &lost);
-		else
-			lost = true;
-	} else if (scan) {
-		lost = true;	/* what went is not known */
+			nk = pick_keepers(st, r, &vc, k, &kbuf);
 	}
 
 	pthread_rwlock_wrlock(&st->idx_lock);
@@ -702,10 +698,8 @@ int __st_evict_region(struct hotfs_store *st, uint32_t r, bool reuse,
 	st->rk_sum = vc.v;
 	pthread_rwlock_unlock(&st->idx_lock);
 	CNT_ADD(st, evictions, 1);
-	/* recycled for an insert and a looked-up extent went: full; only
-	 * extents never looked up went, or freed: room again (st_filling) */
-	atomic_store_explicit(&st->full, reuse && lost,
-			      memory_order_relaxed);
+	/* recycled for an insert: full; freed: room again (st_filling) */
+	atomic_store_explicit(&st->full, reuse, memory_order_relaxed);
 
 	st_rstate(st, r, R_FREE);
 	if (punch && !fallocate(st->datafd, FALLOC_FL_PUNCH_HOLE |

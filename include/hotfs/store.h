@@ -121,7 +121,8 @@ struct hotfs_extent_info {
 	uint32_t region;
 	bool hot;		/* looked up since inserted (or reinserted) */
 	bool no_room;		/* st_keep_fn: the region's room for keepers
-				 * is used up, it goes whatever the answer */
+				 * is used up and none was declined: it goes
+				 * whatever the answer */
 };
 
 /*
@@ -322,14 +323,13 @@ int st_commit(struct hotfs_store *st);
 int st_tick(struct hotfs_store *st);
 
 void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s);
-/* Has the store room left that no insert has used yet, or room that
- * only extents never looked up held: no region was recycled to make room
- * since one was last freed (or since the store opened with a free one),
- * or the last one recycled let go no extent looked up since it was
- * written?  No locks: a hint for the read path and admission. */
+/* Has the store room left that no insert has used yet: no region was
+ * recycled to make room since one was last freed (or since the store
+ * opened with a free one)?  No locks: a hint for the read path. */
 bool st_filling(struct hotfs_store *st);
-/* Are less than half of the store's regions in use?  No locks: a hint. */
-bool st_mostly_free(struct hotfs_store *st);
+/* Bytes of the regions no insert uses (free or never used).  No locks:
+ * a hint. */
+uint64_t st_room(struct hotfs_store *st);
 /* Does the index hold a record of extno of key, under any stamp?  Unlike
  * st_lookup, it does not count as a look-up (the record stays cold). */
 bool st_holds(struct hotfs_store *st, const struct hotfs_key *key,

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Block grain through a real mount: while less than half the store is
-used, a random reader's miss reads its whole extent and promotes every
-block of it; then a random reader's 4 KiB reads promote the blocks it read
-(from its own bytes, at the first miss while the store has room); a
+"""Block grain through a real mount: a random reader's 4 KiB reads promote
+the blocks it read (from its own bytes, at the first miss while the store
+has room), and while the room no insert uses is at least a sixth of the
+file, a miss reads its whole extent and promotes every block of it; a
 sequential reader still promotes whole extents, writes through the mount
 cost only the records they touch, a change behind the mount still drops
 everything, and once the store is full a block read once is not promoted.
@@ -65,18 +65,20 @@ class Direct:
         self.buf.close()
 
 
-def half_used(ws, mib=20):
-    """Use more than half of a 64 MiB store (four regions of 16 MiB) with
-    the extents of a file read twice from its start, so that random
-    misses promote only their own blocks from here on.  The stats after."""
-    path = os.path.join(ws.mnt, 'half')
-    with open(os.path.join(ws.src, 'half'), 'wb') as f:
+def all_regions_used(ws, mib=52):
+    """Put every region of a 64 MiB store (four of 16 MiB) in use, none
+    recycled yet, with the extents of a file read twice from its start:
+    the store still has room, but no unused region, so random misses
+    promote only their own blocks from here on.  The stats after."""
+    path = os.path.join(ws.mnt, 'filler')
+    with open(os.path.join(ws.src, 'filler'), 'wb') as f:
         f.write(random.Random(99).randbytes(mib << 20))
     for _ in range(2):
         util.read_cold(path)
     settled(ws.mnt, 'promotions_extent', (mib << 20) // EXT)
     s = stats(ws.mnt)
-    assert s['regions_used'] * 2 >= s['regions'], s
+    assert s['regions_used'] == s['regions'], s
+    assert s['store_filling'] == 1 and s['evicted_regions'] == 0, s
     return s
 
 
@@ -100,7 +102,7 @@ def test_random_reads_promote_blocks(ws):
     size = 16 << 20
     data = make(os.path.join(ws.src, 'img'), size, 1)
     proc = ws.start(opts='cachesize=64M')
-    s0 = half_used(ws)
+    s0 = all_regions_used(ws)
     r = Direct(os.path.join(ws.mnt, 'img'))
     try:
         picks = blocks_of(64, size // BLK, 2)
@@ -171,10 +173,10 @@ def test_buffered_random_reader(ws):
 
 @pytest.mark.parametrize('mode', ['writearound', 'writethrough'])
 def test_random_miss_fills_its_extent(ws, mode):
-    """While less than half the store is used, a random miss reads its
-    whole extent from the source in the same request and promotes every
-    block of it (the warm-up at the slow disk's bandwidth); the blocks
-    not read are not counted as accesses.  The rest of the extent is then
+    """While the store's unused room is at least a sixth of the file, a
+    random miss reads its whole extent from the source in the same
+    request and promotes every block of it (the warm-up at the slow
+    disk's bandwidth); the blocks not read are not counted as accesses.  The rest of the extent is then
     served from the store, a write drops (or updates) only the block it
     touches, and the file's partial last extent is filled to its end."""
     size = 16 * EXT + 3 * BLK + 123
@@ -245,11 +247,12 @@ def test_random_miss_fills_its_extent(ws, mode):
     ws.stop(proc)
 
 
-def test_fill_stops_at_half(ws):
-    """The extent fill stops once half the store is used: from then on a
-    random miss promotes only its block, and a sequential scan still
-    promotes nothing it read once."""
-    size = 32 << 20
+def test_fill_stops(ws):
+    """The extent fill stops once the room no insert uses is less than a
+    sixth of the file's size: from then on a random miss promotes only
+    its block, and a file read once from start to end still promotes
+    nothing."""
+    size = 128 << 20
     data = make(os.path.join(ws.src, 'big'), size, 22)
     proc = ws.start(opts='cachesize=64M')
     r = Direct(os.path.join(ws.mnt, 'big'))
@@ -257,8 +260,11 @@ def test_fill_stops_at_half(ws):
         rng = random.Random(23)
         exts = rng.sample(range(size // EXT), size // EXT)
         n = 0
-        # random misses in extents not yet cached, until the fill stops
-        while stats(ws.mnt)['regions_used'] * 2 < stats(ws.mnt)['regions']:
+        # random misses in extents not yet cached, while a sixth of the
+        # file (21.3 MiB: two of the store's four regions of 16 MiB) is
+        # unused
+        while (stats(ws.mnt)['regions'] -
+               stats(ws.mnt)['regions_used']) * (16 << 20) >= size // 6:
             x = exts[n] * EXT + BLK
             assert r.read(x) == data[x:x + BLK]
             n += 1
@@ -266,6 +272,7 @@ def test_fill_stops_at_half(ws):
             assert n < len(exts)
         s0 = stats(ws.mnt)
         assert s0['fill_extent_reads'] == n
+        assert s0['store_filling'] == 1
         x = exts[n] * EXT + BLK
         assert r.read(x) == data[x:x + BLK]
         settled(ws.mnt, 'promotions_block', s0['promotions_block'] + 1)
@@ -304,7 +311,7 @@ def test_write_keeps_other_blocks(ws, mode):
     size = 4 << 20
     data = bytearray(make(os.path.join(ws.src, 'vm'), size, 6))
     proc = ws.start(opts='cachesize=64M,writemode=' + mode)
-    s0 = half_used(ws)
+    s0 = all_regions_used(ws)
     r = Direct(os.path.join(ws.mnt, 'vm'), write=True)
     try:
         picks = blocks_of(16, size // BLK, 7)
@@ -351,7 +358,7 @@ def test_change_behind_the_mount_drops_all(ws):
     src = os.path.join(ws.src, 'vm')
     data = bytearray(make(src, size, 9))
     proc = ws.start(opts='cachesize=64M')
-    half_used(ws)
+    all_regions_used(ws)
     r = Direct(os.path.join(ws.mnt, 'vm'))
     try:
         picks = blocks_of(8, size // BLK, 10)
@@ -374,30 +381,18 @@ def test_change_behind_the_mount_drops_all(ws):
 
 
 def test_full_store_needs_the_threshold(ws):
-    """Once recycling a region for room lets go a record that was read
-    (the store is full of what is used), a block read once is not
-    promoted (a one-time random reader does not pollute it), and one
-    read again and again is."""
-    make(os.path.join(ws.src, 'hot'), 40 << 20, 11)
-    make(os.path.join(ws.src, 'more'), 24 << 20, 19)
+    """Once the store has recycled a region for room, a block read once
+    is not promoted (a one-time random reader does not pollute it), and
+    one read again and again is."""
+    big = 64 << 20
+    make(os.path.join(ws.src, 'fill'), big, 11)
     size = 4 << 20
     data = make(os.path.join(ws.src, 'cold'), size, 12)
     proc = ws.start(opts='cachesize=48M')
-    # a file read three times: promoted at the second, read from the
-    # store at the third (every record of it looked up)
-    hot = os.path.join(ws.mnt, 'hot')
-    for _ in range(2):
-        util.read_cold(hot)
-    settled(ws.mnt, 'promotions_extent', 160)
-    util.read_cold(hot)
-    assert stats(ws.mnt)['store_filling'] == 1
-    # another read twice needs room: recycling lets some of the first
-    # go (5/8 of a region at most is copied forward), and it was read
-    more = os.path.join(ws.mnt, 'more')
-    util.wait_for(lambda: util.read_cold(more) is not None and
-                  stats(ws.mnt)['store_filling'] == 0,
-                  'the store to let a record that was read go')
-    assert stats(ws.mnt)['evicted_regions'] > 0
+    fill = os.path.join(ws.mnt, 'fill')
+    util.wait_for(lambda: util.read_cold(fill) is not None and
+                  stats(ws.mnt)['evicted_regions'] > 0,
+                  'the store to recycle a region')
     r = Direct(os.path.join(ws.mnt, 'cold'))
     try:
         s0 = stats(ws.mnt)
@@ -408,9 +403,8 @@ def test_full_store_needs_the_threshold(ws):
         assert s1['promotions_block'] == s0['promotions_block']
         assert s1['not_promoted_below_threshold'] >= \
             s0['not_promoted_below_threshold'] + 16
-        # blocks read more often win their admission against the
-        # records let go (the first file's, read three times)
-        for _ in range(8):
+        # hot blocks win their admission against the extents read twice
+        for _ in range(4):
             for b in picks:
                 r.read(b * BLK)
         settled(ws.mnt, 'promotions_block', s0['promotions_block'] + 1)
@@ -463,7 +457,7 @@ def test_mixed_reads_and_the_end(ws):
     size += 1234                      # a partial last block
     data = make(os.path.join(ws.src, 'f'), size, 16)
     proc = ws.start(opts='cachesize=64M')
-    half_used(ws)
+    all_regions_used(ws)
     r = Direct(os.path.join(ws.mnt, 'f'))
     try:
         # some blocks cached, scattered

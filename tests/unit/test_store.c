@@ -916,12 +916,12 @@ static int hot_of(void *arg, const struct hotfs_extent_info *x)
 }
 
 /*
- * st_filling: room no insert used, then room that only records never
- * looked up held; full once recycling lets a looked-up record go.  The
- * records past the room for keepers are shown to the keep function as
- * no_room.  st_mostly_free, st_holds (a peek: the record stays cold).
+ * Region recycling shows the records past the room for keepers to the
+ * keep function as no_room when it declined none of the region (all in
+ * use: the policy learns that what goes is hot), and not otherwise.
+ * st_filling, st_room, st_holds (a peek: the record stays cold).
  */
-static void test_filling_and_no_room(void **state)
+static void test_no_room_and_peeks(void **state)
 {
 	struct fx *f = *state;
 	struct hotfs_store_stats s;
@@ -934,24 +934,25 @@ static void test_filling_and_no_room(void **state)
 	f->p.keep_arg = &r;
 	open_store(f);
 	assert_true(st_filling(f->st));
-	assert_true(st_mostly_free(f->st));
+	assert_int_equal(st_room(f->st), CAP / RSIZE * (uint64_t)RSIZE);
 	get_stats(f, &s);
-	/* cold records through the whole store: each recycling lets only
-	 * records never looked up go, so the store fills on */
+	assert_true(s.filling);
+	/* cold records through the whole store: recycling declines them */
 	for (i = 0; !s.evictions || i < 2 * CAP / len; i++) {
 		assert_int_equal(insert(f, 1 + i, 0, 0, len), 0);
 		get_stats(f, &s);
-		if (s.regions_used * 2 >= s.regions)
-			assert_false(st_mostly_free(f->st));
+		assert_int_equal(st_room(f->st),
+				 (s.regions - s.regions_used) * RSIZE);
 	}
 	n = i;
 	assert_true(s.evictions > 0);
-	assert_true(st_filling(f->st));
-	assert_true(s.filling);
-	assert_int_equal(r.no_room_hot, 0);
-	/* every live record looked up: the next recycling cannot keep all
-	 * of a region's (5/8 of it at most), lets a hot one go, and the
-	 * store is full */
+	assert_false(st_filling(f->st));
+	assert_false(s.filling);
+	assert_int_equal(st_room(f->st), 0);
+	assert_int_equal(r.no_room, 0);
+	/* every live record looked up: the next recycling declines none,
+	 * cannot keep them all (5/8 of a region at most) and shows the
+	 * rest as no_room */
 	for (i = 0; i < n; i++)
 		check(f->st, 1 + i, 0, 0, len);
 	ev = (uint32_t)s.evictions;
@@ -960,9 +961,7 @@ static void test_filling_and_no_room(void **state)
 		get_stats(f, &s);
 	}
 	assert_true(r.no_room > 0);
-	assert_true(r.no_room_hot > 0);
-	assert_false(st_filling(f->st));
-	assert_false(s.filling);
+	assert_int_equal(r.no_room_hot, r.no_room);
 	/* a peek does not count as a look-up */
 	assert_false(st_holds(f->st, &k, 0));
 	assert_int_equal(insert(f, 5000, 0, 0, len), 0);
@@ -1953,7 +1952,7 @@ int main(void)
 		T(test_evict_damaged_keeper),
 		T(test_reinsert_restamped),
 		T(test_keep_callback_iterate),
-		T(test_filling_and_no_room),
+		T(test_no_room_and_peeks),
 		T(test_stale_location),
 		T(test_torn_last_write),
 		T(test_bit_flips),
