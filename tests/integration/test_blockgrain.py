@@ -382,8 +382,8 @@ def test_change_behind_the_mount_drops_all(ws):
 
 def test_full_store_needs_the_threshold(ws):
     """Once the store has recycled a region for room, a block read once
-    is not promoted (a one-time random reader does not pollute it), and
-    one read again and again is."""
+    is not promoted (a one-time random reader does not pollute it, nor
+    does a scan), and one read again and again is."""
     big = 64 << 20
     make(os.path.join(ws.src, 'fill'), big, 11)
     size = 4 << 20
@@ -403,6 +403,14 @@ def test_full_store_needs_the_threshold(ws):
         assert s1['promotions_block'] == s0['promotions_block']
         assert s1['not_promoted_below_threshold'] >= \
             s0['not_promoted_below_threshold'] + 16
+        # nor does a file read once from start to end (a scan)
+        scan = make(os.path.join(ws.src, 'scan'), 8 << 20, 25)
+        assert util.read_cold(os.path.join(ws.mnt, 'scan')) == scan
+        util.wait_for(lambda: stats(ws.mnt)['promotion_queue_depth'] == 0,
+                      'the queue to drain')
+        s2 = stats(ws.mnt)
+        assert s2['promotions_extent'] == s1['promotions_extent']
+        assert s2['fill_extent_reads'] == s1['fill_extent_reads']
         # hot blocks win their admission against the extents read twice
         for _ in range(4):
             for b in picks:
