@@ -50,6 +50,12 @@ static bool keep_extent(void *arg, const struct hotfs_extent_info *x)
 {
 	struct hotfs_cache *c = arg;
 
+	/* it goes, and recycling declined none (all were in use): the one
+	 * to beat from now on */
+	if (x->no_room) {
+		pol_let_go(c->pol, pol_hash(&x->key, x->extno));
+		return false;
+	}
 	if (pins_has(c->pins, &x->key))
 		return true;
 	return pol_keep(c->pol, pol_hash(&x->key, x->extno), x->hot);

@@ -59,8 +59,12 @@
  *			zipf 0.7 85.6% misses and 7.9x its footprint
  *			written against 81.3% and 0.04x).  The victim is
  *			pol_victim() (the last extent pol_keep let go: the
- *			cache's FIFO tail), or the next extent the store
- *			will drop.  Admission is what makes loops larger
+ *			cache's FIFO tail, or, when a recycling declined
+ *			none, one it had no room to keep: pol_let_go; a
+ *			store full of hot blocks then stops admitting
+ *			colder ones, where it churned: fio zipf 1.2 at a
+ *			tenth of the file fell from 9x to 4x the disk), or
+ *			the next extent the store will drop.  Admission is what makes loops larger
  *			than the cache (git grep of a tree that does not
  *			fit, cp of a big file) get MIN-like hit ratios
  *			instead of LRU's zero, and it writes less to the
@@ -399,6 +403,11 @@ bool pol_keep(struct hotfs_policy *p, uint64_t h, bool hot)
 	if (!keep)
 		atomic_store_explicit(&p->victim, h, memory_order_relaxed);
 	return keep;
+}
+
+void pol_let_go(struct hotfs_policy *p, uint64_t h)
+{
+	atomic_store_explicit(&p->victim, h, memory_order_relaxed);
 }
 
 uint64_t pol_victim(const struct hotfs_policy *p)

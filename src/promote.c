@@ -215,7 +215,8 @@ static ssize_t read_source(struct hotfs_promoter *pr, struct pr_item *it,
  * TinyLFU admission: once the store is full, an insert recycles the
  * oldest region, so a candidate must be hotter than what is being let go.
  * The victim is the policy's view of the FIFO tail (pol_victim: the last
- * extent region recycling declined to keep).
+ * extent region recycling declined to keep or, when it declined none, had
+ * no room to keep).
  */
 static bool admit(struct hotfs_cache *c, uint64_t h)
 {

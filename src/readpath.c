@@ -699,6 +699,93 @@ static int read_planned(struct hotfs_cache *c, struct hotfs_inode *in,
 }
 
 /*
+ * Warm-up at the slow disk's bandwidth.  While the store fills and the
+ * room no insert uses yet is at least a sixth of the file's size, a
+ * random reader's read that misses every block it reads, within one
+ * extent, reads the whole extent from the source in the same request (a
+ * disk's seek costs what a read of 4 KiB does; up to the extent, the
+ * bytes after it cost little more), and every whole block of the extent
+ * the store does not hold is promoted from those bytes, as a block.  They
+ * are not counted as accesses: the blocks never read go first when their
+ * region is recycled.  (A store small beside the file would fill with
+ * neighbours nobody reads: the trace simulator's bench mode, NOTEBOOK.md.)
+ */
+static bool extent_fill(struct hotfs_cache *c, const struct plan *p,
+			uint64_t off)
+{
+	uint64_t ee = ((off >> c->ext_shift) + 1) << c->ext_shift;
+
+	return p->blocks && p->promos && !p->hits && !p->racy &&
+	       c->extent > ST_BLOCK &&
+	       off >> c->ext_shift == (p->end - 1) >> c->ext_shift &&
+	       ee / ST_BLOCK <= ST_BLK_LIMIT && st_filling(c->st) &&
+	       st_room(c->st) >= p->stamp.size / 6;
+}
+
+/* The read as extent_fill has it; -errno of the source, or -ENOMEM. */
+static int read_extent_fill(struct hotfs_cache *c, struct hotfs_inode *in,
+			    struct hotfs_fh *fh, int src,
+			    const struct plan *p, uint64_t off,
+			    struct rp_reply *out)
+{
+	uint64_t es = off >> c->ext_shift << c->ext_shift,
+		 ee = es + c->extent, b, len = 0;
+	struct fh_cand *cand;
+	unsigned n = 0;
+	ssize_t got;
+	char *buf;
+
+	if (ee > p->stamp.size)
+		ee = p->stamp.size;
+	buf = malloc(ee - es);
+	cand = malloc(((ee - es) / ST_BLOCK + 1) * sizeof(*cand));
+	out->buf = malloc(p->end - off);
+	if (!buf || !cand || !out->buf) {
+		free(buf);
+		free(cand);
+		return -ENOMEM;
+	}
+	got = pread_full(src, buf, ee - es, (off_t)es);
+	if (got < 0) {
+		free(buf);
+		free(cand);
+		return (int)got;
+	}
+	/* the source may have ended sooner than its stamp said */
+	if (es + (uint64_t)got > off)
+		len = (es + (uint64_t)got < p->end ? es + (uint64_t)got :
+		       p->end) - off;
+	memcpy(out->buf, buf + (off - es), len);
+	stats_add(&c->stats, STAT_FILL_READS, 1);
+	stats_add(&c->stats, STAT_MISS_REQS, 1);
+	stats_add(&c->stats, STAT_MISS_BYTES, len);
+	stats_add(&c->stats, STAT_READ_BYTES, len);
+	for (b = es / ST_BLOCK; b * ST_BLOCK < es + (uint64_t)got; b++) {
+		uint64_t bs = b * ST_BLOCK, be = bs + ST_BLOCK;
+		uint32_t extno = ST_REC_BLOCK | (uint32_t)b;
+
+		if (be > p->stamp.size)
+			be = p->stamp.size;
+		/* whole blocks (or the file's last bytes) the store lacks */
+		if (be > es + (uint64_t)got || st_holds(c->st, &p->k, extno))
+			continue;
+		cand[n].start = bs;
+		cand[n].end = be;
+		cand[n++].extno = extno;
+		if (be <= off || bs >= p->end)
+			stats_add(&c->stats, STAT_FILL_BLOCKS, 1);
+	}
+	fh_queue(c, in, fh, &p->k, &p->stamp, p->gen, cand, n, buf, es,
+		 (uint64_t)got);
+	free(buf);
+	free(cand);
+	out->iov[0].iov_base = out->buf;
+	out->iov[0].iov_len = (size_t)len;
+	out->n = 1;
+	return 0;
+}
+
+/*
  * What of [off, off + size) the store may serve: false if the read goes
  * to the source alone (past the end, past the extents the store can
  * number, or where a write through the mount is in flight).
@@ -766,7 +853,10 @@ int cache_read(struct hotfs_cache *c, struct hotfs_inode *in,
 		return rp_read_source(src, size, off, out);
 	}
 	/* a miss to promote keeps its bytes: no second read of the source */
-	r = read_planned(c, in, fh, src, &p, (uint64_t)off, out);
+	if (extent_fill(c, &p, (uint64_t)off))
+		r = read_extent_fill(c, in, fh, src, &p, (uint64_t)off, out);
+	else
+		r = read_planned(c, in, fh, src, &p, (uint64_t)off, out);
 	for (i = 0; i < p.n; i++)
 		free(p.s[i].bounce);
 	free(p.s);

@@ -238,6 +238,8 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	      stats_get(s, STAT_PROMO_SRC_READS));
 	add_u(l, "promotions_block", stats_get(s, STAT_PROMO_BLOCKS));
 	add_u(l, "promotions_extent", stats_get(s, STAT_PROMO_EXTENTS));
+	add_u(l, "fill_extent_reads", stats_get(s, STAT_FILL_READS));
+	add_u(l, "fill_ahead_blocks", stats_get(s, STAT_FILL_BLOCKS));
 	add_u(l, "promotion_queued", stats_get(s, STAT_PROMO_QUEUED));
 	add_u(l, "promotion_queue_depth", c ? pr_depth(c->pr) : 0);
 	add_u(l, "not_promoted_below_threshold",
@@ -277,6 +279,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_f(l, "usage_ratio", ratio(ss->regions_used, ss->regions));
 	add_u(l, "regions_used", ss->regions_used);
 	add_u(l, "regions", ss->regions);
+	add_u(l, "store_filling", ss->filling);
 	add_u(l, "ssd_bytes_written", ss->bytes_written);
 	if (c)
 		budget_note(&c->budget, (uint64_t)time(NULL),

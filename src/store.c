@@ -655,6 +655,7 @@ void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s)
 	s->capacity = st->capacity;
 	s->regions = st->nregions;
 	s->regions_used = atomic_load(&st->nused);
+	s->filling = st_filling(st);
 	s->bytes_written = CNT_GET(st, bytes_written);
 	s->bytes_inserted = CNT_GET(st, bytes_inserted);
 	s->inserts = CNT_GET(st, inserts);
@@ -688,4 +689,30 @@ int st_size_from_fs(const char *dir, unsigned pct, bool of_free,
 		vfs.f_frsize;
 	*bytes = base / 100 * pct;
 	return 0;
+}
+
+uint64_t st_room(struct hotfs_store *st)
+{
+	uint32_t used = atomic_load_explicit(&st->nused, memory_order_relaxed);
+
+	return used < st->nregions ?
+	       (uint64_t)(st->nregions - used) * st->g.rsize : 0;
+}
+
+bool st_holds(struct hotfs_store *st, const struct hotfs_key *key,
+	      uint32_t extno)
+{
+	bool held;
+
+	if (atomic_load_explicit(&st->state, memory_order_relaxed) == ST_OFF ||
+	    key->dev > UINT32_MAX)
+		return false;
+	pthread_rwlock_rdlock(&st->idx_lock);
+	{
+		struct st_rec r;
+
+		held = idx_get(st, key->dev, key->ino, extno, &r) == 0;
+	}
+	pthread_rwlock_unlock(&st->idx_lock);
+	return held;
 }

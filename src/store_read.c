@@ -334,6 +334,7 @@ static int iter_one(void *arg, const struct st_rec *r)
 	x.len = r->len;
 	x.region = r->region;
 	x.hot = r->hot;
+	x.no_room = false;
 	it->ret = it->fn(it->arg, &x);
 	return it->ret ? BT_STOP : BT_KEEP;
 }

@@ -515,7 +515,10 @@ void st_rk_note(struct hotfs_store *st, uint64_t dev, uint64_t ino)
 
 /*
  * Pick the extents of region r to copy forward and read them; returns
- * how many, with their bytes in *bufp.  Under st->lock.
+ * how many, with their bytes in *bufp.  If the keep function declined
+ * none, those past the room for keepers are shown to it too, marked
+ * no_room (it cannot keep them; the policy learns that what goes is in
+ * use).  Under st->lock.
  */
 static uint32_t pick_keepers(struct hotfs_store *st, uint32_t r,
 			     const struct victim *vc, struct keeper *k,
@@ -524,6 +527,7 @@ static uint32_t pick_keepers(struct hotfs_store *st, uint32_t r,
 	uint64_t gen = st->regions[r].seq, budget = st->g.rsize * 5 / 8,
 		 used = 0;
 	uint32_t n = 0, j, m = 0;
+	bool room = true, declined = false;
 	uint8_t *buf;
 
 	pthread_rwlock_rdlock(&st->idx_lock);
@@ -536,15 +540,24 @@ static uint32_t pick_keepers(struct hotfs_store *st, uint32_t r,
 		    en.region != r || en.off != e->off)
 			continue;
 		if (used + st_reclen(e->len) + 64 > budget)
-			break;
+			room = false;
 		x.key.dev = e->dev;
 		x.key.ino = e->ino;
 		x.extno = e->extno;
 		x.len = e->len;
 		x.region = r;
 		x.hot = en.hot;
-		if (st->keep ? !st->keep(st->keep_arg, &x) : !x.hot)
+		x.no_room = !room;
+		if (!room) {
+			if (declined || !st->keep)
+				break;
+			st->keep(st->keep_arg, &x);
 			continue;
+		}
+		if (st->keep ? !st->keep(st->keep_arg, &x) : !x.hot) {
+			declined = true;
+			continue;
+		}
 		k[n].si = j;
 		k[n].boff = used;
 		k[n].stamp = en.stamp;

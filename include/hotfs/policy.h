@@ -59,6 +59,13 @@ bool pol_admit(struct hotfs_policy *p, uint64_t cand, uint64_t victim);
 bool pol_keep(struct hotfs_policy *p, uint64_t h, bool hot);
 
 /*
+ * Region recycling let this extent go without asking pol_keep: the
+ * region's room for keepers was used up.  It is the victim from now on
+ * (a hot one, when the store is full of hot extents).
+ */
+void pol_let_go(struct hotfs_policy *p, uint64_t h);
+
+/*
  * The victim to pass to pol_admit: the last extent pol_keep declined,
  * i.e. what the cache's FIFO tail is currently letting go (0 before any:
  * then the store is not full yet).

@@ -42,6 +42,9 @@ enum hotfs_stat {
 	STAT_CACHE_IO_ERR,	/* read errors from the cache device */
 	STAT_INVAL_WRITE,	/* writes via the mount that dropped extents */
 	STAT_WRITETHROUGH,	/* extents updated in place (writethrough) */
+	STAT_FILL_READS,	/* random misses that read their whole extent
+				 * while the store filled (readpath.c) */
+	STAT_FILL_BLOCKS,	/* blocks of those queued beside the read's */
 	STAT__NR
 };
 

@@ -121,6 +121,9 @@ struct hotfs_extent_info {
 	uint32_t len;
 	uint32_t region;
 	bool hot;		/* looked up since inserted (or reinserted) */
+	bool no_room;		/* st_keep_fn: the region's room for keepers
+				 * is used up and none was declined: it goes
+				 * whatever the answer */
 };
 
 /*
@@ -198,6 +201,7 @@ struct hotfs_store_stats {
 	uint64_t capacity;	/* bytes the store may use */
 	uint64_t regions;	/* regions the capacity allows */
 	uint64_t regions_used;	/* holding data (open + sealed) */
+	bool filling;		/* st_filling */
 	uint64_t extents;	/* cached extents */
 	uint64_t bytes;		/* their payload bytes */
 	uint64_t bytes_written;	/* to the SSD: data, padding, metadata */
@@ -325,6 +329,13 @@ void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s);
  * recycled to make room since one was last freed (or since the store
  * opened with a free one)?  No locks: a hint for the read path. */
 bool st_filling(struct hotfs_store *st);
+/* Bytes of the regions no insert uses (free or never used).  No locks:
+ * a hint. */
+uint64_t st_room(struct hotfs_store *st);
+/* Does the index hold a record of extno of key, under any stamp?  Unlike
+ * st_lookup, it does not count as a look-up (the record stays cold). */
+bool st_holds(struct hotfs_store *st, const struct hotfs_key *key,
+	      uint32_t extno);
 /* The state alone, without locks (for the read path). */
 enum hotfs_store_state st_state(struct hotfs_store *st);
 const char *st_state_name(enum hotfs_store_state s);

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Block grain through a real mount: a random reader's 4 KiB reads promote
 the blocks it read (from its own bytes, at the first miss while the store
-has room), a sequential reader still promotes whole extents, writes
-through the mount cost only the records they touch, a change behind the
-mount still drops everything, and once the store is full a block read
-once is not promoted.
+has room), and while the room no insert uses is at least a sixth of the
+file, a miss reads its whole extent and promotes every block of it; a
+sequential reader still promotes whole extents, writes through the mount
+cost only the records they touch, a change behind the mount still drops
+everything, and once the store is full a block read once is not promoted.
 
 Readers use O_DIRECT (every read reaches the daemon, as the seeds' fio
 jobs do) or buffered reads with the kernel's pages dropped before each
@@ -64,6 +65,33 @@ class Direct:
         self.buf.close()
 
 
+def all_regions_used(ws, mib=52):
+    """Put every region of a 64 MiB store (four of 16 MiB) in use, none
+    recycled yet, with the extents of a file read twice from its start:
+    the store still has room, but no unused region, so random misses
+    promote only their own blocks from here on.  The stats after."""
+    path = os.path.join(ws.mnt, 'filler')
+    with open(os.path.join(ws.src, 'filler'), 'wb') as f:
+        f.write(random.Random(99).randbytes(mib << 20))
+    for _ in range(2):
+        util.read_cold(path)
+    settled(ws.mnt, 'promotions_extent', (mib << 20) // EXT)
+    s = stats(ws.mnt)
+    assert s['regions_used'] == s['regions'], s
+    assert s['store_filling'] == 1 and s['evicted_regions'] == 0, s
+    return s
+
+
+def read_alone(path, off, n=BLK):
+    """A read on a handle of its own: its first read, so random (a read
+    carrying on where the handle's reads went would go by extents)."""
+    r = Direct(path)
+    try:
+        return r.read(off, n)
+    finally:
+        r.close()
+
+
 def blocks_of(n, nblocks, seed):
     """n distinct block numbers, none of them block 0 (a read at byte 0
     is a file read from its start: extent grain)."""
@@ -74,6 +102,7 @@ def test_random_reads_promote_blocks(ws):
     size = 16 << 20
     data = make(os.path.join(ws.src, 'img'), size, 1)
     proc = ws.start(opts='cachesize=64M')
+    s0 = all_regions_used(ws)
     r = Direct(os.path.join(ws.mnt, 'img'))
     try:
         picks = blocks_of(64, size // BLK, 2)
@@ -82,10 +111,12 @@ def test_random_reads_promote_blocks(ws):
         # one read each is enough while the store has room
         settled(ws.mnt, 'promotions_block', 64)
         s = stats(ws.mnt)
-        assert s['promotions_extent'] == 0
+        assert s['promotions_extent'] == s0['promotions_extent']
         assert s['promotions_reading_source'] == 0
-        assert s['cached_extents'] == 64
-        assert s['cached_bytes'] == 64 * BLK     # the blocks, not extents
+        assert s['fill_extent_reads'] == 0
+        assert s['cached_extents'] == s0['cached_extents'] + 64
+        # the blocks, not extents
+        assert s['cached_bytes'] == s0['cached_bytes'] + 64 * BLK
         # a 16 KiB read promotes its four blocks
         assert r.read(size - 8 * BLK, 4 * BLK) == \
             data[size - 8 * BLK:size - 4 * BLK]
@@ -140,6 +171,126 @@ def test_buffered_random_reader(ws):
     ws.stop(proc)
 
 
+@pytest.mark.parametrize('mode', ['writearound', 'writethrough'])
+def test_random_miss_fills_its_extent(ws, mode):
+    """While the store's unused room is at least a sixth of the file, a
+    random miss reads its whole extent from the source in the same
+    request and promotes every block of it (the warm-up at the slow
+    disk's bandwidth); the blocks not read are not counted as accesses.  The rest of the extent is then
+    served from the store, a write drops (or updates) only the block it
+    touches, and the file's partial last extent is filled to its end."""
+    size = 16 * EXT + 3 * BLK + 123
+    data = bytearray(make(os.path.join(ws.src, 'db'), size, 20))
+    proc = ws.start(opts='cachesize=64M,writemode=' + mode)
+    r = Direct(os.path.join(ws.mnt, 'db'), write=True)
+    try:
+        s0 = stats(ws.mnt)
+        b = 5 * (EXT // BLK) + 17               # a block in extent 5
+        assert r.read(b * BLK) == data[b * BLK:(b + 1) * BLK]
+        settled(ws.mnt, 'promotions_block', EXT // BLK)
+        s = stats(ws.mnt)
+        assert s['fill_extent_reads'] == 1
+        assert s['fill_ahead_blocks'] == EXT // BLK - 1
+        assert s['promotions_block'] == EXT // BLK
+        assert s['promotions_extent'] == 0
+        assert s['promotions_reading_source'] == 0
+        assert s['cached_extents'] == EXT // BLK      # records: blocks
+        assert s['cached_bytes'] == EXT
+        # one access counted: the block read, not its neighbours
+        assert s['extent_accesses'] - s0['extent_accesses'] == 1
+        # every block of extent 5 from the store, none from the source
+        m = os.path.join(ws.mnt, 'db')
+        before = stats(ws.mnt)
+        for x in range(5 * EXT, 6 * EXT, BLK):
+            assert read_alone(m, x) == data[x:x + BLK]
+        assert read_alone(m, 5 * EXT + 3 * BLK, 8 * BLK) == \
+            data[5 * EXT + 3 * BLK:5 * EXT + 11 * BLK]
+        after = stats(ws.mnt)
+        assert after['read_miss_bytes'] == before['read_miss_bytes']
+        assert after['read_hit_bytes'] - before['read_hit_bytes'] == \
+            EXT + 8 * BLK
+        # extent 4 and 6 were not read ahead
+        assert read_alone(m, 4 * EXT + BLK) == data[4 * EXT + BLK:4 * EXT + 2 * BLK]
+        assert stats(ws.mnt)['read_miss_bytes'] == \
+            after['read_miss_bytes'] + BLK
+        settled(ws.mnt, 'promotions_block', 2 * EXT // BLK)
+        # a write to one block of extent 5: the other 63 stay served
+        new = random.Random(21).randbytes(BLK)
+        w = 5 * EXT + 40 * BLK
+        r.write(w, new)
+        data[w:w + BLK] = new
+        s = stats(ws.mnt)
+        want = 2 * EXT // BLK - (0 if mode == 'writethrough' else 1)
+        assert s['cached_extents'] == want
+        before = stats(ws.mnt)
+        for x in range(5 * EXT, 6 * EXT, BLK):
+            assert read_alone(m, x) == data[x:x + BLK]
+        after = stats(ws.mnt)
+        miss = 0 if mode == 'writethrough' else BLK
+        assert after['read_miss_bytes'] - before['read_miss_bytes'] == miss
+        # the last, partial extent: filled to the file's end
+        tail = 16 * EXT
+        assert read_alone(m, tail + BLK) == data[tail + BLK:tail + 2 * BLK]
+        settled(ws.mnt, 'promotions_block', 2 * EXT // BLK + 4 +
+                (0 if mode == 'writethrough' else 1))
+        before = stats(ws.mnt)
+        for x in range(tail, size, BLK):        # the last one: 123 bytes
+            assert read_alone(m, x) == data[x:x + BLK]
+        after = stats(ws.mnt)
+        assert after['read_miss_bytes'] == before['read_miss_bytes']
+        assert after['read_hit_bytes'] - before['read_hit_bytes'] == \
+            size - tail
+    finally:
+        r.close()
+    with open(os.path.join(ws.src, 'db'), 'rb') as f:
+        assert f.read() == data
+    ws.stop(proc)
+
+
+def test_fill_stops(ws):
+    """The extent fill stops once the room no insert uses is less than a
+    sixth of the file's size: from then on a random miss promotes only
+    its block, and a file read once from start to end still promotes
+    nothing."""
+    size = 128 << 20
+    data = make(os.path.join(ws.src, 'big'), size, 22)
+    proc = ws.start(opts='cachesize=64M')
+    r = Direct(os.path.join(ws.mnt, 'big'))
+    try:
+        rng = random.Random(23)
+        exts = rng.sample(range(size // EXT), size // EXT)
+        n = 0
+        # random misses in extents not yet cached, while a sixth of the
+        # file (21.3 MiB: two of the store's four regions of 16 MiB) is
+        # unused
+        while (stats(ws.mnt)['regions'] -
+               stats(ws.mnt)['regions_used']) * (16 << 20) >= size // 6:
+            x = exts[n] * EXT + BLK
+            assert r.read(x) == data[x:x + BLK]
+            n += 1
+            settled(ws.mnt, 'promotions_block', n * EXT // BLK)
+            assert n < len(exts)
+        s0 = stats(ws.mnt)
+        assert s0['fill_extent_reads'] == n
+        assert s0['store_filling'] == 1
+        x = exts[n] * EXT + BLK
+        assert r.read(x) == data[x:x + BLK]
+        settled(ws.mnt, 'promotions_block', s0['promotions_block'] + 1)
+        s = stats(ws.mnt)
+        assert s['fill_extent_reads'] == n
+        assert s['promotions_block'] == s0['promotions_block'] + 1
+        assert s['cached_bytes'] == s0['cached_bytes'] + BLK
+    finally:
+        r.close()
+    # a file read once from start to end: counted, nothing promoted
+    make(os.path.join(ws.src, 'scan'), 8 << 20, 24)
+    util.read_cold(os.path.join(ws.mnt, 'scan'))
+    util.wait_for(lambda: stats(ws.mnt)['promotion_queue_depth'] == 0,
+                  'the queue to drain')
+    assert stats(ws.mnt)['promotions_extent'] == 0
+    ws.stop(proc)
+
+
 def test_sequential_reads_promote_extents(ws):
     size = 4 * EXT + 1000
     data = make(os.path.join(ws.src, 'seq'), size, 5)
@@ -160,6 +311,7 @@ def test_write_keeps_other_blocks(ws, mode):
     size = 4 << 20
     data = bytearray(make(os.path.join(ws.src, 'vm'), size, 6))
     proc = ws.start(opts='cachesize=64M,writemode=' + mode)
+    s0 = all_regions_used(ws)
     r = Direct(os.path.join(ws.mnt, 'vm'), write=True)
     try:
         picks = blocks_of(16, size // BLK, 7)
@@ -177,7 +329,8 @@ def test_write_keeps_other_blocks(ws, mode):
         data[picks[1] * BLK + 7:picks[1] * BLK + 107] = b'x' * 100
         s = stats(ws.mnt)
         want = 16 if mode == 'writethrough' else 14
-        assert s['cached_extents'] == want, s['cached_extents']
+        assert s['cached_extents'] - s0['cached_extents'] == want, \
+            s['cached_extents']
         before = stats(ws.mnt)
         for b in picks[2:]:
             assert r.read(b * BLK) == data[b * BLK:(b + 1) * BLK]
@@ -205,6 +358,7 @@ def test_change_behind_the_mount_drops_all(ws):
     src = os.path.join(ws.src, 'vm')
     data = bytearray(make(src, size, 9))
     proc = ws.start(opts='cachesize=64M')
+    all_regions_used(ws)
     r = Direct(os.path.join(ws.mnt, 'vm'))
     try:
         picks = blocks_of(8, size // BLK, 10)
@@ -228,8 +382,8 @@ def test_change_behind_the_mount_drops_all(ws):
 
 def test_full_store_needs_the_threshold(ws):
     """Once the store has recycled a region for room, a block read once
-    is not promoted (a one-time random reader does not pollute it), and
-    one read again and again is."""
+    is not promoted (a one-time random reader does not pollute it, nor
+    does a scan), and one read again and again is."""
     big = 64 << 20
     make(os.path.join(ws.src, 'fill'), big, 11)
     size = 4 << 20
@@ -249,6 +403,14 @@ def test_full_store_needs_the_threshold(ws):
         assert s1['promotions_block'] == s0['promotions_block']
         assert s1['not_promoted_below_threshold'] >= \
             s0['not_promoted_below_threshold'] + 16
+        # nor does a file read once from start to end (a scan)
+        scan = make(os.path.join(ws.src, 'scan'), 8 << 20, 25)
+        assert util.read_cold(os.path.join(ws.mnt, 'scan')) == scan
+        util.wait_for(lambda: stats(ws.mnt)['promotion_queue_depth'] == 0,
+                      'the queue to drain')
+        s2 = stats(ws.mnt)
+        assert s2['promotions_extent'] == s1['promotions_extent']
+        assert s2['fill_extent_reads'] == s1['fill_extent_reads']
         # hot blocks win their admission against the extents read twice
         for _ in range(4):
             for b in picks:
@@ -303,12 +465,14 @@ def test_mixed_reads_and_the_end(ws):
     size += 1234                      # a partial last block
     data = make(os.path.join(ws.src, 'f'), size, 16)
     proc = ws.start(opts='cachesize=64M')
+    all_regions_used(ws)
     r = Direct(os.path.join(ws.mnt, 'f'))
     try:
         # some blocks cached, scattered
         for b in blocks_of(64, size // BLK, 18):
             r.read(b * BLK)
         settled(ws.mnt, 'promotions_block', 32)
+        assert stats(ws.mnt)['fill_extent_reads'] == 0
         rng = random.Random(17)
         for _ in range(200):
             off = rng.randrange(1, size // BLK) * BLK
@@ -317,13 +481,16 @@ def test_mixed_reads_and_the_end(ws):
     finally:
         r.close()
     # the tail: a read past the end (the first read of a handle is
-    # random: block grain), then the partial block is cached
+    # random), then the partial last block is cached (the file's last
+    # extent, whole from its start to the end: by extents)
     tail = size // BLK * BLK
-    promoted = stats(ws.mnt)['promotions_block']
+    util.wait_for(lambda: stats(ws.mnt)['promotion_queue_depth'] == 0,
+                  'the queue to drain')
+    promoted = stats(ws.mnt)['promotions']
     r = Direct(os.path.join(ws.mnt, 'f'))
     try:
         assert r.read(tail - BLK, 4 * BLK) == data[tail - BLK:]
-        settled(ws.mnt, 'promotions_block', promoted + 1)
+        settled(ws.mnt, 'promotions', promoted + 1)
         before = stats(ws.mnt)
         assert r.read(tail, BLK) == data[tail:]
         assert stats(ws.mnt)['read_hit_bytes'] == \

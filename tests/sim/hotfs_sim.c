@@ -29,7 +29,13 @@
  *		the daemon's defaults (pol_set_cache as src/cache.c).
  *		hot/Apf is block grain's warm-up: while the store has
  *		free space every miss goes in (from the reader's bytes),
- *		then hot/Ap's rules.
+ *		then hot/Ap's rules.  hot/ApL is the daemon's: hot/Apf,
+ *		and when a recycling declines none of a region's extents
+ *		(all were hit) those it has no room to keep become the
+ *		victim (pol_let_go), so a store full of hot blocks is not
+ *		churned by colder ones.  hot/ApF, tried and not kept:
+ *		the fill also goes on while recycling lets only never-hit
+ *		extents go, and the last one let go is the victim.
  * An access is one open-handle touch of one extent (what the daemon
  * passes to pol_access); the page cache absorbs the rest, so traces hold
  * accesses, not read(2) calls.
@@ -39,8 +45,12 @@
  * same) or a file of "file extent length" lines (.gz read through gzip
  * -dc), replayed for several passes (-p).
  *
+ * -B: bench mode (run_bench below), the trace replayed as the bench's
+ * timed passes, with the warm-up by whole extents (-c, -r, -f).
+ *
  * --ci runs small versions of the synthetic traces and checks the
- * properties the policy promises; it exits 1 if one fails.
+ * properties the policy promises; it exits 1 if one fails.  --ci-bench
+ * checks the bench-mode properties of the warm-up rules on fio's trace.
  *
  * Single-threaded; nothing here is shared.
  */
@@ -89,8 +99,12 @@ struct model {
 	enum pol_keep_rule keep;
 	bool admit;
 	int victim;		/* V_* */
-	bool fill;		/* insert every miss while the store has free
-				 * space (block grain's warm-up) */
+	unsigned fill;		/* insert every miss while the store has free
+				 * space (block grain's warm-up): 1 until a
+				 * region is first recycled, FILL_COLD also
+				 * while recycling lets no hit extent go (and
+				 * those past the room for keepers become
+				 * the victim: pol_let_go) */
 	unsigned move;		/* s3fifo: hits in S that move to M */
 };
 
@@ -99,6 +113,10 @@ enum {
 	V_POL,			/* pol_victim(): the last one let go */
 	V_NEXT,			/* the next one the store will drop */
 };
+
+#define FILL_COLD	2
+#define FILL_LETGO	3	/* 1, and those past the room for keepers
+				 * become the victim (pol_let_go) */
 
 /* the hotfs store model: keep rule, admission, victim, fill */
 #define HOTFS(n, k, a, v, f)	{ .name = n, .kind = M_HOTFS, .keep = k, \
@@ -122,7 +140,9 @@ static const struct model models[] = {
 	HOTFS("hot+freq/A", POL_KEEP_HOT_FREQ, true, V_HEAD, false),
 	HOTFS("none/Ap", POL_KEEP_NONE, true, V_POL, false),
 	HOTFS("hot/Ap", POL_KEEP_HOT, true, V_POL, false),
-	HOTFS("hot/Apf", POL_KEEP_HOT, true, V_POL, true),
+	HOTFS("hot/Apf", POL_KEEP_HOT, true, V_POL, 1),
+	HOTFS("hot/ApF", POL_KEEP_HOT, true, V_POL, FILL_COLD),
+	HOTFS("hot/ApL", POL_KEEP_HOT, true, V_POL, FILL_LETGO),
 	HOTFS("freq/Ap", POL_KEEP_FREQ, true, V_POL, false),
 	HOTFS("none/An", POL_KEEP_NONE, true, V_NEXT, false),
 	HOTFS("hot/An", POL_KEEP_HOT, true, V_NEXT, false),
@@ -1012,6 +1032,10 @@ struct hsim {
 	uint8_t *hot;
 	uint64_t *h;			/* object -> pol_hash */
 	bool recycled;			/* one was: the store is full */
+	bool letgo;			/* FILL_COLD, _LETGO: pol_let_go */
+	bool letgo_any;			/* FILL_COLD: whatever was declined */
+	bool hot_lost;			/* the last recycling let a hit
+					 * extent go */
 };
 
 static void hs_append(struct hsim *s, uint32_t r, uint32_t o)
@@ -1031,7 +1055,7 @@ static void hs_new_region(struct hsim *s)
 {
 	uint32_t r, j, n, *old;
 	uint64_t kept = 0, budget = s->rsize * 5 / 8;
-	bool stop = false;
+	bool stop = false, declined = false;
 
 	if (s->open != NIL)
 		s->fifo[(s->fhead + s->fn++) % s->nreg] = s->open;
@@ -1040,6 +1064,7 @@ static void hs_new_region(struct hsim *s)
 		return;
 	}
 	s->recycled = true;
+	s->hot_lost = false;
 	r = s->fifo[s->fhead];
 	s->fhead = (s->fhead + 1) % s->nreg;
 	s->fn--;
@@ -1057,10 +1082,18 @@ static void hs_new_region(struct hsim *s)
 		s->oreg[o] = NIL;
 		if (stop || kept + len + 64 > budget) {
 			stop = true;	/* the store stops at its budget */
+			/* FILL_COLD: the last let go; FILL_LETGO: only when
+			 * the recycling declined none (the coldest wins) */
+			if (s->letgo && (s->letgo_any || !declined))
+				pol_let_go(s->pol, s->h[o]);
+			s->hot_lost |= s->hot[o];
 			continue;
 		}
-		if (!pol_keep(s->pol, s->h[o], s->hot[o]))
+		if (!pol_keep(s->pol, s->h[o], s->hot[o])) {
+			s->hot_lost |= s->hot[o];
+			declined = true;
 			continue;
+		}
 		kept += len + 64;
 		hs_append(s, r, o);
 		s->r->reins++;
@@ -1109,6 +1142,10 @@ static bool hs_admit(struct hsim *s, const struct model *m, uint32_t o,
 	 * the reader's bytes go in on the first miss */
 	if (m->fill && !full && !s->recycled)
 		return true;
+	/* FILL_COLD: room that only never-hit extents held is free room
+	 * too (st_filling) */
+	if (m->fill == FILL_COLD && !s->hot_lost)
+		return true;
 	if (!pol_promote(s->pol, cnt))
 		return false;
 	if (!full || !m->admit)
@@ -1126,7 +1163,9 @@ static int run_hotfs(const struct trace *t, uint64_t cap,
 {
 	struct pol_params pp = { .threshold = opt_threshold,
 				 .counters = opt_counters };
-	struct hsim s = { .t = t, .r = r, .open = NIL };
+	struct hsim s = { .t = t, .r = r, .open = NIL,
+			  .letgo = m->fill >= FILL_COLD,
+			  .letgo_any = m->fill == FILL_COLD };
 	struct hotfs_key k = { .dev = 1 };
 	uint32_t i, maxlen = 0;
 	size_t a;
@@ -1230,6 +1269,271 @@ static int run_model(struct trace *t, uint64_t cap, const struct model *m,
 		return run_hotfs(t, cap, m, r);
 	}
 	return -EINVAL;
+}
+
+/*--------------------------------------------------------------------*/
+/*
+ * Bench mode (-B PASSES): contrib/bench/run.sh's fio job as the bench
+ * runs it, not as a fixed number of accesses.  Each pass replays the
+ * trace from its start (fio's randrepeat: every pass draws the same
+ * offsets) for BENCH_SECS of modelled time: a read of the slow disk
+ * costs 1/200 s (the emulated HDD's IOPS token; a read of up to 256 KiB
+ * fits its 100 MB/s in that time too), anything else bench_hit_us.  The
+ * page cache is dropped before each pass; within a pass the source's
+ * pages the daemon read (a whole chunk, when it read one) serve later
+ * misses of them without the disk, and a buffered reader's own pages
+ * serve its repeats without the daemon (so the daemon sees a block at
+ * most once a pass; -D: an O_DIRECT reader, every access reaches it).
+ * The FUSE floor (hotfs -o nocache) is the same with no store.  A pass's
+ * IOPS are its reads over BENCH_SECS.
+ *
+ * The warm-up rules compared (the store model is run_hotfs's, hot/Apf):
+ *   chunk	while the store has never recycled a region (and is less
+ *		than bench_chunk_room full), a disk read for a missed
+ *		block reads its aligned chunk of -c BLOCKS instead and
+ *		every uncached block of it is inserted; otherwise the one
+ *		block, as today.
+ *   epoch	-E: a block's policy count is taken at most once per pass
+ *		(the daemon would do it once per epoch of its own, the
+ *		page-cache drop being what a pass is here): counts then mean
+ *		"seen in this many epochs", in both reader modes.
+ */
+#define BENCH_SECS	30.0
+#define BENCH_MISS_US	5000.0
+#define BENCH_PASSES	16
+
+static double bench_hit_us = 3.5;	/* -H */
+static double bench_room = 1.0;		/* -r: chunk while used < room */
+static bool bench_direct;		/* -D */
+static unsigned bench_free;		/* -f K: chunk while the room
+					 * left is >= the file / K */
+static bool bench_epoch;		/* -E */
+static const struct model *bench_model;	/* -m: the first hotfs model */
+
+struct bench_res {
+	uint64_t reads[BENCH_PASSES], disk[BENCH_PASSES];
+	uint64_t ins, recs;
+};
+
+/* Every block of the (one-file) trace an object, so a chunk's blocks
+ * can be inserted; returns the block -> object map. */
+static const struct model *model_by_name(const char *name);
+
+static uint32_t *bench_blocks(struct trace *t, uint32_t *nblk)
+{
+	uint32_t i, maxb = 0, *map, file = t->nobj ? t->file[0] : 0;
+	uint32_t len = t->grain ? t->grain : 4096, n0 = t->nobj;
+
+	for (i = 0; i < n0; i++)
+		if (t->ext[i] > maxb)
+			maxb = t->ext[i];
+	*nblk = maxb + 1;
+	map = xrealloc(NULL, *nblk * sizeof(uint32_t));
+	memset(map, 0xff, *nblk * sizeof(uint32_t));
+	for (i = 0; i < n0; i++)
+		map[t->ext[i]] = i;
+	for (i = 0; i < *nblk; i++)
+		if (map[i] == NIL)
+			map[i] = tr_obj(t, file, i, len);
+	return map;
+}
+
+static uint64_t hs_used(const struct hsim *s)
+{
+	uint64_t u = (uint64_t)(s->nreg - s->nfree) * s->rsize;
+
+	if (s->open != NIL)
+		u -= s->rsize - s->fill[s->open];
+	return u;
+}
+
+static void hs_insert(struct hsim *s, uint32_t o)
+{
+	if (s->open == NIL || s->fill[s->open] + s->t->len[o] > s->rsize)
+		hs_new_region(s);
+	hs_append(s, s->open, o);
+	s->r->ins++;
+	s->r->ins_bytes += s->t->len[o];
+}
+
+/* One bench run: cap 0 = the FUSE floor (no store). */
+static int run_bench(struct trace *t, const uint32_t *map, uint32_t nblk,
+		     uint64_t cap, unsigned chunk, unsigned passes,
+		     struct bench_res *br)
+{
+	const struct model *m = bench_model;
+	struct pol_params pp = { .threshold = opt_threshold,
+				 .counters = opt_counters };
+	struct hsim s = { .t = t, .open = NIL,
+			  .letgo = cap && m->fill >= FILL_COLD,
+			  .letgo_any = cap && m->fill == FILL_COLD };
+	struct hotfs_key k = { .dev = 1 };
+	struct result r = { 0 };
+	uint32_t *rpc, *spc, *epc, i, p;
+	int err = 0;
+
+	memset(br, 0, sizeof(*br));
+	s.r = &r;
+	rpc = calloc(t->nobj, sizeof(uint32_t));	/* pass + 1 seen */
+	spc = calloc(t->nobj, sizeof(uint32_t));
+	epc = calloc(t->nobj, sizeof(uint32_t));
+	if (cap) {
+		/* the daemon's regions (-R: another size) */
+		s.rsize = opt_region ? opt_region : ST_REGION_DEFAULT;
+		s.nreg = cap / s.rsize;
+		if (s.nreg < 2) {
+			err = -EINVAL;
+			goto out;
+		}
+		err = pol_new(&pp, &s.pol);
+		if (err)
+			goto out;
+		pol_set_keep(s.pol, m->keep);
+		pol_set_cache(s.pol, cap / (t->grain ? t->grain : EXT));
+		s.nfree = s.nreg;
+		s.fifo = xrealloc(NULL, s.nreg * sizeof(uint32_t));
+		s.vec = calloc(s.nreg, sizeof(*s.vec));
+		s.vn = calloc(s.nreg, sizeof(uint32_t));
+		s.vcap = calloc(s.nreg, sizeof(uint32_t));
+		s.fill = calloc(s.nreg, sizeof(uint64_t));
+		s.oreg = xrealloc(NULL, t->nobj * sizeof(uint32_t));
+		memset(s.oreg, 0xff, t->nobj * sizeof(uint32_t));
+		s.hot = calloc(t->nobj, 1);
+		s.h = xrealloc(NULL, t->nobj * sizeof(uint64_t));
+		for (i = 0; i < t->nobj; i++) {
+			k.ino = t->file[i];
+			s.h[i] = pol_hash(&k, t->ext[i]);
+		}
+	}
+	for (p = 0; p < passes; p++) {
+		double us = 0;
+		size_t a;
+
+		for (a = 0; us < BENCH_SECS * 1e6; a++) {
+			uint32_t o = t->acc[a % t->n], b, c0, j;
+			unsigned cnt = 0;
+			bool fill;
+
+			br->reads[p]++;
+			us += bench_hit_us;
+			if (!bench_direct) {
+				if (rpc[o] == p + 1)
+					continue;	/* reader's page cache */
+				rpc[o] = p + 1;
+			}
+			if (cap && (!bench_epoch || epc[o] != p + 1)) {
+				epc[o] = p + 1;
+				cnt = pol_access(s.pol, s.h[o]);
+			} else if (cap) {
+				cnt = pol_estimate(s.pol, s.h[o]);
+			}
+			if (cap && s.oreg[o] != NIL) {
+				s.hot[o] = 1;
+				continue;
+			}
+			b = t->ext[o];
+			fill = cap && (!s.recycled ||
+				       (m->fill == FILL_COLD && !s.hot_lost)) &&
+			       (bench_room > 1 ||
+				hs_used(&s) < bench_room * cap) &&
+			       (!bench_free || cap - hs_used(&s) >=
+				(uint64_t)nblk * (t->grain ? t->grain : 4096) /
+				bench_free);
+			if (spc[o] != p + 1) {		/* the disk */
+				unsigned n = fill && chunk > 1 ? chunk : 1;
+
+				c0 = n > 1 ? b / n * n : b;
+				us += BENCH_MISS_US;
+				br->disk[p]++;
+				for (j = c0; j < c0 + n && j < nblk; j++)
+					spc[map[j]] = p + 1;
+				if (fill && n > 1) {
+					for (j = c0; j < c0 + n && j < nblk; j++)
+						if (s.oreg[map[j]] == NIL)
+							hs_insert(&s, map[j]);
+					continue;
+				}
+			}
+			if (cap && hs_admit(&s, m, o, cnt))
+				hs_insert(&s, o);
+		}
+	}
+	br->ins = r.ins + r.reins;
+	if (cap)
+		for (i = 0; i < t->nobj; i++)
+			br->recs += s.oreg[i] != NIL;
+out:
+	if (cap) {
+		for (i = 0; i < s.nreg; i++)
+			free(s.vec[i]);
+		free(s.vec);
+		free(s.vn);
+		free(s.vcap);
+		free(s.fill);
+		free(s.fifo);
+		free(s.oreg);
+		free(s.hot);
+		free(s.h);
+		pol_free(s.pol);
+	}
+	free(rpc);
+	free(spc);
+	free(epc);
+	return err;
+}
+
+/* -B: the floor and each chunk size (-c list) at each cache size (-s,
+ * fractions of the file), IOPS per pass and the ratio to the floor. */
+static int bench_report(struct trace *t, const double *sizes,
+			unsigned nsizes, const unsigned *chunks,
+			unsigned nchunks, unsigned passes, unsigned mmask)
+{
+	struct bench_res floor, br;
+	uint32_t nblk, *map = bench_blocks(t, &nblk);
+	unsigned si, ci, p, mi;
+	int err;
+
+	err = run_bench(t, map, nblk, 0, 1, passes, &floor);
+	if (err)
+		goto out;
+	printf("\n## %s: bench passes of %.0f s, %s readers, hit %.1f us%s\n\n",
+	       t->name, BENCH_SECS, bench_direct ? "O_DIRECT" : "buffered",
+	       bench_hit_us, bench_epoch ? ", counted once a pass" : "");
+	printf("| model | cache | chunk |");
+	for (p = 0; p < passes; p++)
+		printf(" pass %u |", p + 1);
+	printf(" records |\n|---|---|---|");
+	for (p = 0; p < passes; p++)
+		printf("---|");
+	printf("---|\n| floor | | |");
+	for (p = 0; p < passes; p++)
+		printf(" %.0f |", floor.reads[p] / BENCH_SECS);
+	printf(" |\n");
+	for (mi = 0; mi < NMODELS; mi++)
+	for (si = 0; si < nsizes; si++)
+		for (ci = 0; ci < nchunks; ci++) {
+			uint64_t cap = (uint64_t)(sizes[si] * nblk *
+						  (t->grain ? t->grain : 4096));
+
+			if (!(mmask & 1u << mi) || models[mi].kind != M_HOTFS)
+				continue;
+			bench_model = &models[mi];
+			err = run_bench(t, map, nblk, cap, chunks[ci], passes,
+					&br);
+			if (err)
+				goto out;
+			printf("| %s | 1:%.0f | %u KiB |", models[mi].name,
+			       1 / sizes[si], chunks[ci] * 4);
+			for (p = 0; p < passes; p++)
+				printf(" %.0f (%.1fx, %llu) |",
+				       br.reads[p] / BENCH_SECS,
+				       (double)br.reads[p] / floor.reads[p],
+				       (unsigned long long)br.disk[p]);
+			printf(" %llu |\n", (unsigned long long)br.recs);
+		}
+out:
+	free(map);
+	return err;
 }
 
 /*--------------------------------------------------------------------*/
@@ -1554,7 +1858,7 @@ static int run_ci(const char *gitgrep)
 	gen_scan(&t, 4000, 40000, 20000, 6);
 	cap = (uint64_t)5000 * EXT;
 	for (const char *const *b = (const char *const[]){ "s3fifo",
-			"wtinylfu", "hot/Apf", NULL }; *b; b++) {
+			"wtinylfu", "hot/Apf", "hot/ApL", NULL }; *b; b++) {
 		err = run_model(&t, cap, model_by_name(*b), &r);
 		if (err)
 			return err;
@@ -1609,6 +1913,13 @@ static int run_ci(const char *gitgrep)
 		CHECK(r.miss <= l.miss, "scattered hot blocks, cache 1:%u: "
 		      "miss ratio hot/Apf %.3f, hot/Ap %.3f\n", *d,
 		      ratio(r.miss, r.acc), ratio(l.miss, l.acc));
+		/* the victim let go for want of room costs it nothing */
+		err = run_model(&t, cap, model_by_name("hot/ApL"), &l);
+		if (err)
+			return err;
+		CHECK(l.miss * 100 <= r.miss * 101, "scattered hot blocks, "
+		      "cache 1:%u: miss ratio hot/ApL %.3f, hot/Apf %.3f\n",
+		      *d, ratio(l.miss, l.acc), ratio(r.miss, r.acc));
 	}
 	tr_free(&t);
 
@@ -1645,12 +1956,73 @@ static int run_ci(const char *gitgrep)
 
 /*--------------------------------------------------------------------*/
 
+/*
+ * --ci-bench FIO_TRACE: the bench-mode properties of the rules that won
+ * (contrib/bench/RESULTS.md, "Policy simulation"): at 1:10 of the file
+ * the store full of fio's hot blocks keeps its IOPS (hot/ApL: passes 6
+ * and 8 at least 90% of its best pass; hot/Apf falls to half at one of
+ * them), and at 1:2 the extent fill (64 blocks while the store's unused
+ * room is at least a sixth of the file) warms pass 3 faster than the
+ * block alone; at 1:10 it does not fill at all.
+ */
+static int run_ci_bench(const char *fio)
+{
+	struct trace t;
+	struct bench_res a, b;
+	uint32_t nblk, *map;
+	uint64_t cap, best;
+	unsigned p, d;
+	int err;
+
+	tr_init(&t, "fio");
+	err = load_trace(&t, fio, 1);
+	if (err) {
+		fprintf(stderr, "hotfs_sim: %s: %s\n", fio, strerror(-err));
+		return 2;
+	}
+	map = bench_blocks(&t, &nblk);
+	bench_free = 6;
+	for (d = 0; d < 2; d++) {
+		bench_direct = d;
+		cap = (uint64_t)nblk * 4096 / 10;
+		bench_model = model_by_name("hot/ApL");
+		run_bench(&t, map, nblk, cap, 64, 8, &a);
+		bench_model = model_by_name("hot/Apf");
+		run_bench(&t, map, nblk, cap, 1, 8, &b);
+		for (best = 0, p = 0; p < 8; p++)
+			best = a.reads[p] > best ? a.reads[p] : best;
+		CHECK(a.reads[5] * 10 >= best * 9 && a.reads[7] * 10 >= best * 9,
+		      "%s, 1:10: hot/ApL passes 6 and 8 %.0f and %.0f IOPS, "
+		      "its best %.0f (hot/Apf: %.0f, %.0f)\n",
+		      d ? "O_DIRECT" : "buffered", a.reads[5] / BENCH_SECS,
+		      a.reads[7] / BENCH_SECS, best / BENCH_SECS,
+		      b.reads[5] / BENCH_SECS, b.reads[7] / BENCH_SECS);
+		CHECK(a.disk[0] == b.disk[0] && a.reads[0] == b.reads[0],
+		      "%s, 1:10: no extent fill (pass 1 %.0f IOPS, the "
+		      "block alone %.0f)\n", d ? "O_DIRECT" : "buffered",
+		      a.reads[0] / BENCH_SECS, b.reads[0] / BENCH_SECS);
+		cap = (uint64_t)nblk * 4096 / 2;
+		bench_model = model_by_name("hot/ApL");
+		run_bench(&t, map, nblk, cap, 64, 3, &a);
+		run_bench(&t, map, nblk, cap, 1, 3, &b);
+		CHECK(a.reads[2] * 10 >= b.reads[2] * 12,
+		      "%s, 1:2: pass 3 %.0f IOPS with the extent fill, %.0f "
+		      "without\n", d ? "O_DIRECT" : "buffered",
+		      a.reads[2] / BENCH_SECS, b.reads[2] / BENCH_SECS);
+	}
+	free(map);
+	tr_free(&t);
+	return failures ? 1 : 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
 "usage: hotfs_sim [options]\n"
 "  --ci [TRACE]      small traces (and TRACE, a git grep pass), check\n"
 "                    the policy's properties\n"
+"  --ci-bench TRACE  bench mode on TRACE (fio's), check the warm-up\n"
+"                    rules' properties\n"
 "  -t TRACE          zipf, shift, scan, loop, scatter, all (default) or\n"
 "                    a file of \"file extent length\" lines (.gz ok;\n"
 "                    \"# grain BYTES\" and \"# pass ACCESSES\" read)\n"
@@ -1670,7 +2042,18 @@ static void usage(void)
 "  -N EXTENTS        zipf and shift: extents (default 100000)\n"
 "  -A ACCESSES       zipf and shift: accesses (default 20 x EXTENTS)\n"
 "  -b                byte miss ratio instead of request miss ratio\n"
-"  -q                quick: smaller synthetic traces\n");
+"  -q                quick: smaller synthetic traces\n"
+"  -B PASSES         bench mode: the trace file replayed as the bench's\n"
+"                    30 s passes (-s: fractions of the file; default\n"
+"                    0.1,0.5), IOPS per pass against the FUSE floor\n"
+"  -c B,B,...        bench: chunk sizes in blocks a miss reads and\n"
+"                    inserts while the store fills (default 1)\n"
+"  -r FRACTION       bench: chunks only while the store is less full\n"
+"  -f K              bench: chunks only while the room left is at least\n"
+"                    the file's size / K\n"
+"  -D                bench: O_DIRECT readers (default buffered)\n"
+"  -E                bench: count a block once a pass\n"
+"  -H US             bench: cost of a read that is not a disk read\n");
 	exit(2);
 }
 
@@ -1710,6 +2093,7 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "ci", no_argument, NULL, 'C' },
+		{ "ci-bench", required_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const double zs[] = { 0.01, 0.05, 0.1, 0.25 };
@@ -1724,14 +2108,17 @@ int main(int argc, char **argv)
 	bool bytes = false, quick = false, ci = false, all;
 	struct trace t;
 	int c, err = 0;
-	double a;
+	double a, csz[16];
+	unsigned bpasses = 0, nchunks = 0, chunks[16], i;
 
-	while ((c = getopt_long(argc, argv, "t:p:s:m:w:T:R:P:N:A:bqh", lo,
+	while ((c = getopt_long(argc, argv, "t:p:s:m:w:T:R:P:N:A:bqhB:c:DEH:r:f:", lo,
 				NULL)) != -1) {
 		switch (c) {
 		case 'C':
 			ci = true;
 			break;
+		case 'K':
+			return run_ci_bench(optarg);
 		case 't':
 			which = optarg;
 			break;
@@ -1768,14 +2155,58 @@ int main(int argc, char **argv)
 		case 'q':
 			quick = true;
 			break;
+		case 'B':
+			bpasses = atoi(optarg);
+			break;
+		case 'c':
+			nchunks = parse_sizes(optarg, csz, 16);
+			break;
+		case 'D':
+			bench_direct = true;
+			break;
+		case 'E':
+			bench_epoch = true;
+			break;
+		case 'H':
+			bench_hit_us = strtod(optarg, NULL);
+			break;
+		case 'r':
+			bench_room = strtod(optarg, NULL);
+			break;
+		case 'f':
+			bench_free = atoi(optarg);
+			break;
 		default:
 			usage();
 		}
 	}
 	if (ci)
 		return run_ci(optind < argc ? argv[optind] : NULL);
-	if (passes < 1 || passes > MAX_PASSES)
+	if (passes < 1 || passes > MAX_PASSES || bpasses > BENCH_PASSES)
 		usage();
+	if (bpasses) {
+		static const double bsz[] = { 0.1, 0.5 };
+
+		for (i = 0; i < nchunks; i++)
+			chunks[i] = (unsigned)csz[i];
+		if (!nchunks)
+			chunks[nchunks++] = 1;
+		tr_init(&t, which);
+		err = load_trace(&t, which, 1);
+		if (!err)
+			err = bench_report(&t, nsizes ? sizes : bsz,
+					   nsizes ? nsizes : 2, chunks,
+					   nchunks, bpasses,
+					   mmask == (1u << NMODELS) - 1 ?
+					   1u << model_index("hot/Apf") |
+					   1u << model_index("hot/ApL") :
+					   mmask);
+		tr_free(&t);
+		if (err)
+			fprintf(stderr, "hotfs_sim: %s: %s\n", which,
+				strerror(-err));
+		return err ? 2 : 0;
+	}
 	if (!zobj)
 		zobj = quick ? 20000 : 100000;
 	if (!zacc)

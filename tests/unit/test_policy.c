@@ -338,6 +338,11 @@ static void test_victim(void **state)
 	assert_int_equal(pol_victim(p), 7);
 	assert_true(pol_keep(p, 8, true));
 	assert_int_equal(pol_victim(p), 7);	/* kept: not a victim */
+	/* one let go for lack of room is the victim, hot or not */
+	pol_let_go(p, 9);
+	assert_int_equal(pol_victim(p), 9);
+	assert_false(pol_keep(p, 10, false));
+	assert_int_equal(pol_victim(p), 10);
 	pol_free(p);
 }
 

@@ -941,6 +941,90 @@ static void test_evict_unreadable_summary(void **state)
 	free(reg);
 }
 
+struct room {
+	unsigned no_room, no_room_hot;
+};
+
+static bool keep_hot_count(void *arg, const struct hotfs_extent_info *x)
+{
+	struct room *r = arg;
+
+	if (x->no_room) {
+		r->no_room++;
+		r->no_room_hot += x->hot;
+		return false;
+	}
+	return x->hot;
+}
+
+static int hot_of(void *arg, const struct hotfs_extent_info *x)
+{
+	int *hot = arg;
+
+	if (x->key.ino == 5000)
+		*hot = x->hot;
+	return 0;
+}
+
+/*
+ * Region recycling shows the records past the room for keepers to the
+ * keep function as no_room when it declined none of the region (all in
+ * use: the policy learns that what goes is hot), and not otherwise.
+ * st_filling, st_room, st_holds (a peek: the record stays cold).
+ */
+static void test_no_room_and_peeks(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	struct room r = { 0, 0 };
+	struct hotfs_key k = key_of(5000);
+	uint32_t i, len = 9000, n, ev;
+	int hot = -1;
+
+	f->p.keep = keep_hot_count;
+	f->p.keep_arg = &r;
+	open_store(f);
+	assert_true(st_filling(f->st));
+	assert_int_equal(st_room(f->st), CAP / RSIZE * (uint64_t)RSIZE);
+	get_stats(f, &s);
+	assert_true(s.filling);
+	/* cold records through the whole store: recycling declines them */
+	for (i = 0; !s.evictions || i < 2 * CAP / len; i++) {
+		assert_int_equal(insert(f, 1 + i, 0, 0, len), 0);
+		get_stats(f, &s);
+		assert_int_equal(st_room(f->st),
+				 (s.regions - s.regions_used) * RSIZE);
+	}
+	n = i;
+	assert_true(s.evictions > 0);
+	assert_false(st_filling(f->st));
+	assert_false(s.filling);
+	assert_int_equal(st_room(f->st), 0);
+	assert_int_equal(r.no_room, 0);
+	/* every live record looked up: the next recycling declines none,
+	 * cannot keep them all (5/8 of a region at most) and shows the
+	 * rest as no_room */
+	for (i = 0; i < n; i++)
+		check(f->st, 1 + i, 0, 0, len);
+	ev = (uint32_t)s.evictions;
+	for (i = 0; s.evictions == ev; i++) {
+		assert_int_equal(insert(f, 100000 + i, 0, 0, len), 0);
+		get_stats(f, &s);
+	}
+	assert_true(r.no_room > 0);
+	assert_int_equal(r.no_room_hot, r.no_room);
+	/* a peek does not count as a look-up */
+	assert_false(st_holds(f->st, &k, 0));
+	assert_int_equal(insert(f, 5000, 0, 0, len), 0);
+	assert_true(st_holds(f->st, &k, 0));
+	assert_false(st_holds(f->st, &k, 1));
+	assert_int_equal(st_iterate(f->st, hot_of, &hot), 0);
+	assert_int_equal(hot, 0);
+	assert_int_equal(check(f->st, 5000, 0, 0, len), 1);
+	assert_int_equal(st_iterate(f->st, hot_of, &hot), 0);
+	assert_int_equal(hot, 1);
+}
+
 /* Read an extent from its location after its region was recycled. */
 static void test_stale_location(void **state)
 {
@@ -1920,6 +2004,7 @@ int main(void)
 		T(test_evict_unreadable_summary),
 		T(test_reinsert_restamped),
 		T(test_keep_callback_iterate),
+		T(test_no_room_and_peeks),
 		T(test_stale_location),
 		T(test_torn_last_write),
 		T(test_bit_flips),
