@@ -48,7 +48,7 @@ struct hotfs_wb {
 
 static struct wb_fid fid_of(uint64_t ino)
 {
-	return (struct wb_fid){ 0, ino };
+	return (struct wb_fid){ .ino = ino };
 }
 
 static struct wb_fdent **fd_slot(struct hotfs_wb *wb, uint64_t ino)
