@@ -8,8 +8,8 @@
  * with the higher generation and a good checksum wins: a torn header write
  * leaves the other) and a circular area of WB_BLOCK blocks.  Each record
  * is one header block (magic, sequence number, epoch, type, the file's
- * identity with its birth, the byte range, its wall-clock time, a checksum over the
- * header and the data) followed by the data: the file's blocks
+ * identity with its birth, the byte range, its wall-clock time, a
+ * checksum over the header and the data) followed by the data: the file's blocks
  * [off / 4096, (off + len - 1) / 4096], each 4 KiB-aligned in the log as
  * in the file, holding the record's bytes of that block.  Types: DATA (a
  * write), TRIM (the file cut to off: a truncate, or 0 at unlink), PAD (the
