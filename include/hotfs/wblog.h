@@ -9,11 +9,12 @@
  * leaves the other) and a circular area of WB_BLOCK blocks.  Each record
  * is one header block (magic, sequence number, epoch, type, the file's
  * identity with its birth, the byte range, its wall-clock time, a
- * checksum over the header and the data) followed by the data: the file's blocks
- * [off / 4096, (off + len - 1) / 4096], each 4 KiB-aligned in the log as
- * in the file, holding the record's bytes of that block.  Types: DATA (a
- * write), TRIM (the file cut to off: a truncate, or 0 at unlink), PAD (the
- * rest of the area is unused, the next record is at its start).
+ * checksum over the header and the data) followed by the data: the
+ * file's blocks [off / 4096, (off + len - 1) / 4096], each 4 KiB-aligned
+ * in the log as in the file, holding the record's bytes of that block.
+ * Types: DATA (a write), TRIM (the file cut to off: a truncate, or 0 at
+ * unlink), PAD (the rest of the area is unused, the next record is at
+ * its start).
  *
  * Durable when: an appended record is in the kernel's page cache of the
  * log (a kill of the daemon loses nothing of it); wblog_sync(seq) returns
