@@ -218,7 +218,8 @@ static const struct pm table[] = {
 	{ "flushed_bytes", "hotfs_flushed_bytes_total", 'c', NULL,
 	  "Writeback: bytes written back to the source." },
 	{ "flush_errors", "hotfs_flush_errors_total", 'c', NULL,
-	  "Writeback: runs the source did not take." },
+	  "Writeback: runs the source did not take, files whose dirty "
+	  "data a replay dropped (another file had the inode number)." },
 	{ "writes_absorbed", "hotfs_writes_absorbed_total", 'c', NULL,
 	  "Writeback: blocks rewritten while dirty." },
 	{ "wlog_used_bytes", "hotfs_wlog_used_bytes", 'g', NULL,

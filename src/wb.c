@@ -9,10 +9,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <linux/fs.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hotfs/cache_write.h"
@@ -32,6 +35,7 @@
 struct wb_fdent {
 	struct wb_fdent *next;
 	uint64_t ino;
+	uint64_t birth;		/* the file's (struct wb_fid) */
 	int fd;
 	unsigned users;		/* writes logging now */
 };
@@ -48,7 +52,62 @@ struct hotfs_wb {
 
 static struct wb_fid fid_of(uint64_t ino)
 {
-	return (struct wb_fid){ 0, ino };
+	return (struct wb_fid){ .ino = ino };
+}
+
+/*
+ * The birth of the file at dfd/path (flags: AT_EMPTY_PATH for dfd
+ * itself) as struct wb_fid has it: its birth time, else its inode
+ * generation (FS_IOC_GETVERSION on a descriptor open_rd gives, opened
+ * read-only), else 0.
+ */
+static uint64_t birth_of(int dfd, const char *path, int flags,
+			 int (*open_rd)(int dfd, const char *path, void *arg),
+			 void *arg)
+{
+	struct statx x;
+	unsigned int gen;
+	uint64_t b;
+	int fd, r;
+
+	if (!statx(dfd, path, flags | AT_SYMLINK_NOFOLLOW, STATX_BTIME, &x) &&
+	    (x.stx_mask & STATX_BTIME)) {
+		b = (uint64_t)x.stx_btime.tv_sec * 1000000000u +
+		    x.stx_btime.tv_nsec;
+		if (b & ~WB_BIRTH_GEN)
+			return b & ~WB_BIRTH_GEN;
+	}
+	fd = open_rd(dfd, path, arg);
+	if (fd < 0)
+		return 0;
+	r = ioctl(fd, FS_IOC_GETVERSION, &gen);
+	close(fd);
+	return r ? 0 : WB_BIRTH_GEN | gen;
+}
+
+/* Two births of files with the same inode number: different files? (An
+ * unknown one, or births of two kinds, tell nothing.) */
+static bool births_differ(uint64_t a, uint64_t b)
+{
+	return a && b && (a & WB_BIRTH_GEN) == (b & WB_BIRTH_GEN) && a != b;
+}
+
+/* open_rd for birth_of: an O_PATH descriptor (dfd) opened anew */
+static int open_rd_fd(int dfd, const char *path, void *arg)
+{
+	struct hotfs_wb *wb = arg;
+
+	(void)path;
+	return reopen_fd(wb->fs->proc_self_fd, dfd,
+			 O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+}
+
+/* open_rd for birth_of: a path of the source */
+static int open_rd_path(int dfd, const char *path, void *arg)
+{
+	(void)arg;
+	return openat(dfd, path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW |
+		      O_NOCTTY | O_CLOEXEC);
 }
 
 static struct wb_fdent **fd_slot(struct hotfs_wb *wb, uint64_t ino)
@@ -61,8 +120,9 @@ static struct wb_fdent **fd_slot(struct hotfs_wb *wb, uint64_t ino)
 }
 
 /* Add a descriptor for in (dup'd from its O_PATH fd) if it has none, and
- * count a writer on it; 0 or -errno. */
-static int fd_get(struct hotfs_wb *wb, struct hotfs_inode *in)
+ * count a writer on it; 0 or -errno, and the file's birth in *birth. */
+static int fd_get(struct hotfs_wb *wb, struct hotfs_inode *in,
+		  uint64_t *birth)
 {
 	struct wb_fdent **pp, *e;
 	int fd, dup;
@@ -71,6 +131,7 @@ static int fd_get(struct hotfs_wb *wb, struct hotfs_inode *in)
 	pp = fd_slot(wb, in->ino);
 	if (*pp) {
 		(*pp)->users++;
+		*birth = (*pp)->birth;
 		pthread_mutex_unlock(&wb->m);
 		return 0;
 	}
@@ -89,6 +150,7 @@ static int fd_get(struct hotfs_wb *wb, struct hotfs_inode *in)
 	}
 	e->ino = in->ino;
 	e->fd = dup;
+	e->birth = birth_of(dup, "", AT_EMPTY_PATH, open_rd_fd, wb);
 	pthread_mutex_lock(&wb->m);
 	pp = fd_slot(wb, in->ino);
 	if (*pp) {		/* another writer's came first */
@@ -99,6 +161,7 @@ static int fd_get(struct hotfs_wb *wb, struct hotfs_inode *in)
 		*pp = e;
 	}
 	e->users++;
+	*birth = e->birth;
 	pthread_mutex_unlock(&wb->m);
 	return 0;
 }
@@ -276,6 +339,8 @@ static int walk_one(const char *path, const struct stat *st, int type,
 		    struct FTW *ftw)
 {
 	struct wb_fdent *e;
+	uint64_t birth;
+	int64_t n;
 	size_t i;
 	int fd;
 
@@ -288,6 +353,20 @@ static int walk_one(const char *path, const struct stat *st, int type,
 			break;
 	if (i == walk.n)
 		return 0;
+	birth = birth_of(AT_FDCWD, path, 0, open_rd_path, NULL);
+	if (births_differ(walk.fids[i].birth, birth)) {
+		/* the logged file is gone; this one took its number since */
+		n = wblog_drop(walk.wb->wl, &walk.fids[i]);
+		hotfs_log(LOG_ERR, "writeback: %s has inode number %llu of "
+			  "the log but is another file, made since: the "
+			  "%lld dirty bytes logged for the removed one are "
+			  "not applied to it (dropped)%s%s\n", path,
+			  (unsigned long long)st->st_ino, (long long)
+			  (n > 0 ? n : 0), n < 0 ? ": " : "",
+			  n < 0 ? strerror((int)-n) : "");
+		walk.found[i] = true;
+		return --walk.left ? 0 : 1;
+	}
 	fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	e = fd >= 0 ? calloc(1, sizeof(*e)) : NULL;
 	if (!e) {
@@ -296,6 +375,7 @@ static int walk_one(const char *path, const struct stat *st, int type,
 		return 0;
 	}
 	e->ino = (uint64_t)st->st_ino;
+	e->birth = birth ? birth : walk.fids[i].birth;
 	e->fd = fd;
 	*fd_slot(walk.wb, e->ino) = e;
 	walk.found[i] = true;
@@ -474,7 +554,7 @@ ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 
 	if (off < 0)
 		return -EINVAL;
-	err = fd_get(wb, in);
+	err = fd_get(wb, in, &f.birth);
 	if (err)
 		return err;
 	pthread_rwlock_rdlock(&wb->gone);

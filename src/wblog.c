@@ -197,6 +197,7 @@ static int write_one(struct wblog *wl, const struct wb_fid *fid,
 	memcpy(data + (off - b0 * WB_BLOCK), src, len);
 	h.dev = fid->dev;
 	h.ino = fid->ino;
+	h.birth = fid->birth;
 	h.off = lo;
 	h.len = hi - lo;
 	h.nblk = (uint32_t)(b1 - b0 + 1);
@@ -429,6 +430,29 @@ int wblog_trim(struct wblog *wl, const struct wb_fid *fid, uint64_t size)
 int wblog_seal(struct wblog *wl, const struct wb_fid *fid)
 {
 	return trim_rec(wl, fid, 0, true);
+}
+
+int64_t wblog_drop(struct wblog *wl, const struct wb_fid *fid)
+{
+	struct wl_file *f;
+	uint64_t bytes = 0;
+	size_t i;
+	int err;
+
+	pthread_mutex_lock(&wl->m);
+	f = wl_file_find(wl, fid);
+	for (i = 0; f && i < wl->eh_size; i++) {
+		struct wl_ent *e;
+
+		for (e = wl->eh[i]; e; e = e->next)
+			if (e->f == f)
+				bytes += e->hi - e->lo;
+	}
+	if (f && f->nblocks)
+		wl->flush_errors++;
+	pthread_mutex_unlock(&wl->m);
+	err = trim_rec(wl, fid, 0, false);
+	return err ? err : (int64_t)bytes;
 }
 
 /*----------------------------------------------------------------*/

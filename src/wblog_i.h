@@ -15,9 +15,9 @@
 
 #include "hotfs/wblog.h"
 
-#define WL_MAGIC	"HOTFSWL1"
-#define WR_MAGIC	"HOTFSWR1"
-#define WL_VERSION	1u
+#define WL_MAGIC	"HOTFSWL2"
+#define WR_MAGIC	"HOTFSWR2"
+#define WL_VERSION	2u		/* 2: records carry the file's birth */
 #define WL_HDR_BLOCKS	2u		/* the two header slots */
 #define WL_MIN_BLOCKS	64u
 #define WL_GEN_BUCKETS	1024u
@@ -44,6 +44,7 @@ struct wl_rec {
 	uint32_t type;
 	uint32_t nblk;		/* data blocks following */
 	uint64_t dev, ino;
+	uint64_t birth;		/* DATA: the file's (struct wb_fid) */
 	uint64_t off, len;	/* DATA: the bytes; TRIM: off = the size */
 	int64_t time_ns;
 	uint64_t csum;		/* of this header (csum 0) and the data */
@@ -54,7 +55,7 @@ struct wl_rec {
 
 struct wl_file {
 	struct wl_file *next;	/* hash chain */
-	struct wb_fid fid;
+	struct wb_fid fid;	/* its birth: the newest DATA record's */
 	uint64_t nblocks;	/* dirty blocks */
 	uint64_t end;		/* dirty end */
 	int64_t mtime_ns;	/* its newest dirty record's wall clock */

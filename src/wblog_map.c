@@ -266,7 +266,7 @@ int wl_rq_push(struct wblog *wl, uint64_t start, uint64_t nblk,
 int wl_apply_data(struct wblog *wl, const struct wl_rec *h,
 		      uint64_t pos)
 {
-	struct wb_fid fid = { h->dev, h->ino };
+	struct wb_fid fid = { .dev = h->dev, .ino = h->ino };
 	struct wl_file *f = wl_file_get(wl, &fid);
 	uint64_t b0 = h->off / WB_BLOCK, end = h->off + h->len, i;
 	struct wl_recmem *r;
@@ -275,6 +275,8 @@ int wl_apply_data(struct wblog *wl, const struct wl_rec *h,
 		return -ENOMEM;
 	if (h->time_ns > f->mtime_ns)
 		f->mtime_ns = h->time_ns;
+	if (h->birth)
+		f->fid.birth = h->birth;
 	r = wl_rec_of(wl, h->seq);
 	if (r) {
 		r->f = f;

@@ -69,14 +69,20 @@ static void seterr(char *err, size_t len, const char *msg)
 		snprintf(err, len, "%s", msg);
 }
 
-/* The newer good header slot into *s: 0, or -EUCLEAN (none). */
+/* The newer good header slot into *s: 0, -EUCLEAN (none), or
+ * -EPROTONOSUPPORT (a log of an earlier format, not read). */
 static int super_read(int fd, struct wl_super *s)
 {
 	struct wl_super a[2];
-	bool ok[2];
+	bool ok[2], old = false;
 	int i;
 
 	for (i = 0; i < 2; i++) {
+		/* "HOTFSWL" and a format before this one's */
+		old |= pread_full(fd, &a[i], sizeof(a[i]),
+				  (off_t)i * WB_BLOCK) == sizeof(a[i]) &&
+		       !memcmp(a[i].magic, WL_MAGIC, 7) &&
+		       a[i].magic[7] >= '1' && a[i].magic[7] < WL_MAGIC[7];
 		ok[i] = pread_full(fd, &a[i], sizeof(a[i]),
 				   (off_t)i * WB_BLOCK) == sizeof(a[i]) &&
 			!memcmp(a[i].magic, WL_MAGIC, 8) &&
@@ -87,7 +93,7 @@ static int super_read(int fd, struct wl_super *s)
 			a[i].tail_pos <= a[i].nblocks;
 	}
 	if (!ok[0] && !ok[1])
-		return -EUCLEAN;
+		return old ? -EPROTONOSUPPORT : -EUCLEAN;
 	i = !ok[0] || (ok[1] && a[1].gen > a[0].gen);
 	*s = a[i];
 	return 0;
@@ -164,7 +170,8 @@ static int replay(struct wblog *wl, const struct wl_super *s)
 			if (!err && h.type == WR_DATA)
 				err = wl_apply_data(wl, &h, start + 1);
 			if (!err && h.type == WR_TRIM) {
-				struct wb_fid fid = { h.dev, h.ino };
+				struct wb_fid fid = { .dev = h.dev,
+						      .ino = h.ino };
 				struct wl_file *f = wl_file_find(wl, &fid);
 
 				if (f) {
@@ -249,6 +256,14 @@ int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 		goto fail;
 	if (sb.st_size) {
 		rc = super_read(wl->fd, &s);
+		if (rc == -EPROTONOSUPPORT) {
+			seterr(err, errlen, "wlog: of an earlier format "
+			       "(its records name files without their birth), "
+			       "which this version does not read; it may hold "
+			       "acknowledged writes, so it is kept (move it "
+			       "away to start without them)");
+			goto fail;
+		}
 		if (rc) {
 			seterr(err, errlen, "wlog: both headers damaged; it may "
 			       "hold acknowledged writes, so it is kept (move "

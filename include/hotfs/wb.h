@@ -61,7 +61,9 @@ struct hotfs_wb;
 /*
  * Open the log in the store's cachedir and replay it (before mounting:
  * one line in err).  The files with dirty data are found in the source
- * (a walk); one that is gone has its dirty data dropped, said in the log.
+ * (a walk, by inode number); one that is gone, or whose number another
+ * file has taken since (its birth differs: struct wb_fid), has its dirty
+ * data dropped, said in the log.
  */
 int wb_open(struct hotfs *fs, char *err, size_t errlen);
 /* Start the flusher (after daemonizing). */

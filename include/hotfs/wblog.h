@@ -8,12 +8,13 @@
  * with the higher generation and a good checksum wins: a torn header write
  * leaves the other) and a circular area of WB_BLOCK blocks.  Each record
  * is one header block (magic, sequence number, epoch, type, the file's
- * identity, the byte range, its wall-clock time, a checksum over the
- * header and the data) followed by the data: the file's blocks
- * [off / 4096, (off + len - 1) / 4096], each 4 KiB-aligned in the log as
- * in the file, holding the record's bytes of that block.  Types: DATA (a
- * write), TRIM (the file cut to off: a truncate, or 0 at unlink), PAD (the
- * rest of the area is unused, the next record is at its start).
+ * identity with its birth, the byte range, its wall-clock time, a
+ * checksum over the header and the data) followed by the data: the
+ * file's blocks [off / 4096, (off + len - 1) / 4096], each 4 KiB-aligned
+ * in the log as in the file, holding the record's bytes of that block.
+ * Types: DATA (a write), TRIM (the file cut to off: a truncate, or 0 at
+ * unlink), PAD (the rest of the area is unused, the next record is at
+ * its start).
  *
  * Durable when: an appended record is in the kernel's page cache of the
  * log (a kill of the daemon loses nothing of it); wblog_sync(seq) returns
@@ -70,12 +71,21 @@
 /* the largest record's data: a larger write is logged as several */
 #define WB_REC_MAX	(256u * WB_BLOCK)
 
-/* A source file's identity (its inode, not its path: a rename changes
- * nothing). */
+/*
+ * A source file's identity (its inode, not its path: a rename changes
+ * nothing).  The log knows a file by dev and ino; birth tells a file from
+ * a later one given the same inode number after it was removed: its birth
+ * time in ns (statx STATX_BTIME), else (bit 63 set) its inode generation
+ * (FS_IOC_GETVERSION), else 0 (unknown: the number alone).  Each DATA
+ * record carries the writer's; wblog_files gives the newest one replayed,
+ * for the caller to check against the file it finds by the number.
+ */
 struct wb_fid {
 	uint64_t dev;
 	uint64_t ino;
+	uint64_t birth;		/* not part of the key */
 };
+#define WB_BIRTH_GEN	(1ull << 63)
 
 struct wblog;
 
@@ -91,8 +101,9 @@ typedef int (*wblog_fill_fn)(void *arg, const struct wb_fid *fid,
  * Open (create) dirfd/wlog with room for capacity bytes of records
  * (rounded down to blocks, at least 64 blocks), and replay what it holds.
  * An existing log keeps its own capacity unless it is empty.  Headers
- * both damaged in a log that is not empty: -EUCLEAN, and one line in err
- * (the log is never reset silently: it may hold acknowledged writes).
+ * both damaged in a log that is not empty: -EUCLEAN; a log of an earlier
+ * format: -EPROTONOSUPPORT; either with one line in err (the log is never
+ * reset silently: it may hold acknowledged writes).
  */
 int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 	       char *err, size_t errlen);
@@ -185,7 +196,14 @@ int wblog_release(struct wblog *wl);
  * have left the reader the source's old bytes and no dirty ones.
  */
 uint64_t wblog_forget_gen(struct wblog *wl, const struct wb_fid *fid);
-/* The files with dirty data (*out malloc'd): their number. */
+/*
+ * fid's dirty data dropped (the file that had it is gone; a file found by
+ * its number is another): trimmed to 0 as wblog_trim does, and counted as
+ * a flush error if it had any.  The dirty bytes dropped, or -errno.
+ */
+int64_t wblog_drop(struct wblog *wl, const struct wb_fid *fid);
+/* The files with dirty data (*out malloc'd, each with the birth its
+ * newest DATA record gave): their number. */
 size_t wblog_files(struct wblog *wl, struct wb_fid **out);
 
 struct wblog_stats {
@@ -196,7 +214,7 @@ struct wblog_stats {
 	uint64_t log_used;		/* bytes of the area in use */
 	uint64_t log_capacity;		/* bytes of the area */
 	uint64_t flushed_bytes;		/* written back since open */
-	uint64_t flush_errors;
+	uint64_t flush_errors;		/* and files dropped (wblog_drop) */
 	uint64_t absorbed;		/* writes over a dirty block */
 	uint64_t replayed_records;	/* found at open */
 	uint64_t syncs;			/* the group commit's fdatasyncs */

@@ -7,8 +7,10 @@ still holding the old bytes while the mount shows the new ones (buffered,
 O_DIRECT and mmap reads).  A clean unmount writes everything back: the
 source is then byte for byte what the mount showed.  A kill -9 loses
 nothing that was written: the next mount replays the log, serves the
-dirty data and flushes it.  Truncate, unlink and rename of files with
-dirty data follow the rules of the man page; fsx runs in writeback mode.
+dirty data and flushes it, to the file written and not to a new one that
+took its inode number after the crash.  Truncate, unlink and rename of
+files with dirty data follow the rules of the man page; fsx runs in
+writeback mode.
 """
 import hashlib
 import json
@@ -176,6 +178,72 @@ def test_kill9_then_remount(ws):
     proc = ws.start(opts='writemode=writeback')
     write_at(m, 0, b'Z' * 10)
     util.wait_for(lambda: read(s)[:10] == b'Z' * 10, 'the flush')
+    ws.stop(proc)
+
+
+def take_inode_number(d, ino, tries=2000):
+    """Make files in d until one gets inode number ino (a local
+    filesystem gives a freed number again soon); the others are removed.
+    Its path, or None."""
+    made = []
+    try:
+        for i in range(tries):
+            p = os.path.join(d, 'n%d' % i)
+            with open(p, 'wb') as f:
+                f.write(b'new %d ' % i * 1000)
+            if os.stat(p).st_ino == ino:
+                return p
+            made.append(p)
+        return None
+    finally:
+        for p in made:
+            os.unlink(p)
+
+
+def test_kill9_inode_number_reused(ws):
+    """A file with dirty data removed on the source between a crash and
+    the next mount, its inode number taken by a new file: the replay
+    tells the new file by its birth and leaves it its own bytes; an
+    unchanged file's dirty data is replayed as ever."""
+    s = lambda n: os.path.join(ws.src, n)    # noqa: E731
+    m = lambda n: os.path.join(ws.mnt, n)    # noqa: E731
+    for n in ('f', 'g'):
+        with open(s(n), 'wb') as f:
+            f.write(b'o' * 20000)
+    proc = ws.start(opts=HOLD)
+    write_at(m('f'), 0, b'D' * 8192)
+    write_at(m('g'), 100, b'G' * 5000)
+    for n in ('f', 'g'):
+        fd = os.open(m(n), os.O_RDWR)
+        os.fsync(fd)
+        os.close(fd)
+    kill9(ws, proc)
+    ino = os.stat(s('f')).st_ino
+    os.unlink(s('f'))
+    p = take_inode_number(ws.src, ino)
+    if p is None:
+        pytest.skip('the source filesystem gave no new file inode '
+                    'number %d again in 2000 tries' % ino)
+    own = read(p)
+    proc = ws.start(opts=HOLD)
+    name = os.path.basename(p)
+    assert read(m(name)) == own, 'the removed file\'s dirty data applied'
+    assert read(m('g')) == b'o' * 100 + b'G' * 5000 + b'o' * 14900
+    st = util.hotfs_stats(ws.mnt)
+    assert int(st['dirty_bytes']) == 5000
+    assert int(st['dirty_files']) == 1
+    assert int(st['flush_errors']) == 1
+    text = ws.log_text(proc)
+    line = [x for x in text.splitlines() if 'is another file' in x]
+    assert len(line) == 1, text[-3000:]
+    assert p in line[0] and '8192 dirty bytes' in line[0], line[0]
+    ws.stop(proc)
+    assert read(p) == own
+    assert read(s('g')) == b'o' * 100 + b'G' * 5000 + b'o' * 14900
+    # nothing of it comes back at the next mount either
+    proc = ws.start(opts=HOLD)
+    assert read(m(name)) == own
+    assert int(util.hotfs_stats(ws.mnt)['dirty_bytes']) == 0
     ws.stop(proc)
 
 

@@ -81,7 +81,7 @@ static const struct wb_flush_ops ops = {
 	.open = fx_open, .begin = fx_begin, .end = fx_end, .lost = fx_lost,
 };
 
-static const struct wb_fid F1 = { 1, 1 }, F2 = { 1, 2 };
+static const struct wb_fid F1 = { 1, 1, 0 }, F2 = { 1, 2, 0 };
 
 /* source file f<ino> with n bytes of c */
 static void src_file(struct fx *x, uint64_t ino, int c, size_t n)

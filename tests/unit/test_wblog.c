@@ -4,7 +4,9 @@
  * private directory: what is written reads back over the file's own bytes
  * (newest wins, partial blocks joined, gaps filled), group commit,
  * replay after a reopen, a torn or foreign tail dropped, trims replayed,
- * the oldest dirty run coalesced, and the space the log has.
+ * the files' births replayed and a file's dirty data dropped, a log of an
+ * earlier format refused, the oldest dirty run coalesced, and the space
+ * the log has.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +37,7 @@ struct fx {
 	struct wblog *wl;
 };
 
-static const struct wb_fid F1 = { 1, 100 }, F2 = { 1, 200 };
+static const struct wb_fid F1 = { 1, 100, 0 }, F2 = { 1, 200, 0 };
 
 static int setup(void **state)
 {
@@ -232,7 +234,7 @@ static void *sync_loop(void *arg)
 
 	memset(b, 'A' + t->id, sizeof(b));
 	for (i = 0; i < 20 && !t->err; i++) {
-		struct wb_fid f = { 2, (uint64_t)t->id };
+		struct wb_fid f = { 2, (uint64_t)t->id, 0 };
 
 		ssize_t n = wblog_write(t->wl, &f, (uint64_t)i * 512, b,
 					sizeof(b), NULL, NULL, &t->last);
@@ -274,7 +276,7 @@ static void test_group_commit(void **state)
 	assert_true(s1.syncs - s0.syncs <= 8 * 20);
 	assert_true(s1.syncs > s0.syncs);
 	for (i = 0; i < 8; i++) {
-		struct wb_fid f = { 2, (uint64_t)i };
+		struct wb_fid f = { 2, (uint64_t)i, 0 };
 
 		b = rd(x->wl, &f, 0, 20 * 512);
 		expect_run(b, 0, 20 * 512, 'A' + i);
@@ -469,6 +471,86 @@ static void test_trim(void **state)
 	assert_int_equal(s.dirty_bytes, 10);
 }
 
+/* the birth of a file's DATA records comes back from a replay with its
+ * dirty data; dropping a file forgets its bytes for good, counted */
+static void test_birth_and_drop(void **state)
+{
+	struct fx *x = *state;
+	const struct wb_fid b1 = { 1, 100, 1700000000123456789ull },
+			    g2 = { 1, 200, WB_BIRTH_GEN | 42 },
+			    n3 = { 1, 300, 0 };
+	struct wblog_stats s;
+	struct wb_fid *l = NULL;
+	size_t n, i;
+	int seen = 0;
+
+	wr(x->wl, &b1, 0, 'a', 5000);
+	wr(x->wl, &b1, 8192, 'b', 10);
+	wr(x->wl, &g2, 0, 'c', 10);
+	wr(x->wl, &n3, 0, 'd', 10);
+	reopen(x);
+	n = wblog_files(x->wl, &l);
+	assert_int_equal(n, 3);
+	for (i = 0; i < n; i++) {
+		const struct wb_fid *w = l[i].ino == 100 ? &b1 :
+					 l[i].ino == 200 ? &g2 : &n3;
+
+		assert_int_equal(l[i].dev, 1);
+		assert_int_equal(l[i].birth, w->birth);
+		seen |= 1 << (l[i].ino / 100);
+	}
+	free(l);
+	assert_int_equal(seen, 2 | 4 | 8);
+	/* a write that knows no birth leaves the file's */
+	wr(x->wl, &F1, 100, 'e', 10);
+	n = wblog_files(x->wl, &l);
+	for (i = 0; i < n; i++)
+		if (l[i].ino == 100)
+			assert_int_equal(l[i].birth, b1.birth);
+	free(l);
+	/* dropped: its dirty bytes counted, nothing of it after a replay */
+	assert_int_equal(wblog_drop(x->wl, &b1), 5000 + 10);
+	assert_int_equal(wblog_dirty_end(x->wl, &b1), 0);
+	assert_int_equal(wblog_drop(x->wl, &b1), 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.flush_errors, 1);
+	assert_int_equal(s.dirty_files, 2);
+	reopen(x);
+	assert_int_equal(wblog_dirty_end(x->wl, &b1), 0);
+	assert_int_equal(wblog_dirty_end(x->wl, &g2), 10);
+	assert_int_equal(wblog_dirty_end(x->wl, &n3), 10);
+}
+
+/* a log of the format before births is refused, and kept as it is */
+static void test_old_format_refused(void **state)
+{
+	struct fx *x = *state;
+	struct wblog *wl = NULL;
+	char err[300], m[8];
+	int fd, i;
+
+	wr(x->wl, &F1, 0, 'a', 100);
+	reopen(x);		/* both header slots written */
+	wblog_close(x->wl);
+	x->wl = NULL;
+	fd = openat(x->dfd, WB_LOG_NAME, O_RDWR);
+	assert_true(fd >= 0);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(pread(fd, m, 8, i * WB_BLOCK), 8);
+		assert_memory_equal(m, "HOTFSWL", 7);
+		assert_int_equal(pwrite(fd, "HOTFSWL1", 8, i * WB_BLOCK), 8);
+	}
+	close(fd);
+	for (i = 0; i < 2; i++) {
+		err[0] = 0;
+		assert_int_equal(wblog_open(x->dfd, CAP, &wl, err,
+					    sizeof(err)), -EPROTONOSUPPORT);
+		assert_null(wl);
+		assert_non_null(strstr(err, "earlier format"));
+		assert_null(strchr(err, '\n'));
+	}
+}
+
 static void test_flush_oldest_coalesced(void **state)
 {
 	struct fx *x = *state;
@@ -580,7 +662,7 @@ struct model {
 
 static struct wb_fid mfid(int i)
 {
-	return (struct wb_fid){ 7, 1000 + (uint64_t)i };
+	return (struct wb_fid){ 7, 1000 + (uint64_t)i, 0 };
 }
 
 static int mfill(void *arg, const struct wb_fid *fid, uint64_t off,
@@ -830,6 +912,8 @@ int main(int argc, char **argv)
 		T(test_garbage_after_head),
 		T(test_headers_damaged),
 		T(test_trim),
+		T(test_birth_and_drop),
+		T(test_old_format_refused),
 		T(test_flush_oldest_coalesced),
 		T(test_one_run_a_file),
 		T(test_model),
