@@ -105,7 +105,6 @@ static void add_watch(struct hotfs *fs, struct kvlist *l)
 	add_u(l, "watch_overflows", ws.overflows);
 }
 
-/* The metadata snapshot (hotfs/meta_fs.h). */
 /* writemode=writeback (hotfs/wb.h): present, 0, in every mode */
 static void add_writeback(struct hotfs *fs, struct kvlist *l)
 {
@@ -123,6 +122,7 @@ static void add_writeback(struct hotfs *fs, struct kvlist *l)
 	add_u(l, "wlog_capacity_bytes", w.log_capacity);
 }
 
+/* The metadata snapshot (hotfs/meta_fs.h). */
 static void add_meta(struct hotfs *fs, struct kvlist *l)
 {
 	struct meta_fs_stats ms;

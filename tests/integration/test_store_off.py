@@ -122,6 +122,16 @@ def test_tree_mounts_without_store(ws, ext4, case):
             run(cmd)
 
 
+def unfill_and_wait_ok(ws, cdev):
+    """Remove what fill() wrote; the store says ok again by itself."""
+    for name in os.listdir(cdev.dir):
+        if name.startswith('filler'):
+            os.unlink(os.path.join(cdev.dir, name))
+    os.sync()
+    util.wait_for(lambda: stats(ws.mnt)['store_state'] == 'ok',
+                  'the store to take inserts again', timeout=15)
+
+
 def test_full_fs_recovers(ws, ext4):
     """A store that has no room for a region says read-only, not ok; once
     space is freed it caches again, without a remount."""
@@ -140,12 +150,7 @@ def test_full_fs_recovers(ws, ext4):
     assert s['store_state'] == 'read-only' and \
         'free space' in s['store_reason'], s
     check_all(ws.mnt, files)
-    for name in os.listdir(cdev.dir):
-        if name.startswith('filler'):
-            os.unlink(os.path.join(cdev.dir, name))
-    os.sync()
-    util.wait_for(lambda: stats(ws.mnt)['store_state'] == 'ok',
-                  'the store to take inserts again', timeout=15)
+    unfill_and_wait_ok(ws, cdev)
     util.wait_for(lambda: check_all(ws.mnt, files) is None and
                   stats(ws.mnt)['cached_extents'] > 0,
                   'files to be cached', timeout=15)
@@ -284,12 +289,7 @@ def test_fs_fills_while_mounted(ws, ext4):
     assert json.loads(r.stdout)['files'] == [], r.stdout
     assert stats(ws.mnt)['pinned_files'] == 0
     check_all(ws.mnt, files)
-    for name in os.listdir(cdev.dir):
-        if name.startswith('filler'):
-            os.unlink(os.path.join(cdev.dir, name))
-    os.sync()
-    util.wait_for(lambda: stats(ws.mnt)['store_state'] == 'ok',
-                  'the store to take inserts again', timeout=15)
+    unfill_and_wait_ok(ws, cdev)
     r = hotfsctl('pin', one)
     assert r.returncode == 0, r.stderr
     r = hotfsctl('--json', 'pins', ws.mnt)
