@@ -702,17 +702,14 @@ uint64_t st_room(struct hotfs_store *st)
 bool st_holds(struct hotfs_store *st, const struct hotfs_key *key,
 	      uint32_t extno)
 {
+	struct st_rec r;
 	bool held;
 
 	if (atomic_load_explicit(&st->state, memory_order_relaxed) == ST_OFF ||
 	    key->dev > UINT32_MAX)
 		return false;
 	pthread_rwlock_rdlock(&st->idx_lock);
-	{
-		struct st_rec r;
-
-		held = idx_get(st, key->dev, key->ino, extno, &r) == 0;
-	}
+	held = idx_get(st, key->dev, key->ino, extno, &r) == 0;
 	pthread_rwlock_unlock(&st->idx_lock);
 	return held;
 }

@@ -56,10 +56,7 @@ static uint64_t rng_state = 88172645463325252ull;
 
 static uint64_t rnd(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
+	return ut_rnd(&rng_state);
 }
 
 static void fill(void *buf, uint32_t len, uint64_t ino, uint32_t extno,

@@ -20,15 +20,13 @@
 
 #include "hotfs/store.h"
 #include "src/store_i.h"
+#include "unit_util.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return ut_rnd(&rng);
 }
 
 static int cmp_u64(const void *a, const void *b)

@@ -18,6 +18,14 @@ char *ut_tmpdir(const char *tag, char *buf, size_t len)
 	return mkdtemp(buf);
 }
 
+uint64_t ut_rnd(uint64_t *state)
+{
+	*state ^= *state << 13;
+	*state ^= *state >> 7;
+	*state ^= *state << 17;
+	return *state;
+}
+
 static int rm_one(const char *path, const struct stat *sb, int type,
 		  struct FTW *ftw)
 {

@@ -7,12 +7,15 @@
 #define HOTFS_UNIT_UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 #include "hotfs/inode.h"
 
 /* mkdtemp of /tmp/hotfs-TAG-XXXXXX into buf (len bytes); buf, or NULL. */
 char *ut_tmpdir(const char *tag, char *buf, size_t len);
+/* xorshift64: the next of *state (never 0), for reproducible test data. */
+uint64_t ut_rnd(uint64_t *state);
 /* Remove dir and everything below it (not following symlinks). */
 int ut_rm_tree(const char *dir);
 /*
