@@ -45,22 +45,26 @@ static size_t gen_bucket(const struct wb_fid *fid)
 /*----------------------------------------------------------------*/
 /* writing */
 
-/* The blocks a record needs at head, or -ENOSPC; *pad: blocks skipped
- * at the end of the area to fit it. */
-static int room(const struct wblog *wl, uint64_t need, uint64_t *pad)
+/*
+ * The blocks a record needs at head, or -ENOSPC; *pad: blocks skipped
+ * at the end of the area to fit it.  A write's record leaves the
+ * cleaner's reserve free (all: a trim's or the cleaner's may use it).
+ */
+static int room(const struct wblog *wl, uint64_t need, bool all,
+		uint64_t *pad)
 {
+	uint64_t lim = all ? wl->nblocks : wl->nblocks - wl->reserve;
+
 	*pad = 0;
 	if (wl->head + need > wl->nblocks)
 		*pad = wl->nblocks - wl->head;
-	if (wl->used + *pad + need > wl->nblocks)
+	if (wl->used + *pad + need > lim)
 		return -ENOSPC;
 	return 0;
 }
 
-/* Append a record (h filled but for seq, epoch, csum) with data of
- * h->nblk blocks; under m.  Its first data block in *data_pos. */
-static int append(struct wblog *wl, struct wl_rec *h, const char *data,
-		  uint64_t *data_pos)
+int wl_append(struct wblog *wl, struct wl_rec *h, const char *data,
+	      bool all, uint64_t *data_pos)
 {
 	uint64_t pad, need = 1 + h->nblk, start;
 	char hb[WB_BLOCK];
@@ -70,7 +74,7 @@ static int append(struct wblog *wl, struct wl_rec *h, const char *data,
 
 	if (wl->sync_err)
 		return wl->sync_err;
-	err = room(wl, need, &pad);
+	err = room(wl, need, all, &pad);
 	if (err)
 		return err;
 	start = wl->head;
@@ -202,7 +206,7 @@ static int write_one(struct wblog *wl, const struct wb_fid *fid,
 	h.len = hi - lo;
 	h.nblk = (uint32_t)(b1 - b0 + 1);
 	h.time_ns = rec_time_ns();
-	err = append(wl, &h, data, &pos);
+	err = wl_append(wl, &h, data, false, &pos);
 	if (!err)
 		err = wl_apply_data(wl, &h, pos);
 out:
@@ -217,6 +221,7 @@ ssize_t wblog_write(struct wblog *wl, const struct wb_fid *fid,
 {
 	const char *p = buf;
 	size_t done = 0;
+	unsigned cleans = 0;
 	int err = 0;
 
 	if (off + len < off || len > SSIZE_MAX)
@@ -266,6 +271,12 @@ ssize_t wblog_write(struct wblog *wl, const struct wb_fid *fid,
 		pthread_mutex_unlock(&wl->m);
 		free(gb[0]);
 		free(gb[1]);
+		/* a full log: its oldest live blocks moved to the head, if
+		 * that frees room (then this record again, from its gaps) */
+		if (err == -ENOSPC && cleans++ < 8 && wl_clean(wl) > 0) {
+			err = 0;
+			continue;
+		}
 		if (err)
 			break;
 		off += n;
@@ -408,7 +419,7 @@ static int trim_rec(struct wblog *wl, const struct wb_fid *fid,
 		h.ino = fid->ino;
 		h.off = size;
 		h.time_ns = rec_time_ns();
-		err = append(wl, &h, NULL, &pos);
+		err = wl_append(wl, &h, NULL, true, &pos);
 		if (!err && f && f->nblocks && f->end > size) {
 			wl_file_trim(wl, f, size);
 			wl->forget_gen[gen_bucket(fid)]++;
@@ -605,7 +616,7 @@ void wblog_flush_done(struct wblog *wl, struct wb_run *r, int err)
 
 int wblog_release(struct wblog *wl)
 {
-	uint64_t n = 0, blocks = 0, tail_pos, tail_seq;
+	uint64_t n = 0, blocks = 0, tail_pos, tail_seq, sync_to;
 	size_t i;
 	int err;
 
@@ -631,8 +642,10 @@ int wblog_release(struct wblog *wl)
 		return err;
 	}
 	wl->releasing = true;
+	/* and the cleaner's copies of live blocks the passed records held */
+	sync_to = wl->clean_seq > tail_seq - 1 ? wl->clean_seq : tail_seq - 1;
 	pthread_mutex_unlock(&wl->m);
-	err = wblog_sync(wl, tail_seq - 1);
+	err = wblog_sync(wl, sync_to);
 	if (!err)
 		err = wl_super_write(wl, tail_pos, tail_seq);
 	pthread_mutex_lock(&wl->m);
@@ -674,6 +687,7 @@ void wblog_stats(struct wblog *wl, struct wblog_stats *s)
 	s->flushed_bytes = wl->flushed;
 	s->flush_errors = wl->flush_errors;
 	s->absorbed = wl->absorbed;
+	s->cleaned_bytes = wl->cleaned;
 	s->replayed_records = wl->replayed;
 	s->syncs = wl->syncs;
 	for (i = 0, r = NULL; i < wl->rq_n && !r; i++)

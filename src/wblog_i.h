@@ -109,6 +109,11 @@ struct wblog {
 	bool syncing;
 	int sync_err;		/* sticky: the log's state is unknown */
 	bool releasing;
+	/* the cleaner (wblog_clean.c) */
+	uint64_t reserve;	/* blocks a write's record leaves free */
+	uint64_t clean_seq;	/* its last copy: durable before a release */
+	uint64_t cleaned;	/* bytes it copied */
+	bool cleaning;
 	/* counters */
 	uint64_t dirty_bytes, flushed, flush_errors, absorbed, replayed;
 	uint64_t syncs;
@@ -135,6 +140,21 @@ void wl_file_trim(struct wblog *wl, struct wl_file *f, uint64_t size);
 int wl_apply_data(struct wblog *wl, const struct wl_rec *h, uint64_t pos);
 int wl_rq_push(struct wblog *wl, uint64_t start, uint64_t nblk, int64_t t);
 struct wl_recmem *wl_rec_of(struct wblog *wl, uint64_t seq);
+
+/* Append a record (h filled but for seq, epoch, csum) with data of
+ * h->nblk blocks; under m.  Its first data block in *data_pos.  all: it
+ * may use the cleaner's reserve (a trim's, the cleaner's). */
+int wl_append(struct wblog *wl, struct wl_rec *h, const char *data,
+	      bool all, uint64_t *data_pos);
+/*
+ * The cleaner (wblog_clean.c): the live blocks of the oldest records
+ * copied to the head, coalesced by file, and the tail released past them
+ * (outside m).  Blocks of log space freed (> 0), 0: nothing to gain (the
+ * log holds live blocks only), or -errno.
+ */
+int64_t wl_clean(struct wblog *wl);
+/* The cleaner's reserve for a log of nblocks. */
+uint64_t wl_reserve(uint64_t nblocks);
 
 /* the header and checksums (wblog_open.c) */
 uint64_t wl_rec_csum(const struct wl_rec *h, const void *data, size_t len);

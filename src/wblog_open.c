@@ -195,6 +195,7 @@ static int replay(struct wblog *wl, const struct wl_super *s)
 static int wl_init(struct wblog *wl, uint64_t nblocks)
 {
 	wl->nblocks = nblocks;
+	wl->reserve = wl_reserve(nblocks);
 	wl->fh_size = 64;
 	wl->eh_size = 1024;
 	wl->fh = calloc(wl->fh_size, sizeof(*wl->fh));

@@ -859,18 +859,20 @@ static void test_space(void **state)
 	wblog_close(x->wl);
 	assert_int_equal(wblog_open(x->dfd, SMALL, &x->wl, NULL, 0), 0);
 	memset(b, 'q', sizeof(b));
-	/* 64 blocks: 32 records of a header and a block */
+	/* 64 blocks less the cleaner's reserve of 8 (1/8 of a small log):
+	 * 28 records of a header and a block; every block live and none
+	 * beside another, so the cleaner has nothing to gain */
 	for (i = 0;; i++) {
-		err = (int)wblog_write(x->wl, &F1, (uint64_t)i * WB_BLOCK, b,
+		err = (int)wblog_write(x->wl, &F1, (uint64_t)i * 2 * WB_BLOCK, b,
 				       sizeof(b), NULL, NULL, NULL);
 		if (err < 0)
 			break;
 		assert_int_equal(err, WB_BLOCK);
 	}
 	assert_int_equal(err, -ENOSPC);
-	assert_int_equal(i, 32);
+	assert_int_equal(i, 28);
 	wblog_stats(x->wl, &s);
-	assert_int_equal(s.log_used, s.log_capacity);
+	assert_int_equal(s.log_used, s.log_capacity - 8 * WB_BLOCK);
 	assert_int_equal(s.log_capacity, SMALL);
 	/* flushed and released: the space is free again */
 	drain(x->wl);
@@ -880,9 +882,7 @@ static void test_space(void **state)
 	assert_int_equal(s.dirty_files, 0);
 	/* around the end of the area: a 3-block record from block 62 pads
 	 * the last 2 and starts at 0 */
-	wr(x->wl, &F2, 0, 'a', 100);		/* blocks 0, 1 */
-	drain(x->wl);
-	for (i = 0; i < 30; i++)		/* up to block 62 */
+	for (i = 0; i < 3; i++)		/* from block 56 up to 62 */
 		wr(x->wl, &F1, (uint64_t)i * WB_BLOCK, 'x', 10);
 	drain(x->wl);
 	wr(x->wl, &F2, 0, 'w', 2 * WB_BLOCK);
@@ -894,6 +894,99 @@ static void test_space(void **state)
 	wblog_stats(x->wl, &s);
 	assert_int_equal(s.replayed_records, 1);
 	assert_int_equal(s.log_used, 5 * WB_BLOCK);	/* pad 2 + 3 */
+}
+
+/*
+ * The cleaner: random writes, whole blocks and odd ranges, over a file of
+ * 128 blocks, never flushed, 16 times the log's capacity in all: each is
+ * taken (the live data fits, the cleaner moves it forward), the bytes
+ * read back as written, also after a replay; a run in flight across the
+ * cleaning, given back as written, leaves the moved blocks dirty.
+ */
+#define C_BLOCKS	128
+
+static int zfill(void *arg, const struct wb_fid *fid, uint64_t off,
+		 void *buf, size_t len)
+{
+	const unsigned char *src = arg;
+
+	(void)fid;
+	memcpy(buf, src + off, len);
+	return 0;
+}
+
+static void c_check(struct wblog *wl, const unsigned char *src,
+		    const unsigned char *cur, unsigned step)
+{
+	static unsigned char b[C_BLOCKS * WB_BLOCK];
+	size_t k;
+
+	memcpy(b, src, sizeof(b));
+	assert_true(wblog_overlay(wl, &F1, 0, b, sizeof(b)) >= 0);
+	for (k = 0; k < sizeof(b); k++)
+		if (b[k] != cur[k])
+			fail_msg("step %u: byte %zu is %u, not %u", step, k,
+				 b[k], cur[k]);
+}
+
+static void test_cleaner(void **state)
+{
+	struct fx *x = *state;
+	static unsigned char cur[C_BLOCKS * WB_BLOCK], src[C_BLOCKS * WB_BLOCK];
+	unsigned char p[6000];
+	uint64_t rs = 99, written = 0;
+	struct wblog_stats s;
+	struct wb_run r;
+	bool held = false;
+	unsigned step;
+
+	memset(cur, 0, sizeof(cur));
+	memset(src, 0, sizeof(src));
+	for (step = 0; written < 16ull * CAP; step++) {
+		bool whole = ut_rnd(&rs) % 10 < 6;
+		size_t len = whole ? WB_BLOCK : 1 + ut_rnd(&rs) % sizeof(p);
+		uint64_t off = whole ?
+			       ut_rnd(&rs) % C_BLOCKS * WB_BLOCK :
+			       ut_rnd(&rs) % (sizeof(cur) - len);
+
+		memset(p, 1 + step % 251, len);
+		assert_int_equal(wblog_write(x->wl, &F1, off, p, len, zfill,
+					     src, NULL), (ssize_t)len);
+		memcpy(cur + off, p, len);
+		written += len;
+		wblog_stats(x->wl, &s);
+		assert_true(s.log_used <= s.log_capacity);
+		if (step == 500) {
+			assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20,
+							  NULL, &r), 1);
+			held = true;
+		}
+		if (held && step == 4000) {
+			memcpy(src + r.off, r.buf, r.len);
+			wblog_flush_done(x->wl, &r, 0);
+			held = false;
+		}
+		if (step % 1500 == 1499) {
+			c_check(x->wl, src, cur, step);
+			if (!held)
+				reopen(x);
+			c_check(x->wl, src, cur, step);
+		}
+	}
+	assert_false(held);
+	c_check(x->wl, src, cur, step);
+	wblog_stats(x->wl, &s);
+	assert_true(s.cleaned_bytes > 0);
+	assert_true(s.dirty_bytes <= sizeof(cur));
+	reopen(x);
+	c_check(x->wl, src, cur, step);
+	/* flushed whole: the source as the mount showed it */
+	while (wblog_flush_next(x->wl, 0, 1 << 20, NULL, &r) == 1) {
+		memcpy(src + r.off, r.buf, r.len);
+		wblog_flush_done(x->wl, &r, 0);
+	}
+	assert_int_equal(wblog_release(x->wl), 0);
+	assert_memory_equal(src, cur, sizeof(cur));
 }
 
 int main(int argc, char **argv)
@@ -919,6 +1012,7 @@ int main(int argc, char **argv)
 		T(test_model),
 		T(test_short_write),
 		T(test_space),
+		T(test_cleaner),
 #undef T
 	};
 
