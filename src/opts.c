@@ -53,6 +53,7 @@ static const struct fuse_opt opt_table[] = {
 	HOTFS_OPT("read_ahead=%s", read_ahead_str, 0),
 	HOTFS_OPT("writemode=%s", writemode_str, 0),
 	HOTFS_OPT("writeback_delay=%s", writeback_delay_str, 0),
+	HOTFS_OPT("writeback_log=%s", writeback_log_str, 0),
 	HOTFS_OPT("revalidate=%s", revalidate_str, 0),
 	HOTFS_OPT("attr_timeout=%s", attr_timeout_str, 0),
 	HOTFS_OPT("entry_timeout=%s", entry_timeout_str, 0),
@@ -258,6 +259,15 @@ static int parse_sizes(struct hotfs_opts *o, char *err, size_t errlen)
 			return -EINVAL;
 		}
 	}
+	if (o->writeback_log_str &&
+	    (opt_parse_size(o->writeback_log_str, &o->writeback_log,
+			    NULL) < 0 || o->writeback_log < HOTFS_WBLOG_MIN ||
+	     o->writeback_log > HOTFS_WBLOG_MAX)) {
+		seterr(err, errlen,
+		       "invalid writeback_log '%s': a size from 16M to 1T",
+		       o->writeback_log_str);
+		return -EINVAL;
+	}
 	o->extent = HOTFS_EXTENT_DEFAULT;
 	if (o->extent_str) {
 		r = opt_parse_size(o->extent_str, &v, NULL);
@@ -421,7 +431,7 @@ int opt_parse(struct fuse_args *args, struct hotfs_opts *o,
 		o->writemode = HOTFS_WRITEBACK;
 	} else {
 		seterr(err, errlen,
-		       "invalid writemode '%s': writearound or writethrough",
+		       "invalid writemode '%s': writearound, writethrough or writeback",
 		       o->writemode_str);
 		return -EINVAL;
 	}
@@ -438,6 +448,11 @@ int opt_parse(struct fuse_args *args, struct hotfs_opts *o,
 	}
 	if (parse_sizes(o, err, errlen) < 0)
 		return -EINVAL;
+	if (o->writeback_log_str && o->writemode != HOTFS_WRITEBACK) {
+		seterr(err, errlen, "writeback_log= applies to "
+		       "writemode=writeback only");
+		return -EINVAL;
+	}
 	o->inode_cache = HOTFS_INODE_CACHE_DEFAULT;
 	if (o->inode_cache_str) {
 		long v;
@@ -720,6 +735,7 @@ void opt_free(struct hotfs_opts *o)
 	free(o->read_ahead_str);
 	free(o->writemode_str);
 	free(o->writeback_delay_str);
+	free(o->writeback_log_str);
 	free(o->threshold_str);
 	free(o->ctldir);
 	free(o->inode_cache_str);
@@ -750,6 +766,8 @@ void opt_help(void)
 "                           (writearound)\n"
 "    -o writeback_delay=SECS  writeback: dirty data is held this long at\n"
 "                           least before it is flushed (0)\n"
+"    -o writeback_log=SIZE  writeback: the log of dirty data in cachedir\n"
+"                           (256M)\n"
 "    -o revalidate=WHEN     open (check files at open, listings at\n"
 "                           opendir), N seconds, or never (the tree changes\n"
 "                           only through hotfs) (open)\n"

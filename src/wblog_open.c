@@ -305,6 +305,19 @@ int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 		seterr(err, errlen, "wlog: cannot size it");
 		goto fail;
 	}
+	/* its blocks reserved: an acknowledged write never finds the
+	 * cachedir's filesystem full when it reaches the log */
+	rc = fallocate(wl->fd, 0, 0, blk_off(wl->nblocks)) ? -errno : 0;
+	if (rc && rc != -EOPNOTSUPP) {
+		if (err && errlen)
+			snprintf(err, errlen, "wlog: cannot reserve its %llu "
+				 "MiB on the cachedir's filesystem (%s); give "
+				 "a smaller writeback_log=",
+				 (unsigned long long)(blk_off(wl->nblocks) >>
+						      20), strerror(-rc));
+		goto fail;
+	}
+	rc = 0;
 	/* the replayed records durable, then a new epoch from here */
 	wl->epoch++;
 	wl->epoch_seq = wl->appended + 1;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# fio_table.sh CSV WORKLOAD [MIXES [REPS [GOAL]]]: a markdown table of one fio
+# fio_table.sh CSV WORKLOAD [MIXES [REPS [GOAL [CACHED]]]]: a markdown table of one fio
 # ratio (fio-N) from run.sh's results.csv: one row per pass (each read/write
 # mix of MIXES, read percentages, default "100 70 50 0", runs REPS passes in
 # a row, default 1), one column per target with IOPS / MB/s / p99 latency,
@@ -10,19 +10,24 @@
 # made.  Targets that do not depend on the cache size run only in the first
 # fio workload: their figures are taken from there, and the table says so.
 # Given GOAL "min R", the last pass of the read-only mix (100) is judged:
-# hotfs@hdd's IOPS at least R x the HDD's in the same pass.
+# hotfs@hdd's IOPS at least R x the HDD's in the same pass; without a
+# read-only mix, the last pass of each mix.  CACHED names the cached
+# target (hotfs@hdd; hotfs-wb@hdd for the writeback matrix).
 
 set -euo pipefail
 
 [ $# -ge 2 ] || { echo "usage: $0 CSV WORKLOAD [MIXES [REPS [GOAL]]]" >&2; exit 2; }
 csv=$1 wl=$2 mixes=${3:-100 70 50 0} reps=${4:-1} goal=${5:--}
+cached=${6:-hotfs@hdd}
 
-awk -F, -v wl="$wl" -v mixes="$mixes" -v reps="$reps" -v goal="$goal" '
+awk -F, -v wl="$wl" -v mixes="$mixes" -v reps="$reps" -v goal="$goal" \
+    -v C="$cached" '
 function num(v, fmt) {
 	return v == "-" || v == "" ? "-" : sprintf(fmt, v)
 }
+BEGIN { kind = wl ~ /^fiowb-/ ? "^fiowb-" : "^fio-" }
 NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-$1 ~ /^fio-/ {
+$1 ~ kind {
 	t = $2
 	# the first fio workload a target ran in is its source
 	if (!(t in from)) { from[t] = $1; order[++nt] = t }
@@ -50,7 +55,7 @@ END {
 	for (i = 1; i <= nt; i++) {
 		line = line " " order[i] " |"; sep = sep " ---: |"
 	}
-	line = line " hotfs@hdd hit ratio | hotfs@hdd / hdd | disk requests, hotfs@hdd (hdd): reads, writes |"
+	line = line " " C " hit ratio | " C " / hdd | disk requests, " C " (hdd): reads, writes |"
 	sep = sep " ---: | ---: | ---: |"
 	print line; print sep
 	for (p = 1; p <= np; p++) {
@@ -58,6 +63,8 @@ END {
 		rep = (p - 1) % reps + 1
 		if (m == 100)
 			judged = p	# the last pass of the read-only mix
+		if (rep == reps)
+			last[++nlast] = p	# the last pass of each mix
 		line = "| " m "/" 100 - m (reps > 1 ? ", " rep : "") " |"
 		for (i = 1; i <= nt; i++) {
 			t = order[i]
@@ -68,15 +75,15 @@ END {
 			else
 				line = line " |"
 		}
-		h = ("hotfs@hdd", p) in hr ? num(hr["hotfs@hdd", p], "%.3f") : "-"
-		if (("hotfs@hdd", p) in iops && ("hdd", p) in iops &&
+		h = (C, p) in hr ? num(hr[C, p], "%.3f") : "-"
+		if ((C, p) in iops && ("hdd", p) in iops &&
 		    iops["hdd", p] > 0)
-			r = sprintf("%.3f", iops["hotfs@hdd", p] / iops["hdd", p])
+			r = sprintf("%.3f", iops[C, p] / iops["hdd", p])
 		else
 			r = "-"
 		d = "-"
-		if (("hotfs@hdd", p) in iops) {
-			d = rios["hotfs@hdd", p] ", " wios["hotfs@hdd", p]
+		if ((C, p) in iops) {
+			d = rios[C, p] ", " wios[C, p]
 			if (("hdd", p) in iops)
 				d = d " (" rios["hdd", p] ", " wios["hdd", p] ")"
 		}
@@ -95,14 +102,20 @@ END {
 	if (drops != "")
 		print "\nAnother job dropped the page cache during: " drops "."
 	if (g[1] == "min" && judged) {
+		nlast = 1
+		last[1] = judged
+	}
+	for (k = 1; g[1] == "min" && k <= nlast; k++) {
+		p = last[k]
+		m = mix[int((p - 1) / reps) + 1]
+		w = m "/" 100 - m ", last pass: " C " >= " g[2] " x hdd"
 		print ""
-		p = judged
-		if (("hotfs@hdd", p) in iops && ("hdd", p) in iops && iops["hdd", p] > 0) {
-			r = iops["hotfs@hdd", p] / iops["hdd", p]
-			printf "Target (100/0, last pass: hotfs@hdd >= %s x hdd): %.0f against %.0f IOPS, %.3f x: %s\n",
-			       g[2], iops["hotfs@hdd", p], iops["hdd", p], r,
+		if ((C, p) in iops && ("hdd", p) in iops && iops["hdd", p] > 0) {
+			r = iops[C, p] / iops["hdd", p]
+			printf "Target (%s): %.0f against %.0f IOPS, %.3f x: %s\n",
+			       w, iops[C, p], iops["hdd", p], r,
 			       (r >= g[2] ? "met" : "**missed**")
 		} else
-			printf "Target (100/0, last pass: hotfs@hdd >= %s x hdd): no figures for both targets\n", g[2]
+			printf "Target (%s): no figures for both targets\n", w
 	}
 }' "$csv"

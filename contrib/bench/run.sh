@@ -147,10 +147,13 @@ while (( $# )); do
 done
 (( ${#workloads[@]} )) ||
 	workloads=(seq rand meta cp gitgrep gitstatus scan restart
-		   "$( (( smoke )) && echo fio-smoke || echo fio)")
+		   "$( (( smoke )) && echo fio-smoke || echo fio)"
+		   "$( (( smoke )) && echo wb-smoke || echo wb)")
 
-# The fio matrix: cache:data ratios (1:N) and read percentages.
+# The fio matrix: cache:data ratios (1:N) and read percentages; the
+# writeback matrix's ratios.
 FIO_RATIOS=(25 10 5 2)
+FIOWB_RATIOS=(10 2)
 
 # Expand aliases and check names.
 wl_list=()
@@ -164,6 +167,9 @@ for w in "${workloads[@]}"; do
 		# would repeat the same run
 		wl_list+=(fio-25 fio-10) ;;
 	fio-[1-9]|fio-[1-9][0-9]|fio-[1-9][0-9][0-9]) wl_list+=("$w") ;;
+	wb) wl_list+=(wbrand wbsync "${FIOWB_RATIOS[@]/#/fiowb-}") ;;
+	wb-smoke) wl_list+=(wbrand wbsync fiowb-10) ;;
+	wbrand|wbsync|fiowb-[1-9]|fiowb-[1-9][0-9]) wl_list+=("$w") ;;
 	seq|rand|meta-find|meta-gitstatus|cp|gitgrep|gitstatus|coldgrep|scan|restart) wl_list+=("$w") ;;
 	*) bench_die "unknown workload: $w" ;;
 	esac
@@ -187,6 +193,7 @@ if (( smoke )); then
 	# read-only, mixed and write-only: each path once, in the time the
 	# four mixes took with one pass each
 	read -r -a FIO_MIXES <<< "${BENCH_FIO_MIXES:-100 50 0}"
+	read -r -a FIOWB_MIXES <<< "${BENCH_FIOWB_MIXES:-50}"
 else
 	HDD_SIZE=8G SSD_SIZE=16G BIG_MIB=1024 RAND_SECS=20 BENCH_VERIFY_SECS=3
 	TREE_SUB=.
@@ -195,7 +202,10 @@ else
 	FIO_SECS=${BENCH_FIO_SECS:-30}
 	FIO_REPS=${BENCH_FIO_PASSES:-3}
 	read -r -a FIO_MIXES <<< "${BENCH_FIO_MIXES:-100 70 50 0}"
+	read -r -a FIOWB_MIXES <<< "${BENCH_FIOWB_MIXES:-70 50}"
 fi
+PASSES[wbrand]=1
+PASSES[wbsync]=1
 if [ -n "$passes_override" ]; then
 	# scan's and restart's passes are steps, not repetitions
 	for w in "${!PASSES[@]}"; do
@@ -221,11 +231,20 @@ done
 # from one to the next); the first fio workload runs the targets that do
 # not depend on the cache size.
 FIO_FIRST=""
+FIOWB_FIRST=""
 for w in "${wl_list[@]}"; do
-	[[ $w == fio-* ]] || continue
-	PASSES[$w]=$(( ${#FIO_MIXES[@]} * FIO_REPS ))
-	[ -n "$FIO_FIRST" ] || FIO_FIRST=$w
+	case $w in
+	fio-*)
+		PASSES[$w]=$(( ${#FIO_MIXES[@]} * FIO_REPS ))
+		[ -n "$FIO_FIRST" ] || FIO_FIRST=$w ;;
+	fiowb-*)
+		PASSES[$w]=$(( ${#FIOWB_MIXES[@]} * FIO_REPS ))
+		[ -n "$FIOWB_FIRST" ] || FIOWB_FIRST=$w ;;
+	esac
 done
+# a writeback target's dirty data is flushed before a pass of another
+# target starts (it would write to the same disk meanwhile)
+FLUSH_SECS=${BENCH_FLUSH_SECS:-900}
 
 skip() { bench_log "skipped: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root"
@@ -279,6 +298,9 @@ targets_for()
 	case $1 in
 	cp) list=(hdd ssd ssd-rw hotfs-nocache@hdd hotfs@hdd hotfs-nocache@ssd) ;;
 	"$FIO_FIRST") list=(hdd ssd hotfs-nocache@hdd hotfs@hdd) ;;
+	"$FIOWB_FIRST"|wbrand) list=(hdd ssd hotfs-nocache@hdd hotfs-wb@hdd) ;;
+	wbsync) list=(hdd ssd hotfs-nocache@hdd hotfs-nocache@ssd hotfs-wb@hdd) ;;
+	fiowb-*) list=(hotfs-wb@hdd) ;;
 	gitgrep|gitstatus) list=("${META_TARGETS[@]}") ;;
 	meta-*) list=("${ALL_TARGETS[@]}" hotfs-never@hdd) ;;
 	fio-*) list=(hotfs@hdd) ;;
@@ -321,6 +343,12 @@ wl_hotfs_opts()
 	case $1 in
 	scan) echo ",cachesize=$(cache_mib $(( BIG_MIB / 4 )))M" ;;
 	fio-*) echo ",cachesize=$(cache_mib $(( BIG_MIB / ${1#fio-} )))M" ;;
+	# writeback: the log as large as the store (at least 16 MiB)
+	fiowb-*) echo ",cachesize=$(cache_mib $(( BIG_MIB / ${1#fiowb-} )))M,writeback_log=$(cache_mib $(( BIG_MIB / ${1#fiowb-} )))M" ;;
+	# random writes over the whole file: a log of 2.5 x the file (each
+	# 4 KiB write is a record of a header block and a data block), the
+	# store at its minimum (nothing is read)
+	wbrand|wbsync) echo ",cachesize=32M,writeback_log=$(( BIG_MIB * 5 / 2 ))M" ;;
 	esac
 }
 
@@ -334,6 +362,7 @@ mount_target()
 	case $t in
 	hotfs-nocache@*) opts=cachedir=$cache,$BENCH_NOCACHE_OPTS ;;
 	hotfs-never@*) opts=cachedir=$cache,revalidate=never$(wl_hotfs_opts "$wl") ;;
+	hotfs-wb@*) opts=cachedir=$cache,writemode=writeback$(wl_hotfs_opts "$wl") ;;
 	*) opts=cachedir=$cache$(wl_hotfs_opts "$wl") ;;
 	esac
 	[ -z "$BENCH_HOTFS_OPTS" ] || opts+=,$BENCH_HOTFS_OPTS
@@ -540,8 +569,16 @@ wl_scan()
 # restart.
 wl_restart() { timed read_file "$1/hot"; }
 
-# The read/write mix of fio pass N: each mix runs FIO_REPS passes in a row.
-fio_mix() { echo "${FIO_MIXES[($1 - 1) / FIO_REPS]}"; }
+# The read/write mix of fio pass N: each mix runs FIO_REPS passes in a row
+# (of the writeback matrix's mixes in a fiowb workload).
+fio_mix()
+{
+	if [[ ${WL:-} == fiowb-* ]]; then
+		echo "${FIOWB_MIXES[($1 - 1) / FIO_REPS]}"
+	else
+		echo "${FIO_MIXES[($1 - 1) / FIO_REPS]}"
+	fi
+}
 
 # fio-N (all ratios alike; the cache size is a mount option): PASS picks the
 # read/write mix.
@@ -565,6 +602,85 @@ wl_fio()
 		| map(tostring) | join(" ")' "$j")
 }
 
+# fio_write ROOT NAME FILE ARGS...: one pass of 4 KiB random writes of a
+# write-only job; RES from its writes.
+fio_write()
+{
+	local j=$out/fio-last.json root=$1 name=$2 file=$3
+	shift 3
+	fio_json "$j" --name="$name" --filename="$root/$file" --rw=randwrite \
+		--bs=4k --size="${BIG_MIB}M" "$@" \
+		--runtime="$(awk -v s="$FIO_SECS" 'BEGIN { printf "%dms", s * 1000 }')" \
+		--time_based
+	RES=$(jq -r '.jobs[0].write | [ .runtime / 1000, .bw_bytes / 1e6,
+		.iops, .clat_ns.percentile["99.000000"] / 1000 ]
+		| map(tostring) | join(" ")' "$j")
+}
+
+# wbrand: the dm-writecache article's job (O_DIRECT, libaio, queue depth
+# 32); wbsync: one writer, fdatasync after each write (a database's log).
+wl_wbrand() { fio_write "$1" wbrand wb.dat --ioengine=libaio --iodepth=32 --direct=1; }
+wl_wbsync() { fio_write "$1" wbsync wb.dat --ioengine=psync --direct=0 --fdatasync=1; }
+
+# The file a write workload writes.
+wl_file() { case $1 in wbrand|wbsync) echo wb.dat ;; *) echo fio.dat ;; esac; }
+
+# A writeback target's dirty data, in bytes ("" when it has no stats).
+dirty_bytes()
+{
+	awk -F': *' '$1 == "dirty_bytes" { print $2 }' "$1/.hotfs/stats" 2>/dev/null
+}
+
+# Before a pass, every mounted writeback target has flushed what it holds
+# (its flusher would write to the disk under the pass), waiting at most
+# FLUSH_SECS.
+wait_flushed()
+{
+	local m d t0=$SECONDS
+	for m in "${BENCH_HOTFS_MNTS[@]}"; do
+		[[ ${m##*/} == hotfs-wb@* ]] || continue
+		while d=$(dirty_bytes "$m") && [[ $d =~ ^[1-9][0-9]*$ ]]; do
+			if (( SECONDS - t0 >= FLUSH_SECS )); then
+				bench_log "warning: ${m##*/} still holds $d dirty" \
+					"bytes after ${FLUSH_SECS} s"
+				return 0
+			fi
+			sleep 0.5
+		done
+	done
+	(( SECONDS - t0 < 2 )) ||
+		bench_log "waited $(( SECONDS - t0 )) s for writeback targets to flush"
+}
+
+# After a writeback workload: what each writeback target shows (page cache
+# dropped) is what the source holds once a clean unmount has flushed it
+# all (the unmount's time is logged); then it is mounted again for the
+# rest of the workload's steps.
+wb_check_data()
+{
+	local wl=$1 t base f sum want t0 d
+	shift
+	f=$(wl_file "$wl")
+	for t in "$@"; do
+		[[ $t == hotfs-wb@* ]] || continue
+		base=$(target_base "$t")
+		d=$(dirty_bytes "$(target_root "$t")")
+		bench_drop_caches
+		sum=$(md5sum < "$(target_root "$t")/$f")
+		t0=$SECONDS
+		hotfs_umount "$(target_root "$t")" ||
+			bench_die "unmounting $t failed (see $out/hotfs-$wl-$t.log)"
+		bench_log "$t: the unmount flushed ${d:-?} dirty bytes in" \
+			"$(( SECONDS - t0 )) s"
+		want=$(md5sum < "${DISK_MNT[$base]}/data/$f")
+		[ "$sum" = "$want" ] ||
+			bench_die "$t: after the flush, $f on the disk differs from what the mount showed"
+		bench_log "$f on the disk after the flush is identical to what" \
+			"$t showed"
+		mount_target "$wl" "$t"
+	done
+}
+
 # After fio's writes, each hotfs target must show the bytes the disk holds:
 # a stale extent left in the cache would differ.  Each is read whole with
 # the page cache dropped, so that the cached target's reads reach its cache,
@@ -575,7 +691,7 @@ fio_check_data()
 	local t base sum t0
 	local -A want=()
 	for t in "$@"; do
-		[[ $t == hotfs* ]] || continue
+		[[ $t == hotfs* && $t != hotfs-wb@* ]] || continue
 		base=$(target_base "$t")
 		bench_drop_caches
 		t0=$SECONDS
@@ -607,7 +723,7 @@ check_same()
 check_result()
 {
 	local m all=0
-	[[ $1 != fio-* ]] || all=1
+	[[ $1 != fio-* && $1 != fiowb-* && $1 != wb* ]] || all=1
 	case $(wl_metric "$1") in
 	seconds) m=1 ;;
 	mb_per_s) m=2 ;;
@@ -690,7 +806,7 @@ wl_prepare()
 wl_func()
 {
 	case $1 in
-	fio-*) echo wl_fio ;;
+	fio-*|fiowb-*) echo wl_fio ;;
 	*) echo "wl_$1" ;;
 	esac
 }
@@ -702,6 +818,9 @@ wl_check()
 	shift
 	case $wl in
 	fio-*) fio_check_data "$@" ;;
+	# the writeback targets first: their flush changes the file
+	fiowb-*) wb_check_data "$wl" "$@"; fio_check_data "$@" ;;
+	wbrand|wbsync) wb_check_data "$wl" "$@" ;;
 	esac
 }
 
@@ -724,6 +843,14 @@ wl_desc()
 	   [ "$1" = "$FIO_FIRST" ] ||
 		printf '; the other targets as measured in %s' "$FIO_FIRST"
 	   echo ;;
+	fiowb-*) printf 'writemode=writeback: fio 4 KiB zipf(1.2) random I/O (%s, fdatasync after each write) on a %s MiB file, %s passes of %s s per mix, page cache dropped before each; cache:data 1:%s: hotfs-wb@hdd with cachesize %s MiB and writeback_log the same' \
+		"$FIO_HOW" "$BIG_MIB" "$FIO_REPS" "$FIO_SECS" "${1#fiowb-}" \
+		"$(cache_mib $(( BIG_MIB / ${1#fiowb-} )))"
+	   [ "$1" = "$FIOWB_FIRST" ] ||
+		printf '; the other targets as measured in %s' "$FIOWB_FIRST"
+	   echo ;;
+	wbrand) echo "writemode=writeback: the dm-writecache article's job, fio 4 KiB random writes (libaio, O_DIRECT, queue depth 32) over a ${BIG_MIB} MiB file for ${FIO_SECS} s; hotfs-wb@hdd with writeback_log $(( BIG_MIB * 5 / 2 )) MiB (IOPS; higher is better)" ;;
+	wbsync) echo "writemode=writeback: fio 4 KiB random writes (psync, buffered, fdatasync after each) over a ${BIG_MIB} MiB file for ${FIO_SECS} s; hotfs-wb@hdd with writeback_log $(( BIG_MIB * 5 / 2 )) MiB (IOPS; higher is better)" ;;
 	esac
 }
 
@@ -732,7 +859,7 @@ wl_metric()
 {
 	case $1 in
 	seq) echo mb_per_s ;;
-	rand|fio-*) echo iops ;;
+	rand|fio-*|fiowb-*|wbrand|wbsync) echo iops ;;
 	*) echo seconds ;;
 	esac
 }
@@ -751,7 +878,9 @@ wl_goal()
 	scan) echo "keep 0.9 3 5" ;;
 	restart) echo "same 1.1 3 4" ;;
 	cp) echo "ssd 3 hotfs@hdd=1.15" ;;
-	fio-10) echo "min 10" ;;
+	fio-10|fiowb-*) echo "min 10" ;;
+	wbrand) echo "min 50" ;;
+	wbsync) echo "min 15 hotfs-nocache@ssd 0.75" ;;
 	*) echo - ;;
 	esac
 }
@@ -779,8 +908,10 @@ run_pass()
 	PASS=$pass TARGET=$t
 	root=$(target_root "$t")
 	base=$(target_base "$t")
+	WL=$wl
 	wl_prepare "$wl" "$t" "$pass"
 	wait_promotions
+	wait_flushed
 	wl_warm "$wl" || bench_drop_caches
 	while :; do
 		! wl_warm "$wl" || sleep "$META_GAP"
@@ -849,6 +980,9 @@ run_workload()
 		if [[ $wl == fio-* ]]; then
 			"$here/fio_table.sh" "$CSV" "$wl" "${FIO_MIXES[*]}" \
 				"$FIO_REPS" "$(wl_goal "$wl")"
+		elif [[ $wl == fiowb-* ]]; then
+			"$here/fio_table.sh" "$CSV" "$wl" "${FIOWB_MIXES[*]}" \
+				"$FIO_REPS" "$(wl_goal "$wl")" hotfs-wb@hdd
 		else
 			"$here/table.sh" "$CSV" "$wl" "$(wl_metric "$wl")" \
 				"$(wl_goal "$wl")"
@@ -867,8 +1001,11 @@ populate()
 	if [ "$1" = hdd ]; then
 		head -c "$(( BIG_MIB * 1048576 ))" /dev/urandom > "$d/data/big"
 		head -c "$(( BIG_MIB * 1048576 / 16 ))" /dev/urandom > "$d/data/hot"
-		if [ -n "$FIO_FIRST" ]; then
+		if [ -n "$FIO_FIRST$FIOWB_FIRST" ]; then
 			head -c "$(( BIG_MIB * 1048576 ))" /dev/urandom > "$d/data/fio.dat"
+		fi
+		if [[ " ${wl_list[*]} " == *" wbrand "* || " ${wl_list[*]} " == *" wbsync "* ]]; then
+			head -c "$(( BIG_MIB * 1048576 ))" /dev/urandom > "$d/data/wb.dat"
 		fi
 		mkdir -p "$d/data/go"
 		cp -a "$TREE_SRC/$TREE_SUB/." "$d/data/go/"

@@ -6,7 +6,8 @@
 # median, the best pass, the ratio of each median to the direct disk under it (hotfs@hdd
 # against hdd), the block requests the disk under the target saw per pass,
 # and, given GOAL, whether each hotfs target over the HDD meets it: "min R"
-# or "max R" (its median against the HDD's), "keep R A B" (pass B's hit
+# or "max R" (its median against the HDD's; "min R T Q": hotfs-wb@hdd's
+# median also at least Q x target T's), "keep R A B" (pass B's hit
 # ratio at least R x pass A's), "same R A B" (pass B's metric within R x
 # pass A's), "ssd P T=R..." (from pass P on, target T's median at most R x
 # the SSD's median over the same passes).  A target whose passes have hit
@@ -146,6 +147,21 @@ END {
 				v = "met"
 			else
 				v = "**missed**"
+			line = line " " v " |"
+		}
+		print line tail
+	}
+	if (g[1] == "min" && g[3] != "" && (g[3] in med) && med[g[3]] != "-" &&
+	    med[g[3]] > 0) {
+		# "min R T Q": also at least Q x target T (the same kind of
+		# passthrough over the SSD: the floor of FUSE itself)
+		line = "| target (>= " g[4] " x " g[3] ") |"
+		for (i = 1; i <= nt; i++) {
+			t = order[i]; v = "-"
+			if (t ~ /^hotfs-wb@hdd$/ && med[t] != "-") {
+				r = med[t] / med[g[3]]
+				v = sprintf("%.3f %s", r, r >= g[4] ? "met" : "**missed**")
+			}
 			line = line " " v " |"
 		}
 		print line tail

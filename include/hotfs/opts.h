@@ -55,6 +55,8 @@ struct hotfs_opts {
 	enum hotfs_writemode writemode;
 	char *writeback_delay_str;
 	double writeback_delay;	/* seconds dirty data is held at least */
+	char *writeback_log_str;
+	uint64_t writeback_log;	/* the log's bytes; 0: HOTFS_WBLOG_DEFAULT */
 	char *revalidate_str;
 	enum hotfs_revalidate revalidate;
 	double revalidate_secs;
@@ -97,6 +99,10 @@ struct hotfs_opts {
 #define HOTFS_EXTENT_MIN	(4u * 1024)
 #define HOTFS_EXTENT_MAX	(4u * 1024 * 1024)
 #define HOTFS_EXTENT_DEFAULT	(256u * 1024)
+/* writeback_log= (the writeback log, hotfs/wblog.h) */
+#define HOTFS_WBLOG_DEFAULT	(256ull << 20)
+#define HOTFS_WBLOG_MIN		(16ull << 20)
+#define HOTFS_WBLOG_MAX		(1ull << 40)
 
 /*
  * Parse a size: a decimal number with an optional K, M, G, T suffix

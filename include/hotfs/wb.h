@@ -55,8 +55,6 @@ struct hotfs_inode;
 struct rp_reply;
 struct hotfs_wb;
 
-/* the log's size */
-#define WB_LOG_BYTES	(256ull << 20)
 
 /*
  * Open the log in the store's cachedir and replay it (before mounting:

@@ -177,11 +177,12 @@ static void test_values(void **state)
 
 	/* writeback and its delay */
 	snprintf(co, sizeof(co), "cachedir=%s,writemode=writeback,"
-		 "writeback_delay=2.5", f->cache);
+		 "writeback_delay=2.5,writeback_log=2G", f->cache);
 	assert_int_equal(parse(&o, &a, err, sizeof(err), "-o", co, f->src,
 			       f->mnt, NULL), 0);
 	assert_int_equal(o.writemode, HOTFS_WRITEBACK);
 	assert_true(o.writeback_delay == 2.5);
+	assert_int_equal(o.writeback_log, 2ull << 30);
 	fuse_opt_free_args(&a);
 	opt_free(&o);
 
@@ -318,6 +319,11 @@ static void test_bad_values(void **state)
 		   "invalid writeback_delay");
 	expect_bad(f, "writeback_delay=5", "writemode=writeback only");
 	expect_bad(f, "writeback_delay=-1", "invalid writeback_delay");
+	expect_bad(f, "writeback_log=1G", "writemode=writeback only");
+	expect_bad(f, "writemode=writeback,writeback_log=8M",
+		   "invalid writeback_log");
+	expect_bad(f, "writemode=writeback,writeback_log=lots",
+		   "invalid writeback_log");
 	expect_bad(f, "seqcutoff=-5", "seqcutoff");
 	expect_bad(f, "promote_rate=fast", "promote_rate");
 	expect_bad(f, "max_read=12x", "max_read");
