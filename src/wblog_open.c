@@ -192,6 +192,23 @@ static int replay(struct wblog *wl, const struct wl_super *s)
 	return err;
 }
 
+/* Write zeros over the area (the headers stay: a crash meanwhile leaves
+ * the log as it was) up to size, and make them durable. */
+static int zero_fill(int fd, off_t size)
+{
+	static const char z[1 << 20];
+	off_t o;
+
+	for (o = blk_off(0); o < size; o += (off_t)sizeof(z)) {
+		size_t n = size - o < (off_t)sizeof(z) ? (size_t)(size - o) :
+			   sizeof(z);
+
+		if (pwrite_full(fd, z, n, o) != (ssize_t)n)
+			return -EIO;
+	}
+	return fdatasync(fd) ? -errno : 0;
+}
+
 static int wl_init(struct wblog *wl, uint64_t nblocks)
 {
 	wl->nblocks = nblocks;
@@ -306,8 +323,13 @@ int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 		goto fail;
 	}
 	/* its blocks reserved: an acknowledged write never finds the
-	 * cachedir's filesystem full when it reaches the log */
-	rc = fallocate(wl->fd, 0, 0, blk_off(wl->nblocks)) ? -errno : 0;
+	 * cachedir's filesystem full when it reaches the log; a new area
+	 * written with zeros (the filesystem's blocks then hold data: an
+	 * fdatasync of a record is a data write, with no change of the
+	 * file's extents to commit) */
+	rc = sb.st_size != blk_off(wl->nblocks) ?
+	     zero_fill(wl->fd, blk_off(wl->nblocks)) :
+	     fallocate(wl->fd, 0, 0, blk_off(wl->nblocks)) ? -errno : 0;
 	if (rc && rc != -EOPNOTSUPP) {
 		if (err && errlen)
 			snprintf(err, errlen, "wlog: cannot reserve its %llu "
