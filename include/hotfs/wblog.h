@@ -38,6 +38,11 @@
  * end of its furthest dirty byte; through the mount the file is at least
  * that long.
  *
+ * A full log: the writer runs the cleaner (src/wblog_clean.c), which
+ * copies the oldest records' live blocks to the head and moves the tail
+ * past them; writes leave it a reserve.  -ENOSPC only when the log holds
+ * live blocks alone.
+ *
  * Flushing (src/flush.c drives it): wblog_flush_next hands out the oldest
  * record's dirty blocks of one file, with the file's adjacent dirty blocks
  * coalesced into one run; wblog_flush_done forgets the blocks that were
