@@ -226,6 +226,8 @@ static const struct pm table[] = {
 	  "Writeback: bytes of the log in use." },
 	{ "wlog_capacity_bytes", "hotfs_wlog_capacity_bytes", 'g', NULL,
 	  "Writeback: the log's size." },
+	{ "wlog_cleaned_bytes", "hotfs_wlog_cleaned_bytes_total", 'c', NULL,
+	  "Writeback: dirty bytes the log's cleaner moved forward." },
 };
 
 #define NTABLE (sizeof(table) / sizeof(table[0]))

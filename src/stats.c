@@ -120,6 +120,7 @@ static void add_writeback(struct hotfs *fs, struct kvlist *l)
 	add_u(l, "writes_absorbed", w.absorbed);
 	add_u(l, "wlog_used_bytes", w.log_used);
 	add_u(l, "wlog_capacity_bytes", w.log_capacity);
+	add_u(l, "wlog_cleaned_bytes", w.cleaned);
 }
 
 /* The metadata snapshot (hotfs/meta_fs.h). */

@@ -761,6 +761,7 @@ void wb_stats(struct hotfs *fs, struct wb_stats *st)
 	st->flushed_bytes = s.flushed_bytes;
 	st->flush_errors = s.flush_errors;
 	st->absorbed = s.absorbed;
+	st->cleaned = s.cleaned_bytes;
 	st->log_used = s.log_used;
 	st->log_capacity = s.log_capacity;
 	st->oldest_dirty_age = s.oldest_dirty_ns && now > s.oldest_dirty_ns ?
