@@ -63,8 +63,8 @@ static int room(const struct wblog *wl, uint64_t need, bool all,
 	return 0;
 }
 
-int wl_append(struct wblog *wl, struct wl_rec *h, const char *data,
-	      bool all, uint64_t *data_pos)
+int wl_append(struct wblog *wl, struct wl_rec *h, const struct wl_mblk *l,
+	      const char *data, bool all, uint64_t *data_pos)
 {
 	uint64_t pad, need = 1 + h->nblk, start;
 	char hb[WB_BLOCK];
@@ -103,9 +103,12 @@ int wl_append(struct wblog *wl, struct wl_rec *h, const char *data,
 	memcpy(h->magic, WR_MAGIC, 8);
 	h->seq = wl->appended + 1;
 	h->epoch = wl->epoch;
-	h->csum = wl_rec_csum(h, data, (size_t)h->nblk * WB_BLOCK);
+	h->csum = l ? wl_multi_csum(h, l, data, (size_t)h->nblk * WB_BLOCK) :
+		  wl_rec_csum(h, data, (size_t)h->nblk * WB_BLOCK);
 	memset(hb, 0, sizeof(hb));
 	memcpy(hb, h, sizeof(*h));
+	if (l)
+		memcpy(hb + sizeof(*h), l, h->nblk * sizeof(*l));
 	iov[0].iov_base = hb;
 	iov[0].iov_len = WB_BLOCK;
 	iov[1].iov_base = (void *)data;
@@ -206,7 +209,7 @@ static int write_one(struct wblog *wl, const struct wb_fid *fid,
 	h.len = hi - lo;
 	h.nblk = (uint32_t)(b1 - b0 + 1);
 	h.time_ns = rec_time_ns();
-	err = wl_append(wl, &h, data, false, &pos);
+	err = wl_append(wl, &h, NULL, data, false, &pos);
 	if (!err)
 		err = wl_apply_data(wl, &h, pos);
 out:
@@ -419,7 +422,7 @@ static int trim_rec(struct wblog *wl, const struct wb_fid *fid,
 		h.ino = fid->ino;
 		h.off = size;
 		h.time_ns = rec_time_ns();
-		err = wl_append(wl, &h, NULL, true, &pos);
+		err = wl_append(wl, &h, NULL, NULL, true, &pos);
 		if (!err && f && f->nblocks && f->end > size) {
 			wl_file_trim(wl, f, size);
 			wl->forget_gen[gen_bucket(fid)]++;
@@ -506,6 +509,7 @@ int wblog_flush_next(struct wblog *wl, int64_t min_age_ns, size_t max,
 	struct wl_file *of = NULL;
 	struct wl_ent *e = NULL;
 	uint64_t seq, b, first, last;
+	uint32_t k;
 	int ret = 0;
 
 	memset(r, 0, sizeof(*r));
@@ -523,8 +527,8 @@ int wblog_flush_next(struct wblog *wl, int64_t min_age_ns, size_t max,
 	if (!rec || (!only && min_age_ns > 0 &&
 		     rec->time_ns > clock_real_ns() - min_age_ns))
 		goto out;
-	for (b = rec->blk0; b < rec->blk0 + rec->ndata; b++) {
-		e = wl_ent_find(wl, rec->f, b);
+	for (k = 0; k < rec->ndata; k++) {
+		e = wl_ent_find(wl, rec->f, wl_rec_blk(rec, k));
 		if (e && e->seq == seq)
 			break;
 		e = NULL;
@@ -652,9 +656,7 @@ int wblog_release(struct wblog *wl)
 	wl->releasing = false;
 	if (!err) {
 		/* appends only add at the back meanwhile */
-		wl->rq_head = (wl->rq_head + n) % wl->rq_cap;
-		wl->rq_n -= n;
-		wl->rq_seq += n;
+		wl_rq_drop(wl, n);
 		wl->used -= blocks;
 		wl->dead = wl->dead > n ? wl->dead - n : 0;
 	}

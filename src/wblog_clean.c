@@ -9,11 +9,12 @@
  * hold writers to that pace although most of it is dead.
  *
  * So a writer that finds the log full takes the oldest records (up to the
- * reserve below), copies their live blocks to the head as new records
- * (sorted by file and block, adjacent dirty bytes of a file coalesced
- * into one record), and moves the tail past the old ones: the log then
- * holds about its live data, and a write waits for the source only when
- * the log is full of live blocks.  Each copy is the block's newest copy
+ * reserve below), copies their live blocks to the head as MULTI records
+ * (hotfs/wblog_i.h: up to WL_MULTI_MAX blocks of one file, adjacent or
+ * not, under one header), and moves the tail past the old ones: a block
+ * that cost a header of its own costs its block alone from then on, the
+ * log holds about its live data, and a write waits for the source only
+ * when the log is full of live blocks.  Each copy is the block's newest copy
  * (nothing newer exists, else the old record would not hold it live), so
  * a replay that finds both the old record and its copy ends with the same
  * bytes; the tail passes the old records only once the copies are durable
@@ -23,9 +24,10 @@
  * The reserve: writes' records leave wl->reserve blocks free for the
  * cleaner's copies and for trims.  The copies of a batch of records never
  * take more blocks than the batch (the live blocks are a subset of its
- * data blocks, and coalescing only saves headers; a run cut where the
- * area wraps adds a header, and a one-block tail is padded: two blocks at
- * most), so a batch of at most the reserve less two always fits.
+ * data blocks, and a MULTI record holds blocks of several records under
+ * one header; a record cut where the area wraps adds a header, and a
+ * one-block tail is padded: two blocks at most), so a batch of at most
+ * the reserve less two always fits.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -66,16 +68,6 @@ static int item_cmp(const void *a, const void *b)
 	return x->blk < y->blk ? -1 : x->blk > y->blk;
 }
 
-/* Items i - 1 and i are one record: the same file, the next block, the
- * dirty bytes contiguous across the boundary. */
-static bool joins(const struct cl_item *it, size_t i, size_t len)
-{
-	const struct wl_ent *p = it[i - 1].e, *e = it[i].e;
-
-	return len < RUN_MAX && p->f == e->f && e->blk == p->blk + 1 &&
-	       p->hi == WB_BLOCK && e->lo == 0;
-}
-
 /*
  * The live blocks of the records from the tail, up to max blocks of them
  * (at least the first record): *n items (*it malloc'd), the blocks the
@@ -91,14 +83,14 @@ static int collect(struct wblog *wl, uint64_t max, struct cl_item **it,
 	*batch = 0;
 	for (i = 0; i < wl->rq_n; i++) {
 		struct wl_recmem *r = &wl->rq[(wl->rq_head + i) % wl->rq_cap];
-		uint64_t b;
+		uint32_t k;
 
 		if (i && *batch + r->nblk > max)
 			break;
 		*batch += r->nblk;
-		for (b = r->blk0; r->live && r->f && b < r->blk0 + r->ndata;
-		     b++) {
-			struct wl_ent *e = wl_ent_find(wl, r->f, b);
+		for (k = 0; r->live && r->f && k < r->ndata; k++) {
+			struct wl_ent *e = wl_ent_find(wl, r->f,
+						       wl_rec_blk(r, k));
 
 			if (!e || e->seq != wl->rq_seq + i)
 				continue;
@@ -117,6 +109,12 @@ static int collect(struct wblog *wl, uint64_t max, struct cl_item **it,
 	}
 	qsort(*it, *n, sizeof(**it), item_cmp);
 	return 0;
+}
+
+/* Items i - 1 and i go in one record: the same file, within its size. */
+static bool joins(const struct cl_item *it, size_t i, size_t len)
+{
+	return len < WL_MULTI_MAX && it[i - 1].e->f == it[i].e->f;
 }
 
 /* The blocks the copies of the n items take. */
@@ -138,16 +136,18 @@ static uint64_t plan(const struct cl_item *it, size_t n)
 }
 
 /*
- * Copy the run it[0..len) as records (cut where the area wraps); under
- * m.  buf: room for RUN_MAX blocks.
+ * Copy the items it[0..len) of one file as MULTI records (cut where the
+ * area wraps); under m.  buf: room for WL_MULTI_MAX blocks.
  */
-static int copy_run(struct wblog *wl, const struct cl_item *it, size_t len,
-		    char *buf)
+static int copy_group(struct wblog *wl, const struct cl_item *it,
+		      size_t len, char *buf)
 {
+	struct wl_mblk l[WL_MULTI_MAX];
+
 	while (len) {
 		size_t k, m = len, left = wl->nblocks - wl->head;
-		struct wl_rec h = { .type = WR_DATA };
-		const struct wl_ent *a = it[0].e, *z;
+		struct wl_rec h = { .type = WR_MULTI };
+		const struct wl_file *f = it[0].e->f;
 		uint64_t pos;
 		int err;
 
@@ -155,29 +155,31 @@ static int copy_run(struct wblog *wl, const struct cl_item *it, size_t len,
 		 * alone there is padded: wl_append starts again at 0) */
 		if (left >= 2 && left < 1 + m)
 			m = left - 1;
-		z = it[m - 1].e;
 		h.time_ns = it[0].time_ns;
 		for (k = 0; k < m; k++) {
+			const struct wl_ent *e = it[k].e;
+
 			if (pread_full(wl->fd, buf + k * WB_BLOCK, WB_BLOCK,
-				       blk_off(it[k].e->pos)) != WB_BLOCK)
+				       blk_off(e->pos)) != WB_BLOCK)
 				return -EIO;
+			l[k] = (struct wl_mblk){ .blk = e->blk, .lo = e->lo,
+						 .hi = e->hi };
 			if (it[k].time_ns < h.time_ns)
 				h.time_ns = it[k].time_ns;
 		}
-		h.dev = a->f->fid.dev;
-		h.ino = a->f->fid.ino;
-		h.birth = a->f->fid.birth;
-		h.off = a->blk * WB_BLOCK + a->lo;
-		h.len = z->blk * WB_BLOCK + z->hi - h.off;
+		h.dev = f->fid.dev;
+		h.ino = f->fid.ino;
+		h.birth = f->fid.birth;
 		h.nblk = (uint32_t)m;
-		err = wl_append(wl, &h, buf, true, &pos);
+		err = wl_append(wl, &h, l, buf, true, &pos);
 		if (!err)
-			err = wl_apply_data(wl, &h, pos);
+			err = wl_apply_multi(wl, &h, l, pos);
 		if (err)
 			return err;
 		/* a copy, not a write over a dirty block */
 		wl->absorbed -= m;
-		wl->cleaned += h.len;
+		for (k = 0; k < m; k++)
+			wl->cleaned += l[k].hi - l[k].lo;
 		wl->clean_seq = h.seq;
 		it += m;
 		len -= m;
@@ -219,7 +221,7 @@ int64_t wl_clean(struct wblog *wl)
 		need = batch;		/* nothing to gain */
 		goto out;
 	}
-	buf = malloc(RUN_MAX * WB_BLOCK);
+	buf = malloc(WL_MULTI_MAX * WB_BLOCK);
 	if (!buf) {
 		err = -ENOMEM;
 		goto out;
@@ -227,7 +229,7 @@ int64_t wl_clean(struct wblog *wl)
 	for (i = 0, len = 0; i < n && !err; i++) {
 		len = i && joins(it, i, len) ? len + 1 : 1;
 		if (i + 1 == n || !joins(it, i + 1, len))
-			err = copy_run(wl, it + i + 1 - len, len, buf);
+			err = copy_group(wl, it + i + 1 - len, len, buf);
 	}
 out:
 	wl->cleaning = false;

@@ -17,12 +17,18 @@
 
 #define WL_MAGIC	"HOTFSWL2"
 #define WR_MAGIC	"HOTFSWR2"
-#define WL_VERSION	2u		/* 2: records carry the file's birth */
+#define WL_VERSION	3u		/* 3: the cleaner's MULTI records */
+#define WL_VERSION_MIN	2u		/* 2: records carry the file's birth */
 #define WL_HDR_BLOCKS	2u		/* the two header slots */
 #define WL_MIN_BLOCKS	64u
 #define WL_GEN_BUCKETS	1024u
 
-enum { WR_DATA = 1, WR_TRIM = 2, WR_PAD = 3 };
+/*
+ * MULTI (the cleaner's): blocks of one file that need not be adjacent; the
+ * header block lists them (struct wl_mblk after the header, ascending),
+ * the data blocks follow in that order; the checksum covers the list.
+ */
+enum { WR_DATA = 1, WR_TRIM = 2, WR_PAD = 3, WR_MULTI = 4 };
 
 struct wl_super {
 	char magic[8];
@@ -49,6 +55,14 @@ struct wl_rec {
 	int64_t time_ns;
 	uint64_t csum;		/* of this header (csum 0) and the data */
 };
+
+struct wl_mblk {
+	uint64_t blk;		/* block of the file */
+	uint16_t lo, hi;	/* its bytes in the record */
+	uint32_t pad;
+};
+#define WL_MULTI_MAX	((WB_BLOCK - sizeof(struct wl_rec)) / \
+			 sizeof(struct wl_mblk))
 
 /*----------------------------------------------------------------*/
 /* the map: files and their dirty blocks */
@@ -82,7 +96,14 @@ struct wl_recmem {
 	struct wl_file *f;
 	uint64_t blk0;
 	uint32_t ndata;
+	uint64_t *blks;		/* MULTI: its ndata blocks (malloc'd) */
 };
+
+/* The k-th block of the file a DATA or MULTI record holds. */
+static inline uint64_t wl_rec_blk(const struct wl_recmem *r, uint32_t k)
+{
+	return r->blks ? r->blks[k] : r->blk0 + k;
+}
 
 struct wblog {
 	pthread_mutex_t m;
@@ -138,14 +159,18 @@ int wl_ent_set(struct wblog *wl, struct wl_file *f, uint64_t blk,
 	    uint64_t pos, uint64_t seq, unsigned lo, unsigned hi);
 void wl_file_trim(struct wblog *wl, struct wl_file *f, uint64_t size);
 int wl_apply_data(struct wblog *wl, const struct wl_rec *h, uint64_t pos);
+int wl_apply_multi(struct wblog *wl, const struct wl_rec *h,
+		   const struct wl_mblk *l, uint64_t pos);
+/* Forget the first n records (their space released). */
+void wl_rq_drop(struct wblog *wl, size_t n);
 int wl_rq_push(struct wblog *wl, uint64_t start, uint64_t nblk, int64_t t);
 struct wl_recmem *wl_rec_of(struct wblog *wl, uint64_t seq);
 
 /* Append a record (h filled but for seq, epoch, csum) with data of
  * h->nblk blocks; under m.  Its first data block in *data_pos.  all: it
  * may use the cleaner's reserve (a trim's, the cleaner's). */
-int wl_append(struct wblog *wl, struct wl_rec *h, const char *data,
-	      bool all, uint64_t *data_pos);
+int wl_append(struct wblog *wl, struct wl_rec *h, const struct wl_mblk *l,
+	      const char *data, bool all, uint64_t *data_pos);
 /*
  * The cleaner (wblog_clean.c): the live blocks of the oldest records
  * copied to the head, coalesced by file, and the tail released past them
@@ -158,6 +183,9 @@ uint64_t wl_reserve(uint64_t nblocks);
 
 /* the header and checksums (wblog_open.c) */
 uint64_t wl_rec_csum(const struct wl_rec *h, const void *data, size_t len);
+/* MULTI: the list too */
+uint64_t wl_multi_csum(const struct wl_rec *h, const struct wl_mblk *l,
+		       const void *data, size_t len);
 int wl_super_write(struct wblog *wl, uint64_t tail_pos, uint64_t tail_seq);
 
 #endif

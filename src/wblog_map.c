@@ -259,6 +259,56 @@ int wl_rq_push(struct wblog *wl, uint64_t start, uint64_t nblk,
 	r->f = NULL;
 	r->blk0 = 0;
 	r->ndata = 0;
+	r->blks = NULL;
+	return 0;
+}
+
+void wl_rq_drop(struct wblog *wl, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && wl->rq_n; i++) {
+		struct wl_recmem *r = &wl->rq[wl->rq_head];
+
+		free(r->blks);
+		r->blks = NULL;
+		wl->rq_head = (wl->rq_head + 1) % wl->rq_cap;
+		wl->rq_n--;
+		wl->rq_seq++;
+	}
+}
+
+int wl_apply_multi(struct wblog *wl, const struct wl_rec *h,
+		   const struct wl_mblk *l, uint64_t pos)
+{
+	struct wb_fid fid = { .dev = h->dev, .ino = h->ino };
+	struct wl_file *f = wl_file_get(wl, &fid);
+	struct wl_recmem *r;
+	uint32_t k;
+
+	if (!f)
+		return -ENOMEM;
+	if (h->time_ns > f->mtime_ns)
+		f->mtime_ns = h->time_ns;
+	if (h->birth)
+		f->fid.birth = h->birth;
+	r = wl_rec_of(wl, h->seq);
+	if (r) {
+		r->blks = malloc(h->nblk * sizeof(*r->blks));
+		if (!r->blks)
+			return -ENOMEM;
+		for (k = 0; k < h->nblk; k++)
+			r->blks[k] = l[k].blk;
+		r->f = f;
+		r->ndata = h->nblk;
+	}
+	for (k = 0; k < h->nblk; k++) {
+		int err = wl_ent_set(wl, f, l[k].blk, pos + k, h->seq,
+				     l[k].lo, l[k].hi);
+
+		if (err)
+			return err;
+	}
 	return 0;
 }
 

@@ -26,6 +26,18 @@ uint64_t wl_rec_csum(const struct wl_rec *h, const void *data,
 				    XXH3_64bits(&c, sizeof(c))) | 1;
 }
 
+uint64_t wl_multi_csum(const struct wl_rec *h, const struct wl_mblk *l,
+		       const void *data, size_t len)
+{
+	struct wl_rec c = *h;
+
+	c.csum = 0;
+	/* the data's hash seeded with the list's, seeded with the header's */
+	return XXH3_64bits_withSeed(len ? data : "", len,
+		XXH3_64bits_withSeed(l, h->nblk * sizeof(*l),
+				     XXH3_64bits(&c, sizeof(c)))) | 1;
+}
+
 static uint64_t super_csum(const struct wl_super *s)
 {
 	struct wl_super c = *s;
@@ -86,7 +98,8 @@ static int super_read(int fd, struct wl_super *s)
 		ok[i] = pread_full(fd, &a[i], sizeof(a[i]),
 				   (off_t)i * WB_BLOCK) == sizeof(a[i]) &&
 			!memcmp(a[i].magic, WL_MAGIC, 8) &&
-			a[i].version == WL_VERSION &&
+			a[i].version >= WL_VERSION_MIN &&
+			a[i].version <= WL_VERSION &&
 			a[i].block == WB_BLOCK &&
 			a[i].csum == super_csum(&a[i]) &&
 			a[i].nblocks >= WL_MIN_BLOCKS &&
@@ -99,25 +112,46 @@ static int super_read(int fd, struct wl_super *s)
 	return 0;
 }
 
-/* The record at pos if it is the one replay expects (seq, the epoch
- * rule, whole by its checksum): its data in *data (malloc'd). */
-static bool rec_load(struct wblog *wl, const struct wl_super *s,
-		     uint64_t pos, uint64_t seq, struct wl_rec *h,
-		     char **data)
+/* A MULTI record's list: its blocks ascending, each with bytes. */
+static bool list_ok(const struct wl_rec *h, const struct wl_mblk *l)
 {
+	uint32_t k;
+
+	if (h->off || h->len || !h->nblk || h->nblk > WL_MULTI_MAX)
+		return false;
+	for (k = 0; k < h->nblk; k++)
+		if (l[k].lo >= l[k].hi || l[k].hi > WB_BLOCK ||
+		    l[k].blk > UINT64_MAX / WB_BLOCK - 1 ||
+		    (k && l[k].blk <= l[k - 1].blk))
+			return false;
+	return true;
+}
+
+/* The record at pos if it is the one replay expects (seq, the epoch
+ * rule, whole by its checksum): its header block in hb (a MULTI record's
+ * list after the header), its data in *data (malloc'd). */
+static bool rec_load(struct wblog *wl, const struct wl_super *s,
+		     uint64_t pos, uint64_t seq, char *hb, char **data)
+{
+	struct wl_rec *h = (struct wl_rec *)hb;
+	const struct wl_mblk *l = (const struct wl_mblk *)(h + 1);
+	uint64_t csum;
 	size_t dlen;
 
 	*data = NULL;
-	if (pread_full(wl->fd, h, sizeof(*h), blk_off(pos)) != sizeof(*h) ||
+	if (pread_full(wl->fd, hb, WB_BLOCK, blk_off(pos)) != WB_BLOCK ||
 	    memcmp(h->magic, WR_MAGIC, 8) || h->seq != seq)
 		return false;
 	if (seq >= s->epoch_seq && h->epoch != s->epoch)
 		return false;
 	if (h->type == WR_PAD)
 		return h->nblk == 0 && h->csum == wl_rec_csum(h, NULL, 0);
-	if ((h->type != WR_DATA && h->type != WR_TRIM) ||
+	if ((h->type != WR_DATA && h->type != WR_TRIM &&
+	     h->type != WR_MULTI) ||
 	    h->nblk > wl->nblocks - pos - 1 ||
 	    h->nblk > WB_REC_MAX / WB_BLOCK)
+		return false;
+	if (h->type == WR_MULTI && !list_ok(h, l))
 		return false;
 	if (h->type == WR_DATA &&
 	    (!h->len || h->off + h->len < h->off ||
@@ -136,7 +170,9 @@ static bool rec_load(struct wblog *wl, const struct wl_super *s,
 			return false;
 		}
 	}
-	if (h->csum != wl_rec_csum(h, *data, dlen)) {
+	csum = h->type == WR_MULTI ? wl_multi_csum(h, l, *data, dlen) :
+	       wl_rec_csum(h, *data, dlen);
+	if (h->csum != csum) {
 		free(*data);
 		*data = NULL;
 		return false;
@@ -149,6 +185,7 @@ static bool rec_load(struct wblog *wl, const struct wl_super *s,
 static int replay(struct wblog *wl, const struct wl_super *s)
 {
 	uint64_t pos = s->tail_pos, seq = s->tail_seq, seen = 0;
+	char hb[WB_BLOCK] __attribute__((aligned(8)));
 	struct wl_rec h;
 	char *data;
 	int err = 0;
@@ -158,8 +195,9 @@ static int replay(struct wblog *wl, const struct wl_super *s)
 	while (!err && seen < wl->nblocks) {
 		uint64_t start = pos == wl->nblocks ? 0 : pos;
 
-		if (!rec_load(wl, s, start, seq, &h, &data))
+		if (!rec_load(wl, s, start, seq, hb, &data))
 			break;
+		memcpy(&h, hb, sizeof(h));
 		if (h.type == WR_PAD) {
 			err = wl_rq_push(wl, start, wl->nblocks - start,
 				      h.time_ns);
@@ -169,6 +207,10 @@ static int replay(struct wblog *wl, const struct wl_super *s)
 			err = wl_rq_push(wl, start, 1 + h.nblk, h.time_ns);
 			if (!err && h.type == WR_DATA)
 				err = wl_apply_data(wl, &h, start + 1);
+			if (!err && h.type == WR_MULTI)
+				err = wl_apply_multi(wl, &h,
+					(const struct wl_mblk *)(hb + sizeof(h)),
+					start + 1);
 			if (!err && h.type == WR_TRIM) {
 				struct wb_fid fid = { .dev = h.dev,
 						      .ino = h.ino };
@@ -242,6 +284,7 @@ static void map_free(struct wblog *wl)
 		}
 	free(wl->eh);
 	free(wl->fh);
+	wl_rq_drop(wl, wl->rq_n);
 	free(wl->rq);
 }
 

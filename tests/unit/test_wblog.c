@@ -860,10 +860,12 @@ static void test_space(void **state)
 	assert_int_equal(wblog_open(x->dfd, SMALL, &x->wl, NULL, 0), 0);
 	memset(b, 'q', sizeof(b));
 	/* 64 blocks less the cleaner's reserve of 8 (1/8 of a small log):
-	 * 28 records of a header and a block; every block live and none
-	 * beside another, so the cleaner has nothing to gain */
+	 * 28 records of a header and a block; every block live and each of
+	 * another file, so the cleaner has nothing to gain */
 	for (i = 0;; i++) {
-		err = (int)wblog_write(x->wl, &F1, (uint64_t)i * 2 * WB_BLOCK, b,
+		struct wb_fid fi = { 1, 1000 + (uint64_t)i, 0 };
+
+		err = (int)wblog_write(x->wl, &fi, 0, b,
 				       sizeof(b), NULL, NULL, NULL);
 		if (err < 0)
 			break;
@@ -989,6 +991,37 @@ static void test_cleaner(void **state)
 	assert_memory_equal(src, cur, sizeof(cur));
 }
 
+/*
+ * Blocks that are all live and none beside another: one record each (a
+ * header and a block) would fill the 1024-block log at about 448 of them;
+ * the cleaner packs them under shared headers, so 700 fit, and read back
+ * after a replay of the packed records.
+ */
+static void test_cleaner_packs(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_stats s;
+	char b[WB_BLOCK], *r;
+	uint64_t i;
+
+	for (i = 0; i < 700; i++) {
+		memset(b, (int)(1 + i % 120), sizeof(b));
+		assert_int_equal(wblog_write(x->wl, &F1, i * 2 * WB_BLOCK, b,
+					     sizeof(b), NULL, NULL, NULL),
+				 WB_BLOCK);
+	}
+	wblog_stats(x->wl, &s);
+	assert_true(s.cleaned_bytes >= 200 * WB_BLOCK);
+	assert_int_equal(s.dirty_blocks, 700);
+	reopen(x);
+	for (i = 0; i < 700; i++) {
+		r = rd(x->wl, &F1, i * 2 * WB_BLOCK, 2 * WB_BLOCK);
+		expect_run(r, 0, WB_BLOCK, (int)(1 + i % 120));
+		expect_run(r, WB_BLOCK, 2 * WB_BLOCK, '.');
+		free(r);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)		/* another sequence of the model test */
@@ -1013,6 +1046,7 @@ int main(int argc, char **argv)
 		T(test_short_write),
 		T(test_space),
 		T(test_cleaner),
+		T(test_cleaner_packs),
 #undef T
 	};
 
