@@ -183,6 +183,7 @@ uint64_t wl_reserve(uint64_t nblocks);
 
 /* the header and checksums (wblog_open.c) */
 uint64_t wl_rec_csum(const struct wl_rec *h, const void *data, size_t len);
+uint64_t wl_super_csum(const struct wl_super *s);
 /* MULTI: the list too */
 uint64_t wl_multi_csum(const struct wl_rec *h, const struct wl_mblk *l,
 		       const void *data, size_t len);

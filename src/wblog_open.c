@@ -38,7 +38,7 @@ uint64_t wl_multi_csum(const struct wl_rec *h, const struct wl_mblk *l,
 				     XXH3_64bits(&c, sizeof(c)))) | 1;
 }
 
-static uint64_t super_csum(const struct wl_super *s)
+uint64_t wl_super_csum(const struct wl_super *s)
 {
 	struct wl_super c = *s;
 
@@ -61,7 +61,7 @@ int wl_super_write(struct wblog *wl, uint64_t tail_pos,
 	s.tail_seq = tail_seq;
 	s.epoch = wl->epoch;
 	s.epoch_seq = wl->epoch_seq;
-	s.csum = super_csum(&s);
+	s.csum = wl_super_csum(&s);
 	memcpy(blk, &s, sizeof(s));
 	n = pwrite_full(wl->fd, blk, WB_BLOCK, (off_t)(s.gen & 1) * WB_BLOCK);
 	if (n < 0)
@@ -101,7 +101,7 @@ static int super_read(int fd, struct wl_super *s)
 			a[i].version >= WL_VERSION_MIN &&
 			a[i].version <= WL_VERSION &&
 			a[i].block == WB_BLOCK &&
-			a[i].csum == super_csum(&a[i]) &&
+			a[i].csum == wl_super_csum(&a[i]) &&
 			a[i].nblocks >= WL_MIN_BLOCKS &&
 			a[i].tail_pos <= a[i].nblocks;
 	}
