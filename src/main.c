@@ -202,6 +202,12 @@ static void probe_source(int root_fd, const struct hotfs_opts *o)
  */
 static int open_cache(struct hotfs *fs, const struct hotfs_opts *o)
 {
+	/* dirty data an earlier writeback mount left (a crash): written
+	 * to the source first, whatever this mount's mode, or no mount (a
+	 * mount that ignored it would serve the older bytes, and a later
+	 * writeback mount would replay them over newer ones) */
+	bool left = o->writemode != HOTFS_WRITEBACK &&
+		    wb_leftover(o->cachedir);
 	char err[512];
 	int r;
 
@@ -209,7 +215,7 @@ static int open_cache(struct hotfs *fs, const struct hotfs_opts *o)
 	/* writeback keeps its dirty data in the cachedir: a mount without
 	 * the store would lose sight of it */
 	if (r < 0 && (o->cache_required || r == -ENOMEM ||
-		      o->writemode == HOTFS_WRITEBACK)) {
+		      o->writemode == HOTFS_WRITEBACK || left)) {
 		fprintf(stderr, "hotfs: %s\n", err);
 		return -1;
 	}
@@ -223,7 +229,8 @@ static int open_cache(struct hotfs *fs, const struct hotfs_opts *o)
 		return 0;
 	}
 	if (!cache_usable(fs->cache, err, sizeof(err))) {
-		if (o->cache_required || o->writemode == HOTFS_WRITEBACK) {
+		if (o->cache_required || o->writemode == HOTFS_WRITEBACK ||
+		    left) {
 			fprintf(stderr, "hotfs: %s\n", err);
 			return -1;
 		}
@@ -232,8 +239,9 @@ static int open_cache(struct hotfs *fs, const struct hotfs_opts *o)
 	/* the store is the daemon's: the source's sample goes beside it
 	 * (hotfs/srcprobe.h) */
 	srcprobe_save(fs->cache->dirfd, &hotfs_src);
-	if (o->writemode == HOTFS_WRITEBACK &&
-	    wb_open(fs, err, sizeof(err)) < 0) {
+	if (o->writemode == HOTFS_WRITEBACK ?
+	    wb_open(fs, err, sizeof(err)) < 0 :
+	    left && wb_drain(fs, err, sizeof(err)) < 0) {
 		fprintf(stderr, "hotfs: %s\n", err);
 		return -1;
 	}
@@ -424,6 +432,12 @@ int main(int argc, char *argv[])
 	if (r < 0) {
 		fprintf(stderr, "hotfs: inode table: %s\n", strerror(-r));
 		goto out2;
+	}
+	if (o.nocache && o.cachedir && wb_leftover(o.cachedir)) {
+		fprintf(stderr, "hotfs: the cachedir's log holds dirty data "
+			"of a writeback mount: mount without nocache (it is "
+			"written to the source first)\n");
+		goto out3;
 	}
 	if (!o.nocache && open_cache(&fs, &o) < 0)
 		goto out3;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <linux/fs.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -766,4 +767,50 @@ void wb_stats(struct hotfs *fs, struct wb_stats *st)
 	st->log_capacity = s.log_capacity;
 	st->oldest_dirty_age = s.oldest_dirty_ns && now > s.oldest_dirty_ns ?
 			       (double)(now - s.oldest_dirty_ns) / 1e9 : 0;
+}
+
+bool wb_leftover(const char *cachedir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	return snprintf(path, sizeof(path), "%s/%s", cachedir, WB_LOG_NAME) <
+	       (int)sizeof(path) && !stat(path, &st) && st.st_size > 0;
+}
+
+int wb_drain(struct hotfs *fs, char *err, size_t errlen)
+{
+	struct wblog_stats s;
+	int r = wb_open(fs, err, errlen);
+
+	if (r < 0)
+		return r;
+	/* before daemonizing: the flush reopens files through this one
+	 * (main opens the daemon's own after the fork) */
+	fs->proc_self_fd = open("/proc/self/fd", O_PATH | O_CLOEXEC);
+	wblog_stats(fs->wb->wl, &s);
+	if (s.dirty_bytes) {
+		hotfs_log(LOG_NOTICE, "writeback: the cachedir's log holds "
+			  "%llu dirty bytes of %llu files, left by a "
+			  "writeback mount that did not end cleanly: writing "
+			  "them to the source before this mount\n",
+			  (unsigned long long)s.dirty_bytes,
+			  (unsigned long long)s.dirty_files);
+		r = wb_stop(fs);
+	}
+	if (r < 0)
+		snprintf(err, errlen, "the cachedir's log holds %llu dirty "
+			 "bytes the source did not take (%s); mount with "
+			 "writemode=writeback to keep them (they are flushed "
+			 "while mounted), or move %s/%s away to drop them",
+			 (unsigned long long)s.dirty_bytes, strerror(-r),
+			 fs->o->cachedir, WB_LOG_NAME);
+	else if (s.dirty_bytes)
+		hotfs_log(LOG_NOTICE, "writeback: the %llu dirty bytes are on "
+			  "the source\n", (unsigned long long)s.dirty_bytes);
+	wb_close(fs);
+	if (fs->proc_self_fd >= 0)
+		close(fs->proc_self_fd);
+	fs->proc_self_fd = -1;
+	return r;
 }

@@ -64,6 +64,14 @@ struct hotfs_wb;
  * data dropped, said in the log.
  */
 int wb_open(struct hotfs *fs, char *err, size_t errlen);
+/*
+ * A mount in another write mode over a cachedir whose log may hold dirty
+ * data (wb_leftover: the log is there and not empty): wb_drain replays it
+ * and writes everything to the source before the mount (0), or says in
+ * err why it could not (-errno: the mount is refused, the data kept).
+ */
+bool wb_leftover(const char *cachedir);
+int wb_drain(struct hotfs *fs, char *err, size_t errlen);
 /* Start the flusher (after daemonizing). */
 int wb_start(struct hotfs *fs);
 /* Stop it, flushing everything (the session is over): 0, or -errno with
