@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "hotfs/cache_write.h"
@@ -49,7 +50,14 @@ struct hotfs_wb {
 	pthread_mutex_t m;	/* protects fds */
 	struct wb_fdent *fds[WB_FD_BUCKETS];
 	pthread_rwlock_t gone;	/* writes shared, a drop at unlink alone */
+	/* the source's room for growing writes (growth_room) */
+	pthread_mutex_t grow_m;
+	uint64_t grow_sum;	/* bytes past the source's ends, and since */
+	int64_t grow_at;	/* when the sum was taken */
 };
+
+/* growth_room's sum of the files' growth is taken again this often */
+#define WB_GROW_EVERY_NS	100000000LL
 
 static struct wb_fid fid_of(uint64_t ino)
 {
@@ -436,6 +444,7 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 	wb->fs = fs;
 	wb->root_dev = c->root_dev;
 	pthread_mutex_init(&wb->m, NULL);
+	pthread_mutex_init(&wb->grow_m, NULL);
 	/* an unlink waits for the writes logging now, not for all to come
 	 * (no write takes it twice) */
 	pthread_rwlockattr_init(&ra);
@@ -447,6 +456,7 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 		       HOTFS_WBLOG_DEFAULT, &wb->wl, err, errlen);
 	if (r < 0) {
 		pthread_rwlock_destroy(&wb->gone);
+		pthread_mutex_destroy(&wb->grow_m);
 		pthread_mutex_destroy(&wb->m);
 		free(wb);
 		return r;
@@ -515,6 +525,7 @@ void wb_close(struct hotfs *fs)
 		}
 	wblog_close(wb->wl);
 	pthread_rwlock_destroy(&wb->gone);
+	pthread_mutex_destroy(&wb->grow_m);
 	pthread_mutex_destroy(&wb->m);
 	free(wb);
 	fs->wb = NULL;
@@ -545,6 +556,83 @@ static int fill(void *arg, const struct wb_fid *fid, uint64_t off,
 	return 0;
 }
 
+/* The source file of ino (its descriptor kept while it is dirty): its
+ * stat and its filesystem's; 0 or -errno. */
+static int src_stat(struct hotfs_wb *wb, uint64_t ino, struct stat *st,
+		    struct statvfs *vfs)
+{
+	struct wb_fdent *e;
+	int err = -ENOENT;
+
+	pthread_mutex_lock(&wb->m);
+	e = *fd_slot(wb, ino);
+	if (e)
+		err = fstat(e->fd, st) || (vfs && fstatvfs(e->fd, vfs)) ?
+		      -errno : 0;
+	pthread_mutex_unlock(&wb->m);
+	return err;
+}
+
+/* The dirty bytes past the source's end of every file with dirty data. */
+static uint64_t pending_growth(struct hotfs_wb *wb)
+{
+	struct wb_fid *files = NULL;
+	size_t n = wblog_files(wb->wl, &files), i;
+	uint64_t sum = 0;
+
+	for (i = 0; i < n; i++) {
+		uint64_t end = wblog_dirty_end(wb->wl, &files[i]);
+		struct stat st;
+
+		if (end && !src_stat(wb, files[i].ino, &st, NULL) &&
+		    end > (uint64_t)st.st_size)
+			sum += end - (uint64_t)st.st_size;
+	}
+	free(files);
+	return sum;
+}
+
+/*
+ * A write that grows in's file is acknowledged only if the source has
+ * room for it (ENOSPC as the source would give, not at the flush): this
+ * write's bytes past the file's end, with those of every file's dirty
+ * data past its end on the source, within the source's free space for a
+ * user who is not root (f_bavail).  The sum over the files is taken
+ * again every WB_GROW_EVERY_NS, the growth acknowledged meanwhile added
+ * to it.  Writes within a file's size (holes too) are not checked.
+ */
+static int growth_room(struct hotfs_wb *wb, struct hotfs_inode *in,
+		       uint64_t off, size_t len)
+{
+	struct wb_fid f = fid_of(in->ino);
+	uint64_t end = off + len, have, grow;
+	struct statvfs vfs;
+	struct stat st;
+	int64_t now;
+	int err = 0;
+
+	if (src_stat(wb, in->ino, &st, &vfs))
+		return 0;	/* the flush will tell */
+	have = wblog_dirty_end(wb->wl, &f);
+	if ((uint64_t)st.st_size > have)
+		have = (uint64_t)st.st_size;
+	if (end <= have)
+		return 0;
+	grow = end - have;
+	pthread_mutex_lock(&wb->grow_m);
+	now = clock_mono_ns();
+	if (!wb->grow_at || now - wb->grow_at >= WB_GROW_EVERY_NS) {
+		wb->grow_sum = pending_growth(wb);
+		wb->grow_at = now;
+	}
+	if ((uint64_t)vfs.f_bavail * vfs.f_frsize < wb->grow_sum + grow)
+		err = -ENOSPC;
+	else
+		wb->grow_sum += grow;
+	pthread_mutex_unlock(&wb->grow_m);
+	return err;
+}
+
 ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 		 size_t len, off_t off, bool sync)
 {
@@ -559,6 +647,11 @@ ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 	err = fd_get(wb, in, &f.birth);
 	if (err)
 		return err;
+	err = growth_room(wb, in, (uint64_t)off, len);
+	if (err) {
+		fd_put(wb, in->ino);
+		return err;
+	}
 	pthread_rwlock_rdlock(&wb->gone);
 	for (tries = 0;; tries++) {
 		n = wblog_write(wb->wl, &f, (uint64_t)off, buf, len, fill, wb,

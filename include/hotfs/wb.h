@@ -7,7 +7,8 @@
  *
  *  - write: the bytes go to the log and are acknowledged from there
  *    (O_SYNC, O_DSYNC: once the log is durable); a full log is flushed by
- *    the writer itself before it gives up with ENOSPC.
+ *    the writer itself before it gives up with ENOSPC; a write that grows
+ *    the file, only if the source has room for it (else ENOSPC).
  *  - read: the file's own bytes (store or source) with the dirty ones
  *    over them, up to the size below; read again if a flush ended
  *    meanwhile (wblog_forget_gen).
@@ -38,7 +39,8 @@
  * mount), or by the inode table.
  *
  * Locks: wb->m (the descriptors) -> the log's wl->m; wb->gone (a rwlock:
- * writes shared, the drop at unlink exclusive) before both.  No lock is
+ * writes shared, the drop at unlink exclusive) before both; wb->grow_m
+ * (the growth's sum) before wb->m and wl->m, taken one at a time.  No lock is
  * held across source I/O but the flush's own (hotfs/flush.h).
  */
 #ifndef HOTFS_WB_H
