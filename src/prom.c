@@ -228,6 +228,9 @@ static const struct pm table[] = {
 	  "Writeback: the log's size." },
 	{ "wlog_cleaned_bytes", "hotfs_wlog_cleaned_bytes_total", 'c', NULL,
 	  "Writeback: dirty bytes the log's cleaner moved forward." },
+	{ "writeback_conflicts", "hotfs_writeback_conflicts_total", 'c', NULL,
+	  "Writeback: files changed on the source behind the mount while "
+	  "it held dirty data for them." },
 };
 
 #define NTABLE (sizeof(table) / sizeof(table[0]))

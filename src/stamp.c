@@ -37,6 +37,8 @@ enum stamp_verdict stamp_check_locked(struct hotfs_inode *in,
 	if (in->chg_inflight || stamp_same_locked(in, st))
 		return STAMP_SAME;
 	record(in, st, false);
+	if (valid)
+		in->behind++;
 	return valid ? STAMP_CHANGED : STAMP_NEW;
 }
 

@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <linux/fs.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include "hotfs/log.h"
 #include "hotfs/readpath.h"
 #include "hotfs/srcprobe.h"
+#include "hotfs/stamp.h"
 #include "hotfs/wb.h"
 #include "hotfs/wblog.h"
 
@@ -40,6 +42,9 @@ struct wb_fdent {
 	uint64_t birth;		/* the file's (struct wb_fid) */
 	int fd;
 	unsigned users;		/* writes logging now */
+	uint32_t behind;	/* the inode's count of changes behind the
+				 * mount, as of its last conflict or its
+				 * first dirty write (hotfs/inode.h) */
 };
 
 struct hotfs_wb {
@@ -51,6 +56,7 @@ struct hotfs_wb {
 	struct wb_fdent *fds[WB_FD_BUCKETS];
 	pthread_rwlock_t gone;	/* writes shared, a drop at unlink alone */
 	/* the source's room for growing writes (growth_room) */
+	_Atomic uint64_t conflicts;	/* changes behind dirty data */
 	pthread_mutex_t grow_m;
 	uint64_t grow_sum;	/* bytes past the source's ends, and since */
 	int64_t grow_at;	/* when the sum was taken */
@@ -159,6 +165,9 @@ static int fd_get(struct hotfs_wb *wb, struct hotfs_inode *in,
 	}
 	e->ino = in->ino;
 	e->fd = dup;
+	pthread_mutex_lock(&in->m);
+	e->behind = in->behind;
+	pthread_mutex_unlock(&in->m);
 	e->birth = birth_of(dup, "", AT_EMPTY_PATH, open_rd_fd, wb);
 	pthread_mutex_lock(&wb->m);
 	pp = fd_slot(wb, in->ino);
@@ -269,6 +278,58 @@ struct wb_cookie {
 /* The run is the mount's own change: cache_write_begin and _end as for a
  * write through it (a promotion that read the old bytes gives up, the
  * cached records it touches are dropped, the stamp is ours). */
+/*
+ * Before a run of in is written: did the file change behind the mount
+ * while the mount held dirty data for it (seen now, or by an open, a
+ * getattr or the source watch since)?  Counted once a change, and the
+ * path logged; the dirty bytes are then written over it (man/hotfs.8,
+ * WRITEBACK).  A change seen now also drops the kernel's pages of it, as
+ * the watch would.
+ */
+static void conflict(struct hotfs_wb *wb, struct hotfs_inode *in)
+{
+	struct hotfs *fs = wb->fs;
+	char link[32], path[PATH_MAX];
+	struct wb_fdent *e;
+	uint32_t now, was = 0;
+	bool seen, known;
+	ssize_t n = -1;
+
+	if (stamp_check_ino(in, &seen) == STAMP_CHANGED) {
+		if (fs->se)
+			fuse_lowlevel_notify_inval_inode(fs->se,
+				in == ino_root(fs->it) ? FUSE_ROOT_ID :
+				(uintptr_t)in, 0, 0);
+		stamp_inval_sent(in);
+	}
+	pthread_mutex_lock(&in->m);
+	now = in->behind;
+	pthread_mutex_unlock(&in->m);
+	pthread_mutex_lock(&wb->m);
+	e = *fd_slot(wb, in->ino);
+	known = e != NULL;
+	if (e) {
+		was = e->behind;
+		e->behind = now;
+		snprintf(link, sizeof(link), "%d", e->fd);
+		if (now != was && fs->proc_self_fd >= 0)
+			n = readlinkat(fs->proc_self_fd, link, path,
+				       sizeof(path) - 1);
+	}
+	pthread_mutex_unlock(&wb->m);
+	if (!known || now == was)
+		return;
+	atomic_fetch_add_explicit(&wb->conflicts, 1, memory_order_relaxed);
+	if (n < 0)
+		snprintf(path, sizeof(path), "inode %llu",
+			 (unsigned long long)in->ino);
+	else
+		path[n] = 0;
+	hotfs_log(LOG_WARNING, "writeback: %s changed on the source while "
+		  "the mount held dirty data for it: the mount's dirty bytes "
+		  "are written over the change\n", path);
+}
+
 static void *op_begin(void *arg, const struct wb_fid *fid, uint64_t off,
 		      uint64_t len)
 {
@@ -280,6 +341,7 @@ static void *op_begin(void *arg, const struct wb_fid *fid, uint64_t off,
 	in = ino_find_hold(fs->it, wb->root_dev, (ino_t)fid->ino);
 	if (!in)
 		return NULL;
+	conflict(wb, in);
 	ck = calloc(1, sizeof(*ck));
 	if (!ck) {
 		ino_unhold(fs->it, in);
@@ -856,6 +918,8 @@ void wb_stats(struct hotfs *fs, struct wb_stats *st)
 	st->flush_errors = s.flush_errors;
 	st->absorbed = s.absorbed;
 	st->cleaned = s.cleaned_bytes;
+	st->conflicts = atomic_load_explicit(&fs->wb->conflicts,
+					     memory_order_relaxed);
 	st->log_used = s.log_used;
 	st->log_capacity = s.log_capacity;
 	st->oldest_dirty_age = s.oldest_dirty_ns && now > s.oldest_dirty_ns ?

@@ -146,6 +146,9 @@ struct hotfs_inode {
 	 * watch whose invalidation has not reached the kernel yet */
 	unsigned inval_pending;
 	pthread_cond_t inval_cv;	/* signalled when inval_pending drops */
+	/* changes behind the mount found (STAMP_CHANGED): writeback tells
+	 * a conflict with its dirty data by it (hotfs/wb.h) */
+	uint32_t behind;
 	uint64_t write_gen;		/* bumped by every write/truncate */
 	/* Writes through the mount in flight (cache_write_begin to
 	 * cache_write_end) and the extents they may touch, as one span

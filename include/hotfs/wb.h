@@ -124,6 +124,7 @@ struct wb_stats {
 	uint64_t flushed_bytes, flush_errors, absorbed;
 	uint64_t log_used, log_capacity;
 	uint64_t cleaned;		/* moved by the log's cleaner */
+	uint64_t conflicts;		/* changes behind dirty data */
 	double oldest_dirty_age;	/* seconds */
 };
 void wb_stats(struct hotfs *fs, struct wb_stats *st);

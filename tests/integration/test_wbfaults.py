@@ -53,3 +53,42 @@ def test_growth_enospc(ws, ext4):  # noqa: F811
     # the flush at unmount finds room for every acknowledged byte
     ws.stop(proc)
     assert read(path) == bytes(want)
+
+
+def test_change_behind_dirty_data(ws):
+    """The source file changed behind the mount while the mount holds
+    dirty data for it: detected, logged with the path, counted, and the
+    dirty bytes written over the change (as a second NFS client's); the
+    mount's own changes (a chmod, a truncate, a write) are none."""
+    src = os.path.join(ws.src, 'f')
+    with open(src, 'wb') as f:
+        f.write(b'o' * 65536)
+    with open(os.path.join(ws.src, 'g'), 'wb') as f:
+        f.write(b'o' * 65536)
+    proc = ws.start(opts=HOLD)
+    m = os.path.join(ws.mnt, 'f')
+    with open(m, 'r+b') as f:
+        f.write(b'D' * 4096)
+    # the mount's own changes of a file with dirty data
+    g = os.path.join(ws.mnt, 'g')
+    with open(g, 'r+b') as f:
+        f.write(b'D' * 4096)
+    os.chmod(g, 0o600)
+    os.truncate(g, 32768)
+    with open(g, 'r+b') as f:
+        f.seek(8192)
+        f.write(b'E' * 100)
+    # behind the mount: another range of f, and its mtime
+    with open(src, 'r+b') as f:
+        f.seek(32768)
+        f.write(b'B' * 4096)
+    os.utime(src, ns=(1, 10 ** 18))
+    want = b'D' * 4096 + b'o' * 28672 + b'B' * 4096 + b'o' * 28672
+    assert read(m) == want
+    ws.stop(proc)
+    log = ws.log_text(proc)
+    lines = [ln for ln in log.splitlines() if 'changed on the source' in ln]
+    assert len(lines) == 1 and src in lines[0], log
+    assert read(src) == want
+    g_want = b'D' * 4096 + b'o' * 4096 + b'E' * 100 + b'o' * (32768 - 8292)
+    assert read(os.path.join(ws.src, 'g')) == g_want

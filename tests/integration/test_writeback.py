@@ -362,7 +362,8 @@ def test_fsx_writeback(ws, opts):
 
 WB_KEYS = ('dirty_bytes', 'dirty_records', 'dirty_files', 'oldest_dirty_age',
            'flushed_bytes', 'flush_errors', 'writes_absorbed',
-           'wlog_used_bytes', 'wlog_capacity_bytes', 'wlog_cleaned_bytes')
+           'wlog_used_bytes', 'wlog_capacity_bytes', 'wlog_cleaned_bytes',
+           'writeback_conflicts')
 
 
 def test_stats(ws):
