@@ -231,6 +231,9 @@ static const struct pm table[] = {
 	{ "writeback_conflicts", "hotfs_writeback_conflicts_total", 'c', NULL,
 	  "Writeback: files changed on the source behind the mount while "
 	  "it held dirty data for them." },
+	{ "lost_dirty_bytes", "hotfs_lost_dirty_bytes_total", 'c', NULL,
+	  "Writeback: dirty bytes whose copy in the log could not be read "
+	  "(the cache device failed)." },
 };
 
 #define NTABLE (sizeof(table) / sizeof(table[0]))

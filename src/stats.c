@@ -122,6 +122,7 @@ static void add_writeback(struct hotfs *fs, struct kvlist *l)
 	add_u(l, "wlog_capacity_bytes", w.log_capacity);
 	add_u(l, "wlog_cleaned_bytes", w.cleaned);
 	add_u(l, "writeback_conflicts", w.conflicts);
+	add_u(l, "lost_dirty_bytes", w.lost);
 }
 
 /* The metadata snapshot (hotfs/meta_fs.h). */

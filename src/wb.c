@@ -42,6 +42,7 @@ struct wb_fdent {
 	uint64_t birth;		/* the file's (struct wb_fid) */
 	int fd;
 	unsigned users;		/* writes logging now */
+	bool lost_said;		/* its lost dirty bytes were logged */
 	uint32_t behind;	/* the inode's count of changes behind the
 				 * mount, as of its last conflict or its
 				 * first dirty write (hotfs/inode.h) */
@@ -278,6 +279,35 @@ struct wb_cookie {
 /* The run is the mount's own change: cache_write_begin and _end as for a
  * write through it (a promotion that read the old bytes gives up, the
  * cached records it touches are dropped, the stamp is ours). */
+/* The path of ino's source file now (its kept descriptor's), for the
+ * log; "inode N" if unknown.  *said (if not NULL): set, and whether it
+ * was set before, under the same lock. */
+static void ino_path(struct hotfs_wb *wb, uint64_t ino, char *path,
+		     size_t len, bool *said)
+{
+	struct wb_fdent *e;
+	char link[32];
+	ssize_t n = -1;
+
+	pthread_mutex_lock(&wb->m);
+	e = *fd_slot(wb, ino);
+	if (e && said) {
+		bool was = e->lost_said;
+
+		e->lost_said = true;
+		*said = was;
+	}
+	if (e && wb->fs->proc_self_fd >= 0) {
+		snprintf(link, sizeof(link), "%d", e->fd);
+		n = readlinkat(wb->fs->proc_self_fd, link, path, len - 1);
+	}
+	pthread_mutex_unlock(&wb->m);
+	if (n < 0)
+		snprintf(path, len, "inode %llu", (unsigned long long)ino);
+	else
+		path[n] = 0;
+}
+
 /*
  * Before a run of in is written: did the file change behind the mount
  * while the mount held dirty data for it (seen now, or by an open, a
@@ -289,11 +319,10 @@ struct wb_cookie {
 static void conflict(struct hotfs_wb *wb, struct hotfs_inode *in)
 {
 	struct hotfs *fs = wb->fs;
-	char link[32], path[PATH_MAX];
+	char path[PATH_MAX];
 	struct wb_fdent *e;
 	uint32_t now, was = 0;
 	bool seen, known;
-	ssize_t n = -1;
 
 	if (stamp_check_ino(in, &seen) == STAMP_CHANGED) {
 		if (fs->se)
@@ -311,20 +340,12 @@ static void conflict(struct hotfs_wb *wb, struct hotfs_inode *in)
 	if (e) {
 		was = e->behind;
 		e->behind = now;
-		snprintf(link, sizeof(link), "%d", e->fd);
-		if (now != was && fs->proc_self_fd >= 0)
-			n = readlinkat(fs->proc_self_fd, link, path,
-				       sizeof(path) - 1);
 	}
 	pthread_mutex_unlock(&wb->m);
 	if (!known || now == was)
 		return;
 	atomic_fetch_add_explicit(&wb->conflicts, 1, memory_order_relaxed);
-	if (n < 0)
-		snprintf(path, sizeof(path), "inode %llu",
-			 (unsigned long long)in->ino);
-	else
-		path[n] = 0;
+	ino_path(wb, in->ino, path, sizeof(path), NULL);
 	hotfs_log(LOG_WARNING, "writeback: %s changed on the source while "
 		  "the mount held dirty data for it: the mount's dirty bytes "
 		  "are written over the change\n", path);
@@ -771,6 +792,19 @@ int wb_read_fix(struct hotfs *fs, struct hotfs_inode *in, int src,
 	}
 	memset(buf + got, 0, want - got);	/* a hole the dirty end made */
 	n = wblog_overlay(wb->wl, &f, (uint64_t)off, buf, want);
+	if (n == -EIO) {
+		/* the cache device failed: the dirty bytes are lost, and the
+		 * source's older ones must not stand in for them */
+		char path[PATH_MAX];
+		bool said;
+
+		ino_path(wb, in->ino, path, sizeof(path), &said);
+		if (!said)
+			hotfs_log(LOG_ERR, "writeback: %s: dirty bytes lost: "
+				  "the cachedir's log cannot be read (%s); "
+				  "reads of them answer EIO\n", path,
+				  strerror(EIO));
+	}
 	if (n < 0 || wblog_forget_gen(wb->wl, &f) != gen) {
 		free(buf);
 		return n < 0 ? (int)n : 1;
@@ -918,6 +952,7 @@ void wb_stats(struct hotfs *fs, struct wb_stats *st)
 	st->flush_errors = s.flush_errors;
 	st->absorbed = s.absorbed;
 	st->cleaned = s.cleaned_bytes;
+	st->lost = s.lost_bytes;
 	st->conflicts = atomic_load_explicit(&fs->wb->conflicts,
 					     memory_order_relaxed);
 	st->log_used = s.log_used;

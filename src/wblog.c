@@ -126,6 +126,17 @@ int wl_append(struct wblog *wl, struct wl_rec *h, const struct wl_mblk *l,
 	return 0;
 }
 
+int wl_read_copy(struct wblog *wl, struct wl_ent *e, void *blk)
+{
+	if (pread_full(wl->fd, blk, WB_BLOCK, blk_off(e->pos)) == WB_BLOCK)
+		return 0;
+	if (!e->lost) {
+		e->lost = true;
+		wl->lost += e->hi - e->lo;
+	}
+	return -EIO;
+}
+
 /*
  * The gaps a write of [off, off + len) would leave within its first and
  * last blocks beside their dirty bytes: up to two ranges of the file
@@ -185,11 +196,9 @@ static int write_one(struct wblog *wl, const struct wb_fid *fid,
 	e0 = wl_ent_find(wl, f, b0);
 	e1 = b1 != b0 ? wl_ent_find(wl, f, b1) : NULL;
 	err = 0;
-	if (e0 && pread_full(wl->fd, data, WB_BLOCK, blk_off(e0->pos)) !=
-	    WB_BLOCK)
+	if (e0 && wl_read_copy(wl, e0, data))
 		err = -EIO;
-	if (e1 && pread_full(wl->fd, data + (b1 - b0) * WB_BLOCK, WB_BLOCK,
-			     blk_off(e1->pos)) != WB_BLOCK)
+	if (e1 && wl_read_copy(wl, e1, data + (b1 - b0) * WB_BLOCK))
 		err = -EIO;
 	if (err)
 		goto out;
@@ -359,10 +368,10 @@ ssize_t wblog_overlay(struct wblog *wl, const struct wb_fid *fid,
 		t = base + e->hi < end ? base + e->hi : end;
 		if (s >= t)
 			continue;
-		if (pread_full(wl->fd, blk, WB_BLOCK, blk_off(e->pos)) !=
-		    WB_BLOCK) {
+		/* every block of the range tried: the lost ones counted */
+		if (wl_read_copy(wl, e, blk) || done < 0) {
 			done = -EIO;
-			break;
+			continue;
 		}
 		memcpy((char *)buf + (s - off), blk + (s - base), t - s);
 		done += (ssize_t)(t - s);
@@ -565,8 +574,7 @@ int wblog_flush_next(struct wblog *wl, int64_t min_age_ns, size_t max,
 		struct wl_ent *x = wl_ent_find(wl, e->f, b);
 
 		ret = -EIO;
-		if (pread_full(wl->fd, r->buf + (b - first) * WB_BLOCK,
-			       WB_BLOCK, blk_off(x->pos)) != WB_BLOCK)
+		if (wl_read_copy(wl, x, r->buf + (b - first) * WB_BLOCK))
 			goto fail;
 		r->seq[b - first] = x->seq;
 		if (b == first)
@@ -690,6 +698,7 @@ void wblog_stats(struct wblog *wl, struct wblog_stats *s)
 	s->flush_errors = wl->flush_errors;
 	s->absorbed = wl->absorbed;
 	s->cleaned_bytes = wl->cleaned;
+	s->lost_bytes = wl->lost;
 	s->replayed_records = wl->replayed;
 	s->syncs = wl->syncs;
 	for (i = 0, r = NULL; i < wl->rq_n && !r; i++)

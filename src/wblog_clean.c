@@ -157,10 +157,9 @@ static int copy_group(struct wblog *wl, const struct cl_item *it,
 			m = left - 1;
 		h.time_ns = it[0].time_ns;
 		for (k = 0; k < m; k++) {
-			const struct wl_ent *e = it[k].e;
+			struct wl_ent *e = it[k].e;
 
-			if (pread_full(wl->fd, buf + k * WB_BLOCK, WB_BLOCK,
-				       blk_off(e->pos)) != WB_BLOCK)
+			if (wl_read_copy(wl, it[k].e, buf + k * WB_BLOCK))
 				return -EIO;
 			l[k] = (struct wl_mblk){ .blk = e->blk, .lo = e->lo,
 						 .hi = e->hi };

@@ -83,6 +83,7 @@ struct wl_ent {
 	uint64_t pos;		/* its copy: a block of the area */
 	uint64_t seq;		/* of the record holding it */
 	uint16_t lo, hi;	/* dirty bytes within the block */
+	bool lost;		/* its copy could not be read (counted) */
 };
 
 /* one record in the log, oldest first */
@@ -137,6 +138,7 @@ struct wblog {
 	bool cleaning;
 	/* counters */
 	uint64_t dirty_bytes, flushed, flush_errors, absorbed, replayed;
+	uint64_t lost;		/* dirty bytes whose copy could not be read */
 	uint64_t syncs;
 	/* bumped when dirty bytes of a file are forgotten, one counter for
 	 * the files whose identity hashes to it */
@@ -147,6 +149,10 @@ static inline off_t blk_off(uint64_t pos)
 {
 	return (off_t)((WL_HDR_BLOCKS + pos) * WB_BLOCK);
 }
+
+/* The copy of e read into blk (under m): 0, or -EIO with e counted lost
+ * (once: a block rewritten since is another copy). */
+int wl_read_copy(struct wblog *wl, struct wl_ent *e, void *blk);
 
 /* the map (wblog_map.c); all under m */
 struct wl_file *wl_file_find(struct wblog *wl, const struct wb_fid *fid);

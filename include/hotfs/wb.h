@@ -125,6 +125,7 @@ struct wb_stats {
 	uint64_t log_used, log_capacity;
 	uint64_t cleaned;		/* moved by the log's cleaner */
 	uint64_t conflicts;		/* changes behind dirty data */
+	uint64_t lost;			/* dirty bytes the log lost */
 	double oldest_dirty_age;	/* seconds */
 };
 void wb_stats(struct hotfs *fs, struct wb_stats *st);

@@ -222,6 +222,8 @@ struct wblog_stats {
 	uint64_t flush_errors;		/* and files dropped (wblog_drop) */
 	uint64_t absorbed;		/* writes over a dirty block */
 	uint64_t cleaned_bytes;		/* moved forward by the cleaner */
+	uint64_t lost_bytes;		/* dirty bytes whose copy in the log
+					 * could not be read */
 	uint64_t replayed_records;	/* found at open */
 	uint64_t syncs;			/* the group commit's fdatasyncs */
 	int64_t oldest_dirty_ns;	/* wall clock of the oldest dirty

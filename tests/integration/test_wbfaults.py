@@ -8,7 +8,7 @@ import os
 
 import util
 from test_faults import ext4, fill  # noqa: F401 (a fixture)
-from test_writeback import HOLD, read
+from test_writeback import HOLD, drop_pages, read
 
 
 def test_growth_enospc(ws, ext4):  # noqa: F811
@@ -92,3 +92,36 @@ def test_change_behind_dirty_data(ws):
     assert read(src) == want
     g_want = b'D' * 4096 + b'o' * 4096 + b'E' * 100 + b'o' * (32768 - 8292)
     assert read(os.path.join(ws.src, 'g')) == g_want
+
+
+def test_cache_device_dies_with_dirty_data(ws, ext4):  # noqa: F811
+    """The cache device fails (EIO) while the log holds dirty data: a read
+    of a dirty block answers EIO, never the source's older bytes; bytes
+    nobody wrote through the mount still read from the source; the file
+    and the bytes lost are named in the log and counted; the daemon lives
+    on and the unmount does not hang."""
+    cdev = ext4('cachefs', 384 << 20)
+    cache = os.path.join(cdev.dir, 'cache')
+    old = b'o' * 65536
+    with open(os.path.join(ws.src, 'f'), 'wb') as f:
+        f.write(old)
+    proc = ws.start(cachedir=cache, opts=HOLD + ',writeback_log=16M')
+    m = os.path.join(ws.mnt, 'f')
+    with open(m, 'r+b') as f:
+        f.write(b'D' * 8192)
+    drop_pages(m)
+    cdev.shutdown()
+    fd = os.open(m, os.O_RDONLY)
+    try:
+        assert util.call(os.pread, fd, 100, 0) == util.Err(errno.EIO)
+        assert util.call(os.pread, fd, 100, 4096) == util.Err(errno.EIO)
+        # a range with no dirty byte: the source's
+        assert os.pread(fd, 100, 32768) == b'o' * 100
+    finally:
+        os.close(fd)
+    s = util.hotfs_stats(ws.mnt)
+    assert int(s['lost_dirty_bytes']) == 8192, s
+    log = ws.log_text(proc)
+    assert os.path.join(ws.src, 'f') in log and 'lost' in log, log
+    assert proc.poll() is None, 'hotfs died'
+    util.cleanup_mount(proc, ws.mnt)

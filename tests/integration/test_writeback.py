@@ -363,7 +363,7 @@ def test_fsx_writeback(ws, opts):
 WB_KEYS = ('dirty_bytes', 'dirty_records', 'dirty_files', 'oldest_dirty_age',
            'flushed_bytes', 'flush_errors', 'writes_absorbed',
            'wlog_used_bytes', 'wlog_capacity_bytes', 'wlog_cleaned_bytes',
-           'writeback_conflicts')
+           'writeback_conflicts', 'lost_dirty_bytes')
 
 
 def test_stats(ws):
