@@ -493,8 +493,32 @@ static struct wl_recmem *rec_at(struct wblog *wl, size_t i)
  * at a time: a run written after a newer one of the same bytes would put
  * the older bytes back); NULL if none.  Under m.
  */
+/* A block of r (sequence seq) it holds live and not in a run being
+ * flushed: its entry, or NULL.  Under m. */
+static struct wl_ent *free_block(struct wblog *wl, struct wl_recmem *r,
+				 uint64_t seq)
+{
+	uint32_t k;
+
+	for (k = 0; k < r->ndata; k++) {
+		struct wl_ent *e = wl_ent_find(wl, r->f, wl_rec_blk(r, k));
+
+		if (e && e->seq == seq && !e->busy)
+			return e;
+	}
+	return NULL;
+}
+
+/* f's runs may be handed to owner: none in flight, or all owner's
+ * (owner NULL: none in flight). */
+static bool may_take(const struct wl_file *f, const void *owner)
+{
+	return !f->inflight || (owner && f->owner == owner);
+}
+
 static struct wl_recmem *oldest_live(struct wblog *wl, uint64_t *seq,
-				     const struct wl_file *only)
+				     const struct wl_file *only,
+				     const void *owner, struct wl_ent **e)
 {
 	size_t i;
 
@@ -503,7 +527,10 @@ static struct wl_recmem *oldest_live(struct wblog *wl, uint64_t *seq,
 	for (i = wl->dead; i < wl->rq_n; i++) {
 		struct wl_recmem *r = rec_at(wl, i);
 
-		if (r->live && (only ? r->f == only : !r->f->inflight)) {
+		if (!r->live || (only ? r->f != only : !may_take(r->f, owner)))
+			continue;
+		*e = free_block(wl, r, wl->rq_seq + i);
+		if (*e) {
 			*seq = wl->rq_seq + i;
 			return r;
 		}
@@ -514,11 +541,26 @@ static struct wl_recmem *oldest_live(struct wblog *wl, uint64_t *seq,
 int wblog_flush_next(struct wblog *wl, int64_t min_age_ns, size_t max,
 		     const struct wb_fid *only, struct wb_run *r)
 {
+	return wblog_flush_next_by(wl, min_age_ns, max, only, NULL, r);
+}
+
+/* A neighbour of the run being gathered: dirty, not in flight. */
+static struct wl_ent *free_ent(struct wblog *wl, struct wl_file *f,
+			       uint64_t blk)
+{
+	struct wl_ent *e = wl_ent_find(wl, f, blk);
+
+	return e && !e->busy ? e : NULL;
+}
+
+int wblog_flush_next_by(struct wblog *wl, int64_t min_age_ns, size_t max,
+			const struct wb_fid *only, const void *owner,
+			struct wb_run *r)
+{
 	struct wl_recmem *rec;
 	struct wl_file *of = NULL;
 	struct wl_ent *e = NULL;
 	uint64_t seq, b, first, last;
-	uint32_t k;
 	int ret = 0;
 
 	memset(r, 0, sizeof(*r));
@@ -526,28 +568,20 @@ int wblog_flush_next(struct wblog *wl, int64_t min_age_ns, size_t max,
 		max = WB_BLOCK;
 	pthread_mutex_lock(&wl->m);
 	if (only) {
-		/* after the file's run in flight (the thread's) */
-		while ((of = wl_file_find(wl, only)) && of->inflight)
+		/* after the file's runs in flight (another's) */
+		while ((of = wl_file_find(wl, only)) && !may_take(of, owner))
 			pthread_cond_wait(&wl->cv, &wl->m);
 		if (!of)
 			goto out;
 	}
-	rec = oldest_live(wl, &seq, of);
+	rec = oldest_live(wl, &seq, of, owner, &e);
 	if (!rec || (!only && min_age_ns > 0 &&
 		     rec->time_ns > clock_real_ns() - min_age_ns))
 		goto out;
-	for (k = 0; k < rec->ndata; k++) {
-		e = wl_ent_find(wl, rec->f, wl_rec_blk(rec, k));
-		if (e && e->seq == seq)
-			break;
-		e = NULL;
-	}
-	if (!e)			/* cannot be: live counts its blocks */
-		goto out;
-	/* the adjacent dirty blocks of the file, within max */
+	/* the adjacent dirty blocks of the file not in flight, within max */
 	first = last = e->blk;
 	while ((last - first + 1) * WB_BLOCK < max) {
-		struct wl_ent *n = wl_ent_find(wl, e->f, last + 1),
+		struct wl_ent *n = free_ent(wl, e->f, last + 1),
 			      *l = wl_ent_find(wl, e->f, last);
 
 		if (!n || l->hi != WB_BLOCK || n->lo != 0)
@@ -555,7 +589,7 @@ int wblog_flush_next(struct wblog *wl, int64_t min_age_ns, size_t max,
 		last++;
 	}
 	while ((last - first + 1) * WB_BLOCK < max && first) {
-		struct wl_ent *p = wl_ent_find(wl, e->f, first - 1),
+		struct wl_ent *p = free_ent(wl, e->f, first - 1),
 			      *f0 = wl_ent_find(wl, e->f, first);
 
 		if (!p || p->hi != WB_BLOCK || f0->lo != 0)
@@ -584,7 +618,10 @@ int wblog_flush_next(struct wblog *wl, int64_t min_age_ns, size_t max,
 	}
 	/* the run's bytes from its first dirty one */
 	memmove(r->buf, r->buf + (r->off - first * WB_BLOCK), r->len);
+	for (b = first; b <= last; b++)
+		wl_ent_find(wl, e->f, b)->busy = true;
 	e->f->inflight++;
+	e->f->owner = owner;
 	ret = 1;
 	goto out;
 fail:
@@ -603,11 +640,15 @@ void wblog_flush_done(struct wblog *wl, struct wb_run *r, int err)
 
 	pthread_mutex_lock(&wl->m);
 	f = wl_file_find(wl, &r->fid);
-	for (i = 0; f && !err && i < r->nblk; i++) {
+	for (i = 0; f && i < r->nblk; i++) {
 		struct wl_ent **pp = wl_ent_slot(wl, f, r->first_blk + i);
 
 		/* rewritten or trimmed since: the newer bytes stay */
-		if (*pp && (*pp)->seq == r->seq[i])
+		if (!*pp || (*pp)->seq != r->seq[i])
+			continue;
+		if (err)
+			(*pp)->busy = false;
+		else
 			wl_ent_drop(wl, pp);
 	}
 	if (err)
@@ -616,7 +657,8 @@ void wblog_flush_done(struct wblog *wl, struct wb_run *r, int err)
 		wl->flushed += r->len;
 	wl->forget_gen[gen_bucket(&r->fid)]++;
 	if (f) {
-		f->inflight--;
+		if (!--f->inflight)
+			f->owner = NULL;
 		wl_file_put(wl, f);
 	}
 	pthread_cond_broadcast(&wl->cv);

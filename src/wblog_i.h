@@ -74,6 +74,7 @@ struct wl_file {
 	uint64_t end;		/* dirty end */
 	int64_t mtime_ns;	/* its newest dirty record's wall clock */
 	unsigned inflight;	/* runs being flushed */
+	const void *owner;	/* whose they are (wblog_flush_next_by) */
 };
 
 struct wl_ent {
@@ -84,6 +85,7 @@ struct wl_ent {
 	uint64_t seq;		/* of the record holding it */
 	uint16_t lo, hi;	/* dirty bytes within the block */
 	bool lost;		/* its copy could not be read (counted) */
+	bool busy;		/* in a run being flushed (this copy) */
 };
 
 /* one record in the log, oldest first */

@@ -193,6 +193,7 @@ int wl_ent_set(struct wblog *wl, struct wl_file *f, uint64_t blk,
 	e->pos = pos;
 	e->seq = seq;
 	e->lost = false;
+	e->busy = false;
 	e->lo = (uint16_t)lo;
 	e->hi = (uint16_t)hi;
 	wl->dirty_bytes += hi - lo;

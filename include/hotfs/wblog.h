@@ -184,6 +184,16 @@ struct wb_run {
 int wblog_flush_next(struct wblog *wl, int64_t min_age_ns, size_t max,
 		     const struct wb_fid *only, struct wb_run *r);
 /*
+ * The same for a caller that writes several runs before it makes them
+ * durable (one fdatasync a file for all): runs of a file whose runs in
+ * flight are all owner's are handed out too (never a block already in
+ * one of them), and the caller writes them in the order they came (a
+ * block rewritten meanwhile comes again in a later run, newer).
+ */
+int wblog_flush_next_by(struct wblog *wl, int64_t min_age_ns, size_t max,
+			const struct wb_fid *only, const void *owner,
+			struct wb_run *r);
+/*
  * The run's write to the source ended with err (0: written and durable
  * there): its blocks not rewritten since are forgotten (err 0), or stay
  * dirty (counted as a flush error).  Frees r's buffers.

@@ -1022,6 +1022,62 @@ static void test_cleaner_packs(void **state)
 	}
 }
 
+/*
+ * A batch (wblog_flush_next_by): one owner takes several runs of a file,
+ * never a block twice while it is in flight; another caller gets none of
+ * the file's meanwhile; a block written again while in flight comes in a
+ * later run, and the runs given back in order leave nothing dirty.
+ */
+static void test_flush_batch(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_stats s;
+	int a, b;
+	struct wb_run r[4];
+	char *got;
+
+	wr(x->wl, &F1, 0, 'a', WB_BLOCK);
+	wr(x->wl, &F1, 2 * WB_BLOCK, 'b', WB_BLOCK);
+	wr(x->wl, &F2, 0, 'c', 10);
+	assert_int_equal(wblog_flush_next_by(x->wl, 0, 1 << 20, NULL, &a,
+					     &r[0]), 1);
+	assert_int_equal(r[0].fid.ino, F1.ino);
+	assert_int_equal(r[0].off, 0);
+	/* another owner: not F1's (in flight), F2's */
+	assert_int_equal(wblog_flush_next_by(x->wl, 0, 1 << 20, NULL, &b,
+					     &r[1]), 1);
+	assert_int_equal(r[1].fid.ino, F2.ino);
+	wblog_flush_done(x->wl, &r[1], 0);
+	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, NULL, &r[1]), 0);
+	/* the owner: F1's other block, then nothing (block 0 in flight) */
+	assert_int_equal(wblog_flush_next_by(x->wl, 0, 1 << 20, NULL, &a,
+					     &r[1]), 1);
+	assert_int_equal(r[1].off, 2 * WB_BLOCK);
+	assert_int_equal(wblog_flush_next_by(x->wl, 0, 1 << 20, NULL, &a,
+					     &r[2]), 0);
+	/* block 0 written again: a newer run of it for the owner */
+	wr(x->wl, &F1, 0, 'A', 100);
+	assert_int_equal(wblog_flush_next_by(x->wl, 0, 1 << 20, NULL, &a,
+					     &r[2]), 1);
+	assert_int_equal(r[2].off, 0);
+	assert_int_equal(r[2].len, WB_BLOCK);
+	assert_memory_equal(r[2].buf, "AAAA", 4);
+	assert_int_equal(r[2].buf[100], 'a');
+	wblog_flush_done(x->wl, &r[0], 0);
+	wblog_flush_done(x->wl, &r[1], 0);
+	/* the older run of block 0 given back: the newer still dirty */
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.dirty_blocks, 1);
+	assert_int_equal(s.dirty_bytes, WB_BLOCK);
+	got = rd(x->wl, &F1, 0, 100);
+	expect_run(got, 0, 100, 'A');
+	free(got);
+	wblog_flush_done(x->wl, &r[2], 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.dirty_bytes, 0);
+	assert_int_equal(wblog_release(x->wl), 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)		/* another sequence of the model test */
@@ -1047,6 +1103,7 @@ int main(int argc, char **argv)
 		T(test_space),
 		T(test_cleaner),
 		T(test_cleaner_packs),
+		T(test_flush_batch),
 #undef T
 	};
 
