@@ -280,21 +280,33 @@ void wl_rq_drop(struct wblog *wl, size_t n)
 	}
 }
 
-int wl_apply_multi(struct wblog *wl, const struct wl_rec *h,
-		   const struct wl_mblk *l, uint64_t pos)
+/* The file a DATA or MULTI record h is of, its time and birth taken in;
+ * *r: the record in memory (NULL if not there). */
+static struct wl_file *rec_file(struct wblog *wl, const struct wl_rec *h,
+				struct wl_recmem **r)
 {
 	struct wb_fid fid = { .dev = h->dev, .ino = h->ino };
 	struct wl_file *f = wl_file_get(wl, &fid);
-	struct wl_recmem *r;
-	uint32_t k;
 
 	if (!f)
-		return -ENOMEM;
+		return NULL;
 	if (h->time_ns > f->mtime_ns)
 		f->mtime_ns = h->time_ns;
 	if (h->birth)
 		f->fid.birth = h->birth;
-	r = wl_rec_of(wl, h->seq);
+	*r = wl_rec_of(wl, h->seq);
+	return f;
+}
+
+int wl_apply_multi(struct wblog *wl, const struct wl_rec *h,
+		   const struct wl_mblk *l, uint64_t pos)
+{
+	struct wl_recmem *r;
+	struct wl_file *f = rec_file(wl, h, &r);
+	uint32_t k;
+
+	if (!f)
+		return -ENOMEM;
 	if (r) {
 		r->blks = malloc(h->nblk * sizeof(*r->blks));
 		if (!r->blks)
@@ -318,18 +330,12 @@ int wl_apply_multi(struct wblog *wl, const struct wl_rec *h,
 int wl_apply_data(struct wblog *wl, const struct wl_rec *h,
 		      uint64_t pos)
 {
-	struct wb_fid fid = { .dev = h->dev, .ino = h->ino };
-	struct wl_file *f = wl_file_get(wl, &fid);
 	uint64_t b0 = h->off / WB_BLOCK, end = h->off + h->len, i;
 	struct wl_recmem *r;
+	struct wl_file *f = rec_file(wl, h, &r);
 
 	if (!f)
 		return -ENOMEM;
-	if (h->time_ns > f->mtime_ns)
-		f->mtime_ns = h->time_ns;
-	if (h->birth)
-		f->fid.birth = h->birth;
-	r = wl_rec_of(wl, h->seq);
 	if (r) {
 		r->f = f;
 		r->blk0 = b0;
