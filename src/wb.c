@@ -11,6 +11,7 @@
 #include <ftw.h>
 #include <linux/fs.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,13 @@ struct hotfs_wb {
 	pthread_mutex_t m;	/* protects fds */
 	struct wb_fdent *fds[WB_FD_BUCKETS];
 	pthread_rwlock_t gone;	/* writes shared, a drop at unlink alone */
+	_Atomic uint64_t fills;	/* source reads of fill */
+	uint64_t src_ios;	/* op_idle's last count (the flusher's) */
+	int64_t busy_at;	/* and when it last moved (the flusher's) */
 };
+
+/* how long a writer waits for room in a full log (wbf_wait_room) */
+#define WB_ROOM_WAIT_NS	(60 * 1000000000LL)
 
 static struct wb_fid fid_of(uint64_t ino)
 {
@@ -318,9 +325,34 @@ static void op_done(void *arg, const struct wb_fid *fid)
 	fd_forget(arg, fid->ino, false);
 }
 
+/*
+ * The source is idle while the mount reads none of its file data: the
+ * counters of reads that reach it (a reader's miss or partial hit, a
+ * promotion or a fill reading it again, the log's fills) have not moved
+ * since the flusher last looked.  Metadata requests do not count.
+ */
+static int64_t op_idle(void *arg)
+{
+	struct hotfs_wb *wb = arg;
+	struct hotfs_cache *c = fs_cache(wb->fs);
+	int64_t now = clock_mono_ns();
+	uint64_t n = atomic_load_explicit(&wb->fills, memory_order_relaxed);
+
+	if (c)
+		n += stats_get(&c->stats, STAT_MISS_REQS) +
+		     stats_get(&c->stats, STAT_PARTIAL_REQS) +
+		     stats_get(&c->stats, STAT_PROMO_SRC_READS) +
+		     stats_get(&c->stats, STAT_FILL_READS);
+	if (n != wb->src_ios) {
+		wb->src_ios = n;
+		wb->busy_at = now;
+	}
+	return wb->busy_at ? now - wb->busy_at : INT64_MAX;
+}
+
 static const struct wb_flush_ops wb_ops = {
 	.open = op_open, .begin = op_begin, .end = op_end,
-	.lost = op_lost, .done = op_done,
+	.lost = op_lost, .done = op_done, .idle = op_idle,
 };
 
 /*----------------------------------------------------------------*/
@@ -412,6 +444,19 @@ static void find_files(struct hotfs_wb *wb, const char *source)
 	memset(&walk, 0, sizeof(walk));
 }
 
+/* The log's size; HOTFS_TEST_WLOG_BYTES (the tests' small logs) */
+static uint64_t log_bytes(void)
+{
+	const char *v = getenv("HOTFS_TEST_WLOG_BYTES");
+	char *end;
+	unsigned long long n;
+
+	if (!v || !*v)
+		return WB_LOG_BYTES;
+	n = strtoull(v, &end, 10);
+	return *end || !n ? WB_LOG_BYTES : n;
+}
+
 int wb_open(struct hotfs *fs, char *err, size_t errlen)
 {
 	struct hotfs_cache *c = fs_cache(fs);
@@ -442,7 +487,7 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 				PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pthread_rwlock_init(&wb->gone, &ra);
 	pthread_rwlockattr_destroy(&ra);
-	r = wblog_open(c->dirfd, WB_LOG_BYTES, &wb->wl, err, errlen);
+	r = wblog_open(c->dirfd, log_bytes(), &wb->wl, err, errlen);
 	if (r < 0) {
 		pthread_rwlock_destroy(&wb->gone);
 		pthread_mutex_destroy(&wb->m);
@@ -462,7 +507,8 @@ int wb_start(struct hotfs *fs)
 
 	if (!wb)
 		return 0;
-	return wbf_start(wb->wl, &wb_ops, wb, delay, every, &wb->fl);
+	return wbf_start(wb->wl, &wb_ops, wb, delay, every,
+			 fs->o->dirty_high, fs->o->dirty_low, &wb->fl);
 }
 
 int wb_stop(struct hotfs *fs)
@@ -535,6 +581,8 @@ static int fill(void *arg, const struct wb_fid *fid, uint64_t off,
 
 	if (fd < 0)
 		return fd;
+	atomic_fetch_add_explicit(&((struct hotfs_wb *)arg)->fills, 1,
+				  memory_order_relaxed);
 	n = pread_full(fd, buf, len, (off_t)off);
 	close(fd);
 	if (n < 0)
@@ -549,6 +597,7 @@ ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 	struct hotfs_wb *wb = fs->wb;
 	struct wb_fid f = fid_of(in->ino);
 	uint64_t seq = 0;
+	int64_t deadline = 0;
 	ssize_t n;
 	int err, tries;
 
@@ -557,16 +606,30 @@ ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 	err = fd_get(wb, in, &f.birth);
 	if (err)
 		return err;
-	pthread_rwlock_rdlock(&wb->gone);
 	for (tries = 0;; tries++) {
+		uint64_t gen = wb->fl ? wbf_room_gen(wb->fl) : 0;
+
+		pthread_rwlock_rdlock(&wb->gone);
 		n = wblog_write(wb->wl, &f, (uint64_t)off, buf, len, fill, wb,
 				&seq);
-		if (n != -ENOSPC || tries >= 3)
+		pthread_rwlock_unlock(&wb->gone);
+		if (n != -ENOSPC)
 			break;
-		/* the log is full: make room (writers wait, not fail) */
-		wbf_round(wb->wl, &wb_ops, wb, 0, NULL);
+		/* the log is full: wait for the flusher to make room (an
+		 * unlink does not wait for us meanwhile) */
+		if (wb->fl) {
+			int64_t now = clock_mono_ns();
+
+			if (!deadline)
+				deadline = now + WB_ROOM_WAIT_NS;
+			if (now >= deadline ||
+			    wbf_wait_room(wb->fl, gen, deadline - now))
+				break;
+		} else if (tries >= 3 ||
+			   wbf_round(wb->wl, &wb_ops, wb, 0, NULL)) {
+			break;
+		}
 	}
-	pthread_rwlock_unlock(&wb->gone);
 	if (n > 0 && sync) {
 		err = wblog_sync(wb->wl, seq);
 		if (err)

@@ -6,8 +6,10 @@
  * rules; this is where each request takes them:
  *
  *  - write: the bytes go to the log and are acknowledged from there
- *    (O_SYNC, O_DSYNC: once the log is durable); a full log is flushed by
- *    the writer itself before it gives up with ENOSPC.
+ *    (O_SYNC, O_DSYNC: once the log is durable); a writer that finds the
+ *    log full waits for the flusher (wbf_wait_room), and gives up with
+ *    ENOSPC only if it cannot make room (the source failing, or a minute
+ *    without room).
  *  - read: the file's own bytes (store or source) with the dirty ones
  *    over them, up to the size below; read again if a flush ended
  *    meanwhile (wblog_forget_gen).
@@ -55,7 +57,8 @@ struct hotfs_inode;
 struct rp_reply;
 struct hotfs_wb;
 
-/* the log's size */
+/* the log's size (the tests' smaller logs: HOTFS_TEST_WLOG_BYTES, read
+ * at mount) */
 #define WB_LOG_BYTES	(256ull << 20)
 
 /*

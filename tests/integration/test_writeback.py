@@ -20,6 +20,7 @@ import random
 import signal
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -587,8 +588,9 @@ def test_times_follow_dirty_writes(held):
 
 @pytest.mark.slow
 def test_log_full(ws):
-    """More than the log holds, with the flusher holding everything: the
-    writer flushes the log itself and goes on (writers wait, never fail);
+    """More than the log holds, with the delay holding everything: above
+    dirty_high the flusher writes flat out, a writer that finds the log
+    full waits for it and goes on (writers wait, never fail);
     the mount and then the source hold every byte."""
     proc = ws.start(opts=HOLD)
     m = os.path.join(ws.mnt, 'big')
@@ -613,3 +615,114 @@ def test_log_full(ws):
     assert digest(m) == h.hexdigest()
     ws.stop(proc)
     assert digest(os.path.join(ws.src, 'big')) == h.hexdigest()
+
+
+MIB = 1 << 20
+
+
+def small_log(monkeypatch, size):
+    """The next mounts' writeback log holds size bytes (a new cachedir)."""
+    monkeypatch.setenv('HOTFS_TEST_WLOG_BYTES', str(size))
+
+
+def stat_int(ws, key):
+    return int(util.hotfs_stats(ws.mnt)[key])
+
+
+def test_watermarks_flush_above_high(ws, monkeypatch):
+    """Above dirty_high the flusher writes flat out, however young the
+    data, oldest first, until the log's use is below dirty_low; there it
+    stops (the rest is younger than writeback_delay)."""
+    small_log(monkeypatch, 8 * MIB)
+    proc = ws.start(opts=HOLD + ',dirty_high=50,dirty_low=25')
+    m = os.path.join(ws.mnt, 'f')
+    with open(m, 'wb') as f:
+        for i in range(5):                     # 5 MiB: 62% of the log
+            f.write(bytes([ord('a') + i]) * MIB)
+    cap = stat_int(ws, 'wlog_capacity_bytes')
+    assert cap == 8 * MIB
+    util.wait_for(lambda: stat_int(ws, 'wlog_used_bytes') * 100 < 25 * cap,
+                  'the flush down to dirty_low')
+    s = util.hotfs_stats(ws.mnt)
+    assert int(s['flushed_bytes']) >= 3 * MIB and int(s['flush_errors']) == 0
+    # stopped there: the youngest data stays dirty
+    assert int(s['dirty_bytes']) >= MIB
+    src = read(os.path.join(ws.src, 'f'))
+    assert src[:3 * MIB] == b'a' * MIB + b'b' * MIB + b'c' * MIB
+    assert read(m) == b''.join(bytes([ord('a') + i]) * MIB
+                               for i in range(5))
+    ws.stop(proc)
+    assert read(os.path.join(ws.src, 'f')) == b''.join(
+        bytes([ord('a') + i]) * MIB for i in range(5))
+
+
+def test_watermarks_busy_source_holds(ws, monkeypatch):
+    """Below dirty_low, old enough data waits while the mount reads the
+    source, and is flushed once the source has been idle for a second."""
+    small_log(monkeypatch, 8 * MIB)
+    with open(os.path.join(ws.src, 'busy'), 'wb') as f:
+        f.write(b'x' * 8192)
+    proc = ws.start(opts='writemode=writeback,writeback_delay=0,'
+                    'dirty_high=90,dirty_low=80')
+    busy_src = os.path.join(ws.src, 'busy')
+    busy_mnt = os.path.join(ws.mnt, 'busy')
+    stop = threading.Event()
+    errors = []
+
+    def reader():
+        # a change behind the mount before each read: every read misses
+        # the store and reads the source
+        i = 0
+        try:
+            while not stop.is_set():
+                i += 1
+                write_at(busy_src, 0, b'%08d' % i)
+                read_direct(busy_mnt, 8192)
+        except Exception as e:          # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    t = threading.Thread(target=reader)
+    misses = stat_int(ws, 'read_misses')
+    t.start()
+    try:
+        util.wait_for(lambda: stat_int(ws, 'read_misses') > misses + 20,
+                      'the reader reaching the source')
+        write_at(os.path.join(ws.mnt, 'busy'), 4096, b'D' * 4096)
+        dirty = stat_int(ws, 'dirty_bytes')
+        assert dirty == 4096
+        # three seconds of a busy source: nothing flushed
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            assert stat_int(ws, 'dirty_bytes') == dirty
+            assert stat_int(ws, 'flushed_bytes') == 0
+            assert not errors and t.is_alive()
+    finally:
+        stop.set()
+        t.join()
+    assert not errors, errors
+    util.wait_for(lambda: stat_int(ws, 'dirty_bytes') == 0,
+                  'the flush once the source is idle')
+    assert read(busy_src)[4096:] == b'D' * 4096
+    ws.stop(proc)
+
+
+def test_writer_waits_for_room(ws, monkeypatch):
+    """A log filled faster than it is flushed (dirty_high at 99%, the
+    delay holding everything): writers wait for the flusher to make room
+    and every write succeeds; the data is whole on the mount and then on
+    the source."""
+    small_log(monkeypatch, 4 * MIB)
+    proc = ws.start(opts=HOLD + ',dirty_high=99,dirty_low=99')
+    m = os.path.join(ws.mnt, 'big')
+    data = b''.join((b'%07d\n' % i) * (MIB // 8) for i in range(16))
+    with open(m, 'wb') as f:
+        for i in range(16):                    # four times the log
+            f.write(data[i * MIB:(i + 1) * MIB])
+    s = util.hotfs_stats(ws.mnt)
+    assert int(s['flushed_bytes']) >= 12 * MIB
+    assert int(s['flush_errors']) == 0
+    assert int(s['wlog_used_bytes']) <= 4 * MIB
+    drop_pages(m)
+    assert read(m) == data
+    ws.stop(proc)
+    assert read(os.path.join(ws.src, 'big')) == data

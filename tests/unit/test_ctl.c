@@ -134,6 +134,8 @@ static void test_set_refused(void **state)
 			 "switched to while mounted");
 	expect_set_error("writemode=sometimes", "invalid writemode");
 	expect_set_error("writeback_delay=5", "fixed until the next mount");
+	expect_set_error("dirty_high=60", "fixed until the next mount");
+	expect_set_error("dirty_low=10", "fixed until the next mount");
 	expect_set_error("inode_cache=0", "invalid inode_cache");
 	expect_set_error("bogus=1", "unknown option 'bogus'");
 	expect_set_error("threshold", "expected KEY=VALUE");
