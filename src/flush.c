@@ -83,13 +83,13 @@ static int runs(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
 }
 
 int wbf_round_max(struct wblog *wl, const struct wb_flush_ops *ops,
-		  void *arg, int64_t min_age_ns, uint64_t max,
-		  uint64_t *bytes)
+		  void *arg, int64_t min_age_ns, const struct wb_fid *only,
+		  uint64_t max, uint64_t *bytes)
 {
 	uint64_t done;
 	int err, rc;
 
-	err = runs(wl, ops, arg, min_age_ns, NULL, max, &done);
+	err = runs(wl, ops, arg, min_age_ns, only, max, &done);
 	/* also what wbf_flush_file left (nothing to do: no write) */
 	rc = wblog_release(wl);
 	if (!err)
@@ -102,7 +102,8 @@ int wbf_round_max(struct wblog *wl, const struct wb_flush_ops *ops,
 int wbf_round(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
 	      int64_t min_age_ns, uint64_t *bytes)
 {
-	return wbf_round_max(wl, ops, arg, min_age_ns, UINT64_MAX, bytes);
+	return wbf_round_max(wl, ops, arg, min_age_ns, NULL, UINT64_MAX,
+			     bytes);
 }
 
 int64_t wbf_pace(struct wbf_pace *p)
@@ -143,17 +144,20 @@ double wbf_rate_get(const struct wbf_rate *r, int64_t now_ns, uint64_t total)
 	const int64_t window = WBF_RATE_SECS * 1000000000LL;
 	unsigned i;
 
-	/* the oldest sample still within the window */
-	for (i = 0; i < r->n; i++) {
-		unsigned k = (r->next + WBF_RATE_SECS + 1 - r->n + i) %
-			     (WBF_RATE_SECS + 1);
+	unsigned k = 0;
 
-		if (now_ns - r->t[k] <= window && now_ns > r->t[k])
-			return total > r->total[k] ?
-			       (double)(total - r->total[k]) * 1e9 /
-			       (double)(now_ns - r->t[k]) : 0.0;
+	/* the oldest sample still within the window, else the newest (the
+	 * thread busy in one long round took none since) */
+	for (i = 0; i < r->n; i++) {
+		k = (r->next + WBF_RATE_SECS + 1 - r->n + i) %
+		    (WBF_RATE_SECS + 1);
+		if (now_ns - r->t[k] <= window)
+			break;
 	}
-	return 0.0;
+	if (!r->n || now_ns <= r->t[k] || total <= r->total[k])
+		return 0.0;
+	return (double)(total - r->total[k]) * 1e9 /
+	       (double)(now_ns - r->t[k]);
 }
 
 int wbf_flush_file(struct wblog *wl, const struct wb_flush_ops *ops,
@@ -242,7 +246,8 @@ static void *flusher_main(void *p)
 		min_age = wbf_pace(&pace);
 		step = pace.urgent || pace.want_room ?
 		       urgent_step(s.log_capacity) : UINT64_MAX;
-		err = wbf_round_max(f->wl, f->ops, f->arg, min_age, step, &n);
+		err = wbf_round_max(f->wl, f->ops, f->arg, min_age, NULL, step,
+				    &n);
 		total = flushed(f->wl);
 		pthread_mutex_lock(&f->m);
 		wbf_rate_add(&f->rate, clock_mono_ns(), total);

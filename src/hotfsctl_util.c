@@ -57,6 +57,9 @@ void usage(FILE *f)
 "  evict PATH...                      drop files' or trees' extents\n"
 "  info PATH...                       how much of each file is cached\n"
 "  pins MOUNT                         the pinned files under MOUNT\n"
+"  flush [PATH...]                    writeback: write dirty data to the\n"
+"                                     source now (a mount's root or none:\n"
+"                                     all of it; files or trees)\n"
 "  --json                             one JSON object on stdout\n");
 }
 

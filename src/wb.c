@@ -760,6 +760,37 @@ int wb_flush_inode(struct hotfs *fs, struct hotfs_inode *in)
 	return wbf_flush_file(fs->wb->wl, &wb_ops, fs->wb, &f);
 }
 
+int wb_flush_some(struct hotfs *fs, struct hotfs_inode *in, int64_t since_ns,
+		  uint64_t max, uint64_t *done, uint64_t *left,
+		  uint64_t *oldest_ns)
+{
+	struct hotfs_wb *wb = fs->wb;
+	struct wblog_stats s;
+	struct wb_fid f;
+	int64_t age = 0;
+	int r = 0;
+
+	*done = *left = *oldest_ns = 0;
+	if (!wb || (in && !wb_on(fs, in)))
+		return 0;
+	if (in)
+		f = fid_of(in->ino);
+	else if (since_ns > 0)
+		age = clock_real_ns() - since_ns;
+	if (max)
+		r = wbf_round_max(wb->wl, &wb_ops, wb, age > 0 ? age : 0,
+				  in ? &f : NULL, max, done);
+	if (in) {
+		*left = wblog_dirty_blocks(wb->wl, &f) * WB_BLOCK;
+	} else {
+		wblog_stats(wb->wl, &s);
+		*left = s.dirty_bytes;
+		*oldest_ns = s.oldest_dirty_ns > 0 ?
+			     (uint64_t)s.oldest_dirty_ns : 0;
+	}
+	return r;
+}
+
 int wb_unlink_begin(struct hotfs *fs, struct hotfs_inode *in,
 		    const struct stat *st, bool *drop)
 {

@@ -377,6 +377,18 @@ uint64_t wblog_dirty_info(struct wblog *wl, const struct wb_fid *fid,
 	return end;
 }
 
+uint64_t wblog_dirty_blocks(struct wblog *wl, const struct wb_fid *fid)
+{
+	struct wl_file *f;
+	uint64_t n;
+
+	pthread_mutex_lock(&wl->m);
+	f = wl_file_find(wl, fid);
+	n = f ? f->nblocks : 0;
+	pthread_mutex_unlock(&wl->m);
+	return n;
+}
+
 /* A TRIM record for fid at size (seal: only if nothing of fid is dirty,
  * else -EAGAIN), made durable. */
 static int trim_rec(struct wblog *wl, const struct wb_fid *fid,

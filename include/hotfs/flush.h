@@ -60,10 +60,11 @@ struct wb_flush_ops {
 int wbf_round(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
 	      int64_t min_age_ns, uint64_t *bytes);
 /* The same, stopping once max bytes are written (the run that crosses
- * max is the last). */
+ * max is the last); only (not NULL): that file's runs, whatever their
+ * age (hotfsctl flush). */
 int wbf_round_max(struct wblog *wl, const struct wb_flush_ops *ops,
-		  void *arg, int64_t min_age_ns, uint64_t max,
-		  uint64_t *bytes);
+		  void *arg, int64_t min_age_ns, const struct wb_fid *only,
+		  uint64_t max, uint64_t *bytes);
 
 /*
  * Pacing (dirty_high=, dirty_low=; man/hotfs.8, WRITEBACK), the thread's
@@ -102,7 +103,8 @@ struct wbf_rate {
 	unsigned n, next;
 };
 void wbf_rate_add(struct wbf_rate *r, int64_t now_ns, uint64_t total);
-/* bytes/s between the oldest sample within the window and now */
+/* bytes/s between the oldest sample within the window (else the newest
+ * one: a long round took none since) and now */
 double wbf_rate_get(const struct wbf_rate *r, int64_t now_ns,
 		    uint64_t total);
 

@@ -113,6 +113,18 @@ int wb_unlink_begin(struct hotfs *fs, struct hotfs_inode *in,
 void wb_unlink_end(struct hotfs *fs, const struct stat *st, bool drop,
 		   int err);
 
+/*
+ * hotfsctl flush: up to max bytes of dirty data written to the source now
+ * (max 0: none), in's whatever its age, or (in NULL) the whole mount's
+ * written before the wall clock since_ns (0: any); *done the bytes
+ * written, *left what is still dirty (in's: its dirty blocks' bytes; the
+ * mount's: its dirty bytes), *oldest_ns the wall clock of the oldest
+ * dirty record (0: none).  0 or the source's -errno.
+ */
+int wb_flush_some(struct hotfs *fs, struct hotfs_inode *in, int64_t since_ns,
+		  uint64_t max, uint64_t *done, uint64_t *left,
+		  uint64_t *oldest_ns);
+
 /* The counters of .hotfs/stats (all 0 without writeback). */
 struct wb_stats {
 	uint64_t dirty_bytes, dirty_records, dirty_files;

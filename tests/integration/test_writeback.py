@@ -16,7 +16,9 @@ import hashlib
 import json
 import mmap
 import os
+import pty
 import random
+import re
 import signal
 import subprocess
 import threading
@@ -726,3 +728,126 @@ def test_writer_waits_for_room(ws, monkeypatch):
     assert read(m) == data
     ws.stop(proc)
     assert read(os.path.join(ws.src, 'big')) == data
+
+
+def hotfsctl(*args, check=True, cwd=None, stderr=subprocess.PIPE):
+    r = subprocess.run([util_ctl()] + list(args), stdout=subprocess.PIPE,
+                       stderr=stderr, timeout=120, cwd=cwd)
+    if check:
+        assert r.returncode == 0, (args, r.stdout, r.stderr)
+    return r
+
+
+def util_ctl():
+    c = os.environ.get('HOTFSCTL_BIN', '')
+    if not c or not os.access(c, os.X_OK):
+        pytest.fail('HOTFSCTL_BIN=%r is not an executable' % c)
+    return c
+
+
+def test_hotfsctl_flush(held):
+    """hotfsctl flush: one file, a tree, the whole mount (its root, or no
+    PATH from inside it); each returns once the source holds what the mount
+    shows; status shows what is dirty."""
+    ws, proc, old = held
+    os.makedirs(os.path.join(ws.src, 'd', 'sub'))
+    files = {'f': old, 'a': b'', 'd/b': b'', 'd/sub/c': b''}
+    for name in files:
+        data = bytes([ord('A') + len(name)]) * (MIB + 4097 * len(name))
+        write_at(os.path.join(ws.mnt, name), 0, data, os.O_CREAT)
+        files[name] = data
+
+    def src(name):
+        return read(os.path.join(ws.src, name))
+
+    assert all(src(n) != files[n] for n in files)
+    out = hotfsctl('status', ws.mnt).stdout.decode()
+    assert re.search(r'^dirty +\S+ MiB in 4 files$', out, re.M), out
+    assert re.search(r'^oldest_dirty_age +[0-9.]+ s$', out, re.M), out
+    j = json.loads(hotfsctl('status', ws.mnt, '--json').stdout)
+    assert j['dirty_bytes'] == stat_int(ws, 'dirty_bytes') > 0
+    assert j['oldest_dirty_age'] >= 0
+    # one file
+    r = hotfsctl('flush', os.path.join(ws.mnt, 'a'))
+    assert b'written to the source' in r.stderr
+    assert src('a') == files['a']
+    assert src('d/b') != files['d/b'] and src('f') != files['f']
+    # a tree, with --json
+    j = json.loads(hotfsctl('flush', os.path.join(ws.mnt, 'd'),
+                            '--json').stdout)
+    assert j['files'] == 2 and j['errors'] == 0
+    assert j['flushed_bytes'] == len(files['d/b']) + len(files['d/sub/c'])
+    assert j['dirty_bytes'] == stat_int(ws, 'dirty_bytes') > 0
+    assert src('d/b') == files['d/b'] and src('d/sub/c') == files['d/sub/c']
+    assert src('f') != files['f']
+    # the whole mount by its root
+    j = json.loads(hotfsctl('--json', 'flush', ws.mnt).stdout)
+    assert j['dirty_bytes'] == 0 and j['errors'] == 0
+    assert j['flushed_bytes'] == len(files['f'])
+    assert all(src(n) == files[n] for n in files)
+    assert stat_int(ws, 'dirty_bytes') == 0
+    # no PATH: the mount of the current directory, whole
+    write_at(os.path.join(ws.mnt, 'd', 'b'), 10, b'again')
+    files['d/b'] = files['d/b'][:10] + b'again' + files['d/b'][15:]
+    hotfsctl('flush', cwd=os.path.join(ws.mnt, 'd', 'sub'))
+    assert src('d/b') == files['d/b']
+    assert stat_int(ws, 'dirty_bytes') == 0
+    out = hotfsctl('status', ws.mnt).stdout.decode()
+    assert re.search(r'^dirty +0 B in 0 files$', out, re.M), out
+    assert all(read(os.path.join(ws.mnt, n)) == files[n] for n in files)
+
+
+def test_hotfsctl_flush_progress_on_a_tty(held):
+    """On a terminal, flush draws warm's progress bar."""
+    ws, proc, old = held
+    write_at(os.path.join(ws.mnt, 'f'), 0, b'p' * (4 * MIB))
+    master, slave = pty.openpty()
+    try:
+        r = hotfsctl('flush', ws.mnt, stderr=slave)
+        os.close(slave)
+        slave = -1
+        out = b''
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:             # EIO: the other side is closed
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+    assert r.returncode == 0
+    assert re.search(rb'\r\[#{30}\] 100% ', out), out
+    assert read(os.path.join(ws.src, 'f')) == b'p' * (4 * MIB)
+
+
+def test_hotfsctl_flush_fails_on_a_full_source(ws):
+    """A flush the source refuses (a full filesystem): hotfsctl flush says
+    so in one line and exits 1; the data stays dirty, and is dropped by a
+    truncate so that the unmount is clean."""
+    src = os.path.join(ws.root, 'small')
+    os.makedirs(src)
+    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', src],
+                   check=True)
+    try:
+        proc = ws.start(src=src, opts=HOLD)
+        try:
+            m = os.path.join(ws.mnt, 'big')
+            write_at(m, 0, b'x' * (2 * MIB), os.O_CREAT)
+            r = hotfsctl('flush', ws.mnt, check=False)
+            assert r.returncode == 1, r
+            lines = r.stderr.decode().strip().split('\n')
+            assert len(lines) == 1, lines
+            assert lines[0] == ('hotfsctl: %s: flush failed: No space left '
+                                'on device' % ws.mnt), lines
+            assert stat_int(ws, 'dirty_bytes') > 0
+            assert stat_int(ws, 'flush_errors') > 0
+            os.truncate(m, 0)
+            hotfsctl('flush', ws.mnt)
+        finally:
+            ws.stop(proc)
+    finally:
+        subprocess.run(['umount', src], check=True)
