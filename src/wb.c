@@ -856,6 +856,7 @@ void wb_stats(struct hotfs *fs, struct wb_stats *st)
 	st->absorbed = s.absorbed;
 	st->log_used = s.log_used;
 	st->log_capacity = s.log_capacity;
+	st->flush_rate = wbf_flush_rate(fs->wb->fl);
 	st->oldest_dirty_age = s.oldest_dirty_ns && now > s.oldest_dirty_ns ?
 			       (double)(now - s.oldest_dirty_ns) / 1e9 : 0;
 }

@@ -131,6 +131,7 @@ struct wb_stats {
 	uint64_t flushed_bytes, flush_errors, absorbed;
 	uint64_t log_used, log_capacity;
 	double oldest_dirty_age;	/* seconds */
+	double flush_rate;		/* bytes/s, the last 10 s */
 };
 void wb_stats(struct hotfs *fs, struct wb_stats *st);
 

@@ -363,7 +363,7 @@ def test_fsx_writeback(ws, opts):
 
 
 WB_KEYS = ('dirty_bytes', 'dirty_records', 'dirty_files', 'oldest_dirty_age',
-           'flushed_bytes', 'flush_errors', 'writes_absorbed',
+           'flushed_bytes', 'flush_rate', 'flush_errors', 'writes_absorbed',
            'wlog_used_bytes', 'wlog_capacity_bytes')
 
 
@@ -647,6 +647,14 @@ def test_watermarks_flush_above_high(ws, monkeypatch):
                   'the flush down to dirty_low')
     s = util.hotfs_stats(ws.mnt)
     assert int(s['flushed_bytes']) >= 3 * MIB and int(s['flush_errors']) == 0
+    # the rate over the last 10 s, in all three forms
+    assert float(s['flush_rate']) > 0
+    with open(os.path.join(ws.mnt, '.hotfs', 'stats.json')) as f:
+        assert json.load(f)['flush_rate'] > 0
+    with open(os.path.join(ws.mnt, '.hotfs', 'metrics')) as f:
+        rate = [line for line in f.read().split('\n')
+                if line.startswith('hotfs_flush_rate_bytes_per_second')]
+    assert len(rate) == 1 and float(rate[0].split()[-1]) > 0, rate
     # stopped there: the youngest data stays dirty
     assert int(s['dirty_bytes']) >= MIB
     src = read(os.path.join(ws.src, 'f'))
