@@ -43,7 +43,8 @@ static int write_run(const struct wb_flush_ops *ops, void *arg,
 	if (!err && fdatasync(fd))
 		err = -errno;
 	if (ops->end)
-		ops->end(arg, cookie, &r->fid, r->off, r->len, err);
+		ops->end(arg, cookie, &r->fid, r->off, r->len,
+			 err ? NULL : r->buf, err);
 	if (close(fd) && !err && errno != EINTR)
 		err = -errno;
 	return err;

@@ -266,7 +266,8 @@ struct wb_cookie {
 
 /* The run is the mount's own change: cache_write_begin and _end as for a
  * write through it (a promotion that read the old bytes gives up, the
- * cached records it touches are dropped, the stamp is ours). */
+ * cached records it touches are dropped, the stamp is ours), and the
+ * written bytes are cached under the stamp it leaves (cache_wr.fill). */
 static void *op_begin(void *arg, const struct wb_fid *fid, uint64_t off,
 		      uint64_t len)
 {
@@ -285,11 +286,12 @@ static void *op_begin(void *arg, const struct wb_fid *fid, uint64_t off,
 	}
 	ck->in = in;
 	cache_write_begin(fs_cache(fs), fs->it, in, &ck->w, off, len);
+	ck->w.fill = true;
 	return ck;
 }
 
 static void op_end(void *arg, void *cookie, const struct wb_fid *fid,
-		   uint64_t off, uint64_t len, int err)
+		   uint64_t off, uint64_t len, const void *data, int err)
 {
 	struct hotfs_wb *wb = arg;
 	struct hotfs *fs = wb->fs;
@@ -299,7 +301,9 @@ static void op_end(void *arg, void *cookie, const struct wb_fid *fid,
 
 	(void)err;
 	if (ck) {
-		cache_write_end(c, ck->in, &ck->w, off, len, NULL);
+		/* written and durable: its bytes become clean cached data
+		 * (data is NULL if not) */
+		cache_write_end(c, ck->in, &ck->w, off, len, data);
 		ino_unhold(fs->it, ck->in);
 		free(ck);
 	} else if (c) {

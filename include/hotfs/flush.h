@@ -36,11 +36,12 @@ struct wb_flush_ops {
 	int (*open)(void *arg, const struct wb_fid *fid);
 	/* around the run's write to the source (may be NULL): the mount's
 	 * own change of the file (stamps, cached extents); what begin
-	 * returns is given to end */
+	 * returns is given to end, with the run's bytes once they are
+	 * durable on the source (data NULL if err) */
 	void *(*begin)(void *arg, const struct wb_fid *fid, uint64_t off,
 		       uint64_t len);
 	void (*end)(void *arg, void *cookie, const struct wb_fid *fid,
-		    uint64_t off, uint64_t len, int err);
+		    uint64_t off, uint64_t len, const void *data, int err);
 	/* a file's dirty data dropped (gone from the source): say which */
 	void (*lost)(void *arg, const struct wb_fid *fid, int err);
 	/* after a run of fid is given back to the log (may be NULL) */

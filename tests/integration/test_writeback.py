@@ -859,3 +859,44 @@ def test_hotfsctl_flush_fails_on_a_full_source(ws):
             ws.stop(proc)
     finally:
         subprocess.run(['umount', src], check=True)
+
+
+def test_flushed_data_stays_cached(held):
+    """A flushed block becomes clean cached data under the file's new
+    stamp: a read after the flush is a store hit, the source is not read;
+    a change behind the mount afterwards is seen, not the cached bytes."""
+    ws, proc, old = held
+    m, s = os.path.join(ws.mnt, 'new'), os.path.join(ws.src, 'new')
+    data = bytes(random.Random(7).getrandbits(8) for _ in range(MIB))
+    write_at(m, 0, data, os.O_CREAT)            # four whole extents
+    # and three whole blocks in the first extent of a file with cached
+    # extents, whose other bytes stay cached under the new stamp
+    f = os.path.join(ws.mnt, 'f')
+    hotfsctl('warm', f)
+    write_at(f, 4096, b'W' * 3 * 4096)
+    want_f = old[:4096] + b'W' * 3 * 4096 + old[4 * 4096:]
+    hotfsctl('flush', ws.mnt)
+    assert read(s) == data and read(os.path.join(ws.src, 'f')) == want_f
+    before = util.hotfs_stats(ws.mnt)
+    drop_pages(m)
+    drop_pages(f)
+    assert read_direct(m, MIB) == data
+    # (the blocks serve a random reader: one that does not start at 0)
+    fd = os.open(f, os.O_RDONLY | os.O_DIRECT)
+    try:
+        buf = mmap.mmap(-1, 3 * 4096)
+        assert os.preadv(fd, [buf], 4096) == 3 * 4096
+        assert bytes(buf) == b'W' * 3 * 4096
+    finally:
+        os.close(fd)
+    after = util.hotfs_stats(ws.mnt)
+    assert int(after['read_miss_bytes']) == int(before['read_miss_bytes'])
+    assert int(after['read_misses']) == int(before['read_misses'])
+    assert int(after['read_partial_hits']) == int(before['read_partial_hits'])
+    assert (int(after['read_hit_bytes']) - int(before['read_hit_bytes']) ==
+            MIB + 3 * 4096)
+    assert read(f) == want_f
+    # never a stale byte: a change behind the mount is read from there
+    write_at(s, 0, b'behind')
+    drop_pages(m)
+    assert read(m) == b'behind' + data[6:]

@@ -59,12 +59,13 @@ static void *fx_begin(void *arg, const struct wb_fid *fid, uint64_t off,
 }
 
 static void fx_end(void *arg, void *cookie, const struct wb_fid *fid,
-		   uint64_t off, uint64_t len, int err)
+		   uint64_t off, uint64_t len, const void *data, int err)
 {
 	(void)fid;
 	(void)off;
 	(void)len;
-	(void)err;
+	/* the bytes, once durable */
+	assert_true(err ? data == NULL : data != NULL);
 	/* what begin gave */
 	assert_ptr_equal(cookie, &((struct fx *)arg)->begins);
 	((struct fx *)arg)->ends++;
