@@ -31,18 +31,20 @@ struct fx {
 	int dfd;		/* the cachedir (wlog) */
 	int sfd;		/* the source: a file "f<ino>" per identity */
 	struct wblog *wl;
-	int fail;		/* -errno the next opens answer */
+	int fail;		/* -errno the next opens answer (atomic: the
+				 * thread reads it) */
 	unsigned begins, ends, lost;
 };
 
 static int fx_open(void *arg, const struct wb_fid *fid)
 {
 	struct fx *x = arg;
+	int fail = __atomic_load_n(&x->fail, __ATOMIC_RELAXED);
 	char name[32];
 	int fd;
 
-	if (x->fail)
-		return x->fail;
+	if (fail)
+		return fail;
 	snprintf(name, sizeof(name), "f%llu", (unsigned long long)fid->ino);
 	fd = openat(x->sfd, name, O_WRONLY | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
@@ -516,7 +518,7 @@ static void test_wait_room(void **state)
 	assert_true(waits > 0);
 	assert_true(wbf_flush_rate(f) > 0);
 	/* the source failing: a waiting writer is told so, not kept */
-	x->fail = -EIO;
+	__atomic_store_n(&x->fail, -EIO, __ATOMIC_RELAXED);
 	/* (a round that began before the failure may still make room) */
 	for (tries = 0; tries < 1000; tries++) {
 		ssize_t w;
@@ -536,7 +538,7 @@ static void test_wait_room(void **state)
 	assert_int_equal(r, -ENOSPC);
 	wblog_stats(x->wl, &s);
 	assert_true(s.flush_errors > 0);
-	x->fail = 0;
+	__atomic_store_n(&x->fail, 0, __ATOMIC_RELAXED);
 	assert_int_equal(wbf_stop(f, true, 3), 0);
 	got = src_read(x, 1, &n);
 	assert_int_equal(n, 1 << 20);		/* src_read reads 1 MiB */
