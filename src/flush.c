@@ -14,7 +14,7 @@
  * the rate, and wakes the writers waiting for room after each round.
  *
  * Locks: f->m guards the thread's flags (stop, kicked, want_room), the
- * room generation and the rate's samples; a leaf.
+ * watermarks, the room generation and the rate's samples; a leaf.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -193,7 +193,7 @@ struct wb_flusher {
 	const struct wb_flush_ops *ops;
 	void *arg;
 	int64_t delay_ns, interval_ns;
-	unsigned high, low;
+	unsigned high, low;	/* protected by m */
 };
 
 #define BACKOFF_MIN_NS	1000000000LL
@@ -218,9 +218,7 @@ static void *flusher_main(void *p)
 {
 	struct wb_flusher *f = p;
 	int64_t wait = f->interval_ns, backoff = BACKOFF_MIN_NS;
-	struct wbf_pace pace = {
-		.high = f->high, .low = f->low, .delay_ns = f->delay_ns,
-	};
+	struct wbf_pace pace = { .delay_ns = f->delay_ns };
 
 	pthread_mutex_lock(&f->m);
 	while (!f->stop) {
@@ -239,6 +237,8 @@ static void *flusher_main(void *p)
 			break;
 		f->kicked = false;
 		pace.want_room = f->want_room > 0;
+		pace.high = f->high;
+		pace.low = f->low;
 		pthread_mutex_unlock(&f->m);
 		wblog_stats(f->wl, &s);
 		pace.used = s.log_used;
@@ -314,6 +314,16 @@ int wbf_start(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
 void wbf_kick(struct wb_flusher *f)
 {
 	pthread_mutex_lock(&f->m);
+	f->kicked = true;
+	pthread_cond_signal(&f->cv);
+	pthread_mutex_unlock(&f->m);
+}
+
+void wbf_set_watermarks(struct wb_flusher *f, unsigned high, unsigned low)
+{
+	pthread_mutex_lock(&f->m);
+	f->high = high;
+	f->low = low;
 	f->kicked = true;
 	pthread_cond_signal(&f->cv);
 	pthread_mutex_unlock(&f->m);

@@ -545,6 +545,12 @@ int wb_stop(struct hotfs *fs)
 	return 0;
 }
 
+void wb_set_watermarks(struct hotfs *fs, unsigned high, unsigned low)
+{
+	if (fs->wb && fs->wb->fl)
+		wbf_set_watermarks(fs->wb->fl, high, low);
+}
+
 void wb_close(struct hotfs *fs)
 {
 	struct hotfs_wb *wb = fs->wb;

@@ -131,6 +131,8 @@ int wbf_start(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
 	      int64_t delay_ns, int64_t interval_ns, unsigned high,
 	      unsigned low, struct wb_flusher **out);
 void wbf_kick(struct wb_flusher *f);
+/* New watermarks (percent, low <= high), from the next round on. */
+void wbf_set_watermarks(struct wb_flusher *f, unsigned high, unsigned low);
 /*
  * A writer found the log full: wbf_room_gen before its try, then
  * wbf_wait_room with that generation waits (up to timeout_ns) for the

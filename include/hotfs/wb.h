@@ -76,6 +76,9 @@ int wb_start(struct hotfs *fs);
 int wb_stop(struct hotfs *fs);
 void wb_close(struct hotfs *fs);
 
+/* dirty_high=, dirty_low= changed while mounted (hotfsctl set). */
+void wb_set_watermarks(struct hotfs *fs, unsigned high, unsigned low);
+
 /* Writes to in go to the log. */
 bool wb_on(struct hotfs *fs, struct hotfs_inode *in);
 /* Write len bytes at off (src: a descriptor of the file's, unused but

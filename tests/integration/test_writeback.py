@@ -900,3 +900,35 @@ def test_flushed_data_stays_cached(held):
     write_at(s, 0, b'behind')
     drop_pages(m)
     assert read(m) == b'behind' + data[6:]
+
+
+def test_watermarks_set_while_mounted(ws, monkeypatch):
+    """hotfsctl set moves the watermarks of a live mount: the flusher
+    follows them at once; a low above the high in force, or the keys on a
+    mount without writeback, are refused with one line."""
+    small_log(monkeypatch, 8 * MIB)
+    proc = ws.start(opts=HOLD)
+    m = os.path.join(ws.mnt, 'f')
+    write_at(m, 0, b'w' * (3 * MIB), os.O_CREAT)   # 37%: below 50
+    cap = stat_int(ws, 'wlog_capacity_bytes')
+    assert stat_int(ws, 'flushed_bytes') == 0
+    out = hotfsctl('status', ws.mnt).stdout.decode()
+    assert 'writeback_delay=3600,dirty_high=50,dirty_low=45,' in out, out
+    r = hotfsctl('set', ws.mnt, 'dirty_low=60', check=False)
+    assert r.returncode == 1 and r.stderr.decode().count('\n') == 1, r
+    assert b'dirty_low=60 would be above dirty_high=50' in r.stderr
+    r = hotfsctl('set', ws.mnt, 'dirty_high=30', 'dirty_low=10')
+    assert b'dirty_high=30,dirty_low=10' in r.stdout, r
+    util.wait_for(lambda: stat_int(ws, 'wlog_used_bytes') * 100 < 10 * cap,
+                  'the flush down to the new dirty_low')
+    assert stat_int(ws, 'flushed_bytes') >= 2 * MIB
+    out = hotfsctl('status', ws.mnt).stdout.decode()
+    assert 'dirty_high=30,dirty_low=10,' in out, out
+    ws.stop(proc)
+    assert read(os.path.join(ws.src, 'f')) == b'w' * (3 * MIB)
+    proc = ws.start()
+    r = hotfsctl('set', ws.mnt, 'dirty_high=30', check=False)
+    assert r.returncode == 1, r
+    assert r.stderr == (b'hotfsctl: error: dirty_high: applies to '
+                        b'writemode=writeback only\n'), r
+    ws.stop(proc)
