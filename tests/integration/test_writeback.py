@@ -12,6 +12,7 @@ took its inode number after the crash.  Truncate, unlink and rename of
 files with dirty data follow the rules of the man page; fsx runs in
 writeback mode.
 """
+import errno
 import hashlib
 import json
 import mmap
@@ -21,6 +22,7 @@ import random
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -666,6 +668,22 @@ def test_watermarks_flush_above_high(ws, monkeypatch):
         bytes([ord('a') + i]) * MIB for i in range(5))
 
 
+BUSY_READER = """
+import mmap, os, sys
+src, mnt = sys.argv[1], sys.argv[2]
+buf = mmap.mmap(-1, 8192)
+i = 0
+while True:
+    i += 1
+    fd = os.open(src, os.O_WRONLY)
+    os.pwrite(fd, b'%08d' % i, 0)
+    os.close(fd)
+    fd = os.open(mnt, os.O_RDONLY | os.O_DIRECT)
+    os.readv(fd, [buf])
+    os.close(fd)
+"""
+
+
 def test_watermarks_busy_source_holds(ws, monkeypatch):
     """Below dirty_low, old enough data waits while the mount reads the
     source, and is flushed once the source has been idle for a second."""
@@ -675,25 +693,12 @@ def test_watermarks_busy_source_holds(ws, monkeypatch):
     proc = ws.start(opts='writemode=writeback,writeback_delay=0,'
                     'dirty_high=90,dirty_low=80')
     busy_src = os.path.join(ws.src, 'busy')
-    busy_mnt = os.path.join(ws.mnt, 'busy')
-    stop = threading.Event()
-    errors = []
-
-    def reader():
-        # a change behind the mount before each read: every read misses
-        # the store and reads the source
-        i = 0
-        try:
-            while not stop.is_set():
-                i += 1
-                write_at(busy_src, 0, b'%08d' % i)
-                read_direct(busy_mnt, 8192)
-        except Exception as e:          # noqa: BLE001 (reported below)
-            errors.append(e)
-
-    t = threading.Thread(target=reader)
+    # a process of its own (no lock shared with this one): a change
+    # behind the mount before each read, so that every read misses the
+    # store and reads the source
+    reader = subprocess.Popen([sys.executable, '-c', BUSY_READER, busy_src,
+                               os.path.join(ws.mnt, 'busy')])
     misses = stat_int(ws, 'read_misses')
-    t.start()
     try:
         util.wait_for(lambda: stat_int(ws, 'read_misses') > misses + 20,
                       'the reader reaching the source')
@@ -705,11 +710,11 @@ def test_watermarks_busy_source_holds(ws, monkeypatch):
         while time.monotonic() < deadline:
             assert stat_int(ws, 'dirty_bytes') == dirty
             assert stat_int(ws, 'flushed_bytes') == 0
-            assert not errors and t.is_alive()
+            assert reader.poll() is None
+            time.sleep(0.05)
     finally:
-        stop.set()
-        t.join()
-    assert not errors, errors
+        reader.terminate()
+        reader.wait(timeout=30)
     util.wait_for(lambda: stat_int(ws, 'dirty_bytes') == 0,
                   'the flush once the source is idle')
     assert read(busy_src)[4096:] == b'D' * 4096
@@ -932,3 +937,46 @@ def test_watermarks_set_while_mounted(ws, monkeypatch):
     assert r.stderr == (b'hotfsctl: error: dirty_high: applies to '
                         b'writemode=writeback only\n'), r
     ws.stop(proc)
+
+
+def test_full_log_and_failing_source_enospc(ws, monkeypatch):
+    """A writer that finds the log full while the source refuses the
+    flush (it is full) gets ENOSPC once a round fails, instead of waiting
+    for room that cannot come; what it wrote before stays readable, and
+    reaches the source once it has room again."""
+    small_log(monkeypatch, 4 * MIB)
+    src = os.path.join(ws.root, 'small')
+    os.makedirs(src)
+    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', src],
+                   check=True)
+    try:
+        proc = ws.start(src=src, opts=HOLD)
+        try:
+            m = os.path.join(ws.mnt, 'big')
+            written = 0
+            fd = os.open(m, os.O_WRONLY | os.O_CREAT)
+            try:
+                with pytest.raises(OSError) as e:
+                    for i in range(16):          # four times the log
+                        assert os.pwrite(fd, bytes([65 + i]) * MIB,
+                                         i * MIB) == MIB
+                        written += MIB
+            finally:
+                os.close(fd)
+            assert e.value.errno == errno.ENOSPC
+            # the log's worth, and what the source took before it filled
+            assert 3 * MIB <= written <= 5 * MIB
+            assert stat_int(ws, 'flush_errors') > 0
+            drop_pages(m)
+            want = b''.join(bytes([65 + i]) * MIB
+                            for i in range(written // MIB))
+            assert read(m) == want
+        finally:
+            # room on the source again: the flush, then a clean unmount
+            subprocess.run(['mount', '-o', 'remount,size=64m', src],
+                           check=True)
+            hotfsctl('flush', ws.mnt)
+            ws.stop(proc)
+        assert read(os.path.join(src, 'big')) == want
+    finally:
+        subprocess.run(['umount', src], check=True)
