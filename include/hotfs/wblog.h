@@ -45,8 +45,9 @@
  * source; wblog_release then moves the log's tail past the records left
  * with no dirty block (the header is written and synced), and their space
  * is reused.  Flushed data is forgotten here (the mount caches it in the
- * store: src/wb.c, cache_write.h's fill).  A record replayed after a crash whose bytes had been flushed
- * before is flushed again: the same bytes.
+ * store: src/wb.c, cache_write.h's fill).  A record replayed after a
+ * crash whose bytes had been flushed before is flushed again: the same
+ * bytes.
  *
  * Locks: wl->m guards the map, the records and the log's writes and reads
  * (a read of the log under it hits the page cache: records are read soon

@@ -348,7 +348,8 @@ static void test_bad_values(void **state)
 	expect_bad(f, "writeback_delay=-1", "invalid writeback_delay");
 	expect_bad(f, "dirty_high=60", "writemode=writeback only");
 	expect_bad(f, "dirty_low=10", "writemode=writeback only");
-	expect_bad(f, "writemode=writeback,dirty_high=100", "invalid dirty_high");
+	expect_bad(f, "writemode=writeback,dirty_high=100",
+		   "invalid dirty_high");
 	expect_bad(f, "writemode=writeback,dirty_high=0", "invalid dirty_high");
 	expect_bad(f, "writemode=writeback,dirty_low=x", "invalid dirty_low");
 	expect_bad(f, "writemode=writeback,dirty_low=-3", "invalid dirty_low");
