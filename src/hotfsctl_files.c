@@ -202,13 +202,15 @@ static int flush_file(int fd)
  * flush of a whole mount: what was written before it began, CHUNK at a
  * time, through its root directory, until what is still dirty is all
  * younger (io.size: the oldest dirty record's wall clock); 0 or -1 with
- * errno.
+ * errno (ETIMEDOUT: a minute without a byte written, the old data in
+ * flight elsewhere all along).
  */
 static int flush_mount(const char *mount)
 {
 	struct hotfs_ioc io;
 	struct timespec ts;
 	uint64_t since, left;
+	double moved = now_s();
 	int fd, r = 0;
 
 	fd = open(mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -231,9 +233,16 @@ static int flush_mount(const char *mount)
 		prog.bytes += left > io.bytes ? left - io.bytes : 0;
 		left = io.bytes;
 		show_progress(false);
-		/* nothing written: the flusher's own run is in flight */
-		if (!io.done && left && io.size && io.size < since)
+		if (io.done) {
+			moved = now_s();
+		} else if (left && io.size && io.size < since) {
+			/* the flusher's own run of it is in flight */
+			if (now_s() - moved > 60) {
+				errno = ETIMEDOUT;
+				goto fail;
+			}
 			usleep(20000);
+		}
 	}
 	close(fd);
 	return r;
