@@ -785,7 +785,9 @@ int cmd_flush(int argc, char **argv)
 			fprintf(stderr, "%shotfsctl: %s: flush failed: %s\n",
 				prog.tty ? "\n" : "", p.v[k],
 				errno == ENOTTY ? "not on a hotfs mount" :
-				strerror(errno));
+				errno == ETIMEDOUT ? "no progress for a minute "
+				"(the old data was being written by another "
+				"flush all along)" : strerror(errno));
 			failures++;
 		}
 	}
