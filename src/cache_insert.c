@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "hotfs/cache_insert.h"
 
@@ -124,4 +125,16 @@ int cache_insert(struct hotfs_store *st, struct hotfs_inode *in,
 	r = __cache_insert(st, in, k, extno, stamp, gen, buf, len);
 	pthread_mutex_unlock(&in->m);
 	return r;
+}
+
+bool cache_within_budget(struct hotfs_cache *c)
+{
+	struct hotfs_store_stats ss;
+
+	if (!atomic_load_explicit(&c->budget.per_day, memory_order_relaxed))
+		return true;
+	st_get_stats(c->st, &ss);
+	return budget_admit(&c->budget, (uint64_t)time(NULL),
+			    ss.bytes_written,
+			    (double)(random() & 0xffffff) / (double)0x1000000);
 }

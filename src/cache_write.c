@@ -70,6 +70,7 @@ void cache_write_begin(struct hotfs_cache *c, struct hotfs_itable *it,
 	w->fd = ino_fd(it, in);
 	pthread_mutex_lock(&in->m);
 	w->gen = ++in->write_gen;
+	w->fill = false;
 	if (!in->wr_inflight++ || first < in->wr_lo)
 		in->wr_lo = first;
 	if (in->wr_inflight == 1 || last > in->wr_hi)
@@ -168,6 +169,49 @@ static void wt_build(struct hotfs_cache *c, const struct hotfs_key *k,
 		}
 }
 
+/*
+ * writeback's flush (w->fill): the records data covers whole, inserted
+ * under now with the write's generation (in->m held, before the write
+ * ends): each extent it covers, and of the extents it covers in part,
+ * the blocks it covers.  Stops at the store's first refusal.
+ */
+static void fill_records(struct hotfs_cache *c, struct hotfs_inode *in,
+			 const struct hotfs_key *k, const struct cache_wr *w,
+			 uint64_t off, uint64_t len, const char *data,
+			 const struct hotfs_stamp *now)
+{
+	uint64_t end = off + len, e, b;
+
+	for (e = off >> c->ext_shift; e <= (end - 1) >> c->ext_shift &&
+	     e < ST_EXT_LIMIT; e++) {
+		uint64_t es = e << c->ext_shift, lo, hi;
+		uint32_t n = cache_ext_len(c, (uint32_t)e, now->size);
+
+		if (!n)
+			return;
+		if (es >= off && es + n <= end) {
+			if (__cache_insert(c->st, in, k, (uint32_t)e, now,
+					   w->gen, data + (es - off), n) < 0)
+				return;
+			continue;
+		}
+		lo = es > off ? es : off;
+		hi = es + n < end ? es + n : end;
+		for (b = (lo + ST_BLOCK - 1) / ST_BLOCK;
+		     b < ST_BLK_LIMIT && b * ST_BLOCK < hi; b++) {
+			uint32_t r = ST_REC_BLOCK | (uint32_t)b;
+			uint32_t bn = cache_ext_len(c, r, now->size);
+
+			if (!bn || b * ST_BLOCK + bn > hi)
+				break;
+			if (__cache_insert(c->st, in, k, r, now, w->gen,
+					   data + (b * ST_BLOCK - off),
+					   bn) < 0)
+				return;
+		}
+	}
+}
+
 void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 		     struct cache_wr *w, uint64_t off, uint64_t len,
 		     const void *data)
@@ -178,7 +222,7 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	/* the bytes whose records are dropped: [d_lo, d_hi) */
 	uint64_t d_lo = 0, d_hi = 0;
 	struct wt_patch wt = { .n = 0 };
-	bool have_now;
+	bool have_now, fill;
 	unsigned i;
 
 	if (!c) {
@@ -211,6 +255,11 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	if (have_now && c->writemode == HOTFS_WRITETHROUGH && data && len &&
 	    len != CACHE_WR_TO_END)
 		wt_build(c, &k, w, off, len, data, now.size, &wt);
+	/* writeback's flush: its bytes become cached data, if the store
+	 * takes data now and the write budget admits them */
+	fill = w->fill && have_now && data && len && len != CACHE_WR_TO_END &&
+	       off + len > off && st_state(c->st) == ST_OK &&
+	       cache_within_budget(c);
 	/*
 	 * Under the inode lock, like a promotion's insert: the hint then
 	 * says truly whether anything of the file is left, and a promotion
@@ -253,6 +302,10 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 				stats_add(&c->stats, STAT_WRITETHROUGH, 1);
 		stats_add(&c->stats, STAT_INVAL_WRITE, 1);
 	}
+	/* alone: another change in flight may leave the file otherwise
+	 * than this write's bytes say */
+	if (fill && in->wr_inflight == 1)
+		fill_records(c, in, &k, w, off, len, data, &now);
 	/* a read that began during the write may hold bytes from before it
 	 * landed: promotions it queued must not be inserted, unless this
 	 * write missed their bytes (the note says which it touched) */

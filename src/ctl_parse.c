@@ -117,6 +117,23 @@ static int set_one(const char *key, const char *v, struct ctl_set *s,
 			return -EINVAL;
 		}
 		s->mask |= CTL_SET_WRITEMODE;
+	} else if (strcmp(key, "dirty_high") == 0 ||
+		   strcmp(key, "dirty_low") == 0) {
+		errno = 0;
+		t = strtol(v, &end, 10);
+		if (errno || end == v || *end || *v < '0' || *v > '9' ||
+		    t < 1 || t > 99) {
+			snprintf(err, errlen, "invalid %s '%s': a percentage "
+				 "of the writeback log, 1..99", key, v);
+			return -EINVAL;
+		}
+		if (key[6] == 'h') {
+			s->dirty_high = (unsigned)t;
+			s->mask |= CTL_SET_DIRTY_HIGH;
+		} else {
+			s->dirty_low = (unsigned)t;
+			s->mask |= CTL_SET_DIRTY_LOW;
+		}
 	} else if (strcmp(key, "inode_cache") == 0) {
 		errno = 0;
 		t = strtol(v, &end, 10);

@@ -18,6 +18,7 @@
 #include "hotfs/ctl.h"
 #include "hotfs/fileio.h"
 #include "hotfs/ioctl.h"
+#include "hotfs/wb.h"
 #include "hotfs/meta_fs.h"
 #include "hotfs/stamp.h"
 
@@ -198,7 +199,7 @@ static ssize_t fileattr_ioctl(struct hotfs *fs, struct hotfs_inode *in,
 
 /* hotfsctl's request cmd (io decoded) on in, from uid; -errno. */
 static int ctl_request(struct hotfs *fs, uid_t uid, struct hotfs_inode *in,
-		       unsigned int cmd, struct hotfs_ioc *io)
+		       bool root, unsigned int cmd, struct hotfs_ioc *io)
 {
 	struct hotfs_cache *c = fs_cache(fs);
 	int r;
@@ -206,6 +207,15 @@ static int ctl_request(struct hotfs *fs, uid_t uid, struct hotfs_inode *in,
 	/* the control channel: root and the mounting user only */
 	if (uid != 0 && uid != fs->owner_uid)
 		return -EACCES;
+	if (cmd == HOTFS_IOC_FLUSH && (root || S_ISREG(in->type))) {
+		uint64_t max = io->len;
+		int64_t since = io->off > INT64_MAX ? INT64_MAX :
+				(int64_t)io->off;
+
+		memset(io, 0, sizeof(*io));
+		return wb_flush_some(fs, root ? NULL : in, since, max,
+				     &io->done, &io->bytes, &io->size);
+	}
 	if (!S_ISREG(in->type))
 		return S_ISDIR(in->type) ? -EISDIR : -EINVAL;
 	if (!c) {
@@ -253,8 +263,8 @@ void hotfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 	}
 	r = ctl_ioc_decode(cmd, flags, in_buf, in_bufsz, out_bufsz, &io);
 	if (!r)
-		r = ctl_request(fs, fuse_req_ctx(req)->uid, hino(req, ino), cmd,
-				&io);
+		r = ctl_request(fs, fuse_req_ctx(req)->uid, hino(req, ino),
+				ino == FUSE_ROOT_ID, cmd, &io);
 out:
 	if (r < 0)
 		fuse_reply_err(req, -r);

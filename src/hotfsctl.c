@@ -203,6 +203,8 @@ static const char *const status_keys[] = {
 	"cached_bytes", "cached_extents", "usage_ratio", "regions",
 	"regions_used", "pinned_files", "promotion_queue_depth",
 	"index_bytes", "policy_bytes", "uptime_seconds", "version",
+	"dirty_bytes", "oldest_dirty_age", "wlog_used_bytes",
+	"wlog_capacity_bytes",
 };
 
 static void status_json(const char *j)
@@ -314,6 +316,23 @@ static void status_human(const char *j)
 	human(b, sizeof(b), num(j, "policy_bytes"));
 	snprintf(line, sizeof(line), "index %s, policy %s", a, b);
 	status_line("memory", line);
+	/* writemode=writeback: what waits for the flusher */
+	if (num(j, "wlog_capacity_bytes") > 0) {
+		double age = num(j, "oldest_dirty_age");
+
+		human(a, sizeof(a), num(j, "dirty_bytes"));
+		snprintf(line, sizeof(line), "%s in %.0f files", a,
+			 num(j, "dirty_files"));
+		status_line("dirty", line);
+		snprintf(line, sizeof(line), "%.1f s", age > 0 ? age : 0);
+		status_line("oldest_dirty_age", line);
+		human(a, sizeof(a), num(j, "wlog_used_bytes"));
+		human(b, sizeof(b), num(j, "wlog_capacity_bytes"));
+		snprintf(line, sizeof(line), "%s of %s (%.1f%%)", a, b,
+			 100.0 * num(j, "wlog_used_bytes") /
+			 num(j, "wlog_capacity_bytes"));
+		status_line("writeback_log", line);
+	}
 	up = num(j, "uptime_seconds");
 	snprintf(line, sizeof(line), "%dd %02d:%02d:%02d", (int)(up / 86400),
 		 (int)up / 3600 % 24, (int)up / 60 % 60, (int)up % 60);
@@ -506,6 +525,8 @@ int main(int argc, char **argv)
 		return cmd_files(F_INFO, argc, argv);
 	if (strcmp(cmd, "pins") == 0)
 		return cmd_files(F_PINS, argc, argv);
+	if (strcmp(cmd, "flush") == 0)
+		return cmd_flush(argc, argv);
 	fprintf(stderr, "hotfsctl: unknown command '%s'\n", cmd);
 	usage(stderr);
 	return 2;

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * hotfsctl's per-file commands over files and trees: warm, pin, unpin,
- * evict, info and pins, as ioctls on each file opened through the mount
- * (include/hotfs/ioctl.h), with a progress bar on a terminal, paced at
- * the mount's promote_rate (or --rate), and a summary at the end.
+ * evict, info, pins and flush, as ioctls on each file opened through the
+ * mount (include/hotfs/ioctl.h; flush of a whole mount: one ioctl on its
+ * root, repeated), with a progress bar on a terminal, warm paced at the
+ * mount's promote_rate (or --rate), and a summary at the end.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +26,7 @@
 
 #include "hotfsctl_i.h"
 
-#define CHUNK (16ull << 20)	/* warm this much per ioctl */
+#define CHUNK (16ull << 20)	/* warm or flush this much per ioctl */
 
 struct progress {
 	bool tty;
@@ -81,7 +82,8 @@ static void show_progress(bool final)
 		if (final)
 			fputc('\n', stderr);
 	} else {
-		fprintf(stderr, "warm: %d%% %s/%s %llu/%llu files %s/s\n",
+		fprintf(stderr, "%s: %d%% %s/%s %llu/%llu files %s/s\n",
+			cur_cmd == F_FLUSH ? "flush" : "warm",
 			pct, a, b, (unsigned long long)prog.files,
 			(unsigned long long)prog.total_files, r);
 	}
@@ -166,6 +168,91 @@ static uint64_t chunk(void)
 	return c;
 }
 
+/*
+ * flush of one file: CHUNK at a time until nothing of it is dirty, or
+ * what was dirty when it began is written (writes that keep coming do not
+ * keep it going); -1 with errno.
+ */
+static int flush_file(int fd)
+{
+	struct hotfs_ioc io;
+	uint64_t first, left, written = 0;
+
+	memset(&io, 0, sizeof(io));
+	if (do_ioctl(fd, HOTFS_IOC_FLUSH, &io) < 0)
+		return -1;
+	first = left = io.bytes;
+	while (left && written < first && !interrupted) {
+		memset(&io, 0, sizeof(io));
+		io.len = CHUNK;
+		if (do_ioctl(fd, HOTFS_IOC_FLUSH, &io) < 0)
+			return -1;
+		written += io.done;
+		tot.bytes += io.done;
+		prog.bytes += left > io.bytes ? left - io.bytes : 0;
+		left = io.bytes;
+		show_progress(false);
+		if (!io.done)
+			break;
+	}
+	return 0;
+}
+
+/*
+ * flush of a whole mount: what was written before it began, CHUNK at a
+ * time, through its root directory, until what is still dirty is all
+ * younger (io.size: the oldest dirty record's wall clock); 0 or -1 with
+ * errno (ETIMEDOUT: a minute without a byte written, the old data in
+ * flight elsewhere all along).
+ */
+static int flush_mount(const char *mount)
+{
+	struct hotfs_ioc io;
+	struct timespec ts;
+	uint64_t since, left;
+	double moved = now_s();
+	int fd, r = 0;
+
+	fd = open(mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	since = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	memset(&io, 0, sizeof(io));
+	if (do_ioctl(fd, HOTFS_IOC_FLUSH, &io) < 0)
+		goto fail;
+	prog.total_bytes += io.bytes;
+	left = io.bytes;
+	while (left && io.size && io.size < since && !interrupted) {
+		memset(&io, 0, sizeof(io));
+		io.off = since;
+		io.len = CHUNK;
+		if (do_ioctl(fd, HOTFS_IOC_FLUSH, &io) < 0)
+			goto fail;
+		tot.bytes += io.done;
+		prog.bytes += left > io.bytes ? left - io.bytes : 0;
+		left = io.bytes;
+		show_progress(false);
+		if (io.done) {
+			moved = now_s();
+		} else if (left && io.size && io.size < since) {
+			/* the flusher's own run of it is in flight */
+			if (now_s() - moved > 60) {
+				errno = ETIMEDOUT;
+				goto fail;
+			}
+			usleep(20000);
+		}
+	}
+	close(fd);
+	return r;
+fail:
+	r = errno;
+	close(fd);
+	errno = r;
+	return -1;
+}
+
 static int one_file(const char *path)
 {
 	struct hotfs_ioc io;
@@ -227,6 +314,17 @@ static int one_file(const char *path)
 		if (io.flags & HOTFS_IOC_F_PINNED)
 			report_file(path, &io);
 		break;
+	case F_DIRTY:	/* before flush: how much of it is dirty */
+		io.len = 0;
+		if (do_ioctl(fd, HOTFS_IOC_FLUSH, &io) < 0)
+			goto fail;
+		prog.total_bytes += io.bytes;
+		break;
+	case F_FLUSH:
+		if (flush_file(fd) < 0)
+			goto flush_fail;
+		prog.files++;
+		break;
 	case F_CHECK:	/* after warm: how much of it is cached now */
 		if (info(fd, &io) < 0)
 			goto fail;
@@ -256,6 +354,13 @@ pin_fail:
 		close(fd);
 		return 0;
 	}
+flush_fail:
+	fprintf(stderr, "%shotfsctl: %s: flush failed: %s\n",
+		prog.tty ? "\n" : "", path, errno == ENOTTY ?
+		"not on a hotfs mount" : strerror(errno));
+	failures++;
+	close(fd);
+	return errno == EACCES ? 1 : 0;
 fail:
 	fprintf(stderr, "%shotfsctl: %s: %s\n", prog.tty ? "\n" : "", path,
 		errno == ENOTTY ? "not on a hotfs mount" :
@@ -271,8 +376,14 @@ fail:
 static int count_cb(const char *path, const struct stat *st, int type,
 		    struct FTW *ftw)
 {
-	(void)path;
 	(void)ftw;
+	if (cur_cmd == F_DIRTY) {
+		if (type == FTW_F && S_ISREG(st->st_mode)) {
+			prog.total_files++;
+			one_file(path);
+		}
+		return interrupted;
+	}
 	if (type == FTW_F && S_ISREG(st->st_mode)) {
 		prog.total_files++;
 		prog.total_bytes += (uint64_t)st->st_size;
@@ -581,3 +692,133 @@ int cmd_files(enum fcmd c, int argc, char **argv)
 	return ret;
 }
 
+
+/* Is path the root of the mount m? */
+static bool is_root(const char *path, const char *m)
+{
+	char *real = realpath(path, NULL);
+	bool r = real && strcmp(real, m) == 0;
+
+	free(real);
+	return r;
+}
+
+/* The mount's dirty bytes now (a flush of nothing through its root). */
+static uint64_t mount_dirty(const char *mount)
+{
+	struct hotfs_ioc io;
+	int fd = open(mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	memset(&io, 0, sizeof(io));
+	if (fd < 0)
+		return 0;
+	if (do_ioctl(fd, HOTFS_IOC_FLUSH, &io) < 0)
+		io.bytes = 0;
+	close(fd);
+	return io.bytes;
+}
+
+/*
+ * flush [PATH...]: the mounts given by their root (or, without a PATH,
+ * the mount of the current directory) whole, the files and trees given
+ * file by file; a progress bar on a terminal; 0 once all is on the
+ * source, 1 with one line for each failure.
+ */
+int cmd_flush(int argc, char **argv)
+{
+	struct paths p = { 0 };
+	char *mount = NULL, a[32], b[32];
+	bool *root;
+	double secs;
+	int i, ret;
+
+	cur_cmd = F_FLUSH;
+	for (i = 0; i < argc; i++)
+		if (paths_add(&p, argv[i]) < 0)
+			goto nomem;
+	if (!p.n && paths_add(&p, ".") < 0)
+		goto nomem;
+	root = calloc(p.n, sizeof(*root));
+	if (!root)
+		goto nomem;
+	signal(SIGINT, on_sigint);
+	prog.tty = !json && isatty(2);
+	for (size_t k = 0; k < p.n; k++) {
+		char *m = need_mount(p.v[k]);
+
+		if (!m) {
+			free(root);
+			free(mount);
+			paths_free(&p);
+			return 1;
+		}
+		/* no PATH: the current directory's mount, whole */
+		root[k] = !argc || is_root(p.v[k], m);
+		if (root[k]) {
+			free(p.v[k]);
+			p.v[k] = strdup(m);
+		}
+		if (!mount)
+			mount = m;
+		else
+			free(m);
+		if (!p.v[k])
+			break;
+	}
+	prog.start = now_s();
+	/* the trees' dirty bytes, for the progress bar */
+	cur_cmd = F_DIRTY;
+	for (size_t k = 0; k < p.n && !interrupted; k++)
+		if (p.v[k] && !root[k])
+			nftw(p.v[k], count_cb, 64, FTW_PHYS | FTW_MOUNT);
+	cur_cmd = F_FLUSH;
+	for (size_t k = 0; k < p.n && !interrupted; k++) {
+		if (!p.v[k]) {
+			failures++;
+			continue;
+		}
+		if (!root[k]) {
+			nftw(p.v[k], file_cb, 64, FTW_PHYS | FTW_MOUNT);
+			continue;
+		}
+		if (flush_mount(p.v[k]) < 0) {
+			fprintf(stderr, "%shotfsctl: %s: flush failed: %s\n",
+				prog.tty ? "\n" : "", p.v[k],
+				errno == ENOTTY ? "not on a hotfs mount" :
+				errno == ETIMEDOUT ? "no progress for a minute "
+				"(the old data was being written by another "
+				"flush all along)" : strerror(errno));
+			failures++;
+		}
+	}
+	if (prog.tty)
+		show_progress(true);
+	secs = now_s() - prog.start;
+	ret = interrupted ? 130 : failures ? 1 : 0;
+	human(a, sizeof(a), (double)tot.bytes);
+	human(b, sizeof(b), (double)mount_dirty(mount));
+	if (json) {
+		printf("{\"mountpoint\": ");
+		jput(stdout, mount);
+		printf(", \"files\": %llu, \"flushed_bytes\": %llu, "
+		       "\"dirty_bytes\": %llu, \"seconds\": %.3f, "
+		       "\"errors\": %d, \"interrupted\": %s}\n",
+		       (unsigned long long)prog.files,
+		       (unsigned long long)tot.bytes,
+		       (unsigned long long)mount_dirty(mount), secs, failures,
+		       interrupted ? "true" : "false");
+	} else if (!ret) {
+		fprintf(stderr, "flush: %s written to the source in %.1f s "
+			"(%s dirty now)\n", a, secs, b);
+	}
+	if (interrupted)
+		fprintf(stderr, "hotfsctl: interrupted\n");
+	free(root);
+	free(mount);
+	paths_free(&p);
+	return ret;
+nomem:
+	paths_free(&p);
+	fprintf(stderr, "hotfsctl: %s\n", strerror(ENOMEM));
+	return 1;
+}

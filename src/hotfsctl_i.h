@@ -38,8 +38,10 @@ char *opt_of(const char *opts, const char *key);
 char *mount_stats(const char *mount);
 
 /* hotfsctl_files.c: the per-file commands over files and trees. */
-enum fcmd { F_WARM, F_PIN, F_UNPIN, F_EVICT, F_INFO, F_PINS, F_CHECK };
+enum fcmd { F_WARM, F_PIN, F_UNPIN, F_EVICT, F_INFO, F_PINS, F_CHECK,
+	    F_FLUSH, F_DIRTY };
 
 int cmd_files(enum fcmd c, int argc, char **argv);
+int cmd_flush(int argc, char **argv);
 
 #endif

@@ -44,7 +44,8 @@ void usage(FILE *f)
 "                                     counters (a live view with -w)\n"
 "  status MOUNT                       source, cachedir, options, state\n"
 "  set MOUNT KEY=VALUE...             change threshold, promote_rate,\n"
-"                                     seqcutoff, writemode, inode_cache\n"
+"                                     seqcutoff, writemode, inode_cache,\n"
+"                                     write_budget, dirty_high, dirty_low\n"
 "                                     while mounted\n"
 "  reset-stats MOUNT                  zero the counters\n"
 "  store on MOUNT                     open a store that is off, once its\n"
@@ -57,6 +58,9 @@ void usage(FILE *f)
 "  evict PATH...                      drop files' or trees' extents\n"
 "  info PATH...                       how much of each file is cached\n"
 "  pins MOUNT                         the pinned files under MOUNT\n"
+"  flush [PATH...]                    writeback: write dirty data to the\n"
+"                                     source now (a mount's root or none:\n"
+"                                     all of it; files or trees)\n"
 "  --json                             one JSON object on stdout\n");
 }
 

@@ -54,6 +54,8 @@ static const struct fuse_opt opt_table[] = {
 	HOTFS_OPT("writemode=%s", writemode_str, 0),
 	HOTFS_OPT("writeback_delay=%s", writeback_delay_str, 0),
 	HOTFS_OPT("writeback_log=%s", writeback_log_str, 0),
+	HOTFS_OPT("dirty_high=%s", dirty_high_str, 0),
+	HOTFS_OPT("dirty_low=%s", dirty_low_str, 0),
 	HOTFS_OPT("revalidate=%s", revalidate_str, 0),
 	HOTFS_OPT("attr_timeout=%s", attr_timeout_str, 0),
 	HOTFS_OPT("entry_timeout=%s", entry_timeout_str, 0),
@@ -264,7 +266,7 @@ static int parse_sizes(struct hotfs_opts *o, char *err, size_t errlen)
 			    NULL) < 0 || o->writeback_log < HOTFS_WBLOG_MIN ||
 	     o->writeback_log > HOTFS_WBLOG_MAX)) {
 		seterr(err, errlen,
-		       "invalid writeback_log '%s': a size from 16M to 1T",
+		       "invalid writeback_log '%s': a size from 1M to 1T",
 		       o->writeback_log_str);
 		return -EINVAL;
 	}
@@ -322,6 +324,57 @@ static int parse_long(const char *s, long *v)
 	*v = strtol(s, &end, 10);
 	if (errno || end == s || *end)
 		return -EINVAL;
+	return 0;
+}
+
+/* A share of the writeback log in percent (dirty_high=, dirty_low=):
+ * 1..99; 0 or -EINVAL with err. */
+static int parse_pct(const char *name, const char *s, unsigned *v,
+		     char *err, size_t errlen)
+{
+	long l;
+
+	if (parse_long(s, &l) < 0 || l < 1 || l > 99) {
+		seterr(err, errlen, "invalid %s '%s': a percentage of the "
+		       "writeback log, 1..99", name, s);
+		return -EINVAL;
+	}
+	*v = (unsigned)l;
+	return 0;
+}
+
+/* dirty_high= and dirty_low= (writeback only): 0 < low <= high < 100 */
+static int parse_dirty(struct hotfs_opts *o, char *err, size_t errlen)
+{
+	o->dirty_high = HOTFS_DIRTY_HIGH;
+	o->dirty_low = HOTFS_DIRTY_LOW;
+	if (o->dirty_high_str && parse_pct("dirty_high", o->dirty_high_str,
+					   &o->dirty_high, err, errlen) < 0)
+		return -EINVAL;
+	if (o->dirty_low_str && parse_pct("dirty_low", o->dirty_low_str,
+					  &o->dirty_low, err, errlen) < 0)
+		return -EINVAL;
+	if ((o->dirty_high_str || o->dirty_low_str) &&
+	    o->writemode != HOTFS_WRITEBACK) {
+		seterr(err, errlen, "%s= applies to writemode=writeback only",
+		       o->dirty_high_str ? "dirty_high" : "dirty_low");
+		return -EINVAL;
+	}
+	/* only one given: the other follows it (the gap of the defaults) */
+	if (o->dirty_high_str && !o->dirty_low_str &&
+	    o->dirty_low > o->dirty_high)
+		o->dirty_low = o->dirty_high > HOTFS_DIRTY_HIGH -
+			       HOTFS_DIRTY_LOW ? o->dirty_high -
+			       (HOTFS_DIRTY_HIGH - HOTFS_DIRTY_LOW) : 1;
+	if (o->dirty_low_str && !o->dirty_high_str &&
+	    o->dirty_high < o->dirty_low)
+		o->dirty_high = o->dirty_low;
+	if (o->dirty_low > o->dirty_high) {
+		seterr(err, errlen, "dirty_low=%u is above dirty_high=%u: "
+		       "0 < dirty_low <= dirty_high < 100", o->dirty_low,
+		       o->dirty_high);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -446,6 +499,8 @@ int opt_parse(struct fuse_args *args, struct hotfs_opts *o,
 			return -EINVAL;
 		}
 	}
+	if (parse_dirty(o, err, errlen) < 0)
+		return -EINVAL;
 	if (parse_sizes(o, err, errlen) < 0)
 		return -EINVAL;
 	if (o->writeback_log_str && o->writemode != HOTFS_WRITEBACK) {
@@ -736,6 +791,8 @@ void opt_free(struct hotfs_opts *o)
 	free(o->writemode_str);
 	free(o->writeback_delay_str);
 	free(o->writeback_log_str);
+	free(o->dirty_high_str);
+	free(o->dirty_low_str);
 	free(o->threshold_str);
 	free(o->ctldir);
 	free(o->inode_cache_str);
@@ -768,6 +825,10 @@ void opt_help(void)
 "                           least before it is flushed (0)\n"
 "    -o writeback_log=SIZE  writeback: the log of dirty data in cachedir\n"
 "                           (256M)\n"
+"    -o dirty_high=PCT      writeback: flush flat out once this share of\n"
+"                           the log is in use (50)...\n"
+"    -o dirty_low=PCT       ...down to this share (45); below it, flush\n"
+"                           only while the source is idle\n"
 "    -o revalidate=WHEN     open (check files at open, listings at\n"
 "                           opendir), N seconds, or never (the tree changes\n"
 "                           only through hotfs) (open)\n"

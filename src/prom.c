@@ -217,6 +217,8 @@ static const struct pm table[] = {
 	  "Writeback: age of the oldest dirty record." },
 	{ "flushed_bytes", "hotfs_flushed_bytes_total", 'c', NULL,
 	  "Writeback: bytes written back to the source." },
+	{ "flush_rate", "hotfs_flush_rate_bytes_per_second", 'g', NULL,
+	  "Writeback: bytes flushed per second over the last 10 s." },
 	{ "flush_errors", "hotfs_flush_errors_total", 'c', NULL,
 	  "Writeback: runs the source did not take, files whose dirty "
 	  "data a replay dropped (another file had the inode number)." },

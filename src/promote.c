@@ -232,19 +232,6 @@ static bool admit(struct hotfs_cache *c, uint64_t h)
 	return !victim || pol_admit(c->pol, h, victim);
 }
 
-/* write_budget= (hotfs/budget.h): the store's writes so far, and a
- * random draw for the share admitted near the pace. */
-static bool within_budget(struct hotfs_cache *c)
-{
-	struct hotfs_store_stats ss;
-
-	if (!atomic_load_explicit(&c->budget.per_day, memory_order_relaxed))
-		return true;
-	st_get_stats(c->st, &ss);
-	return budget_admit(&c->budget, (uint64_t)time(NULL),
-			    ss.bytes_written,
-			    (double)(random() & 0xffffff) / (double)0x1000000);
-}
 
 static void promote_one(struct hotfs_promoter *pr, struct pr_item *it)
 {
@@ -275,7 +262,7 @@ static void promote_one(struct hotfs_promoter *pr, struct pr_item *it)
 		stats_add(&c->stats, STAT_NP_ADMISSION, 1);
 		return;
 	}
-	if (!within_budget(c)) {
+	if (!cache_within_budget(c)) {
 		stats_add(&c->stats, STAT_NP_BUDGET, 1);
 		return;
 	}

@@ -8,7 +8,8 @@
  * only changes what is promoted next; writearound and writethrough both
  * keep the cache coherent, and a write is done by one or the other;
  * writeback is fixed while mounted: its dirty data would have to be
- * flushed, and writes held, to leave it).
+ * flushed, and writes held, to leave it; its watermarks are not: the
+ * flusher reads them before each round).
  * What is fixed at mount (the store's layout, the kernel's view, the
  * session's parts) is refused by ctl_parse_set before it gets here.
  */
@@ -24,6 +25,7 @@
 #include "hotfs/policy.h"
 #include "hotfs/promote.h"
 #include "hotfs/settings.h"
+#include "hotfs/wb.h"
 
 /* protects the fields of fs->o that fs_set changes */
 static pthread_mutex_t settings_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -43,6 +45,7 @@ int fs_set(struct hotfs *fs, const struct ctl_set *set, char *msg,
 {
 	struct hotfs_opts *o = fs->o;
 	struct hotfs_cache *c;
+	char wb_summary[64] = "";
 	int r = 0;
 
 	pthread_mutex_lock(&settings_mutex);
@@ -65,6 +68,30 @@ int fs_set(struct hotfs *fs, const struct ctl_set *set, char *msg,
 			 "writemode=writeback (until the next mount)");
 		r = -EINVAL;
 		goto out;
+	}
+	if (set->mask & (CTL_SET_DIRTY_HIGH | CTL_SET_DIRTY_LOW)) {
+		unsigned high = set->mask & CTL_SET_DIRTY_HIGH ?
+				set->dirty_high : o->dirty_high;
+		unsigned low = set->mask & CTL_SET_DIRTY_LOW ?
+			       set->dirty_low : o->dirty_low;
+
+		if (o->writemode != HOTFS_WRITEBACK) {
+			snprintf(msg, len, "%s: applies to writemode=writeback "
+				 "only", set->mask & CTL_SET_DIRTY_HIGH ?
+				 "dirty_high" : "dirty_low");
+			r = -EINVAL;
+			goto out;
+		}
+		if (low > high) {
+			snprintf(msg, len, "dirty_low=%u would be above "
+				 "dirty_high=%u: 0 < dirty_low <= dirty_high "
+				 "< 100", low, high);
+			r = -EINVAL;
+			goto out;
+		}
+		o->dirty_high = high;
+		o->dirty_low = low;
+		wb_set_watermarks(fs, high, low);
 	}
 	if (set->mask & CTL_SET_THRESHOLD) {
 		o->threshold = (int)set->threshold;
@@ -96,15 +123,19 @@ int fs_set(struct hotfs *fs, const struct ctl_set *set, char *msg,
 		o->inode_cache = set->inode_cache;
 		ino_set_retain(fs->it, set->inode_cache);
 	}
+	if (o->writemode == HOTFS_WRITEBACK)
+		snprintf(wb_summary, sizeof(wb_summary),
+			 ",dirty_high=%u,dirty_low=%u", o->dirty_high,
+			 o->dirty_low);
 	snprintf(msg, len, "threshold=%d,promote_rate=%llu,write_budget=%llu,"
-		 "seqcutoff=%llu,writemode=%s,inode_cache=%llu%s",
+		 "seqcutoff=%llu,writemode=%s,inode_cache=%llu%s%s",
 		 o->threshold, (unsigned long long)o->promote_rate,
 		 (unsigned long long)o->write_budget,
 		 (unsigned long long)o->seqcutoff,
 		 o->writemode == HOTFS_WRITETHROUGH ? "writethrough" :
 		 o->writemode == HOTFS_WRITEBACK ? "writeback" :
 		 "writearound", (unsigned long long)o->inode_cache,
-		 c ? "" : " (no store: they apply when it opens)");
+		 wb_summary, c ? "" : " (no store: they apply when it opens)");
 	hotfs_log(LOG_NOTICE, "set: %s\n", msg);
 out:
 	pthread_mutex_unlock(&settings_mutex);
@@ -114,13 +145,18 @@ out:
 char *fs_opts_summary(struct hotfs *fs)
 {
 	const struct hotfs_opts *o = fs->o;
+	char wb[96] = "";
 	char *s;
 	int n;
 
 	pthread_mutex_lock(&settings_mutex);
+	if (o->writemode == HOTFS_WRITEBACK)
+		snprintf(wb, sizeof(wb), "writeback_delay=%g,dirty_high=%u,"
+			 "dirty_low=%u,", o->writeback_delay, o->dirty_high,
+			 o->dirty_low);
 	n = asprintf(&s, "%sextent=%u,threshold=%d,seqcutoff=%llu,"
 		     "promote_rate=%llu,write_budget=%llu,read_ahead=%llu,"
-		     "writemode=%s,"
+		     "writemode=%s,%s"
 		     "revalidate=%s,attr_timeout=%g,entry_timeout=%g,"
 		     "inode_cache=%llu,ctldir=%s%s%s%s%s",
 		     o->nocache ? "nocache," : "", o->extent, o->threshold,
@@ -130,7 +166,7 @@ char *fs_opts_summary(struct hotfs *fs)
 		     (unsigned long long)o->read_ahead,
 		     o->writemode == HOTFS_WRITETHROUGH ? "writethrough" :
 		     o->writemode == HOTFS_WRITEBACK ? "writeback" :
-		     "writearound",
+		     "writearound", wb,
 		     o->revalidate_str ? o->revalidate_str : "open",
 		     o->attr_timeout, o->entry_timeout,
 		     (unsigned long long)o->inode_cache, o->ctldir,

@@ -116,6 +116,7 @@ static void add_writeback(struct hotfs *fs, struct kvlist *l)
 	add_u(l, "dirty_files", w.dirty_files);
 	add_f(l, "oldest_dirty_age", w.oldest_dirty_age);
 	add_u(l, "flushed_bytes", w.flushed_bytes);
+	add_f(l, "flush_rate", w.flush_rate);
 	add_u(l, "flush_errors", w.flush_errors);
 	add_u(l, "writes_absorbed", w.absorbed);
 	add_u(l, "wlog_used_bytes", w.log_used);

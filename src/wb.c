@@ -61,10 +61,15 @@ struct hotfs_wb {
 	pthread_mutex_t grow_m;
 	uint64_t grow_sum;	/* bytes past the source's ends, and since */
 	int64_t grow_at;	/* when the sum was taken */
+	_Atomic uint64_t fills;	/* source reads of fill */
+	uint64_t src_ios;	/* op_idle's last count (the flusher's) */
+	int64_t busy_at;	/* and when it last moved (the flusher's) */
 };
 
 /* growth_room's sum of the files' growth is taken again this often */
 #define WB_GROW_EVERY_NS	100000000LL
+/* how long a writer waits for room in a full log (wbf_wait_room) */
+#define WB_ROOM_WAIT_NS	(60 * 1000000000LL)
 
 static struct wb_fid fid_of(uint64_t ino)
 {
@@ -276,9 +281,6 @@ struct wb_cookie {
 	struct cache_wr w;
 };
 
-/* The run is the mount's own change: cache_write_begin and _end as for a
- * write through it (a promotion that read the old bytes gives up, the
- * cached records it touches are dropped, the stamp is ours). */
 /* The path of ino's source file now (its kept descriptor's), for the
  * log; "inode N" if unknown.  *said (if not NULL): set, and whether it
  * was set before, under the same lock. */
@@ -351,6 +353,10 @@ static void conflict(struct hotfs_wb *wb, struct hotfs_inode *in)
 		  "are written over the change\n", path);
 }
 
+/* The run is the mount's own change: cache_write_begin and _end as for a
+ * write through it (a promotion that read the old bytes gives up, the
+ * cached records it touches are dropped, the stamp is ours), and the
+ * written bytes are cached under the stamp it leaves (cache_wr.fill). */
 static void *op_begin(void *arg, const struct wb_fid *fid, uint64_t off,
 		      uint64_t len)
 {
@@ -370,11 +376,12 @@ static void *op_begin(void *arg, const struct wb_fid *fid, uint64_t off,
 	}
 	ck->in = in;
 	cache_write_begin(fs_cache(fs), fs->it, in, &ck->w, off, len);
+	ck->w.fill = true;
 	return ck;
 }
 
 static void op_end(void *arg, void *cookie, const struct wb_fid *fid,
-		   uint64_t off, uint64_t len, int err)
+		   uint64_t off, uint64_t len, const void *data, int err)
 {
 	struct hotfs_wb *wb = arg;
 	struct hotfs *fs = wb->fs;
@@ -384,7 +391,9 @@ static void op_end(void *arg, void *cookie, const struct wb_fid *fid,
 
 	(void)err;
 	if (ck) {
-		cache_write_end(c, ck->in, &ck->w, off, len, NULL);
+		/* written and durable: its bytes become clean cached data
+		 * (data is NULL if not) */
+		cache_write_end(c, ck->in, &ck->w, off, len, data);
 		ino_unhold(fs->it, ck->in);
 		free(ck);
 	} else if (c) {
@@ -410,9 +419,34 @@ static void op_done(void *arg, const struct wb_fid *fid)
 	fd_forget(arg, fid->ino, false);
 }
 
+/*
+ * The source is idle while the mount reads none of its file data: the
+ * counters of reads that reach it (a reader's miss or partial hit, a
+ * promotion or a fill reading it again, the log's fills) have not moved
+ * since the flusher last looked.  Metadata requests do not count.
+ */
+static int64_t op_idle(void *arg)
+{
+	struct hotfs_wb *wb = arg;
+	struct hotfs_cache *c = fs_cache(wb->fs);
+	int64_t now = clock_mono_ns();
+	uint64_t n = atomic_load_explicit(&wb->fills, memory_order_relaxed);
+
+	if (c)
+		n += stats_get(&c->stats, STAT_MISS_REQS) +
+		     stats_get(&c->stats, STAT_PARTIAL_REQS) +
+		     stats_get(&c->stats, STAT_PROMO_SRC_READS) +
+		     stats_get(&c->stats, STAT_FILL_READS);
+	if (n != wb->src_ios) {
+		wb->src_ios = n;
+		wb->busy_at = now;
+	}
+	return wb->busy_at ? now - wb->busy_at : INT64_MAX;
+}
+
 static const struct wb_flush_ops wb_ops = {
 	.open = op_open, .begin = op_begin, .end = op_end,
-	.lost = op_lost, .done = op_done,
+	.lost = op_lost, .done = op_done, .idle = op_idle,
 };
 
 /*----------------------------------------------------------------*/
@@ -557,7 +591,8 @@ int wb_start(struct hotfs *fs)
 
 	if (!wb)
 		return 0;
-	return wbf_start(wb->wl, &wb_ops, wb, delay, every, &wb->fl);
+	return wbf_start(wb->wl, &wb_ops, wb, delay, every,
+			 fs->o->dirty_high, fs->o->dirty_low, &wb->fl);
 }
 
 int wb_stop(struct hotfs *fs)
@@ -588,6 +623,12 @@ int wb_stop(struct hotfs *fs)
 		return r ? r : -EIO;
 	}
 	return 0;
+}
+
+void wb_set_watermarks(struct hotfs *fs, unsigned high, unsigned low)
+{
+	if (fs->wb && fs->wb->fl)
+		wbf_set_watermarks(fs->wb->fl, high, low);
 }
 
 void wb_close(struct hotfs *fs)
@@ -631,6 +672,8 @@ static int fill(void *arg, const struct wb_fid *fid, uint64_t off,
 
 	if (fd < 0)
 		return fd;
+	atomic_fetch_add_explicit(&((struct hotfs_wb *)arg)->fills, 1,
+				  memory_order_relaxed);
 	n = pread_full(fd, buf, len, (off_t)off);
 	close(fd);
 	if (n < 0)
@@ -722,6 +765,7 @@ ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 	struct hotfs_wb *wb = fs->wb;
 	struct wb_fid f = fid_of(in->ino);
 	uint64_t seq = 0;
+	int64_t deadline = 0;
 	ssize_t n;
 	int err, tries;
 
@@ -735,16 +779,30 @@ ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 		fd_put(wb, in->ino);
 		return err;
 	}
-	pthread_rwlock_rdlock(&wb->gone);
 	for (tries = 0;; tries++) {
+		uint64_t gen = wb->fl ? wbf_room_gen(wb->fl) : 0;
+
+		pthread_rwlock_rdlock(&wb->gone);
 		n = wblog_write(wb->wl, &f, (uint64_t)off, buf, len, fill, wb,
 				&seq);
-		if (n != -ENOSPC || tries >= 3)
+		pthread_rwlock_unlock(&wb->gone);
+		if (n != -ENOSPC)
 			break;
-		/* the log is full: make room (writers wait, not fail) */
-		wbf_round(wb->wl, &wb_ops, wb, 0, NULL);
+		/* the log is full: wait for the flusher to make room (an
+		 * unlink does not wait for us meanwhile) */
+		if (wb->fl) {
+			int64_t now = clock_mono_ns();
+
+			if (!deadline)
+				deadline = now + WB_ROOM_WAIT_NS;
+			if (now >= deadline ||
+			    wbf_wait_room(wb->fl, gen, deadline - now))
+				break;
+		} else if (tries >= 3 ||
+			   wbf_round(wb->wl, &wb_ops, wb, 0, NULL)) {
+			break;
+		}
 	}
-	pthread_rwlock_unlock(&wb->gone);
 	if (n > 0 && sync) {
 		err = wblog_sync(wb->wl, seq);
 		if (err)
@@ -888,6 +946,37 @@ int wb_flush_inode(struct hotfs *fs, struct hotfs_inode *in)
 	return wbf_flush_file(fs->wb->wl, &wb_ops, fs->wb, &f);
 }
 
+int wb_flush_some(struct hotfs *fs, struct hotfs_inode *in, int64_t since_ns,
+		  uint64_t max, uint64_t *done, uint64_t *left,
+		  uint64_t *oldest_ns)
+{
+	struct hotfs_wb *wb = fs->wb;
+	struct wblog_stats s;
+	struct wb_fid f;
+	int64_t age = 0;
+	int r = 0;
+
+	*done = *left = *oldest_ns = 0;
+	if (!wb || (in && !wb_on(fs, in)))
+		return 0;
+	if (in)
+		f = fid_of(in->ino);
+	else if (since_ns > 0)
+		age = clock_real_ns() - since_ns;
+	if (max)
+		r = wbf_round_max(wb->wl, &wb_ops, wb, age > 0 ? age : 0,
+				  in ? &f : NULL, max, done);
+	if (in) {
+		*left = wblog_dirty_blocks(wb->wl, &f) * WB_BLOCK;
+	} else {
+		wblog_stats(wb->wl, &s);
+		*left = s.dirty_bytes;
+		*oldest_ns = s.oldest_dirty_ns > 0 ?
+			     (uint64_t)s.oldest_dirty_ns : 0;
+	}
+	return r;
+}
+
 int wb_unlink_begin(struct hotfs *fs, struct hotfs_inode *in,
 		    const struct stat *st, bool *drop)
 {
@@ -957,6 +1046,7 @@ void wb_stats(struct hotfs *fs, struct wb_stats *st)
 					     memory_order_relaxed);
 	st->log_used = s.log_used;
 	st->log_capacity = s.log_capacity;
+	st->flush_rate = wbf_flush_rate(fs->wb->fl);
 	st->oldest_dirty_age = s.oldest_dirty_ns && now > s.oldest_dirty_ns ?
 			       (double)(now - s.oldest_dirty_ns) / 1e9 : 0;
 }

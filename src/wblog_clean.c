@@ -38,21 +38,6 @@
 #include "hotfs/fileio.h"
 #include "wblog_i.h"
 
-#define RUN_MAX	(WB_REC_MAX / WB_BLOCK)
-
-uint64_t wl_reserve(uint64_t nblocks)
-{
-	/* 1/16 of the log, at least two records of the largest size (so a
-	 * batch always makes progress), at most 1/8 of a small log */
-	uint64_t r = nblocks / 16;
-
-	if (r < 2 * (RUN_MAX + 1))
-		r = 2 * (RUN_MAX + 1);
-	if (r > nblocks / 8)
-		r = nblocks / 8;
-	return r;
-}
-
 struct cl_item {
 	struct wl_ent *e;
 	int64_t time_ns;	/* of the record it is copied from */

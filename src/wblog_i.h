@@ -186,8 +186,21 @@ int wl_append(struct wblog *wl, struct wl_rec *h, const struct wl_mblk *l,
  * log holds live blocks only), or -errno.
  */
 int64_t wl_clean(struct wblog *wl);
-/* The cleaner's reserve for a log of nblocks. */
-uint64_t wl_reserve(uint64_t nblocks);
+/*
+ * The cleaner's reserve for a log of nblocks: 1/16 of the log, at least
+ * two records of the largest size (so a batch always makes progress), at
+ * most 1/8 of a small log.
+ */
+static inline uint64_t wl_reserve(uint64_t nblocks)
+{
+	uint64_t r = nblocks / 16, rec = WB_REC_MAX / WB_BLOCK + 1;
+
+	if (r < 2 * rec)
+		r = 2 * rec;
+	if (r > nblocks / 8)
+		r = nblocks / 8;
+	return r;
+}
 
 /* the header and checksums (wblog_open.c) */
 uint64_t wl_rec_csum(const struct wl_rec *h, const void *data, size_t len);

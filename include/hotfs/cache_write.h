@@ -12,6 +12,13 @@
  * from off on (e.g. fallocate's collapse and insert).  c may be NULL.
  * cache_write_begin takes the range the write may touch (len 0: the
  * whole file), cache_write_end the range it did touch.
+ *
+ * With w->fill (writeback's flush, its bytes durable on the source): the
+ * records (extents, else blocks) that data covers whole are inserted
+ * under the stamp the write left, as clean cached data, if the store is
+ * ok and write_budget= admits them, and no other change of the file's
+ * was in flight; the access counts' admission is not asked (the bytes
+ * were just written: hot by definition, as dm-writecache keeps them).
  */
 #ifndef HOTFS_CACHE_WRITE_H
 #define HOTFS_CACHE_WRITE_H
@@ -29,6 +36,9 @@ struct cache_wr {
 	int fd;				/* the inode's O_PATH fd, in use
 					 * (ino_fd) until cache_write_end;
 					 * -1 if it could not be had */
+	bool fill;			/* set after cache_write_begin: the
+					 * written bytes become cached data
+					 * (writeback's flush) */
 };
 
 #define CACHE_WR_TO_END UINT64_MAX

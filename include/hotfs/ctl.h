@@ -84,9 +84,11 @@ enum {
 	CTL_SET_WRITEMODE = 1u << 3,
 	CTL_SET_INODE_CACHE = 1u << 4,
 	CTL_SET_WRITE_BUDGET = 1u << 5,
+	CTL_SET_DIRTY_HIGH = 1u << 6,
+	CTL_SET_DIRTY_LOW = 1u << 7,
 };
 #define CTL_SET_KEYS "threshold, promote_rate, seqcutoff, writemode, " \
-		     "inode_cache, write_budget"
+		     "inode_cache, write_budget, dirty_high, dirty_low"
 struct ctl_set {
 	unsigned mask;		/* CTL_SET_*: the keys given */
 	unsigned threshold;
@@ -95,6 +97,8 @@ struct ctl_set {
 	int writemode;		/* enum hotfs_writemode */
 	uint64_t inode_cache;
 	uint64_t write_budget;
+	unsigned dirty_high, dirty_low;	/* 1..99 each; their order is
+					 * checked against the mount's */
 };
 /*
  * ctl_parse_set: "KEY=VALUE" words separated by spaces or commas (what

@@ -35,5 +35,14 @@ struct hotfs_ioc {
 #define HOTFS_IOC_UNPIN	_IOWR('H', 4, struct hotfs_ioc)
 /* How much of [off, off+len) is cached. */
 #define HOTFS_IOC_INFO	_IOWR('H', 5, struct hotfs_ioc)
+/*
+ * writemode=writeback: write dirty data to the source now, at most len
+ * bytes this call (0: none, only say what is dirty): the file's, or, sent
+ * to the mount's root directory, the whole mount's written before off
+ * (the wall clock in ns when the flush began; 0: any).  out: done, the
+ * bytes written; bytes, what is still dirty (the file's dirty blocks'
+ * bytes, or the mount's dirty bytes).  Without writeback: nothing dirty.
+ */
+#define HOTFS_IOC_FLUSH	_IOWR('H', 6, struct hotfs_ioc)
 
 #endif

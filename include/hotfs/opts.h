@@ -57,6 +57,9 @@ struct hotfs_opts {
 	double writeback_delay;	/* seconds dirty data is held at least */
 	char *writeback_log_str;
 	uint64_t writeback_log;	/* the log's bytes; 0: HOTFS_WBLOG_DEFAULT */
+	char *dirty_high_str, *dirty_low_str;
+	unsigned dirty_high;	/* % of the writeback log in use: flush */
+	unsigned dirty_low;	/* flat out from high down to low */
 	char *revalidate_str;
 	enum hotfs_revalidate revalidate;
 	double revalidate_secs;
@@ -88,6 +91,11 @@ struct hotfs_opts {
 #define HOTFS_TIMEOUT_NEVER	(365.0 * 86400)
 
 #define HOTFS_INODE_CACHE_DEFAULT 100000
+/* dirty_high=, dirty_low= (dm-writecache's defaults): half the writeback
+ * log absorbs bursts, and each flat-out flush frees 5% of it (13 MiB of
+ * the 256 MiB log: a dozen 1 MiB runs) before the source is left alone */
+#define HOTFS_DIRTY_HIGH	50u
+#define HOTFS_DIRTY_LOW		45u
 #define HOTFS_PROMOTE_RATE_DEFAULT (8ull << 20)
 /* The kernel reads a file of a FUSE mount at most max_pages (1 MiB with
  * libfuse) per request, and ahead of a reader by its bdi's read_ahead_kb,
@@ -101,7 +109,7 @@ struct hotfs_opts {
 #define HOTFS_EXTENT_DEFAULT	(256u * 1024)
 /* writeback_log= (the writeback log, hotfs/wblog.h) */
 #define HOTFS_WBLOG_DEFAULT	(256ull << 20)
-#define HOTFS_WBLOG_MIN		(16ull << 20)
+#define HOTFS_WBLOG_MIN		(1ull << 20)
 #define HOTFS_WBLOG_MAX		(1ull << 40)
 
 /*

@@ -6,9 +6,11 @@
  * rules; this is where each request takes them:
  *
  *  - write: the bytes go to the log and are acknowledged from there
- *    (O_SYNC, O_DSYNC: once the log is durable); a full log is flushed by
- *    the writer itself before it gives up with ENOSPC; a write that grows
- *    the file, only if the source has room for it (else ENOSPC).
+ *    (O_SYNC, O_DSYNC: once the log is durable); a writer that finds the
+ *    log full waits for the flusher (wbf_wait_room), and gives up with
+ *    ENOSPC only if it cannot make room (the source failing, or a minute
+ *    without room); a write that grows the file, only if the source has
+ *    room for it (else ENOSPC).
  *  - read: the file's own bytes (store or source) with the dirty ones
  *    over them, up to the size below; read again if a flush ended
  *    meanwhile (wblog_forget_gen).
@@ -81,6 +83,9 @@ int wb_start(struct hotfs *fs);
 int wb_stop(struct hotfs *fs);
 void wb_close(struct hotfs *fs);
 
+/* dirty_high=, dirty_low= changed while mounted (hotfsctl set). */
+void wb_set_watermarks(struct hotfs *fs, unsigned high, unsigned low);
+
 /* Writes to in go to the log. */
 bool wb_on(struct hotfs *fs, struct hotfs_inode *in);
 /* Write len bytes at off (src: a descriptor of the file's, unused but
@@ -118,6 +123,18 @@ int wb_unlink_begin(struct hotfs *fs, struct hotfs_inode *in,
 void wb_unlink_end(struct hotfs *fs, const struct stat *st, bool drop,
 		   int err);
 
+/*
+ * hotfsctl flush: up to max bytes of dirty data written to the source now
+ * (max 0: none), in's whatever its age, or (in NULL) the whole mount's
+ * written before the wall clock since_ns (0: any); *done the bytes
+ * written, *left what is still dirty (in's: its dirty blocks' bytes; the
+ * mount's: its dirty bytes), *oldest_ns the wall clock of the oldest
+ * dirty record (0: none).  0 or the source's -errno.
+ */
+int wb_flush_some(struct hotfs *fs, struct hotfs_inode *in, int64_t since_ns,
+		  uint64_t max, uint64_t *done, uint64_t *left,
+		  uint64_t *oldest_ns);
+
 /* The counters of .hotfs/stats (all 0 without writeback). */
 struct wb_stats {
 	uint64_t dirty_bytes, dirty_records, dirty_files;
@@ -127,6 +144,7 @@ struct wb_stats {
 	uint64_t conflicts;		/* changes behind dirty data */
 	uint64_t lost;			/* dirty bytes the log lost */
 	double oldest_dirty_age;	/* seconds */
+	double flush_rate;		/* bytes/s, the last 10 s */
 };
 void wb_stats(struct hotfs *fs, struct wb_stats *st);
 

@@ -49,9 +49,10 @@
  * not rewritten meanwhile, once the caller has made them durable on the
  * source; wblog_release then moves the log's tail past the records left
  * with no dirty block (the header is written and synced), and their space
- * is reused.  Flushed data is forgotten here (it does not become cached
- * data).  A record replayed after a crash whose bytes had been flushed
- * before is flushed again: the same bytes.
+ * is reused.  Flushed data is forgotten here (the mount caches it in the
+ * store: src/wb.c, cache_write.h's fill).  A record replayed after a
+ * crash whose bytes had been flushed before is flushed again: the same
+ * bytes.
  *
  * Locks: wl->m guards the map, the records and the log's writes and reads
  * (a read of the log under it hits the page cache: records are read soon
@@ -140,6 +141,8 @@ uint64_t wblog_dirty_end(struct wblog *wl, const struct wb_fid *fid);
 /* The same, and the wall clock of fid's newest dirty write (0: none). */
 uint64_t wblog_dirty_info(struct wblog *wl, const struct wb_fid *fid,
 			  int64_t *mtime_ns);
+/* fid's dirty blocks (each with at least one dirty byte). */
+uint64_t wblog_dirty_blocks(struct wblog *wl, const struct wb_fid *fid);
 
 /*
  * fid is cut to size (a truncate; size 0 and drop: an unlink of its last

@@ -100,7 +100,8 @@ static void fuzz_set(const uint8_t *data, size_t size)
 		const unsigned keys = CTL_SET_THRESHOLD |
 			CTL_SET_PROMOTE_RATE | CTL_SET_SEQCUTOFF |
 			CTL_SET_WRITEMODE | CTL_SET_INODE_CACHE |
-			CTL_SET_WRITE_BUDGET;
+			CTL_SET_WRITE_BUDGET | CTL_SET_DIRTY_HIGH |
+			CTL_SET_DIRTY_LOW;
 
 		if (!s.mask || (s.mask & ~keys))
 			abort();
@@ -112,6 +113,12 @@ static void fuzz_set(const uint8_t *data, size_t size)
 			abort();
 		if ((s.mask & CTL_SET_INODE_CACHE) &&
 		    (s.inode_cache < 1 || s.inode_cache > 10000000))
+			abort();
+		if ((s.mask & CTL_SET_DIRTY_HIGH) &&
+		    (s.dirty_high < 1 || s.dirty_high > 99))
+			abort();
+		if ((s.mask & CTL_SET_DIRTY_LOW) &&
+		    (s.dirty_low < 1 || s.dirty_low > 99))
 			abort();
 	} else if (r != -EINVAL || s.mask || !memchr(err, '\0', sizeof(err)) ||
 		   !err[0]) {

@@ -90,6 +90,10 @@ static void check_opts(const struct hotfs_opts *o)
 		abort();
 	if (o->inode_cache > 10000000)
 		abort();
+	/* dirty_high=, dirty_low= (defaults when not given) */
+	if (o->dirty_low < 1 || o->dirty_low > o->dirty_high ||
+	    o->dirty_high > 99)
+		abort();
 	if (!o->ctldir || !*o->ctldir || strchr(o->ctldir, '/') ||
 	    strlen(o->ctldir) > 255 || !strcmp(o->ctldir, ".") ||
 	    !strcmp(o->ctldir, ".."))

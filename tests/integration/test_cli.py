@@ -70,6 +70,11 @@ def bad_cases(ws):
             'needs a cache store'),
         'writeback_delay without writeback': (
             o('writeback_delay=5'), 'writemode=writeback only'),
+        'dirty_high without writeback': (
+            o('dirty_high=60'), 'writemode=writeback only'),
+        'dirty_low above dirty_high': (
+            o('writemode=writeback,dirty_high=40,dirty_low=60'),
+            'above dirty_high'),
         'attr_timeout=abc': (o('attr_timeout=abc'), 'attr_timeout'),
         'seqcutoff=x': (o('seqcutoff=x'), 'seqcutoff'),
         'revalidate=bogus': (o('revalidate=bogus'), 'revalidate'),
@@ -126,6 +131,7 @@ CASES = sorted([
     'cachesize=0', 'cachesize=101%', 'writemode=bogus', 'attr_timeout=abc',
     'writemode=writeback,nocache',
     'writeback_delay without writeback',
+    'dirty_high without writeback', 'dirty_low above dirty_high',
     'seqcutoff=x', 'revalidate=bogus', 'revalidate=-1', 'promote_rate=fast',
     'entry_timeout=-1', 'attr_timeout=nan', 'threshold=', 'cachesize=1K',
     'cachesize=<tab>-5M', 'seqcutoff=<tab>-1M', 'promote_rate=<tab>-1M',

@@ -33,7 +33,8 @@ STATUS_KEYS = {
     'cached_bytes', 'cached_extents', 'usage_ratio', 'regions',
     'regions_used', 'pinned_files', 'promotion_queue_depth', 'index_bytes',
     'policy_bytes', 'uptime_seconds', 'version', 'footprint_bytes',
-    'allow_other', 'default_permissions',
+    'allow_other', 'default_permissions', 'dirty_bytes', 'oldest_dirty_age',
+    'wlog_used_bytes', 'wlog_capacity_bytes',
 }
 FILE_KEYS = {'path', 'size_bytes', 'cached_bytes', 'cached_extents',
              'extent_bytes', 'pinned'}

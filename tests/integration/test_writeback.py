@@ -12,15 +12,20 @@ took its inode number after the crash.  Truncate, unlink and rename of
 files with dirty data follow the rules of the man page; fsx runs in
 writeback mode.
 """
+import errno
 import hashlib
 import json
 import mmap
 import os
+import pty
 import random
+import re
 import signal
 import struct
 import subprocess
+import sys
 import threading
+import time
 
 import pytest
 
@@ -361,7 +366,7 @@ def test_fsx_writeback(ws, opts):
 
 
 WB_KEYS = ('dirty_bytes', 'dirty_records', 'dirty_files', 'oldest_dirty_age',
-           'flushed_bytes', 'flush_errors', 'writes_absorbed',
+           'flushed_bytes', 'flush_rate', 'flush_errors', 'writes_absorbed',
            'wlog_used_bytes', 'wlog_capacity_bytes', 'wlog_cleaned_bytes',
            'writeback_conflicts', 'lost_dirty_bytes')
 
@@ -589,8 +594,9 @@ def test_times_follow_dirty_writes(held):
 
 @pytest.mark.slow
 def test_log_full(ws):
-    """More than the log holds, with the flusher holding everything: the
-    writer flushes the log itself and goes on (writers wait, never fail);
+    """More than the log holds, with the delay holding everything: above
+    dirty_high the flusher writes flat out, a writer that finds the log
+    full waits for it and goes on (writers wait, never fail);
     the mount and then the source hold every byte."""
     proc = ws.start(opts=HOLD)
     m = os.path.join(ws.mnt, 'big')
@@ -624,7 +630,7 @@ def test_log_cleaned_not_waiting(ws):
     is flushed until the unmount) and every byte is as written, through
     the mount, after a kill -9 and remount, and on the source at the
     end."""
-    opts = HOLD + ',writeback_log=16M'
+    opts = HOLD + ',writeback_log=16M,dirty_high=99,dirty_low=99'
     size = 4 << 20
     with open(os.path.join(ws.src, 'f'), 'wb') as f:
         f.write(b'.' * size)
@@ -653,3 +659,367 @@ def test_log_cleaned_not_waiting(ws):
     assert read(m) == want
     ws.stop(proc)
     assert read(os.path.join(ws.src, 'f')) == want
+MIB = 1 << 20
+
+
+def stat_int(ws, key):
+    return int(util.hotfs_stats(ws.mnt)[key])
+
+
+def test_watermarks_flush_above_high(ws):
+    """Above dirty_high the flusher writes flat out, however young the
+    data, oldest first, until the log's use is below dirty_low; there it
+    stops (the rest is younger than writeback_delay)."""
+    proc = ws.start(opts=HOLD + ',writeback_log=8M,dirty_high=50,'
+                    'dirty_low=25')
+    m = os.path.join(ws.mnt, 'f')
+    with open(m, 'wb') as f:
+        for i in range(5):                     # 5 MiB: 62% of the log
+            f.write(bytes([ord('a') + i]) * MIB)
+    cap = stat_int(ws, 'wlog_capacity_bytes')
+    assert cap == 8 * MIB
+    util.wait_for(lambda: stat_int(ws, 'wlog_used_bytes') * 100 < 25 * cap,
+                  'the flush down to dirty_low')
+    s = util.hotfs_stats(ws.mnt)
+    assert int(s['flushed_bytes']) >= 3 * MIB and int(s['flush_errors']) == 0
+    # the rate over the last 10 s, in all three forms
+    assert float(s['flush_rate']) > 0
+    with open(os.path.join(ws.mnt, '.hotfs', 'stats.json')) as f:
+        assert json.load(f)['flush_rate'] > 0
+    with open(os.path.join(ws.mnt, '.hotfs', 'metrics')) as f:
+        rate = [line for line in f.read().split('\n')
+                if line.startswith('hotfs_flush_rate_bytes_per_second')]
+    assert len(rate) == 1 and float(rate[0].split()[-1]) > 0, rate
+    # stopped there: the youngest data stays dirty
+    assert int(s['dirty_bytes']) >= MIB
+    src = read(os.path.join(ws.src, 'f'))
+    assert src[:3 * MIB] == b'a' * MIB + b'b' * MIB + b'c' * MIB
+    assert read(m) == b''.join(bytes([ord('a') + i]) * MIB
+                               for i in range(5))
+    ws.stop(proc)
+    assert read(os.path.join(ws.src, 'f')) == b''.join(
+        bytes([ord('a') + i]) * MIB for i in range(5))
+
+
+BUSY_READER = """
+import mmap, os, sys
+src, mnt = sys.argv[1], sys.argv[2]
+buf = mmap.mmap(-1, 8192)
+i = 0
+while True:
+    i += 1
+    fd = os.open(src, os.O_WRONLY)
+    os.pwrite(fd, b'%08d' % i, 0)
+    os.close(fd)
+    fd = os.open(mnt, os.O_RDONLY | os.O_DIRECT)
+    os.readv(fd, [buf])
+    os.close(fd)
+"""
+
+
+def test_watermarks_busy_source_holds(ws):
+    """Below dirty_low, old enough data waits while the mount reads the
+    source, and is flushed once the source has been idle for a second."""
+    with open(os.path.join(ws.src, 'busy'), 'wb') as f:
+        f.write(b'x' * 8192)
+    proc = ws.start(opts='writemode=writeback,writeback_log=8M,'
+                    'writeback_delay=0,'
+                    'dirty_high=90,dirty_low=80')
+    busy_src = os.path.join(ws.src, 'busy')
+    # a process of its own (no lock shared with this one): a change
+    # behind the mount before each read, so that every read misses the
+    # store and reads the source
+    reader = subprocess.Popen([sys.executable, '-c', BUSY_READER, busy_src,
+                               os.path.join(ws.mnt, 'busy')])
+    misses = stat_int(ws, 'read_misses')
+    try:
+        util.wait_for(lambda: stat_int(ws, 'read_misses') > misses + 20,
+                      'the reader reaching the source')
+        write_at(os.path.join(ws.mnt, 'busy'), 4096, b'D' * 4096)
+        dirty = stat_int(ws, 'dirty_bytes')
+        assert dirty == 4096
+        # three seconds of a busy source: nothing flushed
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            assert stat_int(ws, 'dirty_bytes') == dirty
+            assert stat_int(ws, 'flushed_bytes') == 0
+            assert reader.poll() is None
+            time.sleep(0.05)
+    finally:
+        reader.terminate()
+        reader.wait(timeout=30)
+    util.wait_for(lambda: stat_int(ws, 'dirty_bytes') == 0,
+                  'the flush once the source is idle')
+    assert read(busy_src)[4096:] == b'D' * 4096
+    ws.stop(proc)
+
+
+def test_writer_waits_for_room(ws):
+    """A log filled faster than it is flushed (dirty_high at 99%, the
+    delay holding everything): writers wait for the flusher to make room
+    and every write succeeds; the data is whole on the mount and then on
+    the source."""
+    proc = ws.start(opts=HOLD + ',writeback_log=4M,dirty_high=99,'
+                    'dirty_low=99')
+    m = os.path.join(ws.mnt, 'big')
+    data = b''.join((b'%07d\n' % i) * (MIB // 8) for i in range(16))
+    with open(m, 'wb') as f:
+        for i in range(16):                    # four times the log
+            f.write(data[i * MIB:(i + 1) * MIB])
+    s = util.hotfs_stats(ws.mnt)
+    assert int(s['flushed_bytes']) >= 12 * MIB
+    assert int(s['flush_errors']) == 0
+    assert int(s['wlog_used_bytes']) <= 4 * MIB
+    drop_pages(m)
+    assert read(m) == data
+    ws.stop(proc)
+    assert read(os.path.join(ws.src, 'big')) == data
+
+
+def hotfsctl(*args, check=True, cwd=None, stderr=subprocess.PIPE):
+    r = subprocess.run([util_ctl()] + list(args), stdout=subprocess.PIPE,
+                       stderr=stderr, timeout=120, cwd=cwd)
+    if check:
+        assert r.returncode == 0, (args, r.stdout, r.stderr)
+    return r
+
+
+def util_ctl():
+    c = os.environ.get('HOTFSCTL_BIN', '')
+    if not c or not os.access(c, os.X_OK):
+        pytest.fail('HOTFSCTL_BIN=%r is not an executable' % c)
+    return c
+
+
+def test_hotfsctl_flush(held):
+    """hotfsctl flush: one file, a tree, the whole mount (its root, or no
+    PATH from inside it); each returns once the source holds what the mount
+    shows; status shows what is dirty."""
+    ws, proc, old = held
+    os.makedirs(os.path.join(ws.src, 'd', 'sub'))
+    files = {'f': old, 'a': b'', 'd/b': b'', 'd/sub/c': b''}
+    for name in files:
+        data = bytes([ord('A') + len(name)]) * (MIB + 4097 * len(name))
+        write_at(os.path.join(ws.mnt, name), 0, data, os.O_CREAT)
+        files[name] = data
+
+    def src(name):
+        return read(os.path.join(ws.src, name))
+
+    assert all(src(n) != files[n] for n in files)
+    out = hotfsctl('status', ws.mnt).stdout.decode()
+    assert re.search(r'^dirty +\S+ MiB in 4 files$', out, re.M), out
+    assert re.search(r'^oldest_dirty_age +[0-9.]+ s$', out, re.M), out
+    j = json.loads(hotfsctl('status', ws.mnt, '--json').stdout)
+    assert j['dirty_bytes'] == stat_int(ws, 'dirty_bytes') > 0
+    assert j['oldest_dirty_age'] >= 0
+    # one file
+    r = hotfsctl('flush', os.path.join(ws.mnt, 'a'))
+    assert b'written to the source' in r.stderr
+    assert src('a') == files['a']
+    assert src('d/b') != files['d/b'] and src('f') != files['f']
+    # a tree, with --json
+    j = json.loads(hotfsctl('flush', os.path.join(ws.mnt, 'd'),
+                            '--json').stdout)
+    assert j['files'] == 2 and j['errors'] == 0
+    assert j['flushed_bytes'] == len(files['d/b']) + len(files['d/sub/c'])
+    assert j['dirty_bytes'] == stat_int(ws, 'dirty_bytes') > 0
+    assert src('d/b') == files['d/b'] and src('d/sub/c') == files['d/sub/c']
+    assert src('f') != files['f']
+    # the whole mount by its root
+    j = json.loads(hotfsctl('--json', 'flush', ws.mnt).stdout)
+    assert j['dirty_bytes'] == 0 and j['errors'] == 0
+    assert j['flushed_bytes'] == len(files['f'])
+    assert all(src(n) == files[n] for n in files)
+    assert stat_int(ws, 'dirty_bytes') == 0
+    # no PATH: the mount of the current directory, whole
+    write_at(os.path.join(ws.mnt, 'd', 'b'), 10, b'again')
+    files['d/b'] = files['d/b'][:10] + b'again' + files['d/b'][15:]
+    hotfsctl('flush', cwd=os.path.join(ws.mnt, 'd', 'sub'))
+    assert src('d/b') == files['d/b']
+    assert stat_int(ws, 'dirty_bytes') == 0
+    out = hotfsctl('status', ws.mnt).stdout.decode()
+    assert re.search(r'^dirty +0 B in 0 files$', out, re.M), out
+    assert all(read(os.path.join(ws.mnt, n)) == files[n] for n in files)
+
+
+def test_hotfsctl_flush_progress_on_a_tty(held):
+    """On a terminal, flush draws warm's progress bar."""
+    ws, proc, old = held
+    write_at(os.path.join(ws.mnt, 'f'), 0, b'p' * (4 * MIB))
+    master, slave = pty.openpty()
+    try:
+        r = hotfsctl('flush', ws.mnt, stderr=slave)
+        os.close(slave)
+        slave = -1
+        out = b''
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:             # EIO: the other side is closed
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+    assert r.returncode == 0
+    assert re.search(rb'\r\[#{30}\] 100% ', out), out
+    assert read(os.path.join(ws.src, 'f')) == b'p' * (4 * MIB)
+
+
+def test_hotfsctl_flush_fails_on_a_full_source(ws):
+    """A flush the source refuses (a full filesystem): hotfsctl flush says
+    so in one line and exits 1; the data stays dirty, and is dropped by a
+    truncate so that the unmount is clean.  (The file is sparse, so the
+    writes, within its size, are taken: one that grew it past the room
+    left would fail at once, test_wbfaults.py.)"""
+    src = os.path.join(ws.root, 'small')
+    os.makedirs(src)
+    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', src],
+                   check=True)
+    try:
+        with open(os.path.join(src, 'big'), 'wb') as f:
+            f.truncate(2 * MIB)
+        proc = ws.start(src=src, opts=HOLD)
+        try:
+            m = os.path.join(ws.mnt, 'big')
+            write_at(m, 0, b'x' * (2 * MIB))
+            r = hotfsctl('flush', ws.mnt, check=False)
+            assert r.returncode == 1, r
+            lines = r.stderr.decode().strip().split('\n')
+            assert len(lines) == 1, lines
+            assert lines[0] == ('hotfsctl: %s: flush failed: No space left '
+                                'on device' % ws.mnt), lines
+            assert stat_int(ws, 'dirty_bytes') > 0
+            assert stat_int(ws, 'flush_errors') > 0
+            os.truncate(m, 0)
+            hotfsctl('flush', ws.mnt)
+        finally:
+            ws.stop(proc)
+    finally:
+        subprocess.run(['umount', src], check=True)
+
+
+def test_flushed_data_stays_cached(held):
+    """A flushed block becomes clean cached data under the file's new
+    stamp: a read after the flush is a store hit, the source is not read;
+    a change behind the mount afterwards is seen, not the cached bytes."""
+    ws, proc, old = held
+    m, s = os.path.join(ws.mnt, 'new'), os.path.join(ws.src, 'new')
+    data = bytes(random.Random(7).getrandbits(8) for _ in range(MIB))
+    write_at(m, 0, data, os.O_CREAT)            # four whole extents
+    # and three whole blocks in the first extent of a file with cached
+    # extents, whose other bytes stay cached under the new stamp
+    f = os.path.join(ws.mnt, 'f')
+    hotfsctl('warm', f)
+    write_at(f, 4096, b'W' * 3 * 4096)
+    want_f = old[:4096] + b'W' * 3 * 4096 + old[4 * 4096:]
+    hotfsctl('flush', ws.mnt)
+    assert read(s) == data and read(os.path.join(ws.src, 'f')) == want_f
+    before = util.hotfs_stats(ws.mnt)
+    drop_pages(m)
+    drop_pages(f)
+    assert read_direct(m, MIB) == data
+    # (the blocks serve a random reader: one that does not start at 0)
+    fd = os.open(f, os.O_RDONLY | os.O_DIRECT)
+    try:
+        buf = mmap.mmap(-1, 3 * 4096)
+        assert os.preadv(fd, [buf], 4096) == 3 * 4096
+        assert bytes(buf) == b'W' * 3 * 4096
+    finally:
+        os.close(fd)
+    after = util.hotfs_stats(ws.mnt)
+    assert int(after['read_miss_bytes']) == int(before['read_miss_bytes'])
+    assert int(after['read_misses']) == int(before['read_misses'])
+    assert int(after['read_partial_hits']) == int(before['read_partial_hits'])
+    assert (int(after['read_hit_bytes']) - int(before['read_hit_bytes']) ==
+            MIB + 3 * 4096)
+    assert read(f) == want_f
+    # never a stale byte: a change behind the mount is read from there
+    write_at(s, 0, b'behind')
+    drop_pages(m)
+    assert read(m) == b'behind' + data[6:]
+
+
+def test_watermarks_set_while_mounted(ws):
+    """hotfsctl set moves the watermarks of a live mount: the flusher
+    follows them at once; a low above the high in force, or the keys on a
+    mount without writeback, are refused with one line."""
+    proc = ws.start(opts=HOLD + ',writeback_log=8M')
+    m = os.path.join(ws.mnt, 'f')
+    write_at(m, 0, b'w' * (3 * MIB), os.O_CREAT)   # 37%: below 50
+    cap = stat_int(ws, 'wlog_capacity_bytes')
+    assert stat_int(ws, 'flushed_bytes') == 0
+    out = hotfsctl('status', ws.mnt).stdout.decode()
+    assert 'writeback_delay=3600,dirty_high=50,dirty_low=45,' in out, out
+    r = hotfsctl('set', ws.mnt, 'dirty_low=60', check=False)
+    assert r.returncode == 1 and r.stderr.decode().count('\n') == 1, r
+    assert b'dirty_low=60 would be above dirty_high=50' in r.stderr
+    r = hotfsctl('set', ws.mnt, 'dirty_high=30', 'dirty_low=10')
+    assert b'dirty_high=30,dirty_low=10' in r.stdout, r
+    util.wait_for(lambda: stat_int(ws, 'wlog_used_bytes') * 100 < 10 * cap,
+                  'the flush down to the new dirty_low')
+    assert stat_int(ws, 'flushed_bytes') >= 2 * MIB
+    out = hotfsctl('status', ws.mnt).stdout.decode()
+    assert 'dirty_high=30,dirty_low=10,' in out, out
+    ws.stop(proc)
+    assert read(os.path.join(ws.src, 'f')) == b'w' * (3 * MIB)
+    proc = ws.start()
+    r = hotfsctl('set', ws.mnt, 'dirty_high=30', check=False)
+    assert r.returncode == 1, r
+    assert r.stderr == (b'hotfsctl: error: dirty_high: applies to '
+                        b'writemode=writeback only\n'), r
+    ws.stop(proc)
+
+
+def test_full_log_and_failing_source_enospc(ws):
+    """A writer that finds the log full while the source refuses the
+    flush (it is full) gets ENOSPC once a round fails, instead of waiting
+    for room that cannot come; what it wrote before stays readable, and
+    reaches the source once it has room again.  (The file is sparse: the
+    writes are within its size, so none is refused for the room it would
+    take, test_wbfaults.py.)"""
+    src = os.path.join(ws.root, 'small')
+    os.makedirs(src)
+    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', src],
+                   check=True)
+    try:
+        with open(os.path.join(src, 'big'), 'wb') as f:
+            f.truncate(16 * MIB)
+        proc = ws.start(src=src, opts=HOLD + ',writeback_log=4M')
+        try:
+            m = os.path.join(ws.mnt, 'big')
+            written = 0
+            fd = os.open(m, os.O_WRONLY)
+            try:
+                with pytest.raises(OSError) as e:
+                    for i in range(16):          # four times the log
+                        assert os.pwrite(fd, bytes([65 + i]) * MIB,
+                                         i * MIB) == MIB
+                        written += MIB
+            finally:
+                os.close(fd)
+            assert e.value.errno == errno.ENOSPC
+            # the log's worth, and what the source took before it filled
+            assert 3 * MIB <= written <= 5 * MIB
+            assert stat_int(ws, 'flush_errors') > 0
+            drop_pages(m)
+            want = b''.join(bytes([65 + i]) * MIB
+                            for i in range(written // MIB))
+            got = read(m)
+            assert got[:len(want)] == want
+            assert got[len(want):] == bytes(16 * MIB - len(want))
+        finally:
+            # room on the source again: the flush, then a clean unmount
+            subprocess.run(['mount', '-o', 'remount,size=64m', src],
+                           check=True)
+            hotfsctl('flush', ws.mnt)
+            ws.stop(proc)
+        got = read(os.path.join(src, 'big'))
+        assert got[:len(want)] == want
+        assert got[len(want):] == bytes(16 * MIB - len(want))
+    finally:
+        subprocess.run(['umount', src], check=True)

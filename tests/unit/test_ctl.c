@@ -99,6 +99,12 @@ static void test_set_values(void **state)
 	assert_int_equal(ctl_parse_set("write_budget=0", &s, err,
 				       sizeof(err)), 0);
 	assert_true(s.write_budget == 0);
+	/* the watermarks: their order is the mount's to check (fs_set) */
+	assert_int_equal(ctl_parse_set("dirty_high=80,dirty_low=90", &s, err,
+				       sizeof(err)), 0);
+	assert_int_equal(s.mask, CTL_SET_DIRTY_HIGH | CTL_SET_DIRTY_LOW);
+	assert_int_equal(s.dirty_high, 80);
+	assert_int_equal(s.dirty_low, 90);
 }
 
 static void expect_set_error(const char *args, const char *words)
@@ -119,7 +125,8 @@ static void test_set_refused(void **state)
 	expect_set_error("threshold=3 extent=1M nocache cachedir=/x",
 			 "fixed until the next mount (only threshold, "
 			 "promote_rate, seqcutoff, writemode, inode_cache, "
-			 "write_budget can change while mounted): extent, "
+			 "write_budget, dirty_high, dirty_low can change "
+			 "while mounted): extent, "
 			 "nocache, "
 			 "cachedir");
 	expect_set_error("bogus=1 extent=1M", ": extent");
@@ -134,6 +141,11 @@ static void test_set_refused(void **state)
 			 "switched to while mounted");
 	expect_set_error("writemode=sometimes", "invalid writemode");
 	expect_set_error("writeback_delay=5", "fixed until the next mount");
+	expect_set_error("dirty_high=0", "invalid dirty_high '0': a "
+			 "percentage of the writeback log, 1..99");
+	expect_set_error("dirty_high=100", "invalid dirty_high");
+	expect_set_error("dirty_low=-5", "invalid dirty_low");
+	expect_set_error("dirty_low=5%", "invalid dirty_low");
 	expect_set_error("inode_cache=0", "invalid inode_cache");
 	expect_set_error("bogus=1", "unknown option 'bogus'");
 	expect_set_error("threshold", "expected KEY=VALUE");

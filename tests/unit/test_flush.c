@@ -31,18 +31,20 @@ struct fx {
 	int dfd;		/* the cachedir (wlog) */
 	int sfd;		/* the source: a file "f<ino>" per identity */
 	struct wblog *wl;
-	int fail;		/* -errno the next opens answer */
+	int fail;		/* -errno the next opens answer (atomic: the
+				 * thread reads it) */
 	unsigned begins, ends, lost;
 };
 
 static int fx_open(void *arg, const struct wb_fid *fid)
 {
 	struct fx *x = arg;
+	int fail = __atomic_load_n(&x->fail, __ATOMIC_RELAXED);
 	char name[32];
 	int fd;
 
-	if (x->fail)
-		return x->fail;
+	if (fail)
+		return fail;
 	snprintf(name, sizeof(name), "f%llu", (unsigned long long)fid->ino);
 	fd = openat(x->sfd, name, O_WRONLY | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
@@ -59,12 +61,13 @@ static void *fx_begin(void *arg, const struct wb_fid *fid, uint64_t off,
 }
 
 static void fx_end(void *arg, void *cookie, const struct wb_fid *fid,
-		   uint64_t off, uint64_t len, int err)
+		   uint64_t off, uint64_t len, const void *data, int err)
 {
 	(void)fid;
 	(void)off;
 	(void)len;
-	(void)err;
+	/* the bytes, once durable */
+	assert_true(err ? data == NULL : data != NULL);
 	/* what begin gave */
 	assert_ptr_equal(cookie, &((struct fx *)arg)->begins);
 	((struct fx *)arg)->ends++;
@@ -325,7 +328,7 @@ static void test_thread(void **state)
 	src_file(x, 1, 'o', 100);
 	/* no delay: the thread flushes when kicked */
 	assert_int_equal(wbf_start(x->wl, &ops, x, 0, 3600LL * 1000000000,
-				   &f), 0);
+				   50, 45, &f), 0);
 	wr(x, &F1, 0, 'a', 10);
 	wbf_kick(f);
 	assert_true(wait_clean(x->wl));
@@ -335,7 +338,7 @@ static void test_thread(void **state)
 	free(b);
 	/* a long delay holds it; the stop drains it anyway */
 	assert_int_equal(wbf_start(x->wl, &ops, x, 3600LL * 1000000000,
-				   1000000, &f), 0);
+				   1000000, 50, 45, &f), 0);
 	wr(x, &F1, 20, 'c', 10);
 	wbf_kick(f);
 	wblog_stats(x->wl, &s);
@@ -349,7 +352,7 @@ static void test_thread(void **state)
 	free(b);
 	/* a drain that cannot write: the data stays for the next mount */
 	assert_int_equal(wbf_start(x->wl, &ops, x, 3600LL * 1000000000,
-				   1000000, &f), 0);
+				   1000000, 50, 45, &f), 0);
 	wr(x, &F1, 40, 'd', 10);
 	x->fail = -EIO;
 	assert_int_equal(wbf_stop(f, true, 2), -EIO);
@@ -380,6 +383,170 @@ static void test_replayed_data_flushed(void **state)
 	free(b);
 }
 
+/* The pacing decision (wbf_pace) at each level of the log's use. */
+static void test_pace(void **state)
+{
+	const int64_t D = 5 * 1000000000LL;	/* writeback_delay */
+	struct wbf_pace p = {
+		.capacity = 1000, .high = 50, .low = 45, .delay_ns = D,
+		.idle_ns = 0,
+	};
+
+	(void)state;
+	/* below low, the source busy: only data past delay + the cap */
+	p.used = 100;
+	assert_true(wbf_pace(&p) == D + WBF_BUSY_MAX_NS);
+	assert_false(p.urgent);
+	/* below low, idle for long enough: data past its delay */
+	p.idle_ns = WBF_IDLE_NS;
+	assert_true(wbf_pace(&p) == D);
+	p.idle_ns = WBF_IDLE_NS - 1;
+	assert_true(wbf_pace(&p) == D + WBF_BUSY_MAX_NS);
+	/* between low and high: data past its delay, busy or not */
+	p.used = 450;
+	assert_true(wbf_pace(&p) == D);
+	p.used = 499;
+	assert_true(wbf_pace(&p) == D);
+	assert_false(p.urgent);
+	/* at high: everything, and so on down to low (hysteresis) */
+	p.used = 500;
+	assert_true(wbf_pace(&p) == 0);
+	assert_true(p.urgent);
+	p.used = 470;
+	assert_true(wbf_pace(&p) == 0);
+	p.used = 450;
+	assert_true(wbf_pace(&p) == 0);
+	assert_true(p.urgent);
+	p.used = 449;
+	assert_true(wbf_pace(&p) == D + WBF_BUSY_MAX_NS);
+	assert_false(p.urgent);
+	/* back up, still below high: not urgent again */
+	p.used = 480;
+	assert_true(wbf_pace(&p) == D);
+	/* a writer waiting for room: everything, whatever the use */
+	p.used = 0;
+	p.want_room = true;
+	assert_true(wbf_pace(&p) == 0);
+	assert_false(p.urgent);
+	p.want_room = false;
+	/* no delay, idle: everything */
+	p.delay_ns = 0;
+	p.idle_ns = INT64_MAX;
+	assert_true(wbf_pace(&p) == 0);
+	/* a delay near the limit does not overflow */
+	p.delay_ns = INT64_MAX - 1;
+	p.idle_ns = 0;
+	assert_true(wbf_pace(&p) == INT64_MAX);
+	/* high = low: one threshold; the percentages of a huge log */
+	p = (struct wbf_pace){ .capacity = UINT64_MAX / 2, .high = 99,
+			       .low = 99, .delay_ns = D, .idle_ns = 0 };
+	p.used = p.capacity / 100 * 99 + p.capacity % 100 - 1;
+	assert_true(wbf_pace(&p) == D + WBF_BUSY_MAX_NS);
+	p.used = p.capacity;
+	assert_true(wbf_pace(&p) == 0);
+}
+
+/* The flush rate over the last seconds (struct wbf_rate). */
+static void test_rate(void **state)
+{
+	const int64_t S = 1000000000LL;
+	struct wbf_rate r = { .n = 0 };
+
+	(void)state;
+	assert_true(wbf_rate_get(&r, 5 * S, 100) == 0.0);
+	wbf_rate_add(&r, 1 * S, 0);
+	/* samples closer than a second apart: one kept */
+	wbf_rate_add(&r, 1 * S + S / 2, 999);
+	assert_int_equal(r.n, 1);
+	/* 1000 bytes/s for 4 s */
+	wbf_rate_add(&r, 2 * S, 1000);
+	wbf_rate_add(&r, 3 * S, 2000);
+	wbf_rate_add(&r, 5 * S, 4000);
+	assert_true(wbf_rate_get(&r, 5 * S, 4000) == 1000.0);
+	/* nothing more flushed: the rate falls, and is 0 once the window
+	 * holds no sample older than the last flush */
+	assert_true(wbf_rate_get(&r, 9 * S, 4000) == 500.0);
+	for (int64_t t = 6; t <= 20; t++)
+		wbf_rate_add(&r, t * S, 4000);
+	assert_int_equal(r.n, WBF_RATE_SECS + 1);
+	assert_true(wbf_rate_get(&r, 20 * S, 4000) == 0.0);
+	/* a burst: 10 MB in the last second of a 10 s window */
+	wbf_rate_add(&r, 21 * S, 4000 + 10000000);
+	assert_true(wbf_rate_get(&r, 21 * S, 4000 + 10000000) == 1000000.0);
+	/* samples all older than the window (one long round): the rate
+	 * since the newest; nothing flushed since: none */
+	assert_true(wbf_rate_get(&r, 61 * S, 4000 + 10000000) == 0.0);
+	assert_true(wbf_rate_get(&r, 61 * S, 4000 + 10000000 + 400000000) ==
+		    10000000.0);
+}
+
+/* A writer that finds the log full waits for the thread, which flushes
+ * flat out though the delay would hold the data. */
+static void test_wait_room(void **state)
+{
+	struct fx *x = *state;
+	struct wb_flusher *f;
+	struct wblog_stats s;
+	char *b = malloc(WB_REC_MAX);
+	uint64_t off = 0, gen;
+	unsigned waits = 0, tries;
+	int r = 0;
+	size_t n;
+	char *got;
+
+	assert_non_null(b);
+	src_file(x, 1, 'o', 0);
+	assert_int_equal(wbf_start(x->wl, &ops, x, 3600LL * 1000000000,
+				   3600LL * 1000000000, 99, 99, &f), 0);
+	/* three times the log, through it */
+	while (off < 3 * (uint64_t)CAP) {
+		ssize_t w;
+
+		memset(b, 'a' + (int)(off / WB_REC_MAX) % 26, WB_REC_MAX);
+		gen = wbf_room_gen(f);
+		w = wblog_write(x->wl, &F1, off, b, WB_REC_MAX, NULL, NULL,
+				NULL);
+		if (w == -ENOSPC) {
+			assert_int_equal(wbf_wait_room(f, gen,
+						       60 * 1000000000LL), 0);
+			waits++;
+			continue;
+		}
+		assert_true(w > 0);
+		off += (uint64_t)w;
+	}
+	assert_true(waits > 0);
+	assert_true(wbf_flush_rate(f) > 0);
+	/* the source failing: a waiting writer is told so, not kept */
+	__atomic_store_n(&x->fail, -EIO, __ATOMIC_RELAXED);
+	/* (a round that began before the failure may still make room) */
+	for (tries = 0; tries < 1000; tries++) {
+		ssize_t w;
+
+		gen = wbf_room_gen(f);
+		w = wblog_write(x->wl, &F1, off, b, WB_REC_MAX, NULL, NULL,
+				NULL);
+		if (w != -ENOSPC) {
+			assert_true(w > 0);
+			off += (uint64_t)w;
+			continue;
+		}
+		r = wbf_wait_room(f, gen, 60 * 1000000000LL);
+		if (r)
+			break;
+	}
+	assert_int_equal(r, -ENOSPC);
+	wblog_stats(x->wl, &s);
+	assert_true(s.flush_errors > 0);
+	__atomic_store_n(&x->fail, 0, __ATOMIC_RELAXED);
+	assert_int_equal(wbf_stop(f, true, 3), 0);
+	got = src_read(x, 1, &n);
+	assert_int_equal(n, 1 << 20);		/* src_read reads 1 MiB */
+	expect_run(got, 0, WB_REC_MAX, 'a');
+	free(got);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -390,6 +557,9 @@ int main(void)
 		T(test_flush_one_file),
 		T(test_thread),
 		T(test_replayed_data_flushed),
+		T(test_pace),
+		T(test_rate),
+		T(test_wait_room),
 #undef T
 	};
 

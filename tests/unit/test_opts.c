@@ -183,6 +183,34 @@ static void test_values(void **state)
 	assert_int_equal(o.writemode, HOTFS_WRITEBACK);
 	assert_true(o.writeback_delay == 2.5);
 	assert_int_equal(o.writeback_log, 2ull << 30);
+	assert_int_equal(o.dirty_high, HOTFS_DIRTY_HIGH);
+	assert_int_equal(o.dirty_low, HOTFS_DIRTY_LOW);
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+
+	/* the watermarks; one given alone moves the other with it */
+	snprintf(co, sizeof(co), "cachedir=%s,writemode=writeback,"
+		 "dirty_high=80,dirty_low=20", f->cache);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), "-o", co, f->src,
+			       f->mnt, NULL), 0);
+	assert_int_equal(o.dirty_high, 80);
+	assert_int_equal(o.dirty_low, 20);
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+	snprintf(co, sizeof(co), "cachedir=%s,writemode=writeback,"
+		 "dirty_high=30", f->cache);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), "-o", co, f->src,
+			       f->mnt, NULL), 0);
+	assert_int_equal(o.dirty_high, 30);
+	assert_int_equal(o.dirty_low, 25);
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+	snprintf(co, sizeof(co), "cachedir=%s,writemode=writeback,"
+		 "dirty_low=70", f->cache);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), "-o", co, f->src,
+			       f->mnt, NULL), 0);
+	assert_int_equal(o.dirty_high, 70);
+	assert_int_equal(o.dirty_low, 70);
 	fuse_opt_free_args(&a);
 	opt_free(&o);
 
@@ -320,10 +348,19 @@ static void test_bad_values(void **state)
 	expect_bad(f, "writeback_delay=5", "writemode=writeback only");
 	expect_bad(f, "writeback_delay=-1", "invalid writeback_delay");
 	expect_bad(f, "writeback_log=1G", "writemode=writeback only");
-	expect_bad(f, "writemode=writeback,writeback_log=8M",
+	expect_bad(f, "writemode=writeback,writeback_log=512K",
 		   "invalid writeback_log");
 	expect_bad(f, "writemode=writeback,writeback_log=lots",
 		   "invalid writeback_log");
+	expect_bad(f, "dirty_high=60", "writemode=writeback only");
+	expect_bad(f, "dirty_low=10", "writemode=writeback only");
+	expect_bad(f, "writemode=writeback,dirty_high=100",
+		   "invalid dirty_high");
+	expect_bad(f, "writemode=writeback,dirty_high=0", "invalid dirty_high");
+	expect_bad(f, "writemode=writeback,dirty_low=x", "invalid dirty_low");
+	expect_bad(f, "writemode=writeback,dirty_low=-3", "invalid dirty_low");
+	expect_bad(f, "writemode=writeback,dirty_high=40,dirty_low=41",
+		   "above dirty_high");
 	expect_bad(f, "seqcutoff=-5", "seqcutoff");
 	expect_bad(f, "promote_rate=fast", "promote_rate");
 	expect_bad(f, "max_read=12x", "max_read");

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The writeback log's area (include/hotfs/wblog.h gives the design):
+ * appending records at the head, reading a block's copy, the group
+ * commit, and moving the tail past the records with nothing live.  What
+ * the writer (src/wblog.c) and the cleaner (src/wblog_clean.c) share.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "hotfs/fileio.h"
+#include "wblog_i.h"
+
+/*
+ * The blocks a record needs at head, or -ENOSPC; *pad: blocks skipped
+ * at the end of the area to fit it.  A write's record leaves the
+ * cleaner's reserve free (all: a trim's or the cleaner's may use it).
+ */
+static int room(const struct wblog *wl, uint64_t need, bool all,
+		uint64_t *pad)
+{
+	uint64_t lim = all ? wl->nblocks : wl->nblocks - wl->reserve;
+
+	*pad = 0;
+	if (wl->head + need > wl->nblocks)
+		*pad = wl->nblocks - wl->head;
+	if (wl->used + *pad + need > lim)
+		return -ENOSPC;
+	return 0;
+}
+
+int wl_append(struct wblog *wl, struct wl_rec *h, const struct wl_mblk *l,
+	      const char *data, bool all, uint64_t *data_pos)
+{
+	uint64_t pad, need = 1 + h->nblk, start;
+	char hb[WB_BLOCK];
+	struct iovec iov[2];
+	ssize_t n;
+	int err;
+
+	if (wl->sync_err)
+		return wl->sync_err;
+	err = room(wl, need, all, &pad);
+	if (err)
+		return err;
+	start = wl->head;
+	if (pad) {
+		struct wl_rec p = { .type = WR_PAD, .seq = wl->appended + 1,
+				    .epoch = wl->epoch,
+				    .time_ns = h->time_ns };
+
+		memcpy(p.magic, WR_MAGIC, 8);
+		p.csum = wl_rec_csum(&p, NULL, 0);
+		memset(hb, 0, sizeof(hb));
+		memcpy(hb, &p, sizeof(p));
+		n = pwrite_full(wl->fd, hb, WB_BLOCK, blk_off(wl->head));
+		if (n < 0)
+			return (int)n;
+		err = wl_rq_push(wl, start, pad, h->time_ns);
+		if (err)
+			return err;
+		wl->appended++;
+		wl->used += pad;
+		wl->head = 0;
+		start = 0;
+	} else if (wl->head == wl->nblocks) {
+		wl->head = start = 0;
+	}
+	memcpy(h->magic, WR_MAGIC, 8);
+	h->seq = wl->appended + 1;
+	h->epoch = wl->epoch;
+	h->csum = l ? wl_multi_csum(h, l, data, (size_t)h->nblk * WB_BLOCK) :
+		  wl_rec_csum(h, data, (size_t)h->nblk * WB_BLOCK);
+	memset(hb, 0, sizeof(hb));
+	memcpy(hb, h, sizeof(*h));
+	if (l)
+		memcpy(hb + sizeof(*h), l, h->nblk * sizeof(*l));
+	iov[0].iov_base = hb;
+	iov[0].iov_len = WB_BLOCK;
+	iov[1].iov_base = (void *)data;
+	iov[1].iov_len = (size_t)h->nblk * WB_BLOCK;
+	n = pwritev(wl->fd, iov, h->nblk ? 2 : 1, blk_off(start));
+	if (n != (ssize_t)(need * WB_BLOCK))	/* nothing of it counts */
+		return n < 0 ? -errno : -EIO;
+	err = wl_rq_push(wl, start, need, h->time_ns);
+	if (err)
+		return err;
+	wl->appended = h->seq;
+	wl->used += need;
+	wl->head = start + need;
+	*data_pos = start + 1;
+	return 0;
+}
+
+int wl_read_copy(struct wblog *wl, struct wl_ent *e, void *blk)
+{
+	if (pread_full(wl->fd, blk, WB_BLOCK, blk_off(e->pos)) == WB_BLOCK)
+		return 0;
+	if (!e->lost) {
+		e->lost = true;
+		wl->lost += e->hi - e->lo;
+	}
+	return -EIO;
+}
+
+/*
+ * Group commit: the first caller to find no fdatasync running runs one
+ * for every record appended so far; the others wait for it, and run the
+ * next one if theirs came after it began.
+ */
+int wblog_sync(struct wblog *wl, uint64_t seq)
+{
+	int err;
+
+	pthread_mutex_lock(&wl->m);
+	if (!seq)
+		seq = wl->appended;
+	for (;;) {
+		uint64_t target;
+
+		err = wl->sync_err;
+		if (err || wl->synced >= seq)
+			break;
+		if (wl->syncing) {
+			pthread_cond_wait(&wl->cv, &wl->m);
+			continue;
+		}
+		wl->syncing = true;
+		target = wl->appended;
+		pthread_mutex_unlock(&wl->m);
+		err = fdatasync(wl->fd) ? -errno : 0;
+		pthread_mutex_lock(&wl->m);
+		wl->syncs++;
+		wl->syncing = false;
+		/* after a failed fdatasync the kernel may have dropped the
+		 * pages' error: nothing appended before can be vouched for */
+		if (err)
+			wl->sync_err = -EIO;
+		else if (target > wl->synced)
+			wl->synced = target;
+		pthread_cond_broadcast(&wl->cv);
+	}
+	pthread_mutex_unlock(&wl->m);
+	return err;
+}
+
+int wblog_release(struct wblog *wl)
+{
+	uint64_t n = 0, blocks = 0, tail_pos, tail_seq, sync_to;
+	size_t i;
+	int err;
+
+	pthread_mutex_lock(&wl->m);
+	while (wl->releasing)
+		pthread_cond_wait(&wl->cv, &wl->m);
+	for (i = 0; i < wl->rq_n; i++) {
+		struct wl_recmem *r = &wl->rq[(wl->rq_head + i) % wl->rq_cap];
+
+		if (r->live)
+			break;
+		blocks += r->nblk;
+		n++;
+	}
+	/* the records up to the head must be durable before the tail
+	 * passes them: a replay must find the sequence it names */
+	tail_seq = wl->rq_seq + n;
+	tail_pos = n < wl->rq_n ?
+		   wl->rq[(wl->rq_head + n) % wl->rq_cap].start : wl->head;
+	if (!n || wl->sync_err) {
+		err = wl->sync_err;
+		pthread_mutex_unlock(&wl->m);
+		return err;
+	}
+	wl->releasing = true;
+	/* and the cleaner's copies of live blocks the passed records held */
+	sync_to = wl->clean_seq > tail_seq - 1 ? wl->clean_seq : tail_seq - 1;
+	pthread_mutex_unlock(&wl->m);
+	err = wblog_sync(wl, sync_to);
+	if (!err)
+		err = wl_super_write(wl, tail_pos, tail_seq);
+	pthread_mutex_lock(&wl->m);
+	wl->releasing = false;
+	if (!err) {
+		/* appends only add at the back meanwhile */
+		wl_rq_drop(wl, n);
+		wl->used -= blocks;
+		wl->dead = wl->dead > n ? wl->dead - n : 0;
+	}
+	pthread_cond_broadcast(&wl->cv);
+	pthread_mutex_unlock(&wl->m);
+	return err;
+}
