@@ -7,7 +7,8 @@
  * replays prefixes of the trace onto copies of the files taken before, to
  * build the states a power loss could leave.
  *
- *   LOGWRITES_TRACE=FILE LOGWRITES_DIRS=DIR[:DIR...] LD_PRELOAD=logwrites.so CMD
+ *   LOGWRITES_TRACE=FILE LOGWRITES_DIRS=DIR[:DIR...] \
+ *   LD_PRELOAD=logwrites.so CMD
  *
  * Recorded, for a descriptor or a path under one of the directories:
  * write, pwrite, pwritev(2) and writev (the bytes written, at the offset
