@@ -39,7 +39,8 @@ what the mount showed.
 
 HOTFS_POWERLOSS_STATES sets the number of states (default 150, the CI run;
 contrib/ci/soak.sh uses 1000), HOTFS_POWERLOSS_WRITES the workload's
-writes (default 300), HOTFS_POWERLOSS_SEED replays a run.
+writes (default 300), HOTFS_POWERLOSS_SEED replays a run's workload and
+choices (the daemon's timing, so its trace, may differ from run to run).
 """
 import os
 import random
