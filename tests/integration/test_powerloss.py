@@ -16,8 +16,8 @@ Files modelled: the writeback log (CACHEDIR/wlog) and the source file.
 The cache store is left out of the model: the workload promotes nothing
 (threshold=16, no reads), and each state's cachedir holds the store's
 files as they were before the workload.  A truncate of a modelled file is
-applied in order; a rename or unlink of one fails the test (the model
-does not cover them, and the daemon makes none here).
+applied in order; a rename, an unlink or an O_TRUNC open of one fails
+the test (the model does not cover them, and the daemon makes none here).
 
 The workload: one source file of 2 MiB, random writes through the mount
 (4 KiB aligned, multi-block, and unaligned ones at any 8-byte offset with
@@ -57,7 +57,6 @@ WRITES = int(os.environ.get('HOTFS_POWERLOSS_WRITES', '300'))
 SEED = int(os.environ.get('HOTFS_POWERLOSS_SEED', random.randrange(1 << 30)))
 
 SIZE = 2 << 20
-NW = SIZE // 8
 BLOCK = 4096
 SECTOR = 512
 M64 = (1 << 64) - 1
@@ -157,9 +156,10 @@ class Image:
                      self.size)
 
     def write(self, off, data, units=None):
-        """data at off; units: the (start, end) pieces of it to keep."""
+        """data at off; units: the (start, end) pieces of it to keep (None:
+        all)."""
         self.size = max(self.size, off + len(data))
-        for a, b in units or [(0, len(data))]:
+        for a, b in [(0, len(data))] if units is None else units:
             pos = off + a
             while pos < off + b:
                 pg = pos // BLOCK
@@ -205,12 +205,11 @@ class Image:
 
 
 def units_of(off, length, grain, rng):
-    """A random strict subset of a write's grain-aligned pieces."""
+    """A random strict subset of a write's grain-aligned pieces (none of
+    a write within one grain: torn, it is lost)."""
     cuts = list(range(off - off % grain + grain, off + length, grain))
     edges = [off] + cuts + [off + length]
     pieces = [(a - off, b - off) for a, b in zip(edges, edges[1:])]
-    if len(pieces) == 1:
-        return []
     keep = rng.randrange(len(pieces))
     return sorted(rng.sample(pieces, keep))
 
@@ -248,7 +247,7 @@ def build_state(events, files, cut, rng, keep_all=False):
             else:
                 grain = rng.choice([SECTOR, BLOCK])
                 img.write(e.off, e.data,
-                          units_of(e.off, len(e.data), grain, rng) or [])
+                          units_of(e.off, len(e.data), grain, rng))
                 n['torn'] += 1
         elif e.type == LW_TRUNCATE and e.ret == 0:
             img.truncate(e.off)
@@ -298,8 +297,9 @@ class Workload:
                 else:
                     unacked.append(w)
                 if rng.random() < 1 / 20:
-                    had = flushed(mnt)
-                    util.wait_for(lambda: flushed(mnt) > had, 'a flush')
+                    had = flushed(mnt)[0]
+                    util.wait_for(lambda: flushed(mnt)[0] > had or
+                                  not flushed(mnt)[1], 'a flush')
                 if rng.random() < 1 / 8:
                     (os.fsync if rng.random() < 0.5 else os.fdatasync)(fd)
                     pos = os.path.getsize(trace)
@@ -318,7 +318,9 @@ class Workload:
 
 
 def flushed(mnt):
-    return int(util.hotfs_stats(mnt)['flushed_bytes'])
+    """The bytes flushed so far, and the bytes dirty now."""
+    s = util.hotfs_stats(mnt)
+    return int(s['flushed_bytes']), int(s['dirty_bytes'])
 
 
 def owners(data):
@@ -483,6 +485,9 @@ def test_powerloss_states(ws, monkeypatch):
         assert not (e.type in (LW_RENAME, LW_UNLINK) and
                     (e.path in files or e.path2 in files)), \
             'a rename or unlink of a modelled file: not in the model'
+        assert not (e.type == LW_OPEN and e.flags & os.O_TRUNC and
+                    e.path in files), \
+            'an open with O_TRUNC of a modelled file: not in the model'
     # the premise: the flusher wrote, synced the source and moved the
     # log's tail while the workload ran
     during = [e for e in events if e.end <= workload_end]
