@@ -4,6 +4,8 @@
  * writeback log's oldest dirty runs written back to the source, and the
  * thread that runs them.
  *
+ * Each run's records are durable in the log before the run is written
+ * (write-ahead: a torn write of the source is repaired by the replay).
  * Each run costs the source one pwrite and one fdatasync before the log
  * forgets it (a later step shares the fdatasync between the runs of a
  * file in a round).  No lock is held across the source's I/O: the log's
@@ -50,6 +52,18 @@ static int write_run(const struct wb_flush_ops *ops, void *arg,
 	return err;
 }
 
+/* The newest record whose bytes run r holds. */
+static uint64_t run_seq(const struct wb_run *r)
+{
+	uint64_t seq = 0;
+	uint32_t i;
+
+	for (i = 0; i < r->nblk; i++)
+		if (r->seq[i] > seq)
+			seq = r->seq[i];
+	return seq;
+}
+
 /* Runs of fid (NULL: of any file, min_age_ns old) until none is left,
  * one fails, or max bytes are written; the bytes written in *bytes. */
 static int runs(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
@@ -66,7 +80,14 @@ static int runs(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
 		struct wb_fid fid = r.fid;
 		size_t len = r.len;
 
-		err = write_run(ops, arg, &r);
+		/* the run's records durable in the log first: a write of the
+		 * source torn by a power loss is then put right by the replay,
+		 * never left mixing the run's bytes with older ones within a
+		 * block (the group commit makes this cheap: records old enough
+		 * to flush are mostly synced already) */
+		err = wblog_sync(wl, run_seq(&r));
+		if (!err)
+			err = write_run(ops, arg, &r);
 		wblog_flush_done(wl, &r, err);
 		if (ops->done)
 			ops->done(arg, &fid);

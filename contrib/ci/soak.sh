@@ -1,8 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Long runs of the torture tests, outside CI: 500 SIGKILLs during
-# promotions and writes (tests/integration/test_crash.py), 20 rounds of
-# damage to every file of the cache store (test_corruption.py), then 16
+# promotions and writes (tests/integration/test_crash.py), 500 SIGKILLs
+# during writes in writemode=writeback (test_writeback.py), 1000 states
+# a power loss could leave in writemode=writeback (test_powerloss.py),
+# 20 rounds of damage to every file of the cache store
+# (test_corruption.py), then 16
 # processes reading and writing through one mount for 5 minutes, every
 # byte checked and the daemon's RSS recorded every second
 # (tests/integration/test_load.py; its figures are printed).
@@ -14,6 +17,12 @@ B=${1:-build}
 ninja -C "$B" >/dev/null
 HOTFS_BIN=$PWD/$B/hotfs HOTFS_CRASH_KILLS=${HOTFS_CRASH_KILLS:-500} \
 	/usr/bin/python3 tests/integration/run_pytest.py test_crash.py -s
+HOTFS_BIN=$PWD/$B/hotfs HOTFS_WB_KILLS=${HOTFS_WB_KILLS:-500} \
+	/usr/bin/python3 tests/integration/run_pytest.py \
+	test_writeback.py::test_kill9_during_writes -s
+HOTFS_BIN=$PWD/$B/hotfs HOTFS_LOGWRITES=$PWD/$B/tests/crash/logwrites.so \
+HOTFS_POWERLOSS_STATES=${HOTFS_POWERLOSS_STATES:-1000} \
+	/usr/bin/python3 tests/integration/run_pytest.py test_powerloss.py -s
 HOTFS_BIN=$PWD/$B/hotfs HOTFS_CORRUPT_ROUNDS=${HOTFS_CORRUPT_ROUNDS:-20} \
 	/usr/bin/python3 tests/integration/run_pytest.py test_corruption.py -s
 HOTFS_BIN=$PWD/$B/hotfs HOTFSCTL_BIN=$PWD/$B/hotfsctl \

@@ -5,9 +5,11 @@
  * dirty blocks as one write (hotfs/wblog.h), then releases the log's
  * space.
  *
- * A run is written with pwrite to a descriptor the caller's ops open on
- * the source file of its identity, made durable there (fdatasync), and
- * only then forgotten by the log; the log's tail moves past it at the end
+ * A run's records are made durable in the log first (wblog_sync: a
+ * write of the source torn by a power loss is then repaired by the
+ * replay).  It is written with pwrite to a descriptor the caller's ops
+ * open on the source file of its identity, made durable there
+ * (fdatasync), and only then forgotten by the log; the log's tail moves past it at the end
  * of the round (wblog_release).  A crash at any point leaves the run in
  * the log, flushed again after the replay: the same bytes.
  *

@@ -5,7 +5,8 @@
  * log; young data waits for its delay; a file gone from the source has
  * its dirty data dropped; a failing write keeps it dirty for the next
  * round; the thread flushes when kicked, and its stop drains the log;
- * data replayed after a reopen is flushed like any other.
+ * data replayed after a reopen is flushed like any other; a run's records
+ * are durable in the log before the source is written.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +35,7 @@ struct fx {
 	int fail;		/* -errno the next opens answer (atomic: the
 				 * thread reads it) */
 	unsigned begins, ends, lost;
+	uint64_t syncs_at_begin;	/* the log's fdatasyncs at the last begin */
 };
 
 static int fx_open(void *arg, const struct wb_fid *fid)
@@ -56,8 +58,13 @@ static void *fx_begin(void *arg, const struct wb_fid *fid, uint64_t off,
 	(void)fid;
 	(void)off;
 	(void)len;
-	((struct fx *)arg)->begins++;
-	return &((struct fx *)arg)->begins;
+	struct fx *x = arg;
+	struct wblog_stats s;
+
+	wblog_stats(x->wl, &s);
+	x->syncs_at_begin = s.syncs;
+	x->begins++;
+	return &x->begins;
 }
 
 static void fx_end(void *arg, void *cookie, const struct wb_fid *fid,
@@ -547,6 +554,34 @@ static void test_wait_room(void **state)
 	free(b);
 }
 
+/* A run is written to the source only once its records are durable in
+ * the log (else a power loss could leave the source's write torn with no
+ * record to repair it); records synced already cost no fdatasync more. */
+static void test_logged_durably_first(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_stats s;
+	uint64_t seq;
+	char b[100];
+
+	src_file(x, 1, 'o', 20000);
+	wr(x, &F1, 0, 'a', 8192);
+	wr(x, &F1, 12288, 'b', 100);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(wbf_round(x->wl, &ops, x, 0, NULL), 0);
+	assert_int_equal(x->begins, 2);
+	assert_true(x->syncs_at_begin > s.syncs);
+	/* synced by the writer: the flush adds no fdatasync of the log */
+	memset(b, 'c', sizeof(b));
+	assert_int_equal(wblog_write(x->wl, &F1, 100, b, sizeof(b), NULL,
+				     NULL, &seq), (ssize_t)sizeof(b));
+	assert_int_equal(wblog_sync(x->wl, seq), 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(wbf_round(x->wl, &ops, x, 0, NULL), 0);
+	assert_int_equal(x->begins, 3);
+	assert_int_equal(x->syncs_at_begin, s.syncs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -560,6 +595,7 @@ int main(void)
 		T(test_pace),
 		T(test_rate),
 		T(test_wait_room),
+		T(test_logged_durably_first),
 #undef T
 	};
 
