@@ -6,10 +6,10 @@
  *
  * Each run's records are durable in the log before the run is written
  * (write-ahead: a torn write of the source is repaired by the replay).
- * Each run costs the source one pwrite and one fdatasync before the log
- * forgets it (a later step shares the fdatasync between the runs of a
- * file in a round).  No lock is held across the source's I/O: the log's
- * own lock is taken only to hand the run out and to take it back.
+ * Runs go in batches: each costs the source one pwrite, and each file of
+ * a batch one fdatasync, before the log forgets them.  No lock is held
+ * across the source's I/O: the log's own lock is taken only to hand the
+ * runs out and to take them back.
  *
  * The thread paces itself (wbf_pace: the log's use against dirty_high=
  * and dirty_low=, the source's idleness), samples the flushed total for
@@ -20,37 +20,13 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "hotfs/clock.h"
 #include "hotfs/fileio.h"
 #include "hotfs/flush.h"
-
-/* Write run r to the source and make it durable there: 0 or -errno. */
-static int write_run(const struct wb_flush_ops *ops, void *arg,
-		     const struct wb_run *r)
-{
-	void *cookie = NULL;
-	ssize_t n;
-	int fd, err;
-
-	fd = ops->open(arg, &r->fid);
-	if (fd < 0)
-		return fd;
-	if (ops->begin)
-		cookie = ops->begin(arg, &r->fid, r->off, r->len);
-	n = pwrite_full(fd, r->buf, r->len, (off_t)r->off);
-	err = n < 0 ? (int)n : 0;
-	if (!err && fdatasync(fd))
-		err = -errno;
-	if (ops->end)
-		ops->end(arg, cookie, &r->fid, r->off, r->len,
-			 err ? NULL : r->buf, err);
-	if (close(fd) && !err && errno != EINTR)
-		err = -errno;
-	return err;
-}
 
 /* The newest record whose bytes run r holds. */
 static uint64_t run_seq(const struct wb_run *r)
@@ -64,44 +40,161 @@ static uint64_t run_seq(const struct wb_run *r)
 	return seq;
 }
 
+/*
+ * A batch: up to WBF_BATCH_RUNS runs (WBF_BATCH_BYTES) handed out to it
+ * (wblog_flush_next_by: several of one file, each block once), written
+ * in the order they came, then made durable with one fdatasync a file,
+ * then given back.  The source's page cache writes the batch's pages out
+ * in the file's order, so scattered dirty blocks reach the disk in few
+ * large requests, and a file's runs share one flush of the disk.
+ */
+#define WBF_BATCH_RUNS	64
+#define WBF_BATCH_BYTES	(16u << 20)
+
+struct bent {
+	struct wb_run r;
+	void *cookie;		/* ops->begin's */
+	bool begun;		/* ops->end is owed */
+	int fd;			/* its file's descriptor (shared) */
+	unsigned first;		/* the batch's first run of its file */
+	int err;
+};
+
+/* Open each run's file once, begin and write each run; the runs whose
+ * records are not durable in the log (err) are not written. */
+static void batch_write(const struct wb_flush_ops *ops, void *arg,
+			struct bent *b, unsigned n, int err)
+{
+	unsigned i, k;
+
+	for (i = 0; i < n; i++) {
+		ssize_t w;
+
+		b[i].first = i;
+		b[i].fd = -1;
+		for (k = 0; k < i; k++)
+			if (b[k].r.fid.dev == b[i].r.fid.dev &&
+			    b[k].r.fid.ino == b[i].r.fid.ino) {
+				b[i].first = b[k].first;
+				break;
+			}
+		b[i].err = err;
+		if (!b[i].err && b[i].first == i) {
+			b[i].fd = ops->open(arg, &b[i].r.fid);
+			if (b[i].fd < 0)
+				b[i].err = b[i].fd;
+		} else if (!b[i].err) {
+			b[i].err = b[b[i].first].fd < 0 ?
+				   b[b[i].first].err : 0;
+		}
+		if (b[i].err)
+			continue;
+		if (ops->begin)
+			b[i].cookie = ops->begin(arg, &b[i].r.fid, b[i].r.off,
+						 b[i].r.len);
+		b[i].begun = true;
+		w = pwrite_full(b[b[i].first].fd, b[i].r.buf, b[i].r.len,
+				(off_t)b[i].r.off);
+		b[i].err = w < 0 ? (int)w : 0;
+	}
+}
+
+/* One fdatasync a file (a failure fails every run of it), then each run
+ * ended and given back in order; the first error, and the bytes. */
+static int batch_end(struct wblog *wl, const struct wb_flush_ops *ops,
+		     void *arg, struct bent *b, unsigned n, uint64_t *bytes)
+{
+	unsigned i;
+	int first = 0;
+
+	for (i = 0; i < n; i++) {
+		int e;
+
+		if (b[i].first != i || b[i].fd < 0)
+			continue;
+		e = fdatasync(b[i].fd) ? -errno : 0;
+		if (close(b[i].fd) && !e && errno != EINTR)
+			e = -errno;
+		b[i].fd = -1;
+		/* the file's runs written before the sync fail with it */
+		for (unsigned k = i; e && k < n; k++)
+			if (b[k].first == i && !b[k].err)
+				b[k].err = e;
+	}
+	for (i = 0; i < n; i++) {
+		struct wb_fid fid = b[i].r.fid;
+		size_t len = b[i].r.len;
+		int err = b[i].err;
+
+		if (ops->end && b[i].begun)
+			ops->end(arg, b[i].cookie, &fid, b[i].r.off, len,
+				 err ? NULL : b[i].r.buf, err);
+		wblog_flush_done(wl, &b[i].r, err);
+		if (ops->done)
+			ops->done(arg, &fid);
+		if ((err == -ENOENT || err == -ESTALE) && b[i].first == i) {
+			/* gone from the source: nowhere to write it */
+			if (ops->lost)
+				ops->lost(arg, &fid, err);
+			err = wblog_trim(wl, &fid, 0);
+		} else if (err == -ENOENT || err == -ESTALE) {
+			err = 0;	/* said and trimmed with its first run */
+		}
+		if (err && !first)
+			first = err;
+		if (!b[i].err)
+			*bytes += len;
+	}
+	return first;
+}
+
 /* Runs of fid (NULL: of any file, min_age_ns old) until none is left,
  * one fails, or max bytes are written; the bytes written in *bytes. */
 static int runs(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
 		int64_t min_age_ns, const struct wb_fid *only, uint64_t max,
 		uint64_t *bytes)
 {
-	struct wb_run r;
-	int err = 0, rc;
+	struct bent *b = calloc(WBF_BATCH_RUNS, sizeof(*b));
+	int err = 0, rc = 0;
 
 	*bytes = 0;
-	while (*bytes < max &&
-	       (rc = wblog_flush_next(wl, min_age_ns, WBF_RUN_MAX, only,
-				      &r)) == 1) {
-		struct wb_fid fid = r.fid;
-		size_t len = r.len;
+	if (!b)
+		return -ENOMEM;
+	while (!err && *bytes < max) {
+		uint64_t seq = 0, got = 0;
+		unsigned n = 0;
 
-		/* the run's records durable in the log first: a write of the
-		 * source torn by a power loss is then put right by the replay,
-		 * never left mixing the run's bytes with older ones within a
-		 * block (the group commit makes this cheap: records old enough
-		 * to flush are mostly synced already) */
-		err = wblog_sync(wl, run_seq(&r));
-		if (!err)
-			err = write_run(ops, arg, &r);
-		wblog_flush_done(wl, &r, err);
-		if (ops->done)
-			ops->done(arg, &fid);
-		if (err == -ENOENT || err == -ESTALE) {
-			/* gone from the source: nowhere to write it */
-			if (ops->lost)
-				ops->lost(arg, &fid, err);
-			err = wblog_trim(wl, &fid, 0);
+		while (n < WBF_BATCH_RUNS && got < WBF_BATCH_BYTES &&
+		       *bytes + got < max &&
+		       (rc = wblog_flush_next_by(wl, min_age_ns, WBF_RUN_MAX,
+						 only, b, &b[n].r)) == 1) {
+			uint64_t s = run_seq(&b[n].r);
+
+			got += b[n].r.len;
+			if (s > seq)
+				seq = s;
+			b[n].cookie = NULL;
+			b[n].begun = false;
+			n++;
 		}
-		if (err)
-			return err;
-		*bytes += len;
+		if (!n)
+			break;
+		/*
+		 * The runs' records durable in the log first: a write of the
+		 * source torn by a power loss is then put right by the
+		 * replay, never left mixing the run's bytes with older ones
+		 * within a block (the group commit makes this cheap: records
+		 * old enough to flush are mostly synced already).
+		 */
+		batch_write(ops, arg, b, n, wblog_sync(wl, seq));
+		err = batch_end(wl, ops, arg, b, n, bytes);
+		if (rc != 1)
+			break;
 	}
-	return *bytes < max ? rc : 0;
+	free(b);
+	if (err)
+		return err;
+	return *bytes < max ? (rc < 0 ? rc : 0) : 0;
 }
 
 int wbf_round_max(struct wblog *wl, const struct wb_flush_ops *ops,

@@ -34,7 +34,7 @@ struct fx {
 	struct wblog *wl;
 	int fail;		/* -errno the next opens answer (atomic: the
 				 * thread reads it) */
-	unsigned begins, ends, lost;
+	unsigned begins, ends, lost, opens;
 	uint64_t syncs_at_begin;	/* the log's fdatasyncs at the last begin */
 };
 
@@ -48,6 +48,7 @@ static int fx_open(void *arg, const struct wb_fid *fid)
 	if (fail)
 		return fail;
 	snprintf(name, sizeof(name), "f%llu", (unsigned long long)fid->ino);
+	__atomic_add_fetch(&x->opens, 1, __ATOMIC_RELAXED);
 	fd = openat(x->sfd, name, O_WRONLY | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
 }
@@ -582,6 +583,39 @@ static void test_logged_durably_first(void **state)
 	assert_int_equal(x->syncs_at_begin, s.syncs);
 }
 
+/*
+ * A batch: scattered dirty blocks of one file are written as runs in one
+ * round with one descriptor (one fdatasync) for the file, and the source
+ * ends as the mount showed it (a block written again while in flight:
+ * test_wblog.c, test_flush_batch).
+ */
+static void test_batch_one_file(void **state)
+{
+	struct fx *x = *state;
+	uint64_t bytes;
+	size_t n;
+	char *b;
+	int i;
+
+	src_file(x, 1, 'o', 40 * 4096);
+	for (i = 0; i < 20; i++)
+		wr(x, &F1, (uint64_t)i * 2 * 4096, 'a' + i, 4096);
+	assert_int_equal(wbf_round(x->wl, &ops, x, 0, &bytes), 0);
+	assert_int_equal(bytes, 20 * 4096);
+	assert_int_equal(x->begins, 20);
+	assert_int_equal(x->ends, 20);
+	assert_int_equal(x->opens, 1);
+	b = src_read(x, 1, &n);
+	assert_int_equal(n, 40 * 4096);
+	for (i = 0; i < 20; i++) {
+		expect_run(b, (size_t)i * 8192, (size_t)i * 8192 + 4096,
+			   'a' + i);
+		expect_run(b, (size_t)i * 8192 + 4096, (size_t)i * 8192 + 8192,
+			   'o');
+	}
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -596,6 +630,7 @@ int main(void)
 		T(test_rate),
 		T(test_wait_room),
 		T(test_logged_durably_first),
+		T(test_batch_one_file),
 #undef T
 	};
 
