@@ -92,7 +92,8 @@ static int collect(struct wblog *wl, uint64_t max, struct cl_item **it,
 			(*it)[(*n)++] = (struct cl_item){ e, r->time_ns };
 		}
 	}
-	qsort(*it, *n, sizeof(**it), item_cmp);
+	if (*n)
+		qsort(*it, *n, sizeof(**it), item_cmp);
 	return 0;
 }
 
