@@ -114,7 +114,8 @@ if [ $quick = 0 ]; then
 		/usr/bin/python3 tests/integration/run_pytest.py \
 		test_concurrency.py test_crash.py test_readpath.py \
 		test_cache.py test_hotfsctl.py test_control.py test_faults.py \
-		test_noopen.py test_watch.py test_blockgrain.py test_writeback.py
+		test_noopen.py test_watch.py test_blockgrain.py test_writeback.py \
+		test_wbfaults.py test_wbleft.py
 	unset TSAN_OPTIONS
 fi
 if [ $quick = 0 ] && command -v clang >/dev/null; then
