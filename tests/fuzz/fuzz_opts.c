@@ -86,7 +86,13 @@ static void check_opts(const struct hotfs_opts *o)
 	    !(o->revalidate_secs > 0 && o->revalidate_secs <= 1e6))
 		abort();
 	if (o->writemode != HOTFS_WRITEAROUND &&
-	    o->writemode != HOTFS_WRITETHROUGH)
+	    o->writemode != HOTFS_WRITETHROUGH &&
+	    (o->writemode != HOTFS_WRITEBACK || !o->cachedir || o->nocache))
+		abort();
+	/* writeback_log=: writeback's alone, within its range */
+	if (o->writeback_log && (o->writemode != HOTFS_WRITEBACK ||
+				 o->writeback_log < HOTFS_WBLOG_MIN ||
+				 o->writeback_log > HOTFS_WBLOG_MAX))
 		abort();
 	if (o->inode_cache > 10000000)
 		abort();
