@@ -52,7 +52,7 @@ import pytest
 
 import util
 
-STATES = int(os.environ.get('HOTFS_POWERLOSS_STATES', '150'))
+STATES = int(os.environ.get('HOTFS_POWERLOSS_STATES', '100'))
 WRITES = int(os.environ.get('HOTFS_POWERLOSS_WRITES', '300'))
 SEED = int(os.environ.get('HOTFS_POWERLOSS_SEED', random.randrange(1 << 30)))
 
@@ -435,13 +435,23 @@ def control(ws, so, init, state_c, events, files, wl):
                 'not on the source yet: the workload tests nothing')
 
 
+# the log's size, and the options of the traced mount: the default log,
+# which the workload never fills; and the smallest, which it fills over
+# and over with the flusher holding data for a second, so that writers
+# run the cleaner (its copies must be durable before the tail passes the
+# records they come from)
+LOGS = {'default': ('256M', ',writeback_delay=0'),
+        'cleaned': ('1M', ',writeback_delay=1,dirty_high=99,dirty_low=99')}
+
+
 @pytest.mark.slow
-def test_powerloss_states(ws, monkeypatch):
+@pytest.mark.parametrize('log', sorted(LOGS))
+def test_powerloss_states(ws, monkeypatch, log):
     print('HOTFS_POWERLOSS_SEED=%d STATES=%d WRITES=%d'
           % (SEED, STATES, WRITES))
     t0 = time.monotonic()
     rng = random.Random(SEED)
-    so = 'writemode=writeback,threshold=16'
+    so = 'writemode=writeback,threshold=16,writeback_log=' + LOGS[log][0]
     src = os.path.join(ws.src, 'f')
     with open(src, 'wb') as f:
         f.write(pattern(0, 0, SIZE))
@@ -465,7 +475,7 @@ def test_powerloss_states(ws, monkeypatch):
     asan = os.environ.get('ASAN_OPTIONS')
     monkeypatch.setenv('ASAN_OPTIONS', (asan + ':' if asan else '') +
                        'verify_asan_link_order=0')
-    proc = ws.start(opts=so + ',writeback_delay=0')
+    proc = ws.start(opts=so + LOGS[log][1])
     for k in ('LD_PRELOAD', 'LOGWRITES_TRACE', 'LOGWRITES_DIRS'):
         monkeypatch.delenv(k)
     if asan is None:
@@ -475,6 +485,9 @@ def test_powerloss_states(ws, monkeypatch):
     wl = Workload(rng)
     wl.run(ws.mnt, trace)
     workload_end = os.path.getsize(trace)
+    cleaned = int(util.hotfs_stats(ws.mnt)['wlog_cleaned_bytes'])
+    print('the cleaner moved %d bytes' % cleaned)
+    assert log != 'cleaned' or cleaned > 0, 'the cleaner never ran'
     ws.stop(proc)
     final = wl.final()
     with open(src, 'rb') as f:
