@@ -258,8 +258,9 @@ class Workload:
     """The writes made through the mount, and when each was acknowledged
     (the trace's length once the fsync after it returned; None: never)."""
 
-    def __init__(self, rng):
+    def __init__(self, rng, waits=True):
         self.rng = rng
+        self.waits = waits
         self.writes = [(0, SIZE)]       # id -> (off, len); 0: the initial
         self.acked = [None]
 
@@ -296,7 +297,7 @@ class Workload:
                     self.acked[w] = os.path.getsize(trace)
                 else:
                     unacked.append(w)
-                if rng.random() < 1 / 20:
+                if rng.random() < 1 / 20 and self.waits:
                     had = flushed(mnt)[0]
                     util.wait_for(lambda: flushed(mnt)[0] > had or
                                   not flushed(mnt)[1], 'a flush')
@@ -435,13 +436,16 @@ def control(ws, so, init, state_c, events, files, wl):
                 'not on the source yet: the workload tests nothing')
 
 
-# the log's size, and the options of the traced mount: the default log,
-# which the workload never fills; and the smallest, which it fills over
-# and over with the flusher holding data for a second, so that writers
-# run the cleaner (its copies must be durable before the tail passes the
-# records they come from)
-LOGS = {'default': ('256M', ',writeback_delay=0'),
-        'cleaned': ('1M', ',writeback_delay=1,dirty_high=99,dirty_low=99')}
+# the log's size, the options of the traced mount, and whether the
+# workload waits for the flusher now and then: the default log, which the
+# workload never fills; and the smallest, with the flusher holding the
+# data until a writer finds the log full: the workload (2 MiB of live
+# data at most, 4 MiB written) fills it over and over, so writers run
+# the cleaner (its copies must be durable before the tail passes the
+# records they come from), then wait for the flusher's flat-out rounds
+LOGS = {'default': ('256M', ',writeback_delay=0', True),
+        'cleaned': ('1M', ',writeback_delay=3600,dirty_high=99,'
+                    'dirty_low=99', False)}
 
 
 @pytest.mark.slow
@@ -482,7 +486,7 @@ def test_powerloss_states(ws, monkeypatch, log):
         monkeypatch.delenv('ASAN_OPTIONS')
     else:
         monkeypatch.setenv('ASAN_OPTIONS', asan)
-    wl = Workload(rng)
+    wl = Workload(rng, waits=LOGS[log][2])
     wl.run(ws.mnt, trace)
     workload_end = os.path.getsize(trace)
     cleaned = int(util.hotfs_stats(ws.mnt)['wlog_cleaned_bytes'])
