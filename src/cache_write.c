@@ -78,6 +78,11 @@ void cache_write_begin(struct hotfs_cache *c, struct hotfs_itable *it,
 	/* under m: a change that ends meanwhile has recorded its stamp */
 	have = stat_inode(w, &st);
 	stamp_change_begin(in, have ? &st : NULL);
+	if (in->wr_inflight == 1) {
+		in->wr_base_ok = have;
+		if (have)
+			cache_stamp(&st, &in->wr_base);
+	}
 	pthread_mutex_unlock(&in->m);
 	w->have_old = c && have;
 	if (w->have_old)

@@ -54,7 +54,7 @@ static uint64_t run_seq(const struct wb_run *r)
 struct bent {
 	struct wb_run r;
 	void *cookie;		/* ops->begin's */
-	bool begun;		/* ops->end is owed */
+	bool begun;		/* written: its bytes may be cached */
 	int fd;			/* its file's descriptor (shared) */
 	unsigned first;		/* the batch's first run of its file */
 	int err;
@@ -89,13 +89,19 @@ static void batch_write(const struct wb_flush_ops *ops, void *arg,
 		}
 		if (b[i].err)
 			continue;
+		/* the mount's own change, one run at a time: the store drops
+		 * the run's bytes and keeps the file's others (two in flight
+		 * would drop all between them) */
 		if (ops->begin)
 			b[i].cookie = ops->begin(arg, &b[i].r.fid, b[i].r.off,
 						 b[i].r.len);
-		b[i].begun = true;
 		w = pwrite_full(b[b[i].first].fd, b[i].r.buf, b[i].r.len,
 				(off_t)b[i].r.off);
 		b[i].err = w < 0 ? (int)w : 0;
+		if (ops->end)
+			ops->end(arg, b[i].cookie, &b[i].r.fid, b[i].r.off,
+				 b[i].r.len, NULL, b[i].err);
+		b[i].begun = !b[i].err;
 	}
 }
 
@@ -126,9 +132,11 @@ static int batch_end(struct wblog *wl, const struct wb_flush_ops *ops,
 		size_t len = b[i].r.len;
 		int err = b[i].err;
 
-		if (ops->end && b[i].begun)
-			ops->end(arg, b[i].cookie, &fid, b[i].r.off, len,
-				 err ? NULL : b[i].r.buf, err);
+		/* durable on the source: its bytes become cached data, in a
+		 * change of the file that changes nothing */
+		if (!err && b[i].begun && ops->begin && ops->end)
+			ops->end(arg, ops->begin(arg, &fid, b[i].r.off, len),
+				 &fid, b[i].r.off, len, b[i].r.buf, 0);
 		wblog_flush_done(wl, &b[i].r, err);
 		if (ops->done)
 			ops->done(arg, &fid);

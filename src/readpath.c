@@ -816,6 +816,12 @@ static bool cacheable(struct hotfs_cache *c, struct hotfs_inode *in,
 	/* a write in flight there: the store's copy may predate it, under
 	 * a stamp that does not show it yet (same clock tick) */
 	busy = in->wr_inflight && e0 <= in->wr_hi && e1 >= in->wr_lo;
+	/* elsewhere: the records are valid under the stamp the writes
+	 * found (the source's shows them already; hotfs/inode.h) */
+	if (in->wr_inflight && !busy) {
+		busy = !in->wr_base_ok || in->wr_base.size != p->stamp.size;
+		p->stamp = in->wr_base;
+	}
 	pthread_mutex_unlock(&in->m);
 	return !busy;
 }

@@ -158,6 +158,13 @@ struct hotfs_inode {
 	 * restamped as current (cache.c). */
 	unsigned wr_inflight;
 	uint32_t wr_lo, wr_hi;
+	/* the source's stamp the first of them found (wr_base_ok): what the
+	 * store's records outside the span are valid for until they end (a
+	 * read elsewhere meanwhile looks them up under it: the source's own
+	 * stamp already shows the writes, and a lookup under it would drop
+	 * every record of the file) */
+	struct hotfs_stamp wr_base;
+	bool wr_base_ok;
 	/* The last writes through the mount, for promotions queued before
 	 * them (hotfs/cache_insert.h); NULL until the first write to the
 	 * file while it is larger than one extent (about 700 bytes).
