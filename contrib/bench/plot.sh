@@ -62,7 +62,7 @@ metric_of()
 {
 	case $1 in
 	seq) echo "mb_per_s MB/s" ;;
-	rand) echo "iops IOPS" ;;
+	rand|wbrand|wbsync|fiowb-*) echo "iops IOPS" ;;
 	*) echo "seconds seconds" ;;
 	esac
 }
@@ -83,6 +83,11 @@ for wl in "${wls[@]}"; do
 	plotcmd=$(IFS=,; printf '%s' "${plots[*]}")
 	np=$(awk -F, -v wl="$wl" 'NR > 1 && $1 == wl && $3 > n { n = $3 }
 				  END { print n + 0 }' "$csv")
+	# the writeback workloads' targets differ by 100x and more: a log
+	# scale
+	yaxis="set yrange [0:*]"
+	[[ $wl != wb* && $wl != fiowb-* ]] ||
+		yaxis="set logscale y; set yrange [10:*]"
 	gnuplot <<EOF
 set terminal $term size 900,540 noenhanced
 set output '$out/$wl.png'
@@ -91,7 +96,7 @@ set xlabel 'pass'
 set ylabel '$label'
 set xtics 1
 set xrange [0.5:$np + 0.5]
-set yrange [0:*]
+$yaxis
 set key outside right
 set grid
 plot $plotcmd
