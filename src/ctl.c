@@ -19,8 +19,12 @@
  * src/fuse_ops.c) there is no open file to keep a snapshot in: each
  * getattr renders one and drops the file's pages from the kernel's cache
  * (the kernel asks before a read that goes past the size it knows: the
- * files' attributes time out at once), reads serve the last one, and
- * ctl's answer is the last command's.
+ * files' attributes time out at once), a read from the start renders a
+ * new one unless a getattr just did (a read within the size the kernel
+ * knows comes without a getattr: a file over a page long was served the
+ * kernel's old pages), reads serve the last one, the pages read are
+ * dropped at the next tick (vd_expire), and ctl's answer is the last
+ * command's.
  * Two readers at the same moment may then read each other's snapshot.
  */
 #include <errno.h>
@@ -31,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hotfs/clock.h"
 #include "hotfs/ctl.h"
 #include "hotfs/fs.h"
 #include "hotfs/log.h"
@@ -91,7 +96,15 @@ static struct {
 	size_t len;
 	size_t told;		/* the size last given to the kernel */
 	struct timespec time;
+	bool read;		/* the kernel has pages of it (vd_expire) */
+	bool used;		/* read since it was rendered */
+	int64_t at;		/* when it was rendered (CLOCK_MONOTONIC) */
 } snap[VINO__END];
+
+/* A read from the start serves the snapshot a lookup or getattr made
+ * this shortly before (its size is the one the kernel was told), if no
+ * read has served it yet; else it renders a new one. */
+#define SNAP_FRESH_NS	100000000LL
 
 /* Replace ino's snapshot with buf (taken over) and stamp it now. */
 static void snap_set(fuse_ino_t ino, char *buf, size_t len)
@@ -102,6 +115,8 @@ static void snap_set(fuse_ino_t ino, char *buf, size_t len)
 	old = snap[ino].buf;
 	snap[ino].buf = buf;
 	snap[ino].len = len;
+	snap[ino].used = false;
+	snap[ino].at = clock_mono_ns();
 	clock_gettime(CLOCK_REALTIME, &snap[ino].time);
 	pthread_mutex_unlock(&snap_lock);
 	free(old);
@@ -306,13 +321,24 @@ void vd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			fuse_reply_err(req, EACCES);
 			return;
 		}
+		/* a read from the start: a new snapshot (a read within the
+		 * size the kernel knows comes without the getattr that would
+		 * make one), unless a getattr just made one */
 		pthread_mutex_lock(&snap_lock);
+		if (off == 0 && ino != VINO_CTL &&
+		    (snap[ino].used ||
+		     clock_mono_ns() - snap[ino].at >= SNAP_FRESH_NS)) {
+			pthread_mutex_unlock(&snap_lock);
+			snap_render(vfs(req), ino);
+			pthread_mutex_lock(&snap_lock);
+		}
 		if (!snap[ino].buf && ino != VINO_CTL) {
 			pthread_mutex_unlock(&snap_lock);
 			snap_render(vfs(req), ino);
 			pthread_mutex_lock(&snap_lock);
 		}
 		copy = copy_out(snap[ino].buf, snap[ino].len, &size, off);
+		snap[ino].read = snap[ino].used = ino != VINO_CTL;
 		pthread_mutex_unlock(&snap_lock);
 	} else {
 		pthread_mutex_lock(&h->m);
@@ -324,6 +350,26 @@ void vd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	else
 		fuse_reply_buf(req, copy, size);
 	free(copy);
+}
+
+void vd_expire(struct hotfs *fs)
+{
+	fuse_ino_t i;
+
+	if (!fs->no_open || !fs->se)
+		return;
+	for (i = VINO_STATS; i < VINO__END; i++) {
+		bool read;
+
+		if (i == VINO_CTL)
+			continue;
+		pthread_mutex_lock(&snap_lock);
+		read = snap[i].read;
+		snap[i].read = false;
+		pthread_mutex_unlock(&snap_lock);
+		if (read)
+			fuse_lowlevel_notify_inval_inode(fs->se, i, 0, 0);
+	}
 }
 
 /* One "store on" at a time. */

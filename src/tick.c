@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "hotfs/clock.h"
+#include "hotfs/ctl.h"
 #include "hotfs/fs.h"
 #include "hotfs/tick.h"
 
@@ -41,6 +42,7 @@ static void *tick_main(void *arg)
 		pthread_mutex_unlock(&t->m);
 		c = fs_cache(t->fs);
 		now = clock_mono_ns();
+		vd_expire(t->fs);
 		if (c)
 			st_tick(c->st);
 		if (c && now - last_sweep >= TICK_SWEEP_MS * 1000000LL) {

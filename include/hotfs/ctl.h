@@ -49,6 +49,13 @@ void vd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 void vd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /* At exit: the snapshots kept for reads without open. */
 void vd_free_snapshots(void);
+/*
+ * Without open round trips: the kernel's pages of the statistics files
+ * read since the last call dropped (the tick's, every TICK_MS), so that
+ * a later read from the start reaches the daemon and a new snapshot: a
+ * read within the size the kernel knows comes without a getattr.
+ */
+void vd_expire(struct hotfs *fs);
 void vd_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void vd_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct fuse_file_info *fi, bool plus);
