@@ -12,6 +12,7 @@ took its inode number after the crash.  Truncate, unlink and rename of
 files with dirty data follow the rules of the man page; fsx runs in
 writeback mode.
 """
+import contextlib
 import errno
 import hashlib
 import json
@@ -901,19 +902,29 @@ def test_hotfsctl_flush_progress_on_a_tty(held):
     assert read(os.path.join(ws.src, 'f')) == b'p' * (4 * MIB)
 
 
-def test_hotfsctl_flush_fails_on_a_full_source(ws):
-    """A flush the source refuses (a full filesystem): hotfsctl flush says
-    so in one line and exits 1; the data stays dirty, and is dropped by a
-    truncate so that the unmount is clean.  (The file is sparse, so the
-    writes, within its size, are taken: one that grew it past the room
-    left would fail at once, test_wbfaults.py.)"""
+@contextlib.contextmanager
+def full_tmpfs(ws, sparse):
+    """A 1 MiB tmpfs as a source, holding 'big', a sparse file of sparse
+    bytes (writes within its size are taken, and their flush finds the
+    source full: test_wbfaults.py has the write that grows a file);
+    unmounted at the end."""
     src = os.path.join(ws.root, 'small')
     os.makedirs(src)
     subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', src],
                    check=True)
     try:
         with open(os.path.join(src, 'big'), 'wb') as f:
-            f.truncate(2 * MIB)
+            f.truncate(sparse)
+        yield src
+    finally:
+        subprocess.run(['umount', src], check=True)
+
+
+def test_hotfsctl_flush_fails_on_a_full_source(ws):
+    """A flush the source refuses (a full filesystem): hotfsctl flush says
+    so in one line and exits 1; the data stays dirty, and is dropped by a
+    truncate so that the unmount is clean."""
+    with full_tmpfs(ws, 2 * MIB) as src:
         proc = ws.start(src=src, opts=HOLD)
         try:
             m = os.path.join(ws.mnt, 'big')
@@ -930,8 +941,6 @@ def test_hotfsctl_flush_fails_on_a_full_source(ws):
             hotfsctl('flush', ws.mnt)
         finally:
             ws.stop(proc)
-    finally:
-        subprocess.run(['umount', src], check=True)
 
 
 def test_flushed_data_stays_cached(held):
@@ -1010,16 +1019,8 @@ def test_full_log_and_failing_source_enospc(ws):
     """A writer that finds the log full while the source refuses the
     flush (it is full) gets ENOSPC once a round fails, instead of waiting
     for room that cannot come; what it wrote before stays readable, and
-    reaches the source once it has room again.  (The file is sparse: the
-    writes are within its size, so none is refused for the room it would
-    take, test_wbfaults.py.)"""
-    src = os.path.join(ws.root, 'small')
-    os.makedirs(src)
-    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', src],
-                   check=True)
-    try:
-        with open(os.path.join(src, 'big'), 'wb') as f:
-            f.truncate(16 * MIB)
+    reaches the source once it has room again."""
+    with full_tmpfs(ws, 16 * MIB) as src:
         proc = ws.start(src=src, opts=HOLD + ',writeback_log=4M')
         try:
             m = os.path.join(ws.mnt, 'big')
@@ -1052,5 +1053,3 @@ def test_full_log_and_failing_source_enospc(ws):
         got = read(os.path.join(src, 'big'))
         assert got[:len(want)] == want
         assert got[len(want):] == bytes(16 * MIB - len(want))
-    finally:
-        subprocess.run(['umount', src], check=True)
