@@ -415,6 +415,10 @@ hit_stat()
 	local f
 	f=$(target_root "$1")/.hotfs/stats
 	[[ $1 == hotfs* ]] && [ -r "$f" ] || { echo "- - - - -"; return; }
+	# without open round trips (revalidate=never) the kernel may serve a
+	# read from the pages of the last one for up to a tick: a stat first
+	# makes the daemon render a new snapshot (hotfs.8, .hotfs)
+	stat "$f" >/dev/null 2>&1 || true
 	awk -F': *' '{ v[$1] = $2 }
 		END {
 			if (!("read_hit_bytes" in v)) { print "- - - - -"; exit }
