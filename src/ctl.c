@@ -356,7 +356,7 @@ void vd_expire(struct hotfs *fs)
 {
 	fuse_ino_t i;
 
-	if (!fs->no_open || !fs->se)
+	if (!fs->se)	/* the flags are set by reads without open alone */
 		return;
 	for (i = VINO_STATS; i < VINO__END; i++) {
 		bool read;
