@@ -33,38 +33,7 @@
 #include "hotfs/wb.h"
 #include "hotfs/wblog.h"
 
-#define WB_FD_BUCKETS	256
-
-/* an O_PATH descriptor of a file with dirty data */
-struct wb_fdent {
-	struct wb_fdent *next;
-	uint64_t ino;
-	uint64_t birth;		/* the file's (struct wb_fid) */
-	int fd;
-	unsigned users;		/* writes logging now */
-	bool lost_said;		/* its lost dirty bytes were logged */
-	uint32_t behind;	/* the inode's count of changes behind the
-				 * mount, as of its last conflict or its
-				 * first dirty write (hotfs/inode.h) */
-};
-
-struct hotfs_wb {
-	struct hotfs *fs;
-	struct wblog *wl;
-	struct wb_flusher *fl;
-	dev_t root_dev;
-	pthread_mutex_t m;	/* protects fds */
-	struct wb_fdent *fds[WB_FD_BUCKETS];
-	pthread_rwlock_t gone;	/* writes shared, a drop at unlink alone */
-	/* the source's room for growing writes (growth_room) */
-	_Atomic uint64_t conflicts;	/* changes behind dirty data */
-	pthread_mutex_t grow_m;
-	uint64_t grow_sum;	/* bytes past the source's ends, and since */
-	int64_t grow_at;	/* when the sum was taken */
-	_Atomic uint64_t fills;	/* source reads of fill */
-	uint64_t src_ios;	/* op_idle's last count (the flusher's) */
-	int64_t busy_at;	/* and when it last moved (the flusher's) */
-};
+#include "wb_i.h"
 
 /* growth_room's sum of the files' growth is taken again this often */
 #define WB_GROW_EVERY_NS	100000000LL
@@ -1023,76 +992,4 @@ void wb_unlink_end(struct hotfs *fs, const struct stat *st, bool drop,
 		fd_forget(wb, f.ino, true);
 	}
 	pthread_rwlock_unlock(&wb->gone);
-}
-
-void wb_stats(struct hotfs *fs, struct wb_stats *st)
-{
-	struct wblog_stats s;
-	int64_t now = clock_real_ns();
-
-	memset(st, 0, sizeof(*st));
-	if (!fs->wb)
-		return;
-	wblog_stats(fs->wb->wl, &s);
-	st->dirty_bytes = s.dirty_bytes;
-	st->dirty_records = s.dirty_records;
-	st->dirty_files = s.dirty_files;
-	st->flushed_bytes = s.flushed_bytes;
-	st->flush_errors = s.flush_errors;
-	st->absorbed = s.absorbed;
-	st->cleaned = s.cleaned_bytes;
-	st->lost = s.lost_bytes;
-	st->conflicts = atomic_load_explicit(&fs->wb->conflicts,
-					     memory_order_relaxed);
-	st->log_used = s.log_used;
-	st->log_capacity = s.log_capacity;
-	st->flush_rate = wbf_flush_rate(fs->wb->fl);
-	st->oldest_dirty_age = s.oldest_dirty_ns && now > s.oldest_dirty_ns ?
-			       (double)(now - s.oldest_dirty_ns) / 1e9 : 0;
-}
-
-bool wb_leftover(const char *cachedir)
-{
-	char path[PATH_MAX];
-	struct stat st;
-
-	return snprintf(path, sizeof(path), "%s/%s", cachedir, WB_LOG_NAME) <
-	       (int)sizeof(path) && !stat(path, &st) && st.st_size > 0;
-}
-
-int wb_drain(struct hotfs *fs, char *err, size_t errlen)
-{
-	struct wblog_stats s;
-	int r = wb_open(fs, err, errlen);
-
-	if (r < 0)
-		return r;
-	/* before daemonizing: the flush reopens files through this one
-	 * (main opens the daemon's own after the fork) */
-	fs->proc_self_fd = open("/proc/self/fd", O_PATH | O_CLOEXEC);
-	wblog_stats(fs->wb->wl, &s);
-	if (s.dirty_bytes) {
-		hotfs_log(LOG_NOTICE, "writeback: the cachedir's log holds "
-			  "%llu dirty bytes of %llu files, left by a "
-			  "writeback mount that did not end cleanly: writing "
-			  "them to the source before this mount\n",
-			  (unsigned long long)s.dirty_bytes,
-			  (unsigned long long)s.dirty_files);
-		r = wb_stop(fs);
-	}
-	if (r < 0)
-		snprintf(err, errlen, "the cachedir's log holds %llu dirty "
-			 "bytes the source did not take (%s); mount with "
-			 "writemode=writeback to keep them (they are flushed "
-			 "while mounted), or move %s/%s away to drop them",
-			 (unsigned long long)s.dirty_bytes, strerror(-r),
-			 fs->o->cachedir, WB_LOG_NAME);
-	else if (s.dirty_bytes)
-		hotfs_log(LOG_NOTICE, "writeback: the %llu dirty bytes are on "
-			  "the source\n", (unsigned long long)s.dirty_bytes);
-	wb_close(fs);
-	if (fs->proc_self_fd >= 0)
-		close(fs->proc_self_fd);
-	fs->proc_self_fd = -1;
-	return r;
 }

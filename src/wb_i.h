@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * writemode=writeback's state on the mount, shared by src/wb.c (the
+ * requests' hooks, the flusher's operations, open and close) and
+ * src/wb_state.c (its statistics, and a leftover log met by a mount in
+ * another mode).  include/hotfs/wb.h gives the rules and the locks.
+ */
+#ifndef HOTFS_WB_I_H
+#define HOTFS_WB_I_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hotfs/fs.h"
+#include "hotfs/wblog.h"
+
+#define WB_FD_BUCKETS	256
+
+/* an O_PATH descriptor of a file with dirty data */
+struct wb_fdent {
+	struct wb_fdent *next;
+	uint64_t ino;
+	uint64_t birth;		/* the file's (struct wb_fid) */
+	int fd;
+	unsigned users;		/* writes logging now */
+	bool lost_said;		/* its lost dirty bytes were logged */
+	uint32_t behind;	/* the inode's count of changes behind the
+				 * mount, as of its last conflict or its
+				 * first dirty write (hotfs/inode.h) */
+};
+
+struct hotfs_wb {
+	struct hotfs *fs;
+	struct wblog *wl;
+	struct wb_flusher *fl;
+	dev_t root_dev;
+	pthread_mutex_t m;	/* protects fds */
+	struct wb_fdent *fds[WB_FD_BUCKETS];
+	pthread_rwlock_t gone;	/* writes shared, a drop at unlink alone */
+	/* the source's room for growing writes (growth_room) */
+	_Atomic uint64_t conflicts;	/* changes behind dirty data */
+	pthread_mutex_t grow_m;
+	uint64_t grow_sum;	/* bytes past the source's ends, and since */
+	int64_t grow_at;	/* when the sum was taken */
+	_Atomic uint64_t fills;	/* source reads of fill */
+	uint64_t src_ios;	/* op_idle's last count (the flusher's) */
+	int64_t busy_at;	/* and when it last moved (the flusher's) */
+};
+
+#endif
