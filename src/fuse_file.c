@@ -128,22 +128,28 @@ static bool set_keep_cache(struct hotfs_inode *in, int fd,
  * kernel's pages then costs the source nothing.  True if so (fi->fh
  * set, the open counted).
  */
+static bool stamp_trusted_locked(struct hotfs *fs, struct hotfs_inode *in)
+{
+	int64_t limit = (int64_t)(fs->o->revalidate_secs * 1e9);
+
+	return fs->o->revalidate == HOTFS_REVAL_SECONDS &&
+	       in->stamp_valid && in->stamp_settled && in->stamp_checked_ns &&
+	       clock_mono_ns() - in->stamp_checked_ns < limit &&
+	       !in->chg_inflight && !in->wr_inflight &&
+	       !stamp_inval_pending(in);
+}
+
 static bool open_trusted(struct hotfs *fs, struct hotfs_inode *in,
 			 struct fuse_file_info *fi)
 {
 	struct hotfs_fh *fh;
-	int64_t limit;
 	bool ok;
 
 	if (fs->o->revalidate != HOTFS_REVAL_SECONDS ||
 	    (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
 		return false;
-	limit = (int64_t)(fs->o->revalidate_secs * 1e9);
 	pthread_mutex_lock(&in->m);
-	ok = in->stamp_valid && in->stamp_settled && in->stamp_checked_ns &&
-	     clock_mono_ns() - in->stamp_checked_ns < limit &&
-	     !in->chg_inflight && !in->wr_inflight &&
-	     !stamp_inval_pending(in);
+	ok = stamp_trusted_locked(fs, in);
 	if (ok)
 		in->nopen++;
 	pthread_mutex_unlock(&in->m);
@@ -431,6 +437,36 @@ static struct hotfs_fh *shared_fh(struct hotfs_inode *in)
 	return fh;
 }
 
+/*
+ * A read through a handle open_trusted answered, whose source file is not
+ * open yet: from the store alone, under the stamp the file's last check
+ * took, while that is still trusted (cache_read_stored).  So a fully
+ * cached file read after the kernel dropped its pages costs the source
+ * nothing either.  True if *rep is the answer.
+ */
+static bool read_stored(struct hotfs *fs, struct hotfs_inode *in,
+			struct hotfs_fh *fh, size_t size, off_t off,
+			struct rp_reply *rep)
+{
+	struct hotfs_cache *c = fs_cache(fs);
+	struct stat st = { 0 };
+	bool ok;
+
+	if (!c || !fh->lazy || atomic_load(&fh->fd) >= 0 ||
+	    (fs->wb && wb_on(fs, in)))
+		return false;
+	pthread_mutex_lock(&in->m);
+	ok = stamp_trusted_locked(fs, in);
+	st.st_ino = in->ino;
+	st.st_size = in->stamp_size;
+	st.st_mtim.tv_sec = in->stamp_mtime_ns / 1000000000;
+	st.st_mtim.tv_nsec = in->stamp_mtime_ns % 1000000000;
+	st.st_ctim.tv_sec = in->stamp_ctime_ns / 1000000000;
+	st.st_ctim.tv_nsec = in->stamp_ctime_ns % 1000000000;
+	pthread_mutex_unlock(&in->m);
+	return ok && cache_read_stored(c, in, fh, &st, size, off, rep) == 0;
+}
+
 void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct fuse_file_info *fi)
 {
@@ -449,6 +485,11 @@ void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	in = hino(req, ino);
 	if (fi->fh) {
 		fh = hfh(fi);
+		if (read_stored(fs, in, fh, size, off, &rep)) {
+			fuse_reply_iov(req, rep.iov, rep.n);
+			rp_done(&rep);
+			return;
+		}
 		fd = fh_src(fs, in, fi);
 		if (fd < 0) {
 			fuse_reply_err(req, -fd);

@@ -398,7 +398,17 @@ struct plan {
 	 * version that a change in the same clock tick replaces under the
 	 * same stamp; they are not promoted until the tick is over */
 	bool racy;
+	/* under a stamp that may be older than the store's records: look
+	 * up without dropping them (cache_read_stored) */
+	bool peek;
 };
+
+static int plan_lookup(struct hotfs_cache *c, const struct plan *p,
+		       struct seg *g)
+{
+	return (p->peek ? st_peek : st_lookup)(c->st, &p->k, g->extno,
+					       &p->stamp, &g->loc);
+}
 
 /*
  * The grain of a read (the man page's "How the grain is chosen"): a read
@@ -469,8 +479,7 @@ static void plan_blocks(struct hotfs_cache *c, struct hotfs_fh *fh,
 			counted = true;
 			stats_add(&c->stats, STAT_ACCESSES, 1);
 		}
-		if (st_lookup(c->st, &p->k, g->extno, &p->stamp,
-			      &g->loc) == 0) {
+		if (plan_lookup(c, p, g) == 0) {
 			g->hit = true;
 			p->hits++;
 			continue;
@@ -529,8 +538,7 @@ static int plan_segments(struct hotfs_cache *c, struct hotfs_fh *fh,
 			counted = true;
 			stats_add(&c->stats, STAT_ACCESSES, 1);
 		}
-		if (st_lookup(c->st, &p->k, g->extno, &p->stamp,
-			      &g->loc) == 0) {
+		if (plan_lookup(c, p, g) == 0) {
 			g->hit = true;
 			p->hits++;
 			p->n++;
@@ -646,6 +654,8 @@ static ssize_t finish_segments(struct hotfs_cache *c, struct plan *p,
 			p->hits--;
 		if (!g->hit && g->res_data >= 0 && (size_t)g->res_data == want) {
 			got = g->res_data;
+		} else if (src < 0) {
+			return -EAGAIN;	/* cache_read_stored: not alone */
 		} else if (!g->hit && g->res_data >= 0) {	/* short: finish */
 			got = pread_full(src, dst + g->res_data,
 					 want - (size_t)g->res_data,
@@ -790,23 +800,22 @@ static int read_extent_fill(struct hotfs_cache *c, struct hotfs_inode *in,
  * to the source alone (past the end, past the extents the store can
  * number, or where a write through the mount is in flight).
  */
-static bool cacheable(struct hotfs_cache *c, struct hotfs_inode *in,
-		      int src, size_t size, off_t off, struct plan *p)
+static bool cacheable_at(struct hotfs_cache *c, struct hotfs_inode *in,
+			 const struct stat *st, size_t size, off_t off,
+			 struct plan *p)
 {
-	struct stat st;
 	uint32_t e0, e1;
 	bool busy;
 
-	if (size == 0 || fstat(src, &st) == -1 ||
-	    (uint64_t)off >= (uint64_t)st.st_size)
+	if (size == 0 || (uint64_t)off >= (uint64_t)st->st_size)
 		return false;
 	p->end = (uint64_t)off + size;
-	if (p->end > (uint64_t)st.st_size)
-		p->end = (uint64_t)st.st_size;
+	if (p->end > (uint64_t)st->st_size)
+		p->end = (uint64_t)st->st_size;
 	/* extent numbers are 32-bit: the source alone serves reads there */
 	if ((p->end - 1) >> c->ext_shift >= ST_EXT_LIMIT)
 		return false;
-	cache_stamp(&st, &p->stamp);
+	cache_stamp(st, &p->stamp);
 	cache_key(c, in->dev, in->ino, &p->k);
 	p->racy = srcprobe_racy_now(p->stamp.mtime_ns, p->stamp.ctime_ns);
 	e0 = (uint32_t)((uint64_t)off >> c->ext_shift);
@@ -824,6 +833,16 @@ static bool cacheable(struct hotfs_cache *c, struct hotfs_inode *in,
 	}
 	pthread_mutex_unlock(&in->m);
 	return !busy;
+}
+
+/* The same under the source file's attributes now. */
+static bool cacheable(struct hotfs_cache *c, struct hotfs_inode *in,
+		      int src, size_t size, off_t off, struct plan *p)
+{
+	struct stat st;
+
+	return fstat(src, &st) == 0 &&
+	       cacheable_at(c, in, &st, size, off, p);
 }
 
 int cache_read(struct hotfs_cache *c, struct hotfs_inode *in,
@@ -872,4 +891,38 @@ int cache_read(struct hotfs_cache *c, struct hotfs_inode *in,
 source:
 	stats_add(&c->stats, STAT_MISS_REQS, 1);
 	return rp_read_source(src, size, off, out);
+}
+
+int cache_read_stored(struct hotfs_cache *c, struct hotfs_inode *in,
+		      struct hotfs_fh *fh, const struct stat *st, size_t size,
+		      off_t off, struct rp_reply *out)
+{
+	struct plan p = { .peek = true };
+	unsigned i;
+	int r = -EAGAIN;
+
+	memset(out, 0, sizeof(*out));
+	if (!cacheable_at(c, in, st, size, off, &p))
+		return -EAGAIN;
+	if (plan_segments(c, fh, size, off, &p) < 0 || p.hits != p.n ||
+	    p.promos)
+		goto out;
+	if (!p.blocks && ra_wanted(c, fh, size, p.seq, p.n) &&
+	    ra_serve(c, fh, &p.k, &p.stamp, p.s, p.n, p.seq, out)) {
+		r = 0;
+		goto out;
+	}
+	for (p.hits = 0, i = 0; i < p.n; i++)
+		p.hits += p.s[i].hit;
+	if (p.hits == p.n)
+		r = read_planned(c, in, fh, -1, &p, (uint64_t)off, out);
+	for (i = 0; i < p.n; i++)
+		free(p.s[i].bounce);
+	if (r < 0)
+		rp_done(out);
+out:
+	if (r == 0)
+		stats_add(&c->stats, STAT_READ_REQS, 1);
+	free(p.s);
+	return r;
 }

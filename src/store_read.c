@@ -59,13 +59,10 @@ int st_data_fd(const struct hotfs_store *st)
 	return st->datafd;
 }
 
-/*
- * 0 and *loc if extent extno of key is cached for this stamp; -ENOENT
- * otherwise.  A stamp that differs drops every extent of the file.
- */
-int st_lookup(struct hotfs_store *st, const struct hotfs_key *key,
-	      uint32_t extno, const struct hotfs_stamp *stamp,
-	      struct hotfs_loc *loc)
+/* st_lookup, and st_peek (drop: false) */
+static int lookup(struct hotfs_store *st, const struct hotfs_key *key,
+		  uint32_t extno, const struct hotfs_stamp *stamp,
+		  struct hotfs_loc *loc, bool drop)
 {
 	struct st_rec r;
 	uint64_t h;
@@ -84,13 +81,31 @@ int st_lookup(struct hotfs_store *st, const struct hotfs_key *key,
 		fill_loc(st, &r, loc);
 		return 0;
 	}
-	if (rc == -ENOENT)
+	if (rc == -ENOENT || !drop)
 		return -ENOENT;
 	pthread_rwlock_wrlock(&st->idx_lock);
 	n = idx_drop_other_stamps(st, key->dev, key->ino, h);
 	pthread_rwlock_unlock(&st->idx_lock);
 	CNT_ADD(st, inval[ST_INVAL_SOURCE], n);
 	return -ENOENT;
+}
+
+/*
+ * 0 and *loc if extent extno of key is cached for this stamp; -ENOENT
+ * otherwise.  A stamp that differs drops every extent of the file.
+ */
+int st_lookup(struct hotfs_store *st, const struct hotfs_key *key,
+	      uint32_t extno, const struct hotfs_stamp *stamp,
+	      struct hotfs_loc *loc)
+{
+	return lookup(st, key, extno, stamp, loc, true);
+}
+
+int st_peek(struct hotfs_store *st, const struct hotfs_key *key,
+	    uint32_t extno, const struct hotfs_stamp *stamp,
+	    struct hotfs_loc *loc)
+{
+	return lookup(st, key, extno, stamp, loc, false);
 }
 
 int st_loc_span(const struct hotfs_loc *loc, uint32_t off, uint32_t len,

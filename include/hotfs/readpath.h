@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -43,6 +44,16 @@ struct rp_reply {
 int cache_read(struct hotfs_cache *c, struct hotfs_inode *in,
 	       struct hotfs_fh *fh, int src, size_t size, off_t off,
 	       struct rp_reply *out);
+/*
+ * The same from the store alone, without the source file: *st is the
+ * file's stamp as an earlier check took it from the source (revalidate=N,
+ * src/fuse_file.c); its records are looked up without dropping others.
+ * -EAGAIN when any of the read needs the source (a miss, a promotion,
+ * a store copy that does not verify): then cache_read with the source.
+ */
+int cache_read_stored(struct hotfs_cache *c, struct hotfs_inode *in,
+		      struct hotfs_fh *fh, const struct stat *st, size_t size,
+		      off_t off, struct rp_reply *out);
 /* The same from the source alone (no store). */
 int rp_read_source(int src, size_t size, off_t off, struct rp_reply *out);
 void rp_done(struct rp_reply *r);

@@ -253,6 +253,11 @@ int st_close(struct hotfs_store *st);
 int st_lookup(struct hotfs_store *st, const struct hotfs_key *key,
 	      uint32_t extno, const struct hotfs_stamp *stamp,
 	      struct hotfs_loc *loc);
+/* The same without dropping anything: for a stamp that may be older
+ * than the records' (a revalidate=N read, hotfs/readpath.h). */
+int st_peek(struct hotfs_store *st, const struct hotfs_key *key,
+	    uint32_t extno, const struct hotfs_stamp *stamp,
+	    struct hotfs_loc *loc);
 /* The extent size the store was made with. */
 uint32_t st_extent(const struct hotfs_store *st);
 /* The data file (as in struct hotfs_loc), for readers that open it again

@@ -559,3 +559,41 @@ def test_revalidate_seconds_trusts_opens_that_long(net):
     # the source then, and reads the right bytes
     for _ in range(2):
         assert same(read(m), content(2, size))
+
+
+def test_revalidate_seconds_cached_file_from_store_alone(net):
+    """revalidate=N: a promoted file read again through the daemon (the
+    kernel's pages dropped) within N seconds of its last check is served
+    from the store alone, without opening the source file; bytes the store
+    lacks (a file never promoted, a block written through the mount since)
+    still come from the source, right."""
+    size = 64 << 10
+    for name, i in (('f', 1), ('g', 2)):
+        write(net.e(name), content(i, size))
+        t = int(time.time()) - 60
+        os.utime(net.e(name), (t, t))
+    ha, _ = net.up('revalidate=120,threshold=2')
+    m, g = os.path.join(ha, 'f'), os.path.join(ha, 'g')
+
+    def opens():
+        return int(stats(ha)['source_opens'])
+    for _ in range(3):
+        assert same(read(m), content(1, size))
+    util.wait_for(lambda: int(stats(ha)['cached_extents']) > 0,
+                  'the file to be promoted')
+    n, hits = opens(), int(stats(ha)['read_hits'])
+    for _ in range(3):
+        assert same(read(m), content(1, size))
+    s = stats(ha)
+    assert opens() == n, s
+    assert int(s['read_hits']) >= hits + 3, s
+    # never promoted: its reads open the source
+    assert same(read(g), content(2, size))
+    assert opens() > n
+    # a block written through the mount: read back new, the rest too
+    with open(m, 'r+b') as f:
+        f.write(b'w' * 4096)
+    want = b'w' * 4096 + content(1, size)[4096:]
+    assert same(read(m), want)
+    with open(net.e("f"), "rb") as f:
+        assert same(f.read(), want)

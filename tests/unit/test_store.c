@@ -326,6 +326,18 @@ static void test_stamp_changed(void **state)
 	for (e = 0; e < 4; e++)
 		assert_int_equal(insert(f, 9, e, 0, 5000), 0);
 	assert_int_equal(insert(f, 10, 0, 0, 5000), 0);
+	/* a peek with another stamp: a miss that drops nothing; with the
+	 * records' own, a hit */
+	assert_int_equal(st_peek(f->st, &k, 2, &t, &loc), -ENOENT);
+	get_stats(f, &s);
+	assert_int_equal(s.invalidations[ST_INVAL_SOURCE], 0);
+	assert_int_equal(s.extents, 5);
+	{
+		struct hotfs_stamp t0 = stamp_of(9, 0);
+
+		assert_int_equal(st_peek(f->st, &k, 2, &t0, &loc), 0);
+		assert_int_equal(st_peek(f->st, &k, 4, &t0, &loc), -ENOENT);
+	}
 	/* one lookup with a new stamp: a miss, and the file is dropped */
 	assert_int_equal(st_lookup(f->st, &k, 2, &t, &loc), -ENOENT);
 	get_stats(f, &s);
