@@ -16,6 +16,7 @@
 #include "hotfs/clock.h"
 #include "hotfs/ctl.h"
 #include "hotfs/meta_fs.h"
+#include "hotfs/namecache.h"
 #include "hotfs/negcache.h"
 #include "hotfs/srcprobe.h"
 #include "hotfs/stamp.h"
@@ -73,6 +74,51 @@ void reply_entry(fuse_req_t req, const struct fuse_entry_param *e)
 		forget_one(req, e->ino, 1);
 }
 
+/* Does the daemon keep the names it found (hotfs/namecache.h)?  Not with
+ * writeback: the flusher changes the source's times behind the
+ * requests. */
+static bool names_kept(struct hotfs *fs)
+{
+	return fs->o->revalidate == HOTFS_REVAL_SECONDS && !fs->wb;
+}
+
+/*
+ * revalidate=N: name in dir as the source gave it less than N seconds ago,
+ * nothing changed through the mount since, if hotfs still has its inode
+ * (and a file's attributes still go with the stamp the inode's last check
+ * took: an open that found it changed since wins).  True if e is filled.
+ */
+static bool names_answer(struct hotfs *fs, struct hotfs_inode *dir,
+			 const char *name, struct fuse_entry_param *e)
+{
+	struct hotfs_inode *in;
+	struct stat st;
+	bool ok;
+
+	if (!names_kept(fs) ||
+	    !nc_get(dir, name, nc_gen(), clock_mono_ns(),
+		    (int64_t)(fs->o->revalidate_secs * 1e9), &st))
+		return false;
+	in = ino_get_known(fs->it, st.st_dev, st.st_ino, st.st_mode);
+	if (!in)
+		return false;
+	pthread_mutex_lock(&in->m);
+	ok = !S_ISREG(st.st_mode) || !in->stamp_valid ||
+	     stamp_same_locked(in, &st);
+	pthread_mutex_unlock(&in->m);
+	if (!ok) {
+		ino_forget(fs->it, in, 1);
+		return false;
+	}
+	count(&fs->n_lookup_kept);
+	memset(e, 0, sizeof(*e));
+	e->attr = st;
+	e->ino = (uintptr_t)in;
+	e->attr_timeout = attr_timeout(fs, in);
+	e->entry_timeout = entry_timeout(fs, false);
+	return true;
+}
+
 /*
  * Look name up in parent and fill e.  Returns 0 or -errno.  A missing
  * name is -ENOENT; the caller decides whether to cache it negatively.
@@ -82,6 +128,8 @@ int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct hotfs *fs = hfs(req);
 	struct hotfs_inode *in;
+	uint64_t gen;
+	int64_t asked;
 	bool pw;
 	int fd, pfd, err = 0;
 
@@ -90,6 +138,10 @@ int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
 			wb_fix_attr(fs, &e->attr);
 		return err;
 	}
+	if (names_answer(fs, hino(req, parent), name, e))
+		return 0;
+	gen = nc_gen();
+	asked = clock_mono_ns();
 	pw = watched(fs, parent);
 	memset(e, 0, sizeof(*e));
 	e->entry_timeout = entry_timeout(fs, pw);
@@ -118,6 +170,8 @@ int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
 		in->covered = pw && e->attr.st_nlink == 1;
 	e->attr_timeout = attr_timeout(fs, in);
 	e->ino = (uintptr_t)in;
+	if (names_kept(fs))
+		nc_add(hino(req, parent), name, &e->attr, gen, asked);
 	return 0;
 }
 

@@ -51,6 +51,7 @@
 
 #include "hotfs/inode.h"
 #include "hotfs/log.h"
+#include "hotfs/namecache.h"
 
 /* Inodes whose fds one pass of shrink() may close. */
 #define SHRINK_BATCH	256
@@ -202,6 +203,7 @@ static void free_inode(struct hotfs_itable *t, struct hotfs_inode *in)
 		t->nofh_free(in->nofh);
 	listing_put(in->listing);
 	neg_free(in->neg);
+	nc_free(in->names);
 	if (in->fd >= 0) {
 		close(in->fd);
 		atomic_fetch_sub(&t->nfds, 1);
@@ -234,6 +236,7 @@ void ino_table_free(struct hotfs_itable *t)
 	}
 	listing_put(t->root.listing);
 	neg_free(t->root.neg);
+	nc_free(t->root.names);
 	close(t->root.fd);
 	if (t->mount_fd >= 0)
 		close(t->mount_fd);
@@ -406,6 +409,27 @@ struct hotfs_inode *ino_get(struct hotfs_itable *t, int fd,
 			    const struct stat *st, int *err)
 {
 	return get(t, fd, st, err, NULL, NULL);
+}
+
+struct hotfs_inode *ino_get_known(struct hotfs_itable *t, dev_t dev,
+				  ino_t ino, mode_t type)
+{
+	struct hotfs_inode *in, *dead;
+
+	pthread_mutex_lock(&t->lock);
+	in = __find(t, dev, ino);
+	if (!in || in->type != (type & S_IFMT) || in == &t->root) {
+		pthread_mutex_unlock(&t->lock);
+		return NULL;
+	}
+	if (in->retained)
+		__lru_del(t, in);
+	in->nlookup++;
+	in->fd_ref = true;
+	dead = __trim(t);
+	pthread_mutex_unlock(&t->lock);
+	free_list(t, dead);
+	return in;
 }
 
 struct hotfs_inode *ino_get_lazy(struct hotfs_itable *t,
@@ -761,6 +785,28 @@ static bool keepable(struct hotfs_inode *in)
 	return fstat(in->fd, &st) == 0 && st.st_nlink > 0;
 }
 
+/* keepable() without the table lock: in's fd pinned meanwhile; -1 if it
+ * has none (the caller asks keepable() under the lock then). */
+static int keepable_pinned(struct hotfs_inode *in)
+{
+	struct stat st;
+	bool keep;
+	int fd;
+
+	if (!S_ISREG(in->type) && !S_ISDIR(in->type))
+		return 0;
+	pthread_mutex_lock(&in->m);
+	fd = atomic_load(&in->fd);
+	if (fd >= 0)
+		in->fd_users++;
+	pthread_mutex_unlock(&in->m);
+	if (fd < 0)
+		return -1;
+	keep = fstat(fd, &st) == 0 && st.st_nlink > 0;
+	ino_fd_put(in);
+	return keep;
+}
+
 /*
  * Let retained inodes go, least recently forgotten first, while there are
  * more than retain_max of them or the table holds more fds than its
@@ -768,14 +814,16 @@ static bool keepable(struct hotfs_inode *in)
  */
 static struct hotfs_inode *__trim(struct hotfs_itable *t)
 {
-	struct hotfs_inode *dead = NULL, *old;
+	struct hotfs_inode *dead = NULL, *old, *prev;
 	size_t going = 0;	/* fds closed once dead is freed */
 
-	while (t->lru_tail &&
-	       (t->retained > t->retain_max ||
-		(t->fd_budget &&
-		 atomic_load(&t->nfds) - going > t->fd_budget))) {
-		old = t->lru_tail;
+	for (old = t->lru_tail; old &&
+	     (t->retained > t->retain_max ||
+	      (t->fd_budget &&
+	       atomic_load(&t->nfds) - going > t->fd_budget)); old = prev) {
+		prev = old->lru_prev;
+		if (old->holds)		/* ino_sweep is asking about it */
+			continue;
 		__lru_del(t, old);
 		__hash_del(t, old);
 		if (old->fd >= 0)
@@ -791,11 +839,13 @@ static struct hotfs_inode *__trim(struct hotfs_itable *t)
  * inodes to free (a list through ->next, already out of the table).
  */
 static struct hotfs_inode *__release(struct hotfs_itable *t,
-				     struct hotfs_inode *in)
+				     struct hotfs_inode *in, int keep)
 {
 	if (in->nlookup || in->holds || in == &t->root || in->retained)
 		return NULL;
-	if (t->retain_max && keepable(in)) {
+	if (keep < 0)
+		keep = keepable(in);
+	if (t->retain_max && keep) {
 		__lru_add(t, in);
 		return __trim(t);
 	}
@@ -814,15 +864,33 @@ static void free_list(struct hotfs_itable *t, struct hotfs_inode *in)
 	}
 }
 
+/*
+ * keepable() without the table lock, in's fd pinned (-1: it has none, or
+ * it is not worth asking): on a network source an fstat is a round trip,
+ * and a forget must not hold every lookup up for it.
+ */
+static int keepable_unlocked(struct hotfs_itable *t, struct hotfs_inode *in,
+			     uint64_t n)
+{
+	bool last;
+
+	pthread_mutex_lock(&t->lock);
+	last = t->retain_max && n >= in->nlookup && !in->holds &&
+	       in != &t->root && !in->retained;
+	pthread_mutex_unlock(&t->lock);
+	return last ? keepable_pinned(in) : -1;
+}
+
 void ino_forget(struct hotfs_itable *t, struct hotfs_inode *in, uint64_t n)
 {
 	struct hotfs_inode *dead;
+	int keep = keepable_unlocked(t, in, n);
 
 	pthread_mutex_lock(&t->lock);
 	if (n > in->nlookup)
 		n = in->nlookup;	/* never underflow on a confused kernel */
 	in->nlookup -= n;
-	dead = __release(t, in);
+	dead = __release(t, in, keep);
 	pthread_mutex_unlock(&t->lock);
 	free_list(t, dead);
 }
@@ -840,7 +908,7 @@ void ino_unhold(struct hotfs_itable *t, struct hotfs_inode *in)
 
 	pthread_mutex_lock(&t->lock);
 	in->holds--;
-	dead = __release(t, in);
+	dead = __release(t, in, -1);
 	pthread_mutex_unlock(&t->lock);
 	free_list(t, dead);
 }
@@ -870,22 +938,57 @@ void ino_set_fd_budget(struct hotfs_itable *t, size_t n)
 
 size_t ino_sweep(struct hotfs_itable *t)
 {
-	struct hotfs_inode *in, *prev, *dead = NULL;
-	size_t n = 0;
+	struct hotfs_inode *in, **v, *dead = NULL, *d;
+	size_t n = 0, k = 0, i;
+	signed char *keep;
 
+	/* held while asked about (without the table lock: on a network
+	 * source each fstat is a round trip), so that nothing frees them */
 	pthread_mutex_lock(&t->lock);
-	for (in = t->lru_tail; in; in = prev) {
-		prev = in->lru_prev;
-		if (keepable(in))
+	v = malloc(t->retained * sizeof(*v) + 1);
+	keep = malloc(t->retained + 1);
+	if (v && keep)
+		for (in = t->lru_tail; in; in = in->lru_prev) {
+			in->holds++;
+			v[k++] = in;
+		}
+	pthread_mutex_unlock(&t->lock);
+	for (i = 0; i < k; i++)
+		keep[i] = (signed char)keepable_pinned(v[i]);
+	pthread_mutex_lock(&t->lock);
+	for (i = 0; i < k; i++) {
+		in = v[i];
+		in->holds--;
+		if (in->holds || in->nlookup)
 			continue;
-		__lru_del(t, in);
-		__hash_del(t, in);
-		in->next = dead;
-		dead = in;
-		n++;
+		if (!in->retained) {
+			/* looked up and forgotten again meanwhile */
+			d = __release(t, in, -1);
+		} else if (keep[i] == 1) {
+			continue;
+		} else if (keep[i] == 0 || !keepable(in)) {
+			__lru_del(t, in);
+			__hash_del(t, in);
+			in->next = NULL;
+			d = in;
+			n++;
+		} else {
+			continue;
+		}
+		while (d) {
+			struct hotfs_inode *next = d->next;
+
+			d->next = dead;
+			dead = d;
+			d = next;
+		}
 	}
+	d = __trim(t);		/* what it skipped while they were held */
 	pthread_mutex_unlock(&t->lock);
 	free_list(t, dead);
+	free_list(t, d);
+	free(v);
+	free(keep);
 	return n;
 }
 
@@ -895,7 +998,7 @@ void ino_unretain(struct hotfs_itable *t, dev_t dev, ino_t ino)
 
 	pthread_mutex_lock(&t->lock);
 	in = __find(t, dev, ino);
-	if (in && in->retained && !keepable(in)) {
+	if (in && in->retained && !in->holds && !keepable(in)) {
 		__lru_del(t, in);
 		__hash_del(t, in);
 	} else {

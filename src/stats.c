@@ -95,6 +95,8 @@ static void add_watch(struct hotfs *fs, struct kvlist *l)
 						       memory_order_relaxed));
 	add_u(l, "source_opens", atomic_load_explicit(&fs->n_src_open,
 						      memory_order_relaxed));
+	add_u(l, "lookups_kept", atomic_load_explicit(&fs->n_lookup_kept,
+						      memory_order_relaxed));
 	add_u(l, "opendir_requests", atomic_load_explicit(&fs->n_opendir,
 							  memory_order_relaxed));
 	watch_get_stats(fs->watch, &ws);
@@ -374,6 +376,7 @@ void stats_reset(struct hotfs *fs)
 	atomic_store_explicit(&fs->n_open, 0, memory_order_relaxed);
 	atomic_store_explicit(&fs->n_opendir, 0, memory_order_relaxed);
 	atomic_store_explicit(&fs->n_src_open, 0, memory_order_relaxed);
+	atomic_store_explicit(&fs->n_lookup_kept, 0, memory_order_relaxed);
 	if (!c)
 		return;
 	for (i = 0; i < STAT__NR; i++)

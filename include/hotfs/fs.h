@@ -47,6 +47,8 @@ struct hotfs {
 	_Atomic uint64_t n_lookup, n_getattr, n_open, n_opendir;
 	/* opens of source files for open handles (lazy ones included) */
 	_Atomic uint64_t n_src_open;
+	/* lookups answered from the name cache (hotfs/namecache.h) */
+	_Atomic uint64_t n_lookup_kept;
 };
 
 extern const struct fuse_lowlevel_ops hotfs_ll_ops;

@@ -68,6 +68,8 @@ size_t listing_bytes(void);
  * from before the lookup (fuse_ops.c).  Protected by the inode's m.
  */
 #define HOTFS_NEG_MAX 8
+struct hotfs_names;
+
 struct hotfs_neg {
 	int64_t mtime_ns, ctime_ns;
 	unsigned n, next;
@@ -181,6 +183,8 @@ struct hotfs_inode {
 	void *nofh;
 	struct hotfs_listing *listing;	/* directories: the last listing */
 	struct hotfs_neg *neg;		/* directories: names found absent */
+	struct hotfs_names *names;	/* directories: names found, with
+					 * their attributes (namecache.h) */
 
 	/* Source watching (hotfs/watch.h): the directory's inotify watch
 	 * (0: not decided yet, -1: not watched), and whether a change to this object's attributes
@@ -216,6 +220,14 @@ struct hotfs_inode *ino_root(struct hotfs_itable *t);
  */
 struct hotfs_inode *ino_get(struct hotfs_itable *t, int fd,
 			    const struct stat *st, int *err);
+
+/*
+ * The inode the table has for (dev, ino) of this type, its lookup count
+ * raised (taken back from the retained ones if need be); NULL if it has
+ * none.
+ */
+struct hotfs_inode *ino_get_known(struct hotfs_itable *t, dev_t dev,
+				  ino_t ino, mode_t type);
 
 /*
  * The same for an object known only from the metadata snapshot: the

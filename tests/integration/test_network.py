@@ -599,3 +599,59 @@ def test_revalidate_seconds_cached_file_from_store_alone(net):
     assert same(read(m), want)
     with open(net.e("f"), "rb") as f:
         assert same(f.read(), want)
+
+
+def test_revalidate_seconds_daemon_keeps_names(net):
+    """revalidate=N: the names and attributes the source gave are kept by
+    the daemon for N seconds past the kernel's own caches (drop_caches),
+    so a walk again asks the source no lookup; every change through the
+    mount is seen at once all the same, after a drop too; a change behind
+    the mount once the N seconds are over (test_seconds_mode_names_expire
+    in test_revalidate.py)."""
+    d = net.e('d')
+    os.mkdir(d)
+    for i in range(20):
+        with open(os.path.join(d, 'f%d' % i), 'w') as f:
+            f.write('x' * i)
+    ha, hb = net.up('revalidate=600')
+    m = os.path.join(ha, 'd')
+
+    def walk():
+        return {n: (os.stat(os.path.join(m, n)).st_size,
+                    os.stat(os.path.join(m, n)).st_mode & 0o777)
+                for n in os.listdir(m)}
+
+    def kept():
+        return int(util.hotfs_stats(ha)['lookups_kept'])
+    want = {'f%d' % i: (i, 0o644) for i in range(20)}
+    assert walk() == want
+    k = kept()
+
+    def walk_again():
+        # the kernel may keep entries it used a moment ago through one
+        # drop (its second chance): again until it asked the daemon
+        util.drop_caches()
+        assert walk() == want
+        return kept() >= k + 20
+    util.wait_for(walk_again, 'the daemon to answer lookups from memory')
+    with open(os.path.join(m, 'f1'), 'a') as f:
+        f.write('more')
+    want['f1'] = (5, 0o644)
+    os.chmod(os.path.join(m, 'f2'), 0o600)
+    want['f2'] = (2, 0o600)
+    os.rename(os.path.join(m, 'f3'), os.path.join(m, 'g3'))
+    want['g3'] = want.pop('f3')
+    os.unlink(os.path.join(m, 'f4'))
+    del want['f4']
+    with open(os.path.join(m, 'f5'), 'w') as f:
+        f.write('y')
+    want['f5'] = (1, 0o644)
+    os.truncate(os.path.join(m, 'f6'), 2)
+    want['f6'] = (2, 0o644)
+    for _ in range(3):
+        util.drop_caches()
+        assert walk() == want
+        assert not os.path.exists(os.path.join(m, 'f3'))
+        assert not os.path.exists(os.path.join(m, 'f4'))
+    with open(os.path.join(m, 'f1')) as f:
+        assert f.read() == 'x' + 'more'

@@ -316,3 +316,30 @@ def test_nowatch_stat_sees_a_change_behind_the_mount(ws):
         util.wait_for(seen, 'the new content after a stat', 5)
     finally:
         os.close(fd)
+
+
+def test_seconds_mode_names_expire(ws):
+    """revalidate=N: a change behind the mount is seen once the N seconds
+    are over, also after the kernel dropped its caches (the daemon keeps
+    names for N seconds: test_network.py's
+    test_revalidate_seconds_daemon_keeps_names)."""
+    with open(os.path.join(ws.src, 'f'), 'w') as f:
+        f.write('x')
+    ws.start(opts='revalidate=2')
+    m = os.path.join(ws.mnt, 'f')
+    assert os.stat(m).st_size == 1
+    with open(os.path.join(ws.src, 'f'), 'a') as f:
+        f.write('yz')
+    os.chmod(os.path.join(ws.src, 'f'), 0o600)
+
+    def seen():
+        util.drop_caches()
+        st = os.stat(m)
+        return st.st_size == 3 and st.st_mode & 0o777 == 0o600
+    util.wait_for(seen, 'the change behind the mount to show', timeout=8)
+    os.unlink(os.path.join(ws.src, 'f'))
+
+    def gone():
+        util.drop_caches()
+        return not os.path.exists(m)
+    util.wait_for(gone, 'the removal behind the mount to show', timeout=8)
