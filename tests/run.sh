@@ -108,14 +108,16 @@ if [ $quick = 0 ]; then
 	ninja -C build-tsan >/dev/null
 	export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=0 exitcode=66"
 	meson test -C build-tsan --print-errorlogs unit.policy unit.opts \
-		unit.store unit.wblog unit.flush
+		unit.store unit.wblog unit.flush unit.inode unit.namecache
 	HOTFS_BIN=$PWD/build-tsan/hotfs HOTFSCTL_BIN=$PWD/build-tsan/hotfsctl \
 	HOTFS_NO_URING=$PWD/build-tsan/tests/integration/no_uring \
 		/usr/bin/python3 tests/integration/run_pytest.py \
 		test_concurrency.py test_crash.py test_readpath.py \
 		test_cache.py test_hotfsctl.py test_control.py test_faults.py \
 		test_noopen.py test_watch.py test_blockgrain.py test_writeback.py \
-		test_wbfaults.py test_wbleft.py
+		test_wbfaults.py test_wbleft.py test_revalidate.py \
+		test_network.py::test_revalidate_seconds_daemon_keeps_names \
+		test_network.py::test_revalidate_seconds_cached_file_from_store_alone
 	unset TSAN_OPTIONS
 fi
 if [ $quick = 0 ] && command -v clang >/dev/null; then
