@@ -8,7 +8,9 @@
 #
 #   contrib/bench/sshfs_grep.sh TREE PASSES HOTFS [HOTFS...]
 #
-# HOTFS_OPTS: more -o options for every hotfs (e.g. revalidate=30).
+# HOTFS_OPTS: more -o options for every hotfs (e.g. revalidate=30); a
+# HOTFS of the form PATH,OPTS adds OPTS for that one (build/hotfs
+# build/hotfs,revalidate=30: defaults and revalidate=30 in one run).
 # DROP=1: drop the page cache before each pass (sync; echo 3 >
 # /proc/sys/vm/drop_caches), as issue-style comparisons want: the local
 # disk then reads from its device, hotfs from its store's.
@@ -91,13 +93,17 @@ passes local "$W/export/tree"
 sshfs_mount "$W/plain"
 passes sshfs "$W/plain/tree"
 n=0
-for bin in "$@"; do
+for arg in "$@"; do
 	n=$((n + 1))
+	bin=${arg%%,*}
+	opts=${HOTFS_OPTS:-}
+	if [ "$arg" != "$bin" ]; then
+		opts=${opts:+$opts,}${arg#*,}
+	fi
 	sshfs_mount "$W/s$n"
 	mkdir -p "$W/h$n"
-	"$bin" "$W/s$n" "$W/h$n" -o "cachedir=$W/c$n${HOTFS_OPTS:+,$HOTFS_OPTS}"
+	"$bin" "$W/s$n" "$W/h$n" -o "cachedir=$W/c$n${opts:+,$opts}"
 	MNTS+=("$W/h$n")
-	passes "hotfs#$n ${HOTFS_OPTS:-}" \
-		"$W/h$n/tree"
+	passes "hotfs#$n $opts" "$W/h$n/tree"
 	fusermount3 -u "$W/h$n"
 done
