@@ -16,7 +16,9 @@
 #include "hotfs/clock.h"
 #include "hotfs/dirlist.h"
 #include "hotfs/meta_fs.h"
+#include "hotfs/namecache.h"
 #include "hotfs/negcache.h"
+#include "hotfs/srcprobe.h"
 
 /* Is l the directory's current listing, by its stamp st? */
 bool listing_fresh(const struct hotfs_listing *l, const struct stat *st)
@@ -25,12 +27,45 @@ bool listing_fresh(const struct hotfs_listing *l, const struct stat *st)
 	       l->size == st->st_size;
 }
 
+/* Listings by time: a remote source's (see hotfs/dirlist.h). */
+static bool by_time(struct hotfs *fs)
+{
+	return hotfs_src.remote && fs->o->revalidate == HOTFS_REVAL_SECONDS;
+}
+
+struct hotfs_listing *listing_trusted(struct hotfs *fs,
+				      struct hotfs_inode *in)
+{
+	int64_t limit = (int64_t)(fs->o->revalidate_secs * 1e9);
+	struct hotfs_listing *l;
+
+	if (!fs->listings || !by_time(fs))
+		return NULL;
+	pthread_mutex_lock(&in->m);
+	l = in->listing;
+	if (l && l->made_ns && l->nc_gen == nc_gen() &&
+	    clock_mono_ns() - l->made_ns < limit)
+		atomic_fetch_add(&l->refs, 1);
+	else
+		l = NULL;
+	pthread_mutex_unlock(&in->m);
+	return l;
+}
+
 /* Serve from the last listing if the directory has not changed since. */
 void listing_open(struct hotfs *fs, struct hotfs_dirp *d, int fd)
 {
 	struct hotfs_listing *l;
 	struct stat st;
 
+	if (fs->listings && by_time(fs)) {
+		/* its stamp proves nothing: the time from here on */
+		d->open_ns = clock_mono_ns();
+		d->nc_gen = nc_gen();
+		d->lst = listing_trusted(fs, d->in);
+		d->rec = !d->lst;
+		return;
+	}
 	if (!fs->listings || fstat(fd, &st) == -1)
 		return;
 	d->mtime_ns = ts_ns(&st.st_mtim);
@@ -109,6 +144,11 @@ static struct hotfs_listing *rec_make(struct hotfs_dirp *d)
 	l->size = d->size;
 	l->gen = listing_next_gen();
 	l->racy = stamp_racy_ns(d->mtime_ns, d->ctime_ns, clock_real_ns());
+	if (d->open_ns) {	/* by time: never by its (empty) stamp */
+		l->racy = true;
+		l->made_ns = d->open_ns;
+		l->nc_gen = d->nc_gen;
+	}
 	l->n = d->rn;
 	l->ents = d->rents;
 	l->names = d->rnames;

@@ -90,12 +90,25 @@ void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		goto out_err;
+	d->in = hino(req, ino);
+	/* a remote source's listing trusted by time: no source at all
+	 * (hotfs/dirlist.h); d->dp stays NULL until a rewind needs it */
+	d->lst = listing_trusted(hfs(req), d->in);
+	if (d->lst) {
+		fi->fh = (uintptr_t)d;
+		fi->cache_readdir = 0;
+		fi->keep_cache = 0;
+		if (fuse_reply_open(req, fi) == -ENOENT) {
+			listing_put(d->lst);
+			free(d);
+		}
+		return;
+	}
 	fd = dir_open(req, ino, d);
 	err = fd;
 	if (fd < 0)
 		goto out_err;
 	fi->fh = (uintptr_t)d;
-	d->in = hino(req, ino);
 	/* listings are checked against the stamp in every mode: the
 	 * kernel's own invalidation races concurrent listers */
 	dir_keep_cache(d->in, fd, fi, false);
@@ -121,20 +134,37 @@ static bool is_dot_or_dotdot(const char *name)
 	       (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
 }
 
-/* Back to the start, with a listing current now (or the source's). */
-static void rewind_dir(struct hotfs *fs, struct hotfs_dirp *d)
+/* Back to the start, with a listing current now (or the source's);
+ * -errno if the source directory cannot be opened for it. */
+static int rewind_dir(fuse_req_t req, fuse_ino_t ino, struct hotfs_dirp *d)
 {
 	struct hotfs_listing *old = d->lst;
+	int fd;
 
 	rec_stop(d);
+	d->offset = 0;
+	if (!d->dp) {
+		/* opened from a listing trusted by time: another one, or
+		 * the source now */
+		d->lst = listing_trusted(hfs(req), d->in);
+		if (d->lst) {
+			listing_put(old);
+			return 0;
+		}
+		fd = dir_open(req, ino, d);
+		if (fd < 0) {
+			d->lst = old;
+			return fd;
+		}
+	}
 	d->lst = NULL;
-	listing_open(fs, d, dirfd(d->dp));
+	listing_open(hfs(req), d, dirfd(d->dp));
 	listing_put(old);
 	if (!d->lst) {
 		seekdir(d->dp, 0);
 		d->entry = NULL;
 	}
-	d->offset = 0;
+	return 0;
 }
 
 /* The next entry, without consuming it: 1, 0 at the end, or -errno. */
@@ -183,14 +213,15 @@ static void consume_entry(struct hotfs_dirp *d, off_t next)
 	d->offset = d->lst ? (off_t)((uint64_t)next & 0xffffffffu) : next;
 }
 
-/* Position d for a read at offset (an open directory's). */
-static void dir_seek(struct hotfs *fs, struct hotfs_dirp *d, off_t offset)
+/* Position d for a read at offset (an open directory's); -errno. */
+static int dir_seek(fuse_req_t req, fuse_ino_t ino, struct hotfs_dirp *d,
+		    off_t offset)
 {
 	if (offset == 0 && (d->offset != 0 || d->lst)) {
 		/* from the start (again): a rewinddir must see what changed
 		 * since opendir, and the kernel may have answered the first
 		 * pass from its own cache */
-		rewind_dir(fs, d);
+		return rewind_dir(req, ino, d);
 	} else if (offset != d->offset) {
 		if (!d->lst) {
 			seekdir(d->dp, offset);
@@ -199,6 +230,7 @@ static void dir_seek(struct hotfs *fs, struct hotfs_dirp *d, off_t offset)
 		}
 		d->offset = offset;
 	}
+	return 0;
 }
 
 /*
@@ -289,7 +321,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 		tmp.gen_tag = (uint64_t)tmp.lst->gen << 32;
 		d = &tmp;
 	} else {
-		dir_seek(hfs(req), d, offset);
+		err = dir_seek(req, ino, d, offset);
+		if (err)
+			goto out_err;
 	}
 	err = -ENOMEM;
 	buf = calloc(1, size);
@@ -337,7 +371,8 @@ void hotfs_releasedir(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	if (d) {
-		closedir(d->dp);
+		if (d->dp)
+			closedir(d->dp);
 		listing_put(d->lst);
 		rec_stop(d);
 		free(d);
@@ -370,7 +405,7 @@ void hotfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 
 	if (vd_is(ino)) {
 		/* nothing to sync */
-	} else if (dirp(fi)) {
+	} else if (dirp(fi) && dirp(fi)->dp) {
 		fd = dirfd(dirp(fi)->dp);
 		if ((datasync ? fdatasync(fd) : fsync(fd)) == -1)
 			err = -errno;

@@ -348,11 +348,15 @@ static void prepare(struct hotfs *fs, const struct hotfs_opts *o)
 				watch_dir(fs->watch, ino_root(fs->it));
 	}
 	/* listings live in retained inodes (swept by the promotion
-	 * thread's tick): both or neither; none on a remote source, whose
-	 * directory stamps are the lower client's cached copies */
-	fs->listings = fs->cache && o->inode_cache && !hotfs_src.remote;
-	/* the metadata snapshot goes with them: it is made of listings */
-	if (fs->listings)
+	 * thread's tick): both or neither; on a remote source, whose
+	 * directory stamps are the lower client's cached copies, only
+	 * trusted by time (revalidate=N, hotfs/dirlist.h) */
+	fs->listings = fs->cache && o->inode_cache &&
+		       (!hotfs_src.remote ||
+			o->revalidate == HOTFS_REVAL_SECONDS);
+	/* the metadata snapshot goes with stamped ones: it is made of
+	 * listings */
+	if (fs->listings && !hotfs_src.remote)
 		meta_fs_open(fs);
 	fs->as_root = geteuid() == 0;
 	fs->ctldir = o->ctldir;

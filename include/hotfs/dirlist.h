@@ -7,6 +7,13 @@
  * the read; it is served again while the stamp is unchanged, and never
  * kept when the stamp is racy (hotfs/negcache.h).
  *
+ * On a remote source (hotfs/srcprobe.h) a directory's stamp is the lower
+ * client's cached copy and proves nothing: there listings are kept only
+ * with revalidate=N, and trusted by time instead, for N seconds from the
+ * opendir that read them while nothing changed through the mount (the
+ * name cache's change generation, hotfs/namecache.h); an opendir then
+ * costs the source nothing.
+ *
  * Locks: the directory inode's m around its listing pointer;
  * transient_lock (a leaf) around the ring of handle-less listings.
  */
@@ -36,9 +43,12 @@ struct hotfs_dirp {
 	off_t offset;
 	struct hotfs_listing *lst;	/* serving from this, or NULL */
 	uint64_t gen_tag;		/* handle-less: lst->gen << 32 */
-	/* the directory's stamp at opendir */
+	/* the directory's stamp at opendir; a remote source's: when it
+	 * began, and the change generation then */
 	int64_t mtime_ns, ctime_ns;
 	off_t size;
+	int64_t open_ns;
+	uint64_t nc_gen;
 	/* recording (dp mode) */
 	bool rec;
 	struct hotfs_lent *rents;	/* names as offsets into rnames */
@@ -52,6 +62,10 @@ bool listing_fresh(const struct hotfs_listing *l, const struct stat *st);
 /* At opendir (fd: the directory's): serve d from the last listing if
  * the directory has not changed since, else record a new one. */
 void listing_open(struct hotfs *fs, struct hotfs_dirp *d, int fd);
+/* A remote source's directory: its listing, referenced, if trusted by
+ * time (see above); NULL otherwise. */
+struct hotfs_listing *listing_trusted(struct hotfs *fs,
+				      struct hotfs_inode *in);
 /* Recording: an entry read from the source; give up; the whole
  * directory was read (keep the listing). */
 void rec_add(struct hotfs_dirp *d, const struct dirent *de);

@@ -47,6 +47,11 @@ struct hotfs_listing {
 	bool racy;			/* the directory changed within a clock
 					 * tick of the read: its stamp cannot
 					 * prove the listing current later */
+	/* a remote source's (revalidate=N, hotfs/dirlist.h): when the
+	 * opendir that read it began (CLOCK_MONOTONIC ns, 0: a stamped
+	 * listing) and the name cache's change generation then */
+	int64_t made_ns;
+	uint64_t nc_gen;
 	struct hotfs_lent *ents;
 	char *names;			/* all names, NUL-separated */
 };
