@@ -119,15 +119,9 @@ static bool set_keep_cache(struct hotfs_inode *in, int fd,
 	return (v == STAMP_CHANGED || pending) && !never;
 }
 
-/*
- * revalidate=N: a read-only open of a file whose stamp an open took from
- * the source less than N seconds ago, unchanged since by the mount and
- * settled (hotfs/srcprobe.h), is answered without the source: the
- * kernel keeps its pages, and the handle opens the source file only if
- * a request needs it (fh_src).  A fully cached file read from the
- * kernel's pages then costs the source nothing.  True if so (fi->fh
- * set, the open counted).
- */
+/* revalidate=N: is in's stamp, as its last check took it from the
+ * source, still trusted (unchanged by the mount since, settled)?  Under
+ * in->m. */
 static bool stamp_trusted_locked(struct hotfs *fs, struct hotfs_inode *in)
 {
 	int64_t limit = (int64_t)(fs->o->revalidate_secs * 1e9);
@@ -139,6 +133,15 @@ static bool stamp_trusted_locked(struct hotfs *fs, struct hotfs_inode *in)
 	       !stamp_inval_pending(in);
 }
 
+/*
+ * revalidate=N: a read-only open of a file whose stamp an open took from
+ * the source less than N seconds ago, unchanged since by the mount and
+ * settled (hotfs/srcprobe.h), is answered without the source: the
+ * kernel keeps its pages, and the handle opens the source file only if
+ * a request needs it (fh_src).  A fully cached file read from the
+ * kernel's pages then costs the source nothing.  True if so (fi->fh
+ * set, the open counted).
+ */
 static bool open_trusted(struct hotfs *fs, struct hotfs_inode *in,
 			 struct fuse_file_info *fi)
 {
