@@ -85,3 +85,14 @@ void neg_add(struct hotfs_inode *dir, const struct stat *st,
 	free(copy);
 	neg_free(stale);
 }
+
+void neg_free(struct hotfs_neg *neg)
+{
+	unsigned i;
+
+	if (!neg)
+		return;
+	for (i = 0; i < neg->n; i++)
+		free(neg->names[i]);
+	free(neg);
+}
