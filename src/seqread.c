@@ -8,6 +8,7 @@
 void seq_init(struct seqread *s)
 {
 	atomic_init(&s->end, -1);
+	atomic_init(&s->head, -1);
 	atomic_init(&s->run, 0);
 	atomic_init(&s->mark, 0);
 	atomic_init(&s->last_ns, 0);
@@ -17,15 +18,27 @@ bool seq_note(struct seqread *s, int64_t off, size_t size, int64_t now_ns,
 	      uint64_t *run)
 {
 	int64_t end = atomic_load_explicit(&s->end, memory_order_relaxed);
-	int64_t last = atomic_exchange_explicit(&s->last_ns, now_ns,
-						memory_order_relaxed);
+	int64_t head = atomic_load_explicit(&s->head, memory_order_relaxed);
 	int64_t slack = (int64_t)size * SEQ_SLACK;
 	int64_t to = off + (int64_t)size;
+	int64_t last;
 	uint64_t r;
-	bool seq = end >= 0 && off <= end + slack &&
-		   (off >= end || (off + slack >= end &&
-				   now_ns - last < SEQ_REORDER_NS));
+	bool seq;
 
+	if (end >= 0 && head >= 0 && off >= head && to <= end) {
+		/* the furthest read again, or part of it: a random reader's
+		 * repeat (a hot block read twice in a row at queue depth),
+		 * neither the run's progress nor a seek */
+		if (run)
+			*run = atomic_load_explicit(&s->run,
+						    memory_order_relaxed);
+		return false;
+	}
+	last = atomic_exchange_explicit(&s->last_ns, now_ns,
+					memory_order_relaxed);
+	seq = end >= 0 && off <= end + slack &&
+	      (off >= end || (off + slack >= end &&
+			      now_ns - last < SEQ_REORDER_NS));
 	if (seq) {
 		/* not fetch_add(run, size) + size: GCC 12.2 -O2 compiled
 		 * that sum here as twice the old value (the unit test's
@@ -37,16 +50,21 @@ bool seq_note(struct seqread *s, int64_t off, size_t size, int64_t now_ns,
 			;
 		r += size;
 		/* a request taken out of order does not move the end back */
-		while (to > end &&
-		       !atomic_compare_exchange_weak_explicit(
-				&s->end, &end, to, memory_order_relaxed,
-				memory_order_relaxed))
-			;
+		while (to > end) {
+			if (atomic_compare_exchange_weak_explicit(
+					&s->end, &end, to, memory_order_relaxed,
+					memory_order_relaxed)) {
+				atomic_store_explicit(&s->head, off,
+						      memory_order_relaxed);
+				break;
+			}
+		}
 	} else {
 		r = size;
 		atomic_store_explicit(&s->run, size, memory_order_relaxed);
 		atomic_store_explicit(&s->mark, 0, memory_order_relaxed);
 		atomic_store_explicit(&s->end, to, memory_order_relaxed);
+		atomic_store_explicit(&s->head, off, memory_order_relaxed);
 	}
 	if (run)
 		*run = r;

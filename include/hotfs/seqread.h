@@ -13,7 +13,11 @@
  * ever moves forward while it lasts.  Anything else (a seek back to the
  * start, a second pass over a small file, a jump elsewhere) starts a new
  * run.  Small random reads stay random: their slack is eight of their
- * own small sizes.
+ * own small sizes.  A read within the furthest read's bytes is that read
+ * again, not a late request of its window (those lie before it): it is
+ * not sequential and leaves the run as it was, so that a random reader
+ * with several reads in flight, reading a hot block twice in a row, is
+ * not taken for a sequential one (its reads would go by extents).
  *
  * SEQ_REORDER_NS is below NOFH_WINDOW_NS (hotfs/cache.h): a shared
  * handle's extents count again from a new run only after that window,
@@ -24,7 +28,7 @@
  * extents it has already started in this run.
  *
  * Threads: every function may be called by concurrent readers of one
- * handle; the state is four atomics.  Concurrent readers of one handle
+ * handle; the state is five atomics.  Concurrent readers of one handle
  * see one run (what a shared handle without opens stands for).
  */
 #ifndef HOTFS_SEQREAD_H
@@ -41,6 +45,7 @@
 struct seqread {
 	_Atomic int64_t end;	/* the end of the run's furthest read; -1:
 				 * nothing read yet */
+	_Atomic int64_t head;	/* and its start */
 	_Atomic uint64_t run;	/* bytes read in the run so far */
 	_Atomic uint64_t mark;	/* extents below this one were prefetched
 				 * in the run (0: none) */

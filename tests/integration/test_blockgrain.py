@@ -498,3 +498,28 @@ def test_mixed_reads_and_the_end(ws):
     finally:
         r.close()
     ws.stop(proc)
+
+
+def test_repeats_stay_blocks(ws):
+    """fio's zipf reader at queue depth 16 reads its hottest blocks twice
+    in a row, often: such a repeat is not a sequential reader, so its
+    blocks are counted and promoted as blocks, never as the extent around
+    them (which would fill the store with 63 blocks nobody reads)."""
+    size = 16 << 20
+    data = make(os.path.join(ws.src, 'img'), size, 11)
+    proc = ws.start(opts='cachesize=64M')
+    s0 = all_regions_used(ws)
+    picks = blocks_of(16, size // BLK, 12)
+    for _ in range(3):
+        r = Direct(os.path.join(ws.mnt, 'img'))
+        try:
+            for b in picks:
+                for _ in range(2):
+                    assert r.read(b * BLK) == data[b * BLK:(b + 1) * BLK]
+        finally:
+            r.close()
+    settled(ws.mnt, 'promotions_block', s0['promotions_block'] + 16)
+    s = stats(ws.mnt)
+    assert s['promotions_extent'] == s0['promotions_extent'], s
+    assert s['cached_bytes'] == s0['cached_bytes'] + 16 * BLK, s
+    ws.stop(proc)

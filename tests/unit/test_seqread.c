@@ -142,6 +142,48 @@ static void small_random_reads(void **state)
 	assert_true(seq_note(&s, 512 * MiB + 4096, 4096, NOW, NULL));
 }
 
+/*
+ * A random reader with reads in flight reads a hot block twice in a row:
+ * the repeat is not sequential (it would go by extents), and a sequential
+ * reader's repeat of its last read leaves its run as it was.
+ */
+static void repeats_are_not_sequential(void **state)
+{
+	static const int64_t hot = 123457 * 4096LL;
+	struct seqread s;
+	uint64_t run = 0;
+
+	(void)state;
+	seq_init(&s);
+	assert_false(seq_note(&s, hot, 4096, NOW, NULL));
+	assert_false(seq_note(&s, hot, 4096, NOW, &run));
+	assert_false(seq_note(&s, hot, 4096, NOW, &run));
+	assert_int_equal(run, 4096);
+	/* another block, then the hot one again, twice */
+	assert_false(seq_note(&s, 77 * MiB, 4096, NOW, NULL));
+	assert_false(seq_note(&s, hot, 4096, NOW, NULL));
+	assert_false(seq_note(&s, hot, 4096, NOW, NULL));
+	/* part of the last read, too */
+	assert_false(seq_note(&s, hot + 512, 1024, NOW, NULL));
+	/* but the next block is the run going on */
+	assert_true(seq_note(&s, hot + 4096, 4096, NOW, &run));
+	assert_int_equal(run, 8192);
+
+	/* a sequential reader repeating its last read keeps its run */
+	seq_init(&s);
+	for (int i = 0; i < 8; i++)
+		seq_note(&s, i * MiB, MiB, NOW, NULL);
+	assert_false(seq_note(&s, 7 * MiB, MiB, NOW, &run));
+	assert_int_equal(run, 8 * MiB);
+	assert_true(seq_note(&s, 8 * MiB, MiB, NOW, &run));
+	assert_int_equal(run, 9 * MiB);
+	/* a late request of the window (before the furthest read) still
+	 * carries it on */
+	assert_true(seq_note(&s, 10 * MiB, MiB, NOW, NULL));
+	assert_true(seq_note(&s, 9 * MiB, MiB, NOW, &run));
+	assert_int_equal(run, 11 * MiB);
+}
+
 static void prefetch_mark(void **state)
 {
 	struct seqread s;
@@ -251,6 +293,7 @@ int main(void)
 		cmocka_unit_test(seeks_start_a_new_run),
 		cmocka_unit_test(behind_the_end_only_soon),
 		cmocka_unit_test(small_random_reads),
+		cmocka_unit_test(repeats_are_not_sequential),
 		cmocka_unit_test(prefetch_mark),
 		cmocka_unit_test(concurrent_readers),
 	};
