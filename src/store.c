@@ -336,6 +336,34 @@ static int lock_cachedir(struct hotfs_store *st, const char *cachedir,
 }
 
 /*
+ * A fresh store's region size: ST_REGION_DEFAULT, unless the capacity is
+ * not a multiple of it and holds fewer than 64 of them; then one region
+ * more, each a whole number of extent records and their summary blocks,
+ * so that the capacity's last part is not lost (102 MiB in 16 MiB
+ * regions would be 96: 6% fewer records, for the small caches where each
+ * counts).  16 MiB itself is 63 extent records of 256 KiB and a summary
+ * block, or 4,032 blocks and their 64.
+ */
+static uint32_t fresh_region(uint64_t cap, uint32_t extent)
+{
+	uint64_t n = cap / ST_REGION_DEFAULT, k, rs, rec;
+
+	if (n < 2 || n >= 64 || !(cap % ST_REGION_DEFAULT) ||
+	    st_geom_ok(extent, ST_REGION_DEFAULT))
+		return ST_REGION_DEFAULT;
+	rec = st_reclen(extent);
+	k = cap / (n + 1) / rec;
+	for (; k >= 2; k--) {
+		rs = k * rec + (k + ST_EPB - 1) / ST_EPB * ST_BLOCK;
+		if (rs <= cap / (n + 1))
+			break;
+	}
+	if (k < 2 || st_geom_ok(extent, (uint32_t)rs))
+		return ST_REGION_DEFAULT;
+	return (uint32_t)rs;
+}
+
+/*
  * Read the superblock and settle the store's geometry and capacity, in
  * st and in sb (a new one if the store starts afresh).  Returns 1 to
  * start afresh, 0 to recover what the cachedir holds, or -errno with err
@@ -367,8 +395,6 @@ static int choose_geometry(struct hotfs_store *st, const char *cachedir,
 			  cachedir);
 		fresh = 2;		/* empty, of the recorded geometry */
 	}
-	rsize = fresh == 1 ? (p->region ? p->region : ST_REGION_DEFAULT) :
-		sb->rsize;
 	cap = p->capacity ? p->capacity : (fresh == 1 ? 0 : sb->capacity);
 	if (!cap) {
 		struct statvfs vfs;
@@ -383,6 +409,8 @@ static int choose_geometry(struct hotfs_store *st, const char *cachedir,
 			  (unsigned long long)ST_DATA_MAX);
 		cap = ST_DATA_MAX;
 	}
+	rsize = fresh != 1 ? sb->rsize :
+		p->region ? p->region : fresh_region(cap, p->extent);
 	if (st_geom_ok(p->extent, rsize)) {
 		errf(err, errlen, "store: bad extent (%u) or region (%u) size",
 		     p->extent, rsize);

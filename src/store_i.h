@@ -17,7 +17,7 @@
  * Records of 64 KiB or more start 4 KiB-aligned so that a block-sized read
  * is one page; the padding is < 6% of such a record.
  *
- * Region layout (rsize bytes, default 16 MiB):
+ * Region layout (rsize bytes, default 16 MiB; see fresh_region in store.c):
  *	[record][record]...  ->        free        <-  [sum k]...[sum 1][sum 0]
  * A record is the extent's bytes, then (if longer than one ST_BLOCK) a
  * table of one 64-bit checksum per ST_BLOCK block, then padding.  Summary

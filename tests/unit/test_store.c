@@ -1992,11 +1992,66 @@ static void test_threads(void **state)
 	print_message("%u reads, %u hits\n", r.reads, r.hits);
 }
 
+/*
+ * A fresh store without region= picks its region size from the capacity:
+ * 16 MiB when it is a multiple of that (or holds 64 of them), else one
+ * region more of a size that loses none of it.  A 102 MiB store (fio's
+ * 1:10 of 1 GiB) then holds 25,000 4 KiB blocks without recycling; six
+ * regions of 16 MiB would hold 24,192.
+ */
+static void test_fresh_region(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	uint8_t buf[ST_BLOCK];
+	uint32_t b;
+
+	f->p.region = 0;
+	f->p.extent = 256u * 1024;
+	f->p.capacity = 64u << 20;
+	open_store(f);
+	get_stats(f, &s);
+	assert_int_equal(s.regions, 4);
+	assert_int_equal(f->st->g.rsize, ST_REGION_DEFAULT);
+	st_close(f->st);
+	f->st = NULL;
+
+	f->p.reset = true;
+	f->p.capacity = 102u << 20;
+	open_store(f);
+	get_stats(f, &s);
+	assert_int_equal(s.regions, 7);
+	assert_true(s.regions * f->st->g.rsize <= f->p.capacity);
+	assert_true(s.regions * f->st->g.rsize > f->p.capacity - (1u << 20));
+	/* whole 256 KiB extent records and their summary block */
+	assert_int_equal((f->st->g.rsize - ST_BLOCK) %
+			 st_reclen(f->p.extent), 0);
+	for (b = 0; b < 25000; b++) {
+		struct hotfs_key k = key_of(5);
+		struct hotfs_stamp t = stamp_of(5, 1);
+
+		fill(buf, ST_BLOCK, 5, ST_REC_BLOCK | b, 1);
+		assert_int_equal(st_insert(f->st, &k, ST_REC_BLOCK | b, &t,
+					   buf, ST_BLOCK), 0);
+	}
+	get_stats(f, &s);
+	assert_int_equal(s.evictions, 0);
+	assert_int_equal(check(f->st, 5, ST_REC_BLOCK | 24999, 1, ST_BLOCK),
+			 1);
+	/* the size is recorded: a reopen keeps it */
+	b = f->st->g.rsize;
+	f->p.reset = false;
+	reopen(f);
+	assert_int_equal(f->st->g.rsize, b);
+	assert_int_equal(check(f->st, 5, ST_REC_BLOCK | 7, 1, ST_BLOCK), 1);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_insert_lookup),
+		T(test_fresh_region),
 		T(test_span_and_block_verify),
 		T(test_stamp_changed),
 		T(test_invalidate),
