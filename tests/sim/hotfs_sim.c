@@ -1133,8 +1133,11 @@ static uint32_t hs_victim(struct hsim *s, const struct model *m)
 static bool hs_admit(struct hsim *s, const struct model *m, uint32_t o,
 		     unsigned cnt)
 {
-	bool full = !s->nfree && (s->open == NIL ||
-				  s->fill[s->open] + s->t->len[o] > s->rsize);
+	/* full as src/promote.c has it: every region in use, or one
+	 * recycled already (the room a recycling freed is the policy's) */
+	bool full = s->recycled || (!s->nfree &&
+				    (s->open == NIL || s->fill[s->open] +
+				     s->t->len[o] > s->rsize));
 	uint32_t v;
 
 	/* block grain: while the store has free space (it never had to
