@@ -25,13 +25,14 @@ bool seq_note(struct seqread *s, int64_t off, size_t size, int64_t now_ns,
 	uint64_t r;
 	bool seq;
 
-	if (end >= 0 && head >= 0 && off >= head && to <= end) {
-		/* the furthest read again, or part of it: a random reader's
-		 * repeat (a hot block read twice in a row at queue depth),
-		 * neither the run's progress nor a seek */
+	r = atomic_load_explicit(&s->run, memory_order_relaxed);
+	if (end >= 0 && head >= 0 && off >= head && to <= end &&
+	    r == (uint64_t)(end - head)) {
+		/* a run of one read, that read again (or part of it): a
+		 * random reader's repeat (a hot block read twice in a row
+		 * at queue depth), neither a run nor a seek */
 		if (run)
-			*run = atomic_load_explicit(&s->run,
-						    memory_order_relaxed);
+			*run = r;
 		return false;
 	}
 	last = atomic_exchange_explicit(&s->last_ns, now_ns,

@@ -144,8 +144,7 @@ static void small_random_reads(void **state)
 
 /*
  * A random reader with reads in flight reads a hot block twice in a row:
- * the repeat is not sequential (it would go by extents), and a sequential
- * reader's repeat of its last read leaves its run as it was.
+ * the repeat is not sequential (it would go by extents).
  */
 static void repeats_are_not_sequential(void **state)
 {
@@ -169,19 +168,21 @@ static void repeats_are_not_sequential(void **state)
 	assert_true(seq_note(&s, hot + 4096, 4096, NOW, &run));
 	assert_int_equal(run, 8192);
 
-	/* a sequential reader repeating its last read keeps its run */
+	/* in a longer run, its last read again is the run's (two readers
+	 * of a shared handle in step), as before */
 	seq_init(&s);
 	for (int i = 0; i < 8; i++)
 		seq_note(&s, i * MiB, MiB, NOW, NULL);
-	assert_false(seq_note(&s, 7 * MiB, MiB, NOW, &run));
-	assert_int_equal(run, 8 * MiB);
-	assert_true(seq_note(&s, 8 * MiB, MiB, NOW, &run));
+	assert_true(seq_note(&s, 7 * MiB, MiB, NOW, &run));
 	assert_int_equal(run, 9 * MiB);
-	/* a late request of the window (before the furthest read) still
-	 * carries it on */
-	assert_true(seq_note(&s, 10 * MiB, MiB, NOW, NULL));
-	assert_true(seq_note(&s, 9 * MiB, MiB, NOW, &run));
-	assert_int_equal(run, 11 * MiB);
+	assert_true(seq_note(&s, 8 * MiB, MiB, NOW, &run));
+	assert_int_equal(run, 10 * MiB);
+	/* and a run of two reads is a run */
+	seq_init(&s);
+	assert_false(seq_note(&s, hot, 4096, NOW, NULL));
+	assert_true(seq_note(&s, hot + 4096, 4096, NOW, NULL));
+	assert_true(seq_note(&s, hot + 4096, 4096, NOW, &run));
+	assert_int_equal(run, 3 * 4096);
 }
 
 static void prefetch_mark(void **state)
