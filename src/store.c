@@ -354,7 +354,9 @@ static uint32_t fresh_region(uint64_t cap, uint32_t extent)
 	rec = st_reclen(extent);
 	k = cap / (n + 1) / rec;
 	for (; k >= 2; k--) {
-		rs = k * rec + (k + ST_EPB - 1) / ST_EPB * ST_BLOCK;
+		/* whole blocks (records of small extents are 512-aligned) */
+		rs = st_roundup(k * rec, ST_BLOCK) +
+		     (k + ST_EPB - 1) / ST_EPB * ST_BLOCK;
 		if (rs <= cap / (n + 1))
 			break;
 	}

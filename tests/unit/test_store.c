@@ -2044,6 +2044,16 @@ static void test_fresh_region(void **state)
 	reopen(f);
 	assert_int_equal(f->st->g.rsize, b);
 	assert_int_equal(check(f->st, 5, ST_REC_BLOCK | 7, 1, ST_BLOCK), 1);
+	/* small extents' records are 512-aligned: still whole blocks */
+	st_close(f->st);
+	f->st = NULL;
+	f->p.reset = true;
+	f->p.extent = 8192;
+	open_store(f);
+	get_stats(f, &s);
+	assert_int_equal(s.regions, 7);
+	assert_int_equal(f->st->g.rsize % ST_BLOCK, 0);
+	assert_true(f->st->g.rsize < ST_REGION_DEFAULT);
 }
 
 int main(void)
