@@ -108,7 +108,8 @@ if [ $quick = 0 ]; then
 	ninja -C build-tsan >/dev/null
 	export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=0 exitcode=66"
 	meson test -C build-tsan --print-errorlogs unit.policy unit.opts \
-		unit.store unit.wblog unit.flush unit.inode unit.namecache
+		unit.store unit.wblog unit.flush unit.inode unit.namecache \
+		unit.seqread
 	HOTFS_BIN=$PWD/build-tsan/hotfs HOTFSCTL_BIN=$PWD/build-tsan/hotfsctl \
 	HOTFS_NO_URING=$PWD/build-tsan/tests/integration/no_uring \
 		/usr/bin/python3 tests/integration/run_pytest.py \
