@@ -59,11 +59,11 @@ void listing_open(struct hotfs *fs, struct hotfs_dirp *d, int fd)
 	struct stat st;
 
 	if (fs->listings && by_time(fs)) {
-		/* its stamp proves nothing: the time from here on */
+		/* its stamp proves nothing: the time from here on (the
+		 * caller found no listing_trusted) */
 		d->open_ns = clock_mono_ns();
 		d->nc_gen = nc_gen();
-		d->lst = listing_trusted(fs, d->in);
-		d->rec = !d->lst;
+		d->rec = true;
 		return;
 	}
 	if (!fs->listings || fstat(fd, &st) == -1)

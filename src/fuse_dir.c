@@ -143,21 +143,20 @@ static int rewind_dir(fuse_req_t req, fuse_ino_t ino, struct hotfs_dirp *d)
 
 	rec_stop(d);
 	d->offset = 0;
+	/* a remote source's listing trusted by time: no source at all */
+	d->lst = listing_trusted(hfs(req), d->in);
+	if (d->lst) {
+		listing_put(old);
+		return 0;
+	}
 	if (!d->dp) {
-		/* opened from a listing trusted by time: another one, or
-		 * the source now */
-		d->lst = listing_trusted(hfs(req), d->in);
-		if (d->lst) {
-			listing_put(old);
-			return 0;
-		}
+		/* opened from a listing trusted by time: the source now */
 		fd = dir_open(req, ino, d);
 		if (fd < 0) {
 			d->lst = old;
 			return fd;
 		}
 	}
-	d->lst = NULL;
 	listing_open(hfs(req), d, dirfd(d->dp));
 	listing_put(old);
 	if (!d->lst) {

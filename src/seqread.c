@@ -43,8 +43,7 @@ bool seq_note(struct seqread *s, int64_t off, size_t size, int64_t now_ns,
 	if (seq) {
 		/* not fetch_add(run, size) + size: GCC 12.2 -O2 compiled
 		 * that sum here as twice the old value (the unit test's
-		 * in_order caught it) */
-		r = atomic_load_explicit(&s->run, memory_order_relaxed);
+		 * in_order caught it); r was loaded above */
 		while (!atomic_compare_exchange_weak_explicit(
 				&s->run, &r, r + size, memory_order_relaxed,
 				memory_order_relaxed))

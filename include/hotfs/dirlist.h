@@ -60,7 +60,8 @@ struct hotfs_dirp {
 /* Is l the directory's current listing, by its stamp st? */
 bool listing_fresh(const struct hotfs_listing *l, const struct stat *st);
 /* At opendir (fd: the directory's): serve d from the last listing if
- * the directory has not changed since, else record a new one. */
+ * the directory has not changed since, else record a new one (by time:
+ * record, the caller having found no listing_trusted). */
 void listing_open(struct hotfs *fs, struct hotfs_dirp *d, int fd);
 /* A remote source's directory: its listing, referenced, if trusted by
  * time (see above); NULL otherwise. */
