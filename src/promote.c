@@ -216,12 +216,17 @@ static ssize_t read_source(struct hotfs_promoter *pr, struct pr_item *it,
  * oldest region, so a candidate must be hotter than what is being let go.
  * The victim is the policy's view of the FIFO tail (pol_victim: the last
  * extent region recycling declined to keep or, when it declined none, had
- * no room to keep).
+ * no room to keep).  Before any was let go, it is the record the next
+ * recycling would let go first (st_next_victim): otherwise the insert
+ * that fills a full store is admitted unasked, and its recycling lets go
+ * 3/8 of the oldest region even when every record of it is in use.
  */
-static bool admit(struct hotfs_cache *c, uint64_t h)
+static bool admit(struct hotfs_cache *c, uint64_t h, uint32_t len)
 {
 	struct hotfs_store_stats ss;
+	struct hotfs_key k;
 	uint64_t victim;
+	uint32_t rec;
 
 	st_get_stats(c->st, &ss);
 	/* full: every region in use, or regions already recycled (the
@@ -229,7 +234,12 @@ static bool admit(struct hotfs_cache *c, uint64_t h)
 	if (ss.regions_used < ss.regions && !ss.evictions)
 		return true;
 	victim = pol_victim(c->pol);
-	return !victim || pol_admit(c->pol, h, victim);
+	if (!victim) {
+		if (st_next_victim(c->st, len, &k, &rec))
+			return true;	/* room: no one goes */
+		victim = pol_hash(&k, rec);
+	}
+	return pol_admit(c->pol, h, victim);
 }
 
 
@@ -258,7 +268,7 @@ static void promote_one(struct hotfs_promoter *pr, struct pr_item *it)
 			return;
 		}
 	}
-	if (!admit(c, it->h)) {
+	if (!admit(c, it->h, (uint32_t)n)) {
 		stats_add(&c->stats, STAT_NP_ADMISSION, 1);
 		return;
 	}
@@ -303,7 +313,7 @@ static void *pr_main(void *arg)
 		 * of a wide random workload lose to the victim, and reading
 		 * them first cost the readers one request each */
 		if (!it.buf && st_state(pr->c->st) == ST_OK &&
-		    !admit(pr->c, it.h)) {
+		    !admit(pr->c, it.h, pr->c->extent)) {
 			stats_add(&pr->c->stats, STAT_NP_ADMISSION, 1);
 			goto done;
 		}

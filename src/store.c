@@ -200,6 +200,7 @@ static void st_free(struct hotfs_store *st)
 	idx_exit(st);
 	free(st->regions);
 	free(st->sum);
+	free(st->nv);
 	free(st->tab);
 	pthread_rwlock_destroy(&st->idx_lock);
 	pthread_mutex_destroy(&st->lock);

@@ -303,8 +303,9 @@ struct hotfs_store {
 	struct st_region *regions;	/* [nregions] */
 	uint64_t next_seq;		/* protected by lock */
 	_Atomic uint32_t nused;		/* regions OPEN or SEALED */
-	/* a region was recycled for an insert since one was last freed
-	 * (or every region held data at open): st_filling */
+	/* a region was recycled for an insert, or st_next_victim found
+	 * no room, since one was last freed (or every region held data at
+	 * open): st_filling */
 	_Atomic bool full;
 
 	/* the open region; protected by lock */
@@ -354,6 +355,12 @@ struct hotfs_store {
 	struct keeper *rk;
 	uint32_t rk_n;
 	const struct st_sument *rk_sum;	/* the victim's summary */
+
+	/* st_next_victim's copy of the oldest region's summary: entries
+	 * before nv_pos were read since written or gone; under lock */
+	struct st_sument *nv;
+	uint32_t nv_n, nv_pos, nv_region;
+	uint64_t nv_seq;
 
 	uint8_t *tab;			/* record tails; under lock */
 	struct st_counters c;

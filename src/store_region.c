@@ -235,6 +235,21 @@ static int open_region(struct hotfs_store *st)
 	return __st_evict_region(st, r, true, false);
 }
 
+/* Has the open region room for a record and a summary entry? */
+static bool open_has_room(const struct hotfs_store *st, uint32_t reclen,
+			  uint32_t align)
+{
+	const struct st_region *reg;
+	uint64_t start, sumb;
+
+	if (st->open == ST_NIL)
+		return false;
+	reg = &st->regions[st->open];
+	start = st_roundup(reg->data_end, align);
+	sumb = (uint64_t)ST_BLOCK * ((st->nsum + ST_EPB) / ST_EPB);
+	return st->nsum < st->sum_max && start + reclen + sumb <= st->g.rsize;
+}
+
 /* Make sure the open region has room for a record and a summary entry. */
 static int ensure_room(struct hotfs_store *st, uint32_t reclen,
 		       uint32_t align)
@@ -243,13 +258,7 @@ static int ensure_room(struct hotfs_store *st, uint32_t reclen,
 
 	for (tries = 0; tries < 3; tries++) {
 		if (st->open != ST_NIL) {
-			struct st_region *reg = &st->regions[st->open];
-			uint64_t start = st_roundup(reg->data_end, align);
-			uint64_t sumb = (uint64_t)ST_BLOCK *
-				((st->nsum + ST_EPB) / ST_EPB);
-
-			if (st->nsum < st->sum_max &&
-			    start + reclen + sumb <= st->g.rsize)
+			if (open_has_room(st, reclen, align))
 				return 0;
 			if (st->reinserting)
 				return -ENOSPC;
@@ -733,6 +742,91 @@ out:
 	free(kbuf);
 	free(k);
 	free(vc.v);
+	return err;
+}
+
+/*
+ * Would an insert of len bytes recycle a region now: no free region, none
+ * to grow into, and no room left in the open one?  Under st->lock.
+ */
+static bool must_recycle(const struct hotfs_store *st, uint32_t len)
+{
+	uint32_t r;
+
+	for (r = 0; r < st->nregions; r++)
+		if (st->regions[r].state == R_FREE ||
+		    st->regions[r].state == R_HOLE)
+			return false;
+	return !open_has_room(st, st_reclen(len), st_align_of(len));
+}
+
+/* Is entry e of region r the index's record? (under idx_lock) */
+static bool nv_live(struct hotfs_store *st, uint32_t r,
+		    const struct st_sument *e, bool *hot)
+{
+	struct st_rec en;
+
+	if (idx_get(st, e->dev, e->ino, e->extno, &en) || en.region != r ||
+	    en.off != e->off)
+		return false;
+	*hot = en.hot;
+	return true;
+}
+
+int st_next_victim(struct hotfs_store *st, uint32_t len,
+		   struct hotfs_key *key, uint32_t *rec)
+{
+	struct victim vc = { NULL, 0, 0 };
+	struct st_scan res;
+	uint32_t r, j, pick = ST_NIL;
+	bool hot;
+	int err = -ENOENT;
+
+	pthread_mutex_lock(&st->lock);
+	if (atomic_load(&st->state) != ST_OK || !must_recycle(st, len))
+		goto out;
+	/* no room left that no insert used: st_filling says so from now
+	 * (the read path stops admitting at the first miss) */
+	atomic_store_explicit(&st->full, true, memory_order_relaxed);
+	r = oldest_sealed(st);
+	if (r == ST_NIL)
+		goto out;
+	if (!st->nv || st->nv_region != r ||
+	    st->nv_seq != st->regions[r].seq) {
+		free(st->nv);
+		st->nv = NULL;
+		st->nv_n = st->nv_pos = 0;
+		if (st_load_summary(st, r, collect, &vc, &res) ||
+		    res.seq != st->regions[r].seq || !vc.n) {
+			free(vc.v);
+			goto out;
+		}
+		st->nv = vc.v;
+		st->nv_n = vc.n;
+		st->nv_region = r;
+		st->nv_seq = res.seq;
+	}
+	/* entries before nv_pos were read or gone when last looked at;
+	 * neither changes while the region lives */
+	pthread_rwlock_rdlock(&st->idx_lock);
+	for (j = st->nv_pos; j < st->nv_n; j++)
+		if (nv_live(st, r, &st->nv[j], &hot) && !hot)
+			break;
+	st->nv_pos = j;
+	if (j < st->nv_n)
+		pick = j;
+	for (j = 0; pick == ST_NIL && j < st->nv_n; j++)
+		if (nv_live(st, r, &st->nv[j], &hot))
+			pick = j;
+	pthread_rwlock_unlock(&st->idx_lock);
+	if (pick != ST_NIL) {
+		key->dev = st->nv[pick].dev;
+		key->ino = st->nv[pick].ino;
+		*rec = st->nv[pick].extno;
+		err = 0;
+	}
+out:
+	pthread_mutex_unlock(&st->lock);
 	return err;
 }
 

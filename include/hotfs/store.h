@@ -331,12 +331,22 @@ int st_tick(struct hotfs_store *st);
 
 void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s);
 /* Has the store room left that no insert has used yet: no region was
- * recycled to make room since one was last freed (or since the store
- * opened with a free one)?  No locks: a hint for the read path. */
+ * recycled to make room, nor found full by st_next_victim, since one was
+ * last freed (or since the store opened with a free one)?  No locks: a
+ * hint for the read path. */
 bool st_filling(struct hotfs_store *st);
 /* Bytes of the regions no insert uses (free or never used).  No locks:
  * a hint. */
 uint64_t st_room(struct hotfs_store *st);
+/*
+ * The record the next recycling would let go first, for admission while
+ * no record was let go yet: of the oldest region, the first not read
+ * since it was written, else its first.  -ENOENT when an insert of len
+ * bytes would not recycle a region now (there is room), or there is
+ * none to name.  Finding the store full makes st_filling false.
+ */
+int st_next_victim(struct hotfs_store *st, uint32_t len,
+		   struct hotfs_key *key, uint32_t *rec);
 /* Does the index hold a record of extno of key, under any stamp?  Unlike
  * st_lookup, it does not count as a look-up (the record stays cold). */
 bool st_holds(struct hotfs_store *st, const struct hotfs_key *key,

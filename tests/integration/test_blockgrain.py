@@ -381,9 +381,9 @@ def test_change_behind_the_mount_drops_all(ws):
 
 
 def test_full_store_needs_the_threshold(ws):
-    """Once the store has recycled a region for room, a block read once
-    is not promoted (a one-time random reader does not pollute it, nor
-    does a scan), and one read again and again is."""
+    """Once the store is full (an insert would recycle a region), a
+    block read once is not promoted (a one-time random reader does not
+    pollute it, nor does a scan), and one read again and again is."""
     big = 64 << 20
     make(os.path.join(ws.src, 'fill'), big, 11)
     size = 4 << 20
@@ -391,8 +391,8 @@ def test_full_store_needs_the_threshold(ws):
     proc = ws.start(opts='cachesize=48M')
     fill = os.path.join(ws.mnt, 'fill')
     util.wait_for(lambda: util.read_cold(fill) is not None and
-                  stats(ws.mnt)['evicted_regions'] > 0,
-                  'the store to recycle a region')
+                  stats(ws.mnt)['store_filling'] == 0,
+                  'the store to be full')
     r = Direct(os.path.join(ws.mnt, 'cold'))
     try:
         s0 = stats(ws.mnt)

@@ -110,7 +110,8 @@ struct model {
 
 enum {
 	V_HEAD = 0,		/* first live extent of the oldest region */
-	V_POL,			/* pol_victim(): the last one let go */
+	V_POL,			/* pol_victim(): the last one let go, else
+				 * the next one (src/promote.c) */
 	V_NEXT,			/* the next one the store will drop */
 };
 
@@ -1153,10 +1154,10 @@ static bool hs_admit(struct hsim *s, const struct model *m, uint32_t o,
 		return false;
 	if (!full || !m->admit)
 		return true;
-	/* as src/promote.c: no victim yet, no contest */
-	if (m->victim == V_POL)
-		return !pol_victim(s->pol) ||
-		       pol_admit(s->pol, s->h[o], pol_victim(s->pol));
+	/* as src/promote.c: the last one let go; none yet, the next one
+	 * the store will let go (st_next_victim) */
+	if (m->victim == V_POL && pol_victim(s->pol))
+		return pol_admit(s->pol, s->h[o], pol_victim(s->pol));
 	v = hs_victim(s, m);
 	return v == NIL || pol_admit(s->pol, s->h[o], s->h[v]);
 }

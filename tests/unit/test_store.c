@@ -2056,12 +2056,84 @@ static void test_fresh_region(void **state)
 	assert_true(f->st->g.rsize < ST_REGION_DEFAULT);
 }
 
+struct region_of {
+	uint32_t region;	/* of ino 1 */
+	uint64_t inos[64];	/* the region's, in no order */
+	uint32_t n;
+};
+
+static int region_iter(void *arg, const struct hotfs_extent_info *x)
+{
+	struct region_of *ro = arg;
+
+	if (x->region == ro->region && ro->n < 64)
+		ro->inos[ro->n++] = x->key.ino;
+	return 0;
+}
+
+/*
+ * st_next_victim names the record the next recycling lets go first: none
+ * while an insert finds room; then of the oldest region the first not
+ * read since written, else (all read) its first live one.
+ */
+static void test_next_victim(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	struct region_of ro = { 0 };
+	struct hotfs_key k, one = key_of(1);
+	struct hotfs_stamp t = stamp_of(1, 0);
+	struct hotfs_loc loc;
+	uint32_t rec, i, len = 9000;
+
+	open_store(f);
+	/* room: nothing to name, until the last region is full */
+	for (i = 1; st_next_victim(f->st, len, &k, &rec) == -ENOENT; i++) {
+		assert_true(i < 1000);
+		assert_true(st_filling(f->st));
+		assert_int_equal(insert(f, i, 0, 0, len), 0);
+	}
+	get_stats(f, &s);
+	assert_int_equal(s.evictions, 0);
+	assert_int_equal(s.regions_used, s.regions);
+	assert_true(i > 400);		/* 4 MiB of 9000-byte records */
+	assert_false(st_filling(f->st));	/* found full */
+	assert_int_equal(k.ino, 1);
+	assert_int_equal(k.dev, DEV);
+	assert_int_equal(rec, 0);
+	/* read since written: the next one not read */
+	assert_int_equal(check(f->st, 1, 0, 0, len), 1);
+	assert_int_equal(st_next_victim(f->st, len, &k, &rec), 0);
+	assert_int_equal(k.ino, 2);
+
+	/* every record of the oldest region read: its first live one */
+	assert_int_equal(st_peek(f->st, &one, 0, &t, &loc), 0);
+	ro.region = loc.region;
+	assert_int_equal(st_iterate(f->st, region_iter, &ro), 0);
+	assert_true(ro.n > 10 && ro.n < 64);
+	for (i = 0; i < ro.n; i++)
+		assert_int_equal(check(f->st, ro.inos[i], 0, 0, len), 1);
+	assert_int_equal(st_next_victim(f->st, len, &k, &rec), 0);
+	assert_int_equal(k.ino, 1);
+	/* gone: the next live one */
+	assert_int_equal(st_invalidate(f->st, &one, 0, 0, ST_INVAL_USER), 1);
+	assert_int_equal(st_next_victim(f->st, len, &k, &rec), 0);
+	assert_int_equal(k.ino, 2);
+
+	/* the insert recycles the region: room again, nothing to name */
+	assert_int_equal(insert(f, 5000, 0, 0, len), 0);
+	get_stats(f, &s);
+	assert_int_equal(s.evictions, 1);
+	assert_int_equal(st_next_victim(f->st, len, &k, &rec), -ENOENT);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_insert_lookup),
 		T(test_fresh_region),
+		T(test_next_victim),
 		T(test_span_and_block_verify),
 		T(test_stamp_changed),
 		T(test_invalidate),
