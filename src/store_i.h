@@ -361,6 +361,7 @@ struct hotfs_store {
 	struct st_sument *nv;
 	uint32_t nv_n, nv_pos, nv_region;
 	uint64_t nv_seq;
+	bool nv_set;			/* nv is region nv_region's at nv_seq */
 
 	uint8_t *tab;			/* record tails; under lock */
 	struct st_counters c;

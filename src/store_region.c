@@ -751,13 +751,9 @@ out:
  */
 static bool must_recycle(const struct hotfs_store *st, uint32_t len)
 {
-	uint32_t r;
-
-	for (r = 0; r < st->nregions; r++)
-		if (st->regions[r].state == R_FREE ||
-		    st->regions[r].state == R_HOLE)
-			return false;
-	return !open_has_room(st, st_reclen(len), st_align_of(len));
+	/* nused: regions OPEN or SEALED; the others are FREE or HOLE */
+	return atomic_load(&st->nused) >= st->nregions &&
+	       !open_has_room(st, st_reclen(len), st_align_of(len));
 }
 
 /* Is entry e of region r the index's record? (under idx_lock) */
@@ -788,23 +784,29 @@ int st_next_victim(struct hotfs_store *st, uint32_t len,
 	/* no room left that no insert used: st_filling says so from now
 	 * (the read path stops admitting at the first miss) */
 	atomic_store_explicit(&st->full, true, memory_order_relaxed);
-	r = oldest_sealed(st);
-	if (r == ST_NIL)
-		goto out;
-	if (!st->nv || st->nv_region != r ||
-	    st->nv_seq != st->regions[r].seq) {
+	/* while the region it copied lives, it is the oldest (a region
+	 * sealed later has a later seq): no look at every region */
+	r = st->nv_region;
+	if (!st->nv_set || st->regions[r].state != R_SEALED ||
+	    st->regions[r].seq != st->nv_seq) {
+		r = oldest_sealed(st);
+		if (r == ST_NIL)
+			goto out;
 		free(st->nv);
 		st->nv = NULL;
 		st->nv_n = st->nv_pos = 0;
+		/* an unreadable summary names none, and is not read again
+		 * for every candidate */
+		st->nv_set = true;
+		st->nv_region = r;
+		st->nv_seq = st->regions[r].seq;
 		if (st_load_summary(st, r, collect, &vc, &res) ||
-		    res.seq != st->regions[r].seq || !vc.n) {
+		    res.seq != st->nv_seq) {
 			free(vc.v);
 			goto out;
 		}
 		st->nv = vc.v;
 		st->nv_n = vc.n;
-		st->nv_region = r;
-		st->nv_seq = res.seq;
 	}
 	/* entries before nv_pos were read or gone when last looked at;
 	 * neither changes while the region lives */

@@ -2084,6 +2084,7 @@ static void test_next_victim(void **state)
 	struct hotfs_key k, one = key_of(1);
 	struct hotfs_stamp t = stamp_of(1, 0);
 	struct hotfs_loc loc;
+	uint8_t z[ST_BLOCK];
 	uint32_t rec, i, len = 9000;
 
 	open_store(f);
@@ -2119,6 +2120,17 @@ static void test_next_victim(void **state)
 	assert_int_equal(st_invalidate(f->st, &one, 0, 0, ST_INVAL_USER), 1);
 	assert_int_equal(st_next_victim(f->st, len, &k, &rec), 0);
 	assert_int_equal(k.ino, 2);
+
+	/* its summary unreadable: none named (the insert is admitted as
+	 * before), and the summary is not read again for each candidate */
+	memset(z, 0, sizeof(z));
+	assert_int_equal(pwrite(st_data_fd(f->st), z, sizeof(z),
+				(uint64_t)(ro.region + 1) * RSIZE - ST_BLOCK),
+			 ST_BLOCK);
+	f->st->nv_set = false;		/* as if it were new */
+	assert_int_equal(st_next_victim(f->st, len, &k, &rec), -ENOENT);
+	assert_true(f->st->nv_set);
+	assert_int_equal(st_next_victim(f->st, len, &k, &rec), -ENOENT);
 
 	/* the insert recycles the region: room again, nothing to name */
 	assert_int_equal(insert(f, 5000, 0, 0, len), 0);
