@@ -23,8 +23,10 @@
  *		says so (hot = hit since written); an extent is inserted
  *		only when pol_promote() says so and, with admission, when
  *		the cache is full only if pol_admit() prefers it to a
- *		victim: pol_victim() (as src/promote.c), the next extent
- *		the store will drop, or the oldest one (see models[]).
+ *		victim: pol_victim() (as src/promote.c; before any was
+ *		let go, the next extent the store will drop, as
+ *		st_next_victim), the next extent the store will drop, or
+ *		the oldest one (see models[]).
  *		Decisions come from src/policy.c itself, linked in, with
  *		the daemon's defaults (pol_set_cache as src/cache.c).
  *		hot/Apf is block grain's warm-up: while the store has
