@@ -522,6 +522,15 @@ void st_rk_note(struct hotfs_store *st, uint64_t dev, uint64_t ino)
 	pthread_mutex_unlock(&st->state_lock);
 }
 
+/* The index's record of summary entry e of region r, if it is still
+ * that entry's (not replaced, not dropped).  Under idx_lock. */
+static bool entry_rec(struct hotfs_store *st, uint32_t r,
+		      const struct st_sument *e, struct st_rec *en)
+{
+	return !idx_get(st, e->dev, e->ino, e->extno, en) &&
+	       en->region == r && en->off == e->off;
+}
+
 /*
  * Pick the extents of region r to copy forward and read them; returns
  * how many, with their bytes in *bufp.  If the keep function declined
@@ -545,8 +554,7 @@ static uint32_t pick_keepers(struct hotfs_store *st, uint32_t r,
 		struct hotfs_extent_info x;
 		struct st_rec en;
 
-		if (idx_get(st, e->dev, e->ino, e->extno, &en) ||
-		    en.region != r || en.off != e->off)
+		if (!entry_rec(st, r, e, &en))
 			continue;
 		if (used + st_reclen(e->len) + 64 > budget)
 			room = false;
@@ -616,8 +624,7 @@ static void refresh_keepers(struct hotfs_store *st, uint32_t r,
 		const struct st_sument *e = &vc->v[k[j].si];
 		struct st_rec en;
 
-		if (!idx_get(st, e->dev, e->ino, e->extno, &en) &&
-		    en.region == r && en.off == e->off)
+		if (entry_rec(st, r, e, &en))
 			k[j].stamp = en.stamp;
 	}
 }
@@ -756,26 +763,13 @@ static bool must_recycle(const struct hotfs_store *st, uint32_t len)
 	       !open_has_room(st, st_reclen(len), st_align_of(len));
 }
 
-/* Is entry e of region r the index's record? (under idx_lock) */
-static bool nv_live(struct hotfs_store *st, uint32_t r,
-		    const struct st_sument *e, bool *hot)
-{
-	struct st_rec en;
-
-	if (idx_get(st, e->dev, e->ino, e->extno, &en) || en.region != r ||
-	    en.off != e->off)
-		return false;
-	*hot = en.hot;
-	return true;
-}
-
 int st_next_victim(struct hotfs_store *st, uint32_t len,
 		   struct hotfs_key *key, uint32_t *rec)
 {
 	struct victim vc = { NULL, 0, 0 };
 	struct st_scan res;
 	uint32_t r, j, pick = ST_NIL;
-	bool hot;
+	struct st_rec en;
 	int err = -ENOENT;
 
 	pthread_mutex_lock(&st->lock);
@@ -812,13 +806,13 @@ int st_next_victim(struct hotfs_store *st, uint32_t len,
 	 * neither changes while the region lives */
 	pthread_rwlock_rdlock(&st->idx_lock);
 	for (j = st->nv_pos; j < st->nv_n; j++)
-		if (nv_live(st, r, &st->nv[j], &hot) && !hot)
+		if (entry_rec(st, r, &st->nv[j], &en) && !en.hot)
 			break;
 	st->nv_pos = j;
 	if (j < st->nv_n)
 		pick = j;
 	for (j = 0; pick == ST_NIL && j < st->nv_n; j++)
-		if (nv_live(st, r, &st->nv[j], &hot))
+		if (entry_rec(st, r, &st->nv[j], &en))
 			pick = j;
 	pthread_rwlock_unlock(&st->idx_lock);
 	if (pick != ST_NIL) {
