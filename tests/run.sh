@@ -17,6 +17,27 @@ HOTFS_DEPS_EXTRA=${HOTFS_DEPS_EXTRA:-1} contrib/ci/deps.sh
 quick=0
 [ "${1:-}" = --quick ] && quick=1
 
+# meson test with its arguments, failing when it selects no test, runs
+# none, or skips one (a stage that runs nothing must not pass: every
+# stage here runs as root, with /dev/fuse, where nothing skips)
+checked_test() {
+	local out rc=0 ok skipped
+	out=$(mktemp /var/tmp/hotfs-meson-test.XXXXXX)
+	meson test "$@" 2>&1 | tee "$out" || rc=$?
+	ok=$(sed -n 's/^Ok: *\([0-9]*\).*/\1/p' "$out" | tail -1)
+	skipped=$(sed -n 's/^Skipped: *\([0-9]*\).*/\1/p' "$out" | tail -1)
+	rm -f "$out"
+	[ "$rc" = 0 ] || return "$rc"
+	if [ -z "$ok" ] || [ "$ok" = 0 ]; then
+		echo "FAILED: meson test $* ran no test"
+		return 1
+	fi
+	if [ "${skipped:-0}" != 0 ]; then
+		echo "FAILED: meson test $* skipped $skipped test(s)"
+		return 1
+	fi
+}
+
 # warnings are errors in every build here (-Dwerror=true), not as a
 # default that would break distribution builds on newer compilers
 run_suite() {
@@ -25,7 +46,7 @@ run_suite() {
 		meson setup "$dir" -Dwerror=true "$@" >/dev/null
 	fi
 	ninja -C "$dir" >/dev/null
-	meson test -C "$dir" --print-errorlogs --num-processes 2
+	checked_test -C "$dir" --print-errorlogs --num-processes 2
 }
 
 # contrib/bench/run.sh --smoke: every benchmark at tiny sizes (about a
@@ -85,8 +106,10 @@ if [ $quick = 0 ]; then
 			>/dev/null
 	fi
 	ninja -C build-nouring >/dev/null
-	meson test -C build-nouring --print-errorlogs --suite unit \
-		integration.readpath
+	checked_test -C build-nouring --print-errorlogs --num-processes 2 \
+		--suite unit
+	checked_test -C build-nouring --print-errorlogs integration.readpath \
+		integration.cache
 fi
 if [ $quick = 0 ]; then
 	echo "== ASan + UBSan build =="
@@ -107,7 +130,7 @@ if [ $quick = 0 ]; then
 	fi
 	ninja -C build-tsan >/dev/null
 	export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=0 exitcode=66"
-	meson test -C build-tsan --print-errorlogs unit.policy unit.opts \
+	checked_test -C build-tsan --print-errorlogs unit.policy unit.opts \
 		unit.store unit.wblog unit.flush unit.inode unit.namecache \
 		unit.seqread
 	HOTFS_BIN=$PWD/build-tsan/hotfs HOTFSCTL_BIN=$PWD/build-tsan/hotfsctl \
@@ -130,6 +153,6 @@ if [ $quick = 0 ] && command -v clang >/dev/null; then
 			>/dev/null
 	fi
 	ninja -C build-fuzz >/dev/null
-	meson test -C build-fuzz --suite fuzz --print-errorlogs
+	checked_test -C build-fuzz --suite fuzz --print-errorlogs
 fi
 echo "all test runs passed"

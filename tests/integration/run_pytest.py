@@ -2,8 +2,9 @@
 """Run the integration suite: /usr/bin/python3 run_pytest.py [pytest args]
 
 Exits 77 (meson's "skipped") when this machine cannot mount FUSE as root,
-and turns pytest's "no tests collected" (5) into a failure: a suite that
-silently runs nothing must not pass.
+and turns pytest's "no tests collected" (5), or a run where no test
+passed (all skipped), into a failure: a suite that silently runs nothing
+must not pass.
 """
 import os
 import sys
@@ -48,11 +49,30 @@ def main():
         os.chdir(here)
     args = ['-v', '-p', 'no:cacheprovider', '-rfE'] + \
         ([] if named else [here]) + extra
-    rc = int(pytest.main(args))
+    counted = Outcomes()
+    rc = int(pytest.main(args, plugins=[counted]))
     if rc == pytest.ExitCode.NO_TESTS_COLLECTED:
         print('pytest collected no tests: failing')
         return 1
+    if rc == 0 and counted.passed == 0:
+        print('pytest passed no test (%d skipped): failing'
+              % counted.skipped)
+        return 1
     return rc
+
+
+class Outcomes:
+    """Counts the tests that passed and were skipped: a run whose every
+    test skipped ran nothing."""
+
+    def __init__(self):
+        self.passed = self.skipped = 0
+
+    def pytest_runtest_logreport(self, report):
+        if report.passed and report.when == 'call':
+            self.passed += 1
+        elif report.skipped:
+            self.skipped += 1
 
 
 if __name__ == '__main__':

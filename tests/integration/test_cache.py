@@ -533,12 +533,6 @@ def test_sparse_file_past_the_extent_limit(ws):
             util.wait_for(lambda: num(ws.mnt, 'cached_extents') > 0 and
                           num(ws.mnt, 'promotion_queue_depth') == 0,
                           'extent 0 to be promoted')
-            for _ in range(3):
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-                assert os.pread(fd, ext, far) == tail
-                assert os.pread(fd, 200, far - 100) == \
-                    b'\0' * 100 + tail[:100]
-                assert os.pread(fd, ext, far - ext) == b'\0' * ext
             # struct hotfs_ioc: off, len, bytes, extents, size, done,
             # flags, extent; WARM = 1, INFO = 5
             fmt = '6Q2I'
@@ -550,8 +544,24 @@ def test_sparse_file_past_the_extent_limit(ws):
                 fcntl.ioctl(fd, (3 << 30) | (size << 16) |
                             (ord('H') << 8) | nr, buf)
                 return struct.unpack(fmt, buf)
+            for _ in range(3):
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                assert os.pread(fd, ext, far) == tail
+                assert os.pread(fd, 200, far - 100) == \
+                    b'\0' * 100 + tail[:100]
+                assert os.pread(fd, ext, far - ext) == b'\0' * ext
+            # the reads above promote extent 2^31 - 1 in the background:
+            # what follows needs it cached
+            def far_cached():
+                if ioc(5, far - ext, ext)[3] == 1:
+                    return True
+                # a promotion the queue dropped is asked for again
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                os.pread(fd, ext, far - ext)
+                return False
+            util.wait_for(far_cached, 'extent 2^31 - 1 to be promoted')
             # of extents 2^31 - 2 .. 2^31, the last cannot be cached
-            # and 2^31 - 1 already is (the reads above)
+            # and 2^31 - 1 already is
             assert ioc(1, far - 2 * ext, 3 * ext)[5] == ext     # done
             info = ioc(5, far - 2 * ext, 3 * ext)
             assert info[2:4] == (2 * ext, 2), info          # bytes, extents

@@ -447,7 +447,7 @@ def same(desc, fn, mnt, src):
     return a
 
 
-def eventually_same(desc, fn, mnt, src, timeout=5):
+def eventually_same(desc, fn, mnt, src, timeout=util.TIMEOUT):
     """same(), allowing the kernel's entry and attribute caches of the
     mount (1 s by default) to expire first."""
     res = []

@@ -61,7 +61,7 @@ def test_git_status_clean_and_sees_changes(ws, mode):
     want = ' M dir1/file1.c\n M dir2/file2.c\n D dir3/file3.c\n'
     util.wait_for(lambda: git(repo, 'status', '--porcelain') == want,
                   'git status to show the three changes: %r'
-                  % git(repo, 'status', '--porcelain'), timeout=5)
+                  % git(repo, 'status', '--porcelain'))
     git(repo, 'commit', '-q', '-a', '-m', 'second')
     assert git(repo, 'status', '--porcelain') == ''
     # the repository is as valid in the source as through the mount

@@ -21,7 +21,7 @@ import pytest
 HOTFS_BIN = os.environ.get('HOTFS_BIN', '')
 
 #: how long a condition (a mount appearing, a daemon exiting) may take
-TIMEOUT = 10.0
+TIMEOUT = float(os.environ.get("HOTFS_TEST_TIMEOUT", "60"))
 
 
 def hotfs_bin():
