@@ -19,6 +19,8 @@
  * Decision: with allow_other, hotfs adds default_permissions, so that the
  * kernel checks permissions against the source's modes; without it any
  * user could read through the root daemon whatever the daemon can read.
+ * And the mount forbids what the source's mounts forbid (nosuid, nodev,
+ * noexec, ro: add_source_forbids), however it was mounted.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +32,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -42,6 +45,7 @@
 #include "hotfs/handle.h"
 #include "hotfs/log.h"
 #include "hotfs/meta_fs.h"
+#include "hotfs/mountinfo.h"
 #include "hotfs/tick.h"
 #include "hotfs/watch.h"
 #include "hotfs/opts.h"
@@ -121,6 +125,51 @@ static int add_fsname(struct fuse_args *args, const char *source)
 	return r;
 }
 
+/*
+ * A mount of hotfs never grants more than the source's own mounts: what
+ * they forbid (nosuid, nodev, noexec: the source's mount and every mount
+ * below it, which the tree crosses into; ro: the source's mount) goes on
+ * the FUSE mount, after the user's options so that it wins over theirs
+ * and over the suid,dev that mount(8) passes for root.  The kernel, not
+ * hotfs, runs a setuid file or opens a device node of a FUSE mount: only
+ * the mount's flags stop it.  0, or -1 (said on stderr).
+ */
+static int add_source_forbids(struct fuse_args *args, const char *source)
+{
+	static const struct { long flag; const char *arg; } map[] = {
+		{ ST_NOSUID, "-onosuid" }, { ST_NODEV, "-onodev" },
+		{ ST_NOEXEC, "-onoexec" }, { ST_RDONLY, "-oro" },
+	};
+	char *dir = realpath(source, NULL);
+	struct statvfs sv;
+	long fl;
+	FILE *f;
+	size_t i;
+
+	if (!dir)
+		return 0;	/* opt_validate says why */
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f) {
+		fprintf(stderr, "hotfs: cannot read the source's mount flags "
+			"from /proc/self/mountinfo: %s\n", strerror(errno));
+		free(dir);
+		return -1;
+	}
+	fl = mountinfo_forbids(f, dir);
+	fclose(f);
+	if (fl >= 0 && statvfs(dir, &sv) == 0)	/* the same, by the kernel */
+		fl |= (long)(sv.f_flag & (ST_NOSUID | ST_NODEV | ST_NOEXEC |
+					  ST_RDONLY));
+	if (fl < 0)
+		fprintf(stderr, "hotfs: source '%s': no mount in "
+			"/proc/self/mountinfo holds it\n", dir);
+	free(dir);
+	for (i = 0; fl >= 0 && i < sizeof(map) / sizeof(map[0]); i++)
+		if ((fl & map[i].flag) && fuse_opt_add_arg(args, map[i].arg))
+			return -1;
+	return fl < 0 ? -1 : 0;
+}
+
 /* Is a FUSE filesystem (this one, aborted) still mounted on mnt? */
 static bool fuse_still_mounted(const char *mnt)
 {
@@ -173,7 +222,8 @@ static int parse_args(struct fuse_args *args, struct fuse_cmdline_opts *copts,
 	if (o->allow_other && !o->default_permissions &&
 	    fuse_opt_add_arg(args, "-odefault_permissions") != 0)
 		return -1;
-	if (add_fsname(args, o->source) != 0)
+	if (add_fsname(args, o->source) != 0 ||
+	    add_source_forbids(args, o->source) != 0)
 		return -1;
 	return 0;
 }

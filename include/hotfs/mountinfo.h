@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Reading /proc/self/mountinfo (proc(5)): the daemon looks up its own
- * mount's device there, hotfsctl the hotfs mount a path is on.
+ * mount's device there, and what the source's mounts forbid; hotfsctl
+ * the hotfs mount a path is on.
  */
 #ifndef HOTFS_MOUNTINFO_H
 #define HOTFS_MOUNTINFO_H
@@ -12,7 +13,9 @@
 struct mountinfo_ent {
 	unsigned major, minor;	/* the mount's device */
 	char *mnt;		/* its mount point, unescaped */
+	char *opts;		/* the mount's own options: "rw,nosuid,..." */
 	char *fstype;		/* "ext4", "fuse.hotfs", ... */
+	const char *super;	/* the superblock's options, or "" */
 };
 
 /*
@@ -23,5 +26,15 @@ struct mountinfo_ent {
  */
 int mountinfo_next(FILE *f, char **line, size_t *cap,
 		   struct mountinfo_ent *e);
+
+/*
+ * What the mounts a tree spans forbid, from mountinfo-format stream f:
+ * the ST_NOSUID, ST_NODEV and ST_NOEXEC of the mount dir (canonical) is
+ * on and of every mount below it (a tree crosses into them), and
+ * ST_RDONLY of the mount dir is on.  A mount of hotfs must never grant
+ * more than these (main.c applies them to the FUSE mount).  -ENOENT
+ * when no mount holds dir.
+ */
+long mountinfo_forbids(FILE *f, const char *dir);
 
 #endif

@@ -13,12 +13,14 @@ import errno
 import fcntl
 import os
 import signal
+import stat
 import subprocess
 import time
 
 import pytest
 
 import util
+from util import Err
 
 PR_SET_CHILD_SUBREAPER = 36
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -300,3 +302,111 @@ def test_mount_unmount_cycles(ws):
         assert time.monotonic() - t < 4.5, 'cycle %d took %.1fs' % (
             i, time.monotonic() - t)
     assert sorted(os.listdir(ws.src)) == ['f%d' % i for i in range(10)]
+
+
+@contextlib.contextmanager
+def source_on_tmpfs(ws, opts):
+    """ws.src as a tmpfs mounted with opts, unmounted (lazily: a daemon
+    that is still exiting may hold it) at the end."""
+    r = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=16m,mode=0755,'
+                        + opts, 'tmpfs', ws.src], stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        pytest.fail('cannot mount a tmpfs: %s' % r.stderr.decode())
+    try:
+        yield
+    finally:
+        for p, mnt, _ in ws.daemons:
+            util.cleanup_mount(p, mnt)
+        for mnt in ws.mounts:
+            util.cleanup_mount(None, mnt)
+        subprocess.run(['umount', '-l', ws.src])
+
+
+def setuid_id_and_zero(d):
+    """A setuid-root copy of id(1) and a device node (/dev/zero's) in d."""
+    idc = os.path.join(d, 'id')
+    with open('/usr/bin/id', 'rb') as f, open(idc, 'wb') as o:
+        o.write(f.read())
+    os.chown(idc, 0, 0)
+    os.chmod(idc, 0o4755)
+    zero = os.path.join(d, 'zero')
+    os.mknod(zero, 0o666 | stat.S_IFCHR, os.makedev(1, 5))
+    os.chmod(zero, 0o666)
+    return idc, zero
+
+
+def euid_of(idc):
+    """The effective uid id(1) at idc reports, run as user nobody."""
+    r = subprocess.run([idc, '-u'], user=65534, group=65534,
+                       extra_groups=[], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE)
+    assert r.returncode == 0, r.stderr.decode()
+    return int(r.stdout)
+
+
+def open_as_nobody(path):
+    def opened(p):
+        os.close(os.open(p, os.O_RDONLY))
+        return 'opened'
+    return util.run_as(65534, 65534, opened, path)
+
+
+def test_mount_t_forbids_what_the_source_forbids(ws, subreaper):
+    """mount(8) passes suid,dev for root; over a source mounted
+    nosuid,nodev the mount is nosuid,nodev all the same: user nobody runs
+    a setuid-root binary through it without privilege and cannot open a
+    device node, as on the source itself."""
+    with source_on_tmpfs(ws, 'nosuid,nodev'):
+        idc, zero = setuid_id_and_zero(ws.src)
+        # what the source itself allows
+        assert euid_of(idc) == 65534
+        assert open_as_nobody(zero) == Err(errno.EACCES)
+        pid = mount_cmd(ws, ['mount', '-t', 'fuse.hotfs', ws.src, ws.mnt,
+                             '-o', 'cachedir=%s,allow_other' % ws.cache])
+        flags = util.mount_entry(ws.mnt)[3].split(',')
+        assert 'nosuid' in flags and 'nodev' in flags, flags
+        m_id, m_zero = (os.path.join(ws.mnt, n) for n in ('id', 'zero'))
+        assert os.stat(m_id).st_mode & stat.S_ISUID
+        assert euid_of(m_id) == 65534
+        assert open_as_nobody(m_zero) == Err(errno.EACCES)
+        umount_and_check(ws, pid, ['umount'])
+
+
+def test_explicit_suid_dev_do_not_win_over_the_source(ws):
+    """Run directly with -o suid,dev over a nosuid,nodev,noexec source
+    that is read-only: the mount is nosuid,nodev,noexec,ro."""
+    with source_on_tmpfs(ws, 'nosuid,nodev,noexec'):
+        idc, _ = setuid_id_and_zero(ws.src)
+        subprocess.run(['mount', '-o', 'remount,ro', ws.src], check=True)
+        proc = ws.start(opts='suid,dev,exec,rw,allow_other')
+        flags = util.mount_entry(ws.mnt)[3].split(',')
+        for f in ('nosuid', 'nodev', 'noexec', 'ro'):
+            assert f in flags, flags
+        assert util.call(subprocess.run,
+                         [os.path.join(ws.mnt, 'id')]) == Err(errno.EACCES)
+        ws.stop(proc)
+
+
+def test_a_mount_below_the_source_counts(ws):
+    """The tree crosses into the mounts below its root: a nosuid,nodev
+    one there makes the whole mount nosuid,nodev."""
+    sub = os.path.join(ws.src, 'sub')
+    os.mkdir(sub)
+    r = subprocess.run(['mount', '-t', 'tmpfs', '-o',
+                        'size=1m,nosuid,nodev', 'tmpfs', sub],
+                       stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        pytest.fail('cannot mount a tmpfs: %s' % r.stderr.decode())
+    try:
+        idc, zero = setuid_id_and_zero(sub)
+        proc = ws.start(opts='suid,dev,allow_other')
+        flags = util.mount_entry(ws.mnt)[3].split(',')
+        assert 'nosuid' in flags and 'nodev' in flags, flags
+        assert euid_of(os.path.join(ws.mnt, 'sub', 'id')) == 65534
+        assert open_as_nobody(os.path.join(ws.mnt, 'sub', 'zero')) == \
+            Err(errno.EACCES)
+        ws.stop(proc)
+    finally:
+        for p, mnt, _ in ws.daemons:
+            util.cleanup_mount(p, mnt)
+        subprocess.run(['umount', '-l', sub])
