@@ -3,7 +3,7 @@
 #
 # lib.sh: the benchmark harness's plumbing, sourced by run.sh.
 #
-# Emulated disks (DESIGN.md section 7):
+# Emulated disks (contrib/bench/README.md section 1):
 #   "hdd"  a loop device (--direct-io=on) on a sparse file, ext4, throttled by
 #          the cgroup-v1 blkio controller to 200 read/write IOPS and 100 MiB/s;
 #   "ssd"  the same without the throttle, so that both tiers are the same kind

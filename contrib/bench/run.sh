@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# run.sh: hotfs benchmarks against an emulated HDD (DESIGN.md sections 7, 8).
+# run.sh: hotfs benchmarks against an emulated HDD (the method:
+# contrib/bench/README.md).
 #
 #   contrib/bench/run.sh [--smoke] [--out DIR] [--work DIR] [--passes N]
 #                        [--targets LIST] [--keep-images] [WORKLOAD...]
@@ -34,10 +35,10 @@
 #   restart  passes 1-3 read the hot file, pass 4 after a remount of hotfs:
 #            does the cache survive a restart?  The target: pass 4 within
 #            10% of pass 3's time
-#   fio      DESIGN.md's matrix: 4 KiB zipf(1.2) random I/O (fio psync,
-#            buffered, or O_DIRECT libaio with BENCH_FIO_DIRECT, fdatasync
-#            after each write) for BENCH_FIO_SECS per
-#            pass, at the cache:data ratios 1:25, 1:10, 1:5 and 1:2 (the
+#   fio      the fio matrix (contrib/bench/README.md section 4): 4 KiB
+#            zipf(1.2) random I/O (fio psync, buffered, or O_DIRECT libaio
+#            with BENCH_FIO_DIRECT, fdatasync after each write) for
+#            BENCH_FIO_SECS per pass, at the cache:data ratios 1:25, 1:10, 1:5 and 1:2 (the
 #            workloads fio-25 fio-10 fio-5 fio-2; each may be named alone);
 #            each read/write mix of 100/0 70/30 50/50 0/100
 #            (BENCH_FIO_MIXES; 100/0 50/50 0/100 with --smoke) runs

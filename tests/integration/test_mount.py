@@ -3,10 +3,16 @@
 runs mount.fuse3, which runs "hotfs" from PATH), with mount -t fuse.hotfs,
 daemonized (no -f), and ended by umount, SIGTERM and SIGINT.
 
+The examples shipped in contrib/ (the fstab line, also in the README and
+the man page, and the systemd mount unit) mount nosuid,nodev and after
+the cachedir's and the source's filesystems, and the fstab line mounts
+as written.  No file of the repository cites a document outside it.
+
 A daemonized hotfs is not our child; this process makes itself a child
 subreaper (prctl PR_SET_CHILD_SUBREAPER) so that the orphaned daemon is
 re-parented to it and its exit status can still be checked.
 """
+import configparser
 import contextlib
 import ctypes
 import errno
@@ -146,16 +152,103 @@ def test_fstab(ws, subreaper):
     umount_and_check(ws, pid, ['umount'])
 
 
+REPO = os.path.realpath(os.path.join(os.path.dirname(__file__), '..', '..'))
+
+
+def repo_text(path):
+    with open(os.path.join(REPO, path)) as f:
+        return f.read()
+
+
+def fstab_example():
+    """contrib/fstab.example's one entry, as its fields."""
+    lines = [l for l in repo_text('contrib/fstab.example').splitlines()
+             if l.strip() and not l.lstrip().startswith('#')]
+    assert len(lines) == 1, lines
+    return lines[0].split()
+
+
+def opts_of(field):
+    return field.split(',')
+
+
+def cachedir_of(opts):
+    dirs = [o[len('cachedir='):] for o in opts if o.startswith('cachedir=')]
+    assert len(dirs) == 1, opts
+    return dirs[0]
+
+
+def test_examples_mount_safely():
+    """The fstab example and the systemd unit: nosuid,nodev, and the
+    cachedir's and the source's filesystems mounted first (without the
+    cachedir's, hotfs would make a new, empty cache beneath it)."""
+    fields = fstab_example()
+    assert len(fields) == 6 and fields[2] == 'fuse.hotfs', fields
+    opts = opts_of(fields[3])
+    assert 'nosuid' in opts and 'nodev' in opts, opts
+    first = [o[len('x-systemd.requires-mounts-for='):] for o in opts
+             if o.startswith('x-systemd.requires-mounts-for=')]
+    assert sorted(first) == sorted([cachedir_of(opts), fields[0]]), opts
+    # the README and the man page show the same line
+    line = ' '.join(fields)
+    for doc in ('README.md', 'man/hotfs.8'):
+        text = repo_text(doc).replace('\\-', '-')
+        assert line in [' '.join(l.split()) for l in text.splitlines()], \
+            '%s does not show the fstab example: %s' % (doc, line)
+
+    unit = configparser.ConfigParser(interpolation=None, strict=False)
+    unit.optionxform = str
+    unit.read_string(repo_text('contrib/mnt-fast\\x2dview.mount'))
+    opts = opts_of(unit['Mount']['Options'])
+    assert 'nosuid' in opts and 'nodev' in opts, opts
+    first = unit['Unit'].get('RequiresMountsFor', '').split()
+    for path in (cachedir_of(opts), unit['Mount']['What']):
+        assert path in first, 'RequiresMountsFor=%s lacks %s' % (
+            ' '.join(first), path)
+
+
+def test_no_citation_outside_repo():
+    """A reader has only the repository: no file in it cites the design
+    document that lived outside it."""
+    name = ('DESIGN' + '.md').encode()     # not this file's own hit
+    r = subprocess.run(['git', '-C', REPO, 'ls-files', '-z'],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        pytest.skip('not a git checkout: %s' % r.stderr.decode().strip())
+    files = [f for f in r.stdout.decode().split('\0') if f]
+    assert files
+    citing = []
+    for f in files:
+        path = os.path.join(REPO, f)
+        if not os.path.isfile(path):
+            continue
+        with open(path, 'rb') as fh:
+            if name in fh.read():
+                citing.append(f)
+    assert not citing, 'cite %s: %s' % (name.decode(), citing)
+
+
 def test_fstab_allow_other(ws, subreaper):
-    """The fstab example of the design: allow_other lets other users in."""
+    """contrib/fstab.example's line mounts as written (its paths replaced):
+    nosuid and nodev in force, and allow_other lets other users in."""
+    fields = fstab_example()
+    paths = {fields[0]: ws.src, fields[1]: ws.mnt,
+             cachedir_of(opts_of(fields[3])): ws.cache}
+    opts = ','.join(
+        o.split('=', 1)[0] + '=' + paths[o.split('=', 1)[1]]
+        if '=' in o and o.split('=', 1)[1] in paths else o
+        for o in opts_of(fields[3]))
+    assert 'allow_other' in opts_of(opts), opts
     fstab = os.path.join(ws.root, 'fstab')
     with open(fstab, 'w') as f:
-        f.write('%s %s fuse.hotfs cachedir=%s,allow_other,nofail 0 0\n'
-                % (ws.src, ws.mnt, ws.cache))
+        f.write(' '.join([ws.src, ws.mnt, fields[2], opts] + fields[4:])
+                + '\n')
     with open(os.path.join(ws.src, 'f'), 'w') as f:
         f.write('for everyone')
     os.chmod(os.path.join(ws.src, 'f'), 0o644)
     pid = mount_cmd(ws, ['mount', '-T', fstab, ws.mnt])
+    flags = util.mount_entry(ws.mnt)[3].split(',')
+    assert 'nosuid' in flags and 'nodev' in flags, flags
 
     def read(p):
         with open(p) as f:
