@@ -63,6 +63,7 @@ struct hotfs_promoter {
 	bool stop;			/* protected by lock */
 	struct pr_item q[PR_QUEUE];	/* protected by lock */
 	unsigned head, tail;		/* protected by lock */
+	unsigned working;		/* items taken, not done; by lock */
 	uint64_t buf_bytes;		/* in queued items' copies, by lock */
 	uint64_t set[PR_SET];		/* queued hashes, 0 = empty */
 };
@@ -154,7 +155,9 @@ unsigned pr_depth(struct hotfs_promoter *pr)
 	unsigned d;
 
 	pthread_mutex_lock(&pr->lock);
-	d = pr->tail - pr->head;
+	/* the item being promoted too: 0 says every promotion asked for
+	 * is done (in the store or dropped), not only taken */
+	d = pr->tail - pr->head + pr->working;
 	pthread_mutex_unlock(&pr->lock);
 	return d;
 }
@@ -305,6 +308,7 @@ static void *pr_main(void *arg)
 		if (pr->stop)
 			break;
 		it = pr->q[pr->head++ & (PR_QUEUE - 1)];
+		pr->working++;
 		held = it.buf ? it.len : 0;	/* read_source may set buf */
 		pthread_mutex_unlock(&pr->lock);
 
@@ -350,6 +354,7 @@ done:
 		pthread_mutex_lock(&pr->lock);
 		set_del(pr, it.h);
 		pr->buf_bytes -= held;
+		pr->working--;
 	}
 	pthread_mutex_unlock(&pr->lock);
 	return NULL;

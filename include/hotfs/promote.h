@@ -37,6 +37,8 @@ int pr_start(struct hotfs_promoter *pr);
 /* Queue it; takes over item->buf and the hold on item->in either way.
  * Returns false if it was dropped (duplicate or queue full). */
 bool pr_enqueue(struct hotfs_promoter *pr, struct pr_item *item);
+/* Items queued or being promoted: 0 when every one asked for is done
+ * (in the store, or dropped). */
 unsigned pr_depth(struct hotfs_promoter *pr);
 /* promote_rate= while mounted (hotfsctl set): bytes/s, 0 = unlimited;
  * the thread keeps to it within PR_RATE_POLL_MS. */
