@@ -16,7 +16,7 @@
  * so that without default_permissions other users are still refused.
  *
  * Without open round trips (fs->no_open, revalidate=never; see
- * src/fuse_ops.c) there is no open file to keep a snapshot in: each
+ * src/fuse_file.c) there is no open file to keep a snapshot in: each
  * getattr renders one and drops the file's pages from the kernel's cache
  * (the kernel asks before a read that goes past the size it knows: the
  * files' attributes time out at once), a read from the start renders a

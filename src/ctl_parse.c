@@ -57,26 +57,40 @@ static bool is_fixed(const char *key, size_t n)
 	return false;
 }
 
+/* 1..max in decimal, or -1. */
+static long decimal(const char *v, long max)
+{
+	char *end;
+	long t;
+
+	errno = 0;
+	t = strtol(v, &end, 10);
+	if (errno || end == v || *end || *v < '0' || *v > '9' || t < 1 ||
+	    t > max)
+		return -1;
+	return t;
+}
+
 /* One KEY=VALUE word (value NUL-terminated); 0 or -EINVAL with err. */
 static int set_one(const char *key, const char *v, struct ctl_set *s,
 		   char *err, size_t errlen)
 {
+	const struct ctl_key *k = ctl_key_find(key, strlen(key));
+	char keys[256];
 	uint64_t b;
-	char *end;
 	long t;
 
-	if (strcmp(key, "threshold") == 0) {
-		errno = 0;
-		t = strtol(v, &end, 10);
-		if (errno || end == v || *end || *v < '0' || *v > '9' ||
-		    t < 1 || t > POL_COUNT_MAX) {
+	switch (k ? k->mask : 0) {
+	case CTL_SET_THRESHOLD:
+		t = decimal(v, POL_COUNT_MAX);
+		if (t < 0) {
 			snprintf(err, errlen, "invalid threshold '%s': 1..%u",
 				 v, POL_COUNT_MAX);
 			return -EINVAL;
 		}
 		s->threshold = (unsigned)t;
-		s->mask |= CTL_SET_THRESHOLD;
-	} else if (strcmp(key, "promote_rate") == 0) {
+		break;
+	case CTL_SET_PROMOTE_RATE:
 		if (opt_parse_size(v, &b, NULL) < 0) {
 			snprintf(err, errlen, "invalid promote_rate '%s': "
 				 "bytes per second (e.g. 50M, 0 = unlimited)",
@@ -84,24 +98,24 @@ static int set_one(const char *key, const char *v, struct ctl_set *s,
 			return -EINVAL;
 		}
 		s->promote_rate = b;
-		s->mask |= CTL_SET_PROMOTE_RATE;
-	} else if (strcmp(key, "write_budget") == 0) {
+		break;
+	case CTL_SET_WRITE_BUDGET:
 		if (opt_parse_per_day(v, &b) < 0) {
 			snprintf(err, errlen, "invalid write_budget '%s': "
 				 "bytes per day (e.g. 200G/day, 0 = off)", v);
 			return -EINVAL;
 		}
 		s->write_budget = b;
-		s->mask |= CTL_SET_WRITE_BUDGET;
-	} else if (strcmp(key, "seqcutoff") == 0) {
+		break;
+	case CTL_SET_SEQCUTOFF:
 		if (opt_parse_size(v, &b, NULL) < 0) {
 			snprintf(err, errlen, "invalid seqcutoff '%s': a size "
 				 "(0 = off)", v);
 			return -EINVAL;
 		}
 		s->seqcutoff = b;
-		s->mask |= CTL_SET_SEQCUTOFF;
-	} else if (strcmp(key, "writemode") == 0) {
+		break;
+	case CTL_SET_WRITEMODE:
 		if (strcmp(v, "writearound") == 0) {
 			s->writemode = HOTFS_WRITEAROUND;
 		} else if (strcmp(v, "writethrough") == 0) {
@@ -116,47 +130,43 @@ static int set_one(const char *key, const char *v, struct ctl_set *s,
 				 "writearound or writethrough", v);
 			return -EINVAL;
 		}
-		s->mask |= CTL_SET_WRITEMODE;
-	} else if (strcmp(key, "dirty_high") == 0 ||
-		   strcmp(key, "dirty_low") == 0) {
-		errno = 0;
-		t = strtol(v, &end, 10);
-		if (errno || end == v || *end || *v < '0' || *v > '9' ||
-		    t < 1 || t > 99) {
+		break;
+	case CTL_SET_DIRTY_HIGH:
+	case CTL_SET_DIRTY_LOW:
+		t = decimal(v, 99);
+		if (t < 0) {
 			snprintf(err, errlen, "invalid %s '%s': a percentage "
 				 "of the writeback log, 1..99", key, v);
 			return -EINVAL;
 		}
-		if (key[6] == 'h') {
+		if (k->mask == CTL_SET_DIRTY_HIGH)
 			s->dirty_high = (unsigned)t;
-			s->mask |= CTL_SET_DIRTY_HIGH;
-		} else {
+		else
 			s->dirty_low = (unsigned)t;
-			s->mask |= CTL_SET_DIRTY_LOW;
-		}
-	} else if (strcmp(key, "inode_cache") == 0) {
-		errno = 0;
-		t = strtol(v, &end, 10);
-		if (errno || end == v || *end || *v < '0' || *v > '9' ||
-		    t < 1 || t > 10000000) {
+		break;
+	case CTL_SET_INODE_CACHE:
+		t = decimal(v, 10000000);
+		if (t < 0) {
 			snprintf(err, errlen, "invalid inode_cache '%s': "
 				 "1..10000000 inodes", v);
 			return -EINVAL;
 		}
 		s->inode_cache = (uint64_t)t;
-		s->mask |= CTL_SET_INODE_CACHE;
-	} else {
+		break;
+	default:
+		ctl_keys_list(keys, sizeof(keys));
 		snprintf(err, errlen, "unknown option '%s' (these can be set "
-			 "while mounted: " CTL_SET_KEYS ")", key);
+			 "while mounted: %s)", key, keys);
 		return -EINVAL;
 	}
+	s->mask |= k->mask;
 	return 0;
 }
 
 int ctl_parse_set(const char *args, struct ctl_set *s, char *err,
 		  size_t errlen)
 {
-	char word[256], fixed[512] = "", first[512] = "";
+	char word[256], fixed[512] = "", first[512] = "", keys[256];
 	const char *p = args;
 	int r = 0;
 
@@ -198,16 +208,16 @@ int ctl_parse_set(const char *args, struct ctl_set *s, char *err,
 		*eq = '\0';
 		set_one(word, eq + 1, s, first, sizeof(first));
 	}
+	ctl_keys_list(keys, sizeof(keys));
 	if (*fixed) {
-		snprintf(err, errlen, "fixed until the next mount (only "
-			 CTL_SET_KEYS " can change while mounted): %s", fixed);
+		snprintf(err, errlen, "fixed until the next mount (only %s "
+			 "can change while mounted): %s", keys, fixed);
 		r = -EINVAL;
 	} else if (*first) {
 		snprintf(err, errlen, "%s", first);
 		r = -EINVAL;
 	} else if (!s->mask) {
-		snprintf(err, errlen, "nothing to set (KEY=VALUE: "
-			 CTL_SET_KEYS ")");
+		snprintf(err, errlen, "nothing to set (KEY=VALUE: %s)", keys);
 		r = -EINVAL;
 	}
 	if (r < 0)

@@ -433,14 +433,6 @@ int wbf_start(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
 	return 0;
 }
 
-void wbf_kick(struct wb_flusher *f)
-{
-	pthread_mutex_lock(&f->m);
-	f->kicked = true;
-	pthread_cond_signal(&f->cv);
-	pthread_mutex_unlock(&f->m);
-}
-
 void wbf_set_watermarks(struct wb_flusher *f, unsigned high, unsigned low)
 {
 	pthread_mutex_lock(&f->m);
@@ -498,37 +490,37 @@ double wbf_flush_rate(struct wb_flusher *f)
 	return r;
 }
 
-int wbf_stop(struct wb_flusher *f, bool drain, unsigned tries)
+int wbf_drain(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
+	      unsigned tries)
 {
 	struct wblog_stats s;
-	int err = 0;
+	unsigned failed = 0;
 
+	for (;;) {
+		uint64_t n;
+		int err = wbf_round(wl, ops, arg, 0, &n);
+
+		wblog_stats(wl, &s);
+		if (!s.dirty_blocks)
+			return 0;
+		if (!err && !n)		/* cannot be: any age goes */
+			err = -EAGAIN;
+		if (err && ++failed >= tries)
+			return err;
+	}
+}
+
+void wbf_stop(struct wb_flusher *f)
+{
 	if (!f)
-		return 0;
+		return;
 	pthread_mutex_lock(&f->m);
 	f->stop = true;
 	pthread_cond_signal(&f->cv);
 	pthread_mutex_unlock(&f->m);
 	pthread_join(f->th, NULL);
-	if (drain) {
-		unsigned failed = 0;
-
-		for (;;) {
-			uint64_t n;
-
-			err = wbf_round(f->wl, f->ops, f->arg, 0, &n);
-			wblog_stats(f->wl, &s);
-			if (!err && !s.dirty_blocks)
-				break;
-			if (!err && !n)		/* cannot be: any age goes */
-				err = -EAGAIN;
-			if (err && ++failed >= tries)
-				break;
-		}
-	}
 	pthread_cond_destroy(&f->room);
 	pthread_cond_destroy(&f->cv);
 	pthread_mutex_destroy(&f->m);
 	free(f);
-	return err;
 }

@@ -170,10 +170,10 @@ _Static_assert(SEQ_REORDER_NS <= NOFH_WINDOW_NS,
 bool fh_counts(struct hotfs_cache *c, struct hotfs_fh *fh, size_t size,
 	       off_t off, bool *seq)
 {
-	uint64_t run;
+	uint64_t run, cutoff = atomic_load(&c->seqcutoff);
 
 	*seq = seq_note(&fh->seq, off, size, clock_mono_ns(), &run);
-	if (c->seqcutoff && run > c->seqcutoff) {
+	if (cutoff && run > cutoff) {
 		stats_add(&c->stats, STAT_NP_SEQCUTOFF, 1);
 		return false;
 	}

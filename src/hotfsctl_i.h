@@ -3,7 +3,8 @@
  * Private to hotfsctl (src/hotfsctl.c, hotfsctl_files.c,
  * hotfsctl_util.c): the options every command shares and the helpers
  * they use.  hotfsctl knows only the control protocol
- * (include/hotfs/ctl.h, ioctl.h) and the text of .hotfs/stats.
+ * (include/hotfs/ctl.h, ctl_keys.h, ioctl.h) and the text of
+ * .hotfs/stats.
  */
 #ifndef HOTFS_HOTFSCTL_I_H
 #define HOTFS_HOTFSCTL_I_H

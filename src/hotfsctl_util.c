@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "hotfs/ctl_keys.h"
 #include "hotfs/ioctl.h"
 #include "hotfs/mountinfo.h"
 
@@ -36,17 +37,36 @@ void on_sigint(int sig)
 	interrupted = 1;
 }
 
+/* The usage's second column, and where its lines end. */
+#define USAGE_COL	37
+#define USAGE_END	72
+
+/* set's line of the usage, its keys from the one list (ctl_keys.h) */
+static void usage_set(FILE *f)
+{
+	int col = fprintf(f, "%-*schange while mounted:", USAGE_COL,
+			  "  set MOUNT KEY=VALUE...");
+
+	for (size_t i = 0; i < ctl_nkeys; i++) {
+		const char *comma = i + 1 < ctl_nkeys ? "," : "";
+		int w = (int)(strlen(ctl_keys[i].name) + strlen(comma));
+
+		if (col + 1 + w > USAGE_END)
+			col = fprintf(f, "\n%*s", USAGE_COL - 1, "") - 1;
+		col += fprintf(f, " %s%s", ctl_keys[i].name, comma);
+	}
+	fputc('\n', f);
+}
+
 void usage(FILE *f)
 {
 	fprintf(f,
 "usage: hotfsctl [--ctldir NAME] COMMAND ... [--json]\n"
 "  stats MOUNT [--prometheus] [-w SECONDS]\n"
 "                                     counters (a live view with -w)\n"
-"  status MOUNT                       source, cachedir, options, state\n"
-"  set MOUNT KEY=VALUE...             change threshold, promote_rate,\n"
-"                                     seqcutoff, writemode, inode_cache,\n"
-"                                     write_budget, dirty_high, dirty_low\n"
-"                                     while mounted\n"
+"  status MOUNT                       source, cachedir, options, state\n");
+	usage_set(f);
+	fprintf(f,
 "  reset-stats MOUNT                  zero the counters\n"
 "  store on MOUNT                     open a store that is off, once its\n"
 "                                     cause is fixed (no remount)\n"

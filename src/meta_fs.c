@@ -289,7 +289,7 @@ int meta_fs_lookup(struct hotfs *fs, struct hotfs_inode *dir,
 	if (fd >= 0)
 		ino_fd_put(in);
 	/* watched as a lookup from the source would watch it
-	 * (fuse_ops.c's do_lookup): a change behind the mount in a
+	 * (fuse_entry.c's do_lookup): a change behind the mount in a
 	 * directory reached through the snapshot is seen at once too */
 	if (S_ISDIR(ent->st.st_mode) && fd >= 0)
 		in->covered = watch_dir(fs->watch, in);

@@ -25,6 +25,7 @@
 #include <fuse_lowlevel.h>
 #include <fuse_opt.h>
 
+#include "hotfs/ctl_keys.h"
 #include "hotfs/textfmt.h"
 #include "hotfs/mountinfo.h"
 #include "hotfs/opts.h"
@@ -131,9 +132,14 @@ static int opt_proc(void *data, const char *arg, int key,
 		/* mount -o remount,... runs mount.fuse3, which starts a
 		 * second daemon with these options; the running one is never
 		 * told (the kernel keeps a FUSE remount's options to itself) */
-		if (!c->failed)
+		if (!c->failed) {
+			char keys[256];
+
+			ctl_keys_list(keys, sizeof(keys));
 			seterr(c->err, c->errlen,
-			       "-o remount: a running hotfs takes no options from mount(8); change them with: hotfsctl set MOUNTPOINT KEY=VALUE (threshold, promote_rate, seqcutoff, writemode, inode_cache; others need umount and mount)");
+			       "-o remount: a running hotfs takes no options from mount(8); change them with: hotfsctl set MOUNTPOINT KEY=VALUE (%s; others need umount and mount)",
+			       keys);
+		}
 		c->failed = 1;
 		return -1;
 	case KEY_ALLOW_OTHER:

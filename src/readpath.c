@@ -255,8 +255,6 @@ static bool finish_hit(struct hotfs_cache *c, struct seg *g, char *dst)
 	return true;
 }
 
-/* At most this many extents in one request for the read-ahead path. */
-
 /* Is this read served by whole-extent read-ahead (readahead.h)?  Large
  * reads, and reads of a handle reading on sequentially for an extent;
  * small random reads read blocks, not extents. */

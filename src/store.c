@@ -65,12 +65,6 @@
 #define ST_DEFAULT_COMMIT_MS	1000u
 #define ST_DEFAULT_COMMIT_BYTES	(4ull << 20)
 
-bool st_device_error(int err)
-{
-	return err == -EIO || err == -ENXIO || err == -ENODEV ||
-	       err == -EROFS || err == -ENOSPC || err == -EDQUOT;
-}
-
 const char *st_advice(int err)
 {
 	switch (err) {

@@ -30,7 +30,7 @@
  * kernel after the notification): every name notification is sent again
  * DEFER_MS later, when such a reply has long arrived.
  *
- * Node ids are inode addresses (fuse_ops.c): once an inode is freed, its
+ * Node ids are inode addresses (inode.c): once an inode is freed, its
  * address may be the node id of another inode, a file where this was a
  * directory.  So a directory's node id is used only while its watch entry
  * exists, and the inode cannot be freed while the thread is notifying for

@@ -573,25 +573,17 @@ int wb_stop(struct hotfs *fs)
 	if (!wb)
 		return 0;
 	/* everything, however young: the source is then whole */
-	wbf_stop(wb->fl, false, 0);
+	wbf_stop(wb->fl);
 	wb->fl = NULL;
-	r = 0;
-	for (int i = 0; i < 3; i++) {
-		r = wbf_round(wb->wl, &wb_ops, wb, 0, NULL);
+	r = wbf_drain(wb->wl, &wb_ops, wb, 3);
+	if (r < 0) {
 		wblog_stats(wb->wl, &s);
-		if (!s.dirty_blocks)
-			break;
-	}
-	wblog_stats(wb->wl, &s);
-	if (s.dirty_blocks) {
 		hotfs_log(LOG_ERR, "writeback: %llu dirty bytes could not be "
 			  "written to the source (%s); they stay in the "
 			  "cachedir's wlog for the next mount\n",
-			  (unsigned long long)s.dirty_bytes,
-			  r ? strerror(-r) : "?");
-		return r ? r : -EIO;
+			  (unsigned long long)s.dirty_bytes, strerror(-r));
 	}
-	return 0;
+	return r;
 }
 
 void wb_set_watermarks(struct hotfs *fs, unsigned high, unsigned low)
@@ -607,7 +599,7 @@ void wb_close(struct hotfs *fs)
 
 	if (!wb)
 		return;
-	wbf_stop(wb->fl, false, 0);
+	wbf_stop(wb->fl);
 	for (i = 0; i < WB_FD_BUCKETS; i++)
 		while (wb->fds[i]) {
 			struct wb_fdent *e = wb->fds[i];

@@ -2,10 +2,12 @@
 /*
  * The writeback log: dirty data of writemode=writeback in CACHEDIR/wlog.
  * include/hotfs/wblog.h gives the design (layout, what is durable when,
- * locks); this file writes records, runs the group commit, reads the
- * dirty bytes over the file's own, trims, and hands out the oldest dirty
- * runs for flushing.  The map is in src/wblog_map.c, open and replay in
- * src/wblog_open.c (src/wblog_i.h: what they share).
+ * locks); this file writes records, reads the dirty bytes over the
+ * file's own, trims, and hands out the oldest dirty runs for flushing.
+ * The area (appending, the group commit, the tail) is in
+ * src/wblog_area.c, the cleaner in src/wblog_clean.c, the map in
+ * src/wblog_map.c, open and replay in src/wblog_open.c (src/wblog_i.h:
+ * what they share).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -119,7 +119,7 @@ struct wblog {
 	struct wl_ent **eh;
 	size_t eh_size, nents;
 	/* the records between the durable tail and the head, a ring of
-	 * rq_cap entries; rq_first's sequence number is rq_seq */
+	 * rq_cap entries from rq_head, whose sequence number is rq_seq */
 	struct wl_recmem *rq;
 	size_t rq_cap, rq_head, rq_n;
 	uint64_t rq_seq;

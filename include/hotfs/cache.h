@@ -52,8 +52,8 @@ struct hotfs_cache {
 	unsigned ext_shift;
 	dev_t root_dev;			/* files on it get key.dev = 0 */
 	uint64_t run_salt;		/* other devices: 32 random bits */
-	/* both may change while mounted (hotfsctl set: src/ctl.c); each
-	 * request reads them once */
+	/* both may change while mounted (hotfsctl set: src/settings.c);
+	 * each request reads them once */
 	_Atomic uint64_t seqcutoff;
 	_Atomic enum hotfs_writemode writemode;
 	struct hotfs_budget budget;	/* write_budget= */

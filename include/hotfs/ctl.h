@@ -18,6 +18,7 @@
 
 #include <fuse_lowlevel.h>
 
+#include "hotfs/ctl_keys.h"
 #include "hotfs/ioctl.h"
 
 struct hotfs;
@@ -79,23 +80,7 @@ enum {
 };
 int ctl_parse_cmd(const char *buf, size_t size, char *cmd, size_t cmdsz);
 
-/*
- * The options "set" may change while mounted (hotfsctl set), each with
- * the same values as at mount (hotfs.8).  The others are fixed at mount:
- * they shape the store, the kernel's view or the session.
- */
-enum {
-	CTL_SET_THRESHOLD = 1u << 0,
-	CTL_SET_PROMOTE_RATE = 1u << 1,
-	CTL_SET_SEQCUTOFF = 1u << 2,
-	CTL_SET_WRITEMODE = 1u << 3,
-	CTL_SET_INODE_CACHE = 1u << 4,
-	CTL_SET_WRITE_BUDGET = 1u << 5,
-	CTL_SET_DIRTY_HIGH = 1u << 6,
-	CTL_SET_DIRTY_LOW = 1u << 7,
-};
-#define CTL_SET_KEYS "threshold, promote_rate, seqcutoff, writemode, " \
-		     "inode_cache, write_budget, dirty_high, dirty_low"
+/* What "set" was given: the keys of hotfs/ctl_keys.h, and their values. */
 struct ctl_set {
 	unsigned mask;		/* CTL_SET_*: the keys given */
 	unsigned threshold;

@@ -127,12 +127,12 @@ struct wb_flusher;
 
 /*
  * A thread running rounds for data older than delay_ns (writeback_delay=),
- * at least every interval_ns, and at once after wbf_kick.
+ * at least every interval_ns, and at once when the watermarks change or
+ * a writer waits for room.
  */
 int wbf_start(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
 	      int64_t delay_ns, int64_t interval_ns, unsigned high,
 	      unsigned low, struct wb_flusher **out);
-void wbf_kick(struct wb_flusher *f);
 /* New watermarks (percent, low <= high), from the next round on. */
 void wbf_set_watermarks(struct wb_flusher *f, unsigned high, unsigned low);
 /*
@@ -146,11 +146,15 @@ uint64_t wbf_room_gen(struct wb_flusher *f);
 int wbf_wait_room(struct wb_flusher *f, uint64_t gen, int64_t timeout_ns);
 /* The flush rate now (bytes/s, struct wbf_rate). */
 double wbf_flush_rate(struct wb_flusher *f);
+/* Stop the thread and free f (may be NULL). */
+void wbf_stop(struct wb_flusher *f);
 /*
- * Stop the thread; drain: first flush everything, however young, with up
- * to tries rounds that fail.  0: nothing dirty is left; else the last
- * error (the data stays in the log for the next mount).
+ * Flush everything, however young, with up to tries rounds that fail
+ * (with no thread running: after wbf_stop, or before any start).  0:
+ * nothing dirty is left; else the last error (the data stays in the log
+ * for the next mount).
  */
-int wbf_stop(struct wb_flusher *f, bool drain, unsigned tries);
+int wbf_drain(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
+	      unsigned tries);
 
 #endif

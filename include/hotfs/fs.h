@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The mounted filesystem's state, shared by main.c and fuse_ops.c.
+ * The mounted filesystem's state: main.c builds it, the FUSE layer
+ * (src/fuse_*.c, ctl.c) answers requests from it, and the parts that act
+ * on the whole mount (settings.c, tick.c, wb.c, meta_fs.c, stats.c, ...)
+ * are given it.
  */
 #ifndef HOTFS_FS_H
 #define HOTFS_FS_H

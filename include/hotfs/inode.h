@@ -70,7 +70,7 @@ size_t listing_bytes(void);
 
 /*
  * Names a lookup found absent in a directory, with the directory's stamp
- * from before the lookup (fuse_ops.c).  Protected by the inode's m.
+ * from before the lookup (hotfs/negcache.h).  Protected by the inode's m.
  */
 #define HOTFS_NEG_MAX 8
 struct hotfs_names;

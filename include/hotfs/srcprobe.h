@@ -26,7 +26,7 @@
  * 100 ms, 10 ms, 1 ms, 1 us that divides every one of them; 2 s if
  * there were none), and data, listings and absent names whose
  * directory's or file's stamp is within that window of the clock are
- * "racy": not trusted later (cache.c, fuse_ops.c).
+ * "racy": not trusted later (readpath.c, dirlist.c, negcache.c).
  *
  * Remote sources (NFS, SMB, FUSE, Ceph, ...): other clients' changes
  * raise no inotify event, and the lower client caches attributes: hotfs

@@ -231,12 +231,6 @@ struct hotfs_store_stats {
 int st_open(const char *cachedir, const struct hotfs_store_params *p,
 	    struct hotfs_store **out, char *err, size_t errlen);
 /*
- * Is err (-errno) a fault of the cache device (I/O error, gone, read-only,
- * full) rather than of the configuration?  The mount then goes on without
- * the store, as it does when the device fails later.
- */
-bool st_device_error(int err);
-/*
  * What the user can do about st_open's (or a cachedir's) error err, for
  * the errors whose message does not say it already (a damaged or foreign
  * store names reset, a too small one cachesize): NULL for the others.

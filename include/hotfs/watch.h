@@ -18,7 +18,7 @@
  * event hotfs sees: a name in a watched directory; the attributes of a
  * watched directory, or of a non-directory with one link found in a
  * watched directory.  Covered replies may carry the long timeout
- * (watch_timeout()); the rest keep the short one.
+ * (HOTFS_WATCH_TIMEOUT); the rest keep the short one.
  */
 #ifndef HOTFS_WATCH_H
 #define HOTFS_WATCH_H

@@ -88,8 +88,7 @@ void wb_set_watermarks(struct hotfs *fs, unsigned high, unsigned low);
 
 /* Writes to in go to the log. */
 bool wb_on(struct hotfs *fs, struct hotfs_inode *in);
-/* Write len bytes at off (src: a descriptor of the file's, unused but
- * for fstat); bytes written or -errno. */
+/* Write len bytes at off; bytes written or -errno. */
 ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 		 size_t len, off_t off, bool sync);
 /* Before a read of in: the generation wb_read_fix checks. */

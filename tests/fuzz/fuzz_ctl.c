@@ -97,12 +97,10 @@ static void fuzz_set(const uint8_t *data, size_t size)
 	memset(err, 'x', sizeof(err));
 	r = ctl_parse_set(args, &s, err, sizeof(err));
 	if (r == 0) {
-		const unsigned keys = CTL_SET_THRESHOLD |
-			CTL_SET_PROMOTE_RATE | CTL_SET_SEQCUTOFF |
-			CTL_SET_WRITEMODE | CTL_SET_INODE_CACHE |
-			CTL_SET_WRITE_BUDGET | CTL_SET_DIRTY_HIGH |
-			CTL_SET_DIRTY_LOW;
+		unsigned keys = 0;
 
+		for (size_t i = 0; i < ctl_nkeys; i++)
+			keys |= ctl_keys[i].mask;
 		if (!s.mask || (s.mask & ~keys))
 			abort();
 		if ((s.mask & CTL_SET_THRESHOLD) &&

@@ -193,3 +193,88 @@ def test_bad_usage(ws):
     assert r.returncode == 1 and b'not on a hotfs mount' in r.stderr
     r = ctl('warm', os.path.join(ws.mnt, 'missing'), check=False)
     assert r.returncode == 1
+
+
+# The keys "hotfsctl set" takes: one list (src/ctl_keys.c), which
+# hotfsctl's usage prints; README.md and the man pages must name the same.
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+USAGE_COL = 37
+
+
+def usage_set_keys():
+    out = ctl('--help').stdout.decode()
+    lines = out.splitlines()
+    i = [n for n, ln in enumerate(lines) if ln.startswith('  set MOUNT')][0]
+    text = lines[i]
+    for ln in lines[i + 1:]:
+        if not ln.startswith(' ' * USAGE_COL):
+            break
+        text += ' ' + ln.strip()
+    return {k.strip() for k in text.split('while mounted:')[1].split(',')}
+
+
+def mount_options():
+    r = subprocess.run([util.hotfs_bin(), '--help'], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=30)
+    return set(re.findall(r'-o (\w+)', r.stdout.decode()))
+
+
+def doc_slice(path, start, end):
+    """The lines of path from the first that matches start to the first
+    after it that matches end, both included."""
+    with open(os.path.join(REPO, path)) as f:
+        lines = f.read().splitlines()
+    i = [n for n, ln in enumerate(lines) if re.search(start, ln)][0]
+    j = [n for n, ln in enumerate(lines[i:]) if re.search(end, ln)][0]
+    return lines[i:i + j + 1]
+
+
+def troff_bold(lines):
+    """The words set in bold: .B's, .BR's and .BI's even arguments, .RB's
+    and .IB's odd ones, and \\fB...\\fR."""
+    import shlex
+    words = []
+    for ln in lines:
+        words += re.findall(r'\\fB(.*?)\\f[RP]', ln)
+        m = re.match(r'\.(B|BR|BI|RB|IB)\s+(.*)', ln)
+        if not m:
+            continue
+        args = shlex.split(m.group(2).replace('\\', '\\\\'))
+        if m.group(1) == 'B':
+            words += ' '.join(args).split()
+        else:
+            words += args[m.group(1).startswith('B') ^ 1::2]
+    return words
+
+
+def backticked(lines):
+    return re.findall(r'`([^`]*)`', ' '.join(lines))
+
+
+def test_set_keys_documented():
+    keys = usage_set_keys()
+    opts = mount_options()
+    assert keys and keys <= opts, (keys, opts)
+    table = [ln for ln in doc_slice('README.md', r'^\| option \|',
+                                    r'^$')
+             if ln.startswith('| `') and '(live' in ln]
+    docs = {
+        'README.md, hotfsctl set':
+            backticked(doc_slice('README.md', r'`hotfsctl set` changes',
+                                 r'on a live mount')),
+        "README.md, the options marked (live)":
+            [w.split('=')[0] for ln in table
+             for w in backticked([ln.split(' | ')[0]])],
+        'man/hotfs.8, Changing options while mounted':
+            troff_bold(doc_slice('man/hotfs.8',
+                                 r'^\.SS Changing options while mounted',
+                                 r'can change on a live mount')),
+        'man/hotfsctl.8, set':
+            troff_bold(doc_slice('man/hotfsctl.8', r'^\.BI "set "',
+                                 r'^\(with the values')),
+    }
+    for where, words in docs.items():
+        named = set(words) & opts
+        assert named == keys, '%s: missing %s, not settable %s' % (
+            where, sorted(keys - named), sorted(named - keys))

@@ -1295,7 +1295,7 @@ static int run_model(struct trace *t, uint64_t cap, const struct model *m,
  *
  * The warm-up rules compared (the store model is run_hotfs's, hot/Apf):
  *   chunk	while the store has never recycled a region (and is less
- *		than bench_chunk_room full), a disk read for a missed
+ *		than bench_room (-r) full), a disk read for a missed
  *		block reads its aligned chunk of -c BLOCKS instead and
  *		every uncached block of it is inserted; otherwise the one
  *		block, as today.

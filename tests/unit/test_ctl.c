@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Unit tests for the control channel's command parser (src/ctl_parse.c):
- * the commands written to .hotfs/ctl, and "set"'s KEY=VALUE list.
+ * the commands written to .hotfs/ctl, and "set"'s KEY=VALUE list, against
+ * the list of its keys (src/ctl_keys.c).
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -153,6 +155,46 @@ static void test_set_refused(void **state)
 	expect_set_error(" , ", "nothing to set");
 }
 
+/*
+ * The one list of the keys set takes (hotfs/ctl_keys.h): each a bit of its
+ * own, found by name, and one the parser knows (a bad value is refused as
+ * that key's, never as unknown or fixed at mount); ctl_keys_list names
+ * them all, in order.  README.md and man/ are checked against the same
+ * list, through hotfsctl's usage (test_hotfsctl.py).
+ */
+static void test_set_keys_table(void **state)
+{
+	char args[64], err[600], list[256], want[256] = "";
+	struct ctl_set s;
+	unsigned seen = 0;
+
+	(void)state;
+	assert_true(ctl_nkeys > 0);
+	for (size_t i = 0; i < ctl_nkeys; i++) {
+		const struct ctl_key *k = &ctl_keys[i];
+		size_t n = strlen(k->name);
+
+		assert_true(k->mask && !(k->mask & (k->mask - 1)));
+		assert_false(seen & k->mask);
+		seen |= k->mask;
+		assert_ptr_equal(ctl_key_find(k->name, n), k);
+		assert_null(ctl_key_find(k->name, n - 1));
+		snprintf(args, sizeof(args), "%s=?", k->name);
+		assert_int_equal(ctl_parse_set(args, &s, err, sizeof(err)),
+				 -EINVAL);
+		if (!strstr(err, k->name) || strstr(err, "unknown option") ||
+		    strstr(err, "fixed until"))
+			fail_msg("'%s': '%s'", args, err);
+		snprintf(want + strlen(want), sizeof(want) - strlen(want),
+			 "%s%s", i ? ", " : "", k->name);
+	}
+	ctl_keys_list(list, sizeof(list));
+	assert_string_equal(list, want);
+	ctl_keys_list(list, 6);
+	assert_string_equal(list, "thres");
+	assert_null(ctl_key_find("bogus", 5));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -161,6 +203,7 @@ int main(void)
 		cmocka_unit_test(test_set_command),
 		cmocka_unit_test(test_set_values),
 		cmocka_unit_test(test_set_refused),
+		cmocka_unit_test(test_set_keys_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -340,24 +340,23 @@ static void test_thread(void **state)
 	char *b;
 
 	src_file(x, 1, 'o', 100);
-	/* no delay: the thread flushes when kicked */
-	assert_int_equal(wbf_start(x->wl, &ops, x, 0, 3600LL * 1000000000,
-				   50, 45, &f), 0);
+	/* no delay: the thread's next round flushes it */
+	assert_int_equal(wbf_start(x->wl, &ops, x, 0, 1000000, 50, 45, &f),
+			 0);
 	wr(x, &F1, 0, 'a', 10);
-	wbf_kick(f);
 	assert_true(wait_clean(x->wl));
-	assert_int_equal(wbf_stop(f, false, 1), 0);
+	wbf_stop(f);
 	b = src_read(x, 1, &n);
 	expect_run(b, 0, 10, 'a');
 	free(b);
-	/* a long delay holds it; the stop drains it anyway */
+	/* a long delay holds it; the drain after the stop writes it anyway */
 	assert_int_equal(wbf_start(x->wl, &ops, x, 3600LL * 1000000000,
 				   1000000, 50, 45, &f), 0);
 	wr(x, &F1, 20, 'c', 10);
-	wbf_kick(f);
 	wblog_stats(x->wl, &s);
 	assert_int_equal(s.dirty_bytes, 10);
-	assert_int_equal(wbf_stop(f, true, 3), 0);
+	wbf_stop(f);
+	assert_int_equal(wbf_drain(x->wl, &ops, x, 3), 0);
 	wblog_stats(x->wl, &s);
 	assert_int_equal(s.dirty_bytes, 0);
 	assert_int_equal(s.log_used, 0);
@@ -369,7 +368,8 @@ static void test_thread(void **state)
 				   1000000, 50, 45, &f), 0);
 	wr(x, &F1, 40, 'd', 10);
 	x->fail = -EIO;
-	assert_int_equal(wbf_stop(f, true, 2), -EIO);
+	wbf_stop(f);
+	assert_int_equal(wbf_drain(x->wl, &ops, x, 2), -EIO);
 	wblog_stats(x->wl, &s);
 	assert_int_equal(s.dirty_bytes, 10);
 }
@@ -553,7 +553,8 @@ static void test_wait_room(void **state)
 	wblog_stats(x->wl, &s);
 	assert_true(s.flush_errors > 0);
 	__atomic_store_n(&x->fail, 0, __ATOMIC_RELAXED);
-	assert_int_equal(wbf_stop(f, true, 3), 0);
+	wbf_stop(f);
+	assert_int_equal(wbf_drain(x->wl, &ops, x, 3), 0);
 	got = src_read(x, 1, &n);
 	assert_int_equal(n, 1 << 20);		/* src_read reads 1 MiB */
 	expect_run(got, 0, WB_REC_MAX, 'a');
