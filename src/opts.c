@@ -642,6 +642,44 @@ static bool is_hotfs_mount(const char *dir)
 	return found;
 }
 
+/*
+ * Is the directory dir below the directory top (not top itself)?  Walked
+ * up through "..", comparing each parent's device and inode with top's,
+ * not names: a path through a symlink, "..", or a bind mount of top
+ * (whose mounts may propagate back into top) is below it too.
+ */
+static bool dir_below(const char *dir, const struct stat *top)
+{
+	struct stat st, prev;
+	bool below = false;
+	int fd, up;
+
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &prev) == -1)
+		goto out;
+	for (;;) {
+		up = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		fd = up;
+		if (fd < 0 || fstat(fd, &st) == -1)
+			break;
+		/* the root is its own parent */
+		if (st.st_dev == prev.st_dev && st.st_ino == prev.st_ino)
+			break;
+		if (st.st_dev == top->st_dev && st.st_ino == top->st_ino) {
+			below = true;
+			break;
+		}
+		prev = st;
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	return below;
+}
+
 /* Does dir hold anything?  1, 0 or -errno. */
 static int dir_has_entries(const char *dir)
 {
@@ -713,6 +751,16 @@ int opt_validate(struct hotfs_opts *o, char *err, size_t errlen)
 	r = check_mountpoint(o, err, errlen);
 	if (r < 0)
 		return r;
+	/* the mount would show itself inside itself: find(1) reports a
+	 * loop, and umount finds it busy (its daemon holds the source,
+	 * which holds the mount point); the source itself is a mount point
+	 * like another (an overlay of the tree) */
+	if (stat(o->source, &st) == 0 && dir_below(o->mountpoint, &st)) {
+		seterr(err, errlen,
+		       "mountpoint '%s' is inside the source '%s' (the mount would contain itself); give one outside it",
+		       o->mountpoint, o->source);
+		return -EINVAL;
+	}
 	if (o->nocache && !o->cachedir)
 		return 0;
 	if (!o->cachedir || !*o->cachedir) {
