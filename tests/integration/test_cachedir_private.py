@@ -252,3 +252,40 @@ def test_planted_in_the_cachedir(ws, name):
         ws.stop(proc)
         assert os.path.islink(os.path.join(ws.cache, link))
     assert state() == before
+
+
+@pytest.mark.parametrize('owner', ['nobody', 'root'])
+def test_cachedir_through_another_users_symlink(ws, owner):
+    """A cachedir named through a symlink another user made (in a
+    world-writable sticky directory, as /tmp), as the cachedir or as a
+    directory on its path, is refused like a bad option: one line naming
+    the symlink, exit status 1, nothing mounted; the directory it points
+    at (another user's, or root's) keeps its owner, mode and contents.
+    The same symlink made by root is followed."""
+    sticky = os.path.join(ws.root, 'tmp')
+    os.mkdir(sticky)
+    os.chmod(sticky, 0o1777)
+    target = os.path.join(ws.root, 'target')
+    os.mkdir(target)
+    os.chmod(target, 0o755)
+    if owner == 'nobody':
+        os.chown(target, NOBODY, NOBODY)
+    link = os.path.join(sticky, 'cache')
+    os.symlink(target, link)
+    os.lchown(link, NOBODY, NOBODY)
+    before = owner_mode(target)
+    for cache in (link, os.path.join(link, 'sub')):
+        for opts in ('', 'cache_required'):
+            rc, lines = run_hotfs(ws, cache, opts)
+            assert rc == 1 and not util.is_mounted(ws.mnt), (rc, lines)
+            assert len(lines) == 1 and "'%s'" % link in lines[0] and \
+                'uid %d' % NOBODY in lines[0], lines
+            assert owner_mode(target) == before
+            assert os.listdir(target) == []
+    if owner == 'root':
+        os.lchown(link, 0, 0)
+        proc = ws.start(cachedir=link)
+        assert util.hotfs_stats(ws.mnt)['store_state'] == 'ok'
+        ws.stop(proc)
+        assert owner_mode(target) == (0, 0, 0o700)
+        assert 'data' in os.listdir(target)
