@@ -471,7 +471,8 @@ static void test_validate_cachedir_parent(void **state)
 	opt_free(&o);
 }
 
-/* Mount points that would hide something, or cannot be mounted on. */
+/* Mount points that would hide something, or cannot be mounted on, or
+ * would contain themselves. */
 static void test_validate_mountpoint(void **state)
 {
 	struct fixture *f = *state;
@@ -491,6 +492,24 @@ static void test_validate_mountpoint(void **state)
 	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->mnt, "-o",
 			       co, NULL), 0);
 	assert_int_equal(o.nonempty, 1);
+	assert_int_equal(opt_validate(&o, err, sizeof(err)), 0);
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+
+	/* inside the source, however named: the mount would contain
+	 * itself; the source itself is a mount point like another */
+	snprintf(file, sizeof(file), "%s/inner", f->src);
+	assert_int_equal(mkdir(file, 0755), 0);
+	assert_int_equal(validate_with(f, NULL, file, f->cache, err,
+				       sizeof(err), &o), -EINVAL);
+	assert_non_null(strstr(err, "inside the source"));
+	opt_free(&o);
+	snprintf(file, sizeof(file), "%s/../src/./inner/", f->mnt);
+	assert_int_equal(validate_with(f, NULL, file, f->cache, err,
+				       sizeof(err), &o), -EINVAL);
+	opt_free(&o);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->src, "-o",
+			       co, NULL), 0);
 	assert_int_equal(opt_validate(&o, err, sizeof(err)), 0);
 	fuse_opt_free_args(&a);
 	opt_free(&o);
