@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include <xxhash.h>
 
 #include "hotfs/cache.h"
+#include "hotfs/fileio.h"
 #include "hotfs/log.h"
 #include "hotfs/policy_state.h"
 #include "hotfs/promote.h"
@@ -34,16 +36,9 @@ static unsigned ilog2u(uint32_t v)
 	return r;
 }
 
-static bool store_exists(const char *dir)
+static bool store_exists(int dirfd)
 {
-	char *p;
-	bool r;
-
-	if (asprintf(&p, "%s/superblock", dir) < 0)
-		return false;
-	r = access(p, F_OK) == 0;
-	free(p);
-	return r;
+	return faccessat(dirfd, "superblock", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 static bool keep_extent(void *arg, const struct hotfs_extent_info *x)
@@ -74,12 +69,6 @@ static void load_counts(struct hotfs_cache *c, const struct hotfs_opts *o,
 	int r;
 
 	c->counts_tag = XXH3_64bits_withSeed(ident, len, o->extent);
-	c->dirfd = open(o->cachedir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (c->dirfd < 0) {
-		hotfs_log(LOG_WARNING, "cachedir '%s': %s; access counts "
-			  "will not be kept\n", o->cachedir, strerror(errno));
-		return;
-	}
 	if (o->reset || !hotfs_src.ids_kept) {
 		unlinkat(c->dirfd, POL_STATE_FILE, 0);
 		return;
@@ -128,8 +117,8 @@ static void add_advice(char *err, size_t errlen, int r)
  * filesystem); not given, as recorded in the store (0), or 90% of the
  * free space for a new one.
  */
-static int capacity(const struct hotfs_opts *o, uint64_t *cap, char *err,
-		    size_t errlen)
+static int capacity(const struct hotfs_opts *o, int dirfd, uint64_t *cap,
+		    char *err, size_t errlen)
 {
 	int r = 0;
 
@@ -138,8 +127,7 @@ static int capacity(const struct hotfs_opts *o, uint64_t *cap, char *err,
 		*cap = o->cachesize;
 	else if (o->cachesize_pct)
 		r = st_size_from_fs(o->cachedir, o->cachesize_pct, false, cap);
-	else if (o->reset || faccessat(AT_FDCWD, o->cachedir, F_OK, 0) != 0 ||
-		 !store_exists(o->cachedir))
+	else if (o->reset || !store_exists(dirfd))
 		r = st_size_from_fs(o->cachedir, 90, true, cap);
 	if (r < 0)
 		snprintf(err, errlen, "cachedir '%s': %s", o->cachedir,
@@ -155,28 +143,31 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	struct hotfs_cache *c;
 	struct statfs sfs;
 	struct stat st;
-	char *ident = NULL;
+	char *ident = NULL, why[PATH_MAX + 160];
 	uint32_t salt;
-	int len, r, tries;
+	int dirfd, len, r, tries;
 
 	if (fstat(root_fd, &st) == -1 || fstatfs(root_fd, &sfs) == -1) {
 		snprintf(err, errlen, "source '%s': %s", o->source,
 			 strerror(errno));
 		return -EIO;
 	}
-	/* its parent exists (opt_validate); umask 022 leaves 0700 alone */
-	if (mkdir(o->cachedir, 0700) == -1 && errno != EEXIST) {
-		r = -errno;
-		snprintf(err, errlen, "cannot create cachedir '%s': %s",
-			 o->cachedir, strerror(-r));
-		add_advice(err, errlen, r);
-		return r;
+	/* its parent exists (opt_validate); umask 022 leaves 0700 alone.
+	 * Everything of the cache is opened relative to this descriptor,
+	 * following no symlink (hotfs/fileio.h) */
+	dirfd = dir_open_owned(o->cachedir, 0700, why, sizeof(why));
+	if (dirfd < 0) {
+		snprintf(err, errlen, "cachedir '%s': %s", o->cachedir, why);
+		add_advice(err, errlen, dirfd);
+		return dirfd;
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
+		close(dirfd);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	c->dirfd = dirfd;
 	c->extent = o->extent;
 	c->ext_shift = ilog2u(o->extent);
 	c->root_dev = st.st_dev;
@@ -186,7 +177,6 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	c->seqcutoff = o->seqcutoff;
 	c->writemode = o->writemode;
 	c->proc_self_fd = -1;
-	c->dirfd = -1;
 	clock_gettime(CLOCK_MONOTONIC, &c->stats.started);
 	c->stats.reset = c->stats.started;
 
@@ -216,15 +206,16 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	/* region recycling asks the policy which extents to copy forward */
 	sp.keep = keep_extent;
 	sp.keep_arg = c;
-	r = capacity(o, &sp.capacity, err, errlen);
+	r = capacity(o, c->dirfd, &sp.capacity, err, errlen);
 	if (r < 0)
 		goto bad_pol;
-	r = st_open(o->cachedir, &sp, &c->st, err, errlen);
+	r = st_open_at(c->dirfd, o->cachedir, &sp, &c->st, err, errlen);
 	/* "umount; mount" again: the old daemon may still be exiting and
 	 * holding the cachedir's lock for a moment */
 	for (tries = 0; r == -EBUSY && tries < 100; tries++) {
 		usleep(50000);
-		r = st_open(o->cachedir, &sp, &c->st, err, errlen);
+		r = st_open_at(c->dirfd, o->cachedir, &sp, &c->st, err,
+			       errlen);
 	}
 	if (r < 0)
 		goto bad_pol;
@@ -236,7 +227,7 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 		pol_set_cache(c->pol, ss.capacity >> c->ext_shift);
 	}
 	load_counts(c, o, ident, (size_t)len);
-	r = pins_open(&c->pins, o->cachedir, o->reset || !hotfs_src.ids_kept);
+	r = pins_open(&c->pins, c->dirfd, o->reset || !hotfs_src.ids_kept);
 	if (r < 0) {
 		snprintf(err, errlen, "cachedir '%s': pins: %s", o->cachedir,
 			 strerror(-r));
@@ -254,12 +245,11 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 bad_pins:
 	pins_close(c->pins);
 bad_store:
-	if (c->dirfd >= 0)
-		close(c->dirfd);
 	st_close(c->st);
 bad_pol:
 	pol_free(c->pol);
 bad_free:
+	close(c->dirfd);
 	free(ident);
 	free(c);
 	add_advice(err, errlen, r);

@@ -41,6 +41,7 @@
 #include "config.h"
 #include "hotfs/bdi.h"
 #include "hotfs/dirlist.h"
+#include "hotfs/fileio.h"
 #include "hotfs/fs.h"
 #include "hotfs/handle.h"
 #include "hotfs/log.h"
@@ -234,7 +235,8 @@ static void probe_source(int root_fd, const struct hotfs_opts *o)
 	int dfd = -1;
 
 	if (!o->nocache && o->cachedir) {
-		dfd = open(o->cachedir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		/* the store says why, if it is refused */
+		dfd = dir_open_owned(o->cachedir, 0, NULL, 0);
 		if (dfd >= 0 && o->reset)
 			unlinkat(dfd, PROBE_FILE, 0);
 	}

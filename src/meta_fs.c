@@ -83,6 +83,7 @@ static void on_stale(void *arg, struct hotfs_inode *in)
 void meta_fs_open(struct hotfs *fs)
 {
 	struct hotfs_meta *m;
+	char why[PATH_MAX + 160];
 	struct stat root;
 	void *buf = NULL;
 	size_t len = 0;
@@ -96,10 +97,10 @@ void meta_fs_open(struct hotfs *fs)
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_mutex_init(&m->stop_lock, NULL);
 	pthread_cond_init(&m->stop_cond, NULL);
-	m->dirfd = open(fs->o->cachedir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (m->dirfd == -1) {
+	m->dirfd = dir_open_owned(fs->o->cachedir, 0, why, sizeof(why));
+	if (m->dirfd < 0) {
 		hotfs_log(LOG_WARNING, "metadata snapshot: %s: %s\n",
-			  fs->o->cachedir, strerror(errno));
+			  fs->o->cachedir, why);
 		free(m);
 		return;
 	}
@@ -133,7 +134,8 @@ void meta_fs_open(struct hotfs *fs)
 		hotfs_log(LOG_WARNING, "metadata snapshot %s/%s: %s, ignored\n",
 			  fs->o->cachedir, META_FILE,
 			  r == -EINVAL ? "damaged or of another version" :
-			  r == -EXDEV ? "of another source" : strerror(-r));
+			  r == -EXDEV ? "of another source" :
+			  file_private_why(r));
 		count(&m->rejected);
 		meta_snap_free(m->snap);
 		m->snap = NULL;

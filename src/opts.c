@@ -556,54 +556,111 @@ static int path_within(const char *path, const char *dir)
 	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
-/*
- * Canonicalise a cachedir that may not exist yet: resolve the longest
- * existing prefix with realpath() and append the rest.
- */
-static char *canon_maybe_missing(const char *p)
+/* Drop the last component of the canonical path p ("/" stays). */
+static void strip_last(char *p)
 {
-	char buf[PATH_MAX], *r, *slash, *out;
-	size_t len = strlen(p);
+	char *last = strrchr(p, '/');
 
-	if (len >= sizeof(buf))
-		return NULL;
-	memcpy(buf, p, len + 1);
-	while (len > 1 && buf[len - 1] == '/')
-		buf[--len] = '\0';
-	r = realpath(buf, NULL);
-	if (r)
-		return r;
-	if (errno != ENOENT)
-		return NULL;
-	slash = strrchr(buf, '/');
-	if (!slash) {
-		r = realpath(".", NULL);
-		slash = buf - 1;
-	} else if (slash == buf) {
-		r = strdup("/");
-	} else {
-		*slash = '\0';
-		r = canon_maybe_missing(buf);
-	}
-	if (!r)
-		return NULL;
-	/* the prefix does not exist: resolve "." and ".." lexically */
-	if (strcmp(slash + 1, ".") == 0 || slash[1] == '\0')
-		return r;
-	if (strcmp(slash + 1, "..") == 0) {
-		char *last = strrchr(r, '/');
+	if (last == p)
+		p[1] = '\0';
+	else if (last)
+		*last = '\0';
+}
 
-		if (last && last != r)
-			*last = '\0';
-		else
-			strcpy(r, "/");
-		return r;
+/*
+ * The cachedir made absolute and canonical, as realpath() would where it
+ * exists, with "." and ".." past a missing component taken by name.  A
+ * symlink on the way is followed only if root or the daemon's user owns
+ * it (the rule of fs.protected_symlinks, here in every directory, sticky
+ * or not): another user's would let that user choose the directory the
+ * daemon makes private and writes into (cache.c opens the result
+ * following no symlink at all).  The path, or NULL with errno set (EPERM:
+ * such a symlink, its path and owner in bad and *bad_uid).
+ */
+static char *canon_cachedir(const char *p, char *bad, size_t badlen,
+			    uid_t *bad_uid)
+{
+	char res[PATH_MAX], todo[PATH_MAX], lnk[PATH_MAX], tmp[PATH_MAX];
+	bool missing = false;
+	const char *rest;
+	int hops = 0;
+
+	if (strlen(p) >= sizeof(todo))
+		goto too_long;
+	strcpy(todo, p);
+	if (p[0] == '/')
+		strcpy(res, "/");
+	else if (!getcwd(res, sizeof(res)))
+		return NULL;
+	for (rest = todo;;) {
+		const char *name;
+		struct stat st;
+		size_t len, rl;
+		ssize_t n;
+
+		rest += strspn(rest, "/");
+		if (!*rest)
+			break;
+		name = rest;
+		len = strcspn(rest, "/");
+		rest += len;
+		if (len == 1 && name[0] == '.')
+			continue;
+		if (len == 2 && name[0] == '.' && name[1] == '.') {
+			strip_last(res);	/* no symlink in res */
+			missing = false;
+			continue;
+		}
+		rl = strlen(res);
+		if (rl + 1 + len >= sizeof(res))
+			goto too_long;
+		snprintf(res + rl, sizeof(res) - rl, "%s%.*s",
+			 rl > 1 ? "/" : "", (int)len, name);
+		if (missing)
+			continue;
+		if (lstat(res, &st) == -1) {
+			if (errno != ENOENT)
+				return NULL;
+			missing = true;
+			continue;
+		}
+		if (!S_ISLNK(st.st_mode)) {
+			if (!S_ISDIR(st.st_mode) && rest[strspn(rest, "/")]) {
+				errno = ENOTDIR;
+				return NULL;
+			}
+			continue;
+		}
+		if (st.st_uid != 0 && st.st_uid != geteuid()) {
+			snprintf(bad, badlen, "%s", res);
+			*bad_uid = st.st_uid;
+			errno = EPERM;
+			return NULL;
+		}
+		if (++hops > 40) {
+			errno = ELOOP;
+			return NULL;
+		}
+		n = readlink(res, lnk, sizeof(lnk));
+		if (n < 0)
+			return NULL;
+		if ((size_t)n >= sizeof(lnk))
+			goto too_long;
+		lnk[n] = '\0';
+		/* the link's text in its place, then what was left */
+		strip_last(res);
+		if (lnk[0] == '/')
+			strcpy(res, "/");
+		if ((size_t)snprintf(tmp, sizeof(tmp), "%s/%s", lnk, rest) >=
+		    sizeof(tmp))
+			goto too_long;
+		strcpy(todo, tmp);
+		rest = todo;
 	}
-	if (asprintf(&out, "%s%s%s", r, strcmp(r, "/") ? "/" : "",
-		     slash + 1) < 0)
-		out = NULL;
-	free(r);
-	return out;
+	return strdup(res);
+too_long:
+	errno = ENAMETOOLONG;
+	return NULL;
 }
 
 static int check_dir(const char *what, char **pathp, char *err, size_t errlen)
@@ -646,6 +703,44 @@ static bool is_hotfs_mount(const char *dir)
 	free(line);
 	fclose(f);
 	return found;
+}
+
+/*
+ * Is the directory dir below the directory top (not top itself)?  Walked
+ * up through "..", comparing each parent's device and inode with top's,
+ * not names: a path through a symlink, "..", or a bind mount of top
+ * (whose mounts may propagate back into top) is below it too.
+ */
+static bool dir_below(const char *dir, const struct stat *top)
+{
+	struct stat st, prev;
+	bool below = false;
+	int fd, up;
+
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &prev) == -1)
+		goto out;
+	for (;;) {
+		up = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		fd = up;
+		if (fd < 0 || fstat(fd, &st) == -1)
+			break;
+		/* the root is its own parent */
+		if (st.st_dev == prev.st_dev && st.st_ino == prev.st_ino)
+			break;
+		if (st.st_dev == top->st_dev && st.st_ino == top->st_ino) {
+			below = true;
+			break;
+		}
+		prev = st;
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	return below;
 }
 
 /* Does dir hold anything?  1, 0 or -errno. */
@@ -709,8 +804,9 @@ static int check_mountpoint(struct hotfs_opts *o, char *err, size_t errlen)
 
 int opt_validate(struct hotfs_opts *o, char *err, size_t errlen)
 {
+	char *c, bad[PATH_MAX];
 	struct stat st;
-	char *c;
+	uid_t bad_uid = 0;
 	int r;
 
 	r = check_dir("source", &o->source, err, errlen);
@@ -719,6 +815,16 @@ int opt_validate(struct hotfs_opts *o, char *err, size_t errlen)
 	r = check_mountpoint(o, err, errlen);
 	if (r < 0)
 		return r;
+	/* the mount would show itself inside itself: find(1) reports a
+	 * loop, and umount finds it busy (its daemon holds the source,
+	 * which holds the mount point); the source itself is a mount point
+	 * like another (an overlay of the tree) */
+	if (stat(o->source, &st) == 0 && dir_below(o->mountpoint, &st)) {
+		seterr(err, errlen,
+		       "mountpoint '%s' is inside the source '%s' (the mount would contain itself); give one outside it",
+		       o->mountpoint, o->source);
+		return -EINVAL;
+	}
 	if (o->nocache && !o->cachedir)
 		return 0;
 	if (!o->cachedir || !*o->cachedir) {
@@ -726,7 +832,14 @@ int opt_validate(struct hotfs_opts *o, char *err, size_t errlen)
 		       "missing -o cachedir=DIR (a directory on the fast device)");
 		return -EINVAL;
 	}
-	c = canon_maybe_missing(o->cachedir);
+	c = canon_cachedir(o->cachedir, bad, sizeof(bad), &bad_uid);
+	if (!c && errno == EPERM) {
+		seterr(err, errlen,
+		       "cachedir '%s': the symlink '%s' belongs to uid %u, and only root's and the daemon's user's (uid %u) are followed",
+		       o->cachedir, bad, (unsigned)bad_uid,
+		       (unsigned)geteuid());
+		return -EPERM;
+	}
 	if (!c) {
 		seterr(err, errlen, "cachedir '%s': %s", o->cachedir,
 		       strerror(errno));

@@ -138,15 +138,21 @@ static void load(struct hotfs_pins *p)
 {
 	char line[128];
 	FILE *f;
-	int fd;
+	int fd, r;
 
 	fd = openat(p->dirfd, "pins", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
+	if (fd < 0) {
+		if (errno != ENOENT)
+			hotfs_log(LOG_WARNING, "pins: %s, ignored\n",
+				  errno == ELOOP ? file_private_why(-ELOOP) :
+				  strerror(errno));
 		return;
+	}
 	/* the cachedir's files are the daemon's alone, even old ones */
-	if (file_make_private(fd, 0600)) {
-		hotfs_log(LOG_WARNING, "pins: cannot make the file 0600, "
-			  "ignored\n");
+	r = file_make_private(fd, 0600);
+	if (r) {
+		hotfs_log(LOG_WARNING, "pins: cannot make the file 0600 (%s), "
+			  "ignored\n", file_private_why(r));
 		close(fd);
 		return;
 	}
@@ -176,7 +182,7 @@ static void load(struct hotfs_pins *p)
 	fclose(f);
 }
 
-int pins_open(struct hotfs_pins **out, const char *cachedir, bool reset)
+int pins_open(struct hotfs_pins **out, int dirfd, bool reset)
 {
 	struct hotfs_pins *p = calloc(1, sizeof(*p));
 
@@ -184,7 +190,7 @@ int pins_open(struct hotfs_pins **out, const char *cachedir, bool reset)
 		return -ENOMEM;
 	p->nslot = 64;
 	p->slot = calloc(p->nslot, sizeof(*p->slot));
-	p->dirfd = open(cachedir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	p->dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
 	if (!p->slot || p->dirfd < 0) {
 		int r = p->dirfd < 0 ? -errno : -ENOMEM;
 

@@ -128,7 +128,7 @@ int pol_state_load(struct hotfs_policy *p, int dirfd, uint64_t tag,
 		return -EINVAL;
 	}
 	if (r < 0) {
-		snprintf(why, whylen, "%s", strerror(-r));
+		snprintf(why, whylen, "%s", file_private_why(r));
 		return r;
 	}
 	r = pol_state_decode(p, tag, buf, len, why, whylen);

@@ -45,6 +45,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,8 +226,9 @@ static int sb_match(const char *dir, const struct st_sb *sb, int rc,
 		     "version; use reset to empty the cachedir", dir);
 		return rc;
 	default:
-		errf(err, errlen, "cachedir %s: cannot read the superblock: "
-		     "%s", dir, strerror(-rc));
+		errf(err, errlen, "cachedir %s: cannot read 'superblock': "
+		     "%s", dir, rc == -ELOOP ? file_private_why(rc) :
+		     strerror(-rc));
 		return rc;
 	}
 	if (sb->ident_len != p->ident_len ||
@@ -267,23 +269,19 @@ static int set_params(struct hotfs_store *st,
 }
 
 /*
- * Open the cachedir, make it private and lock it: the lock file, and the
+ * Take the cachedir (dirfd, opened by dir_open_owned: the daemon's user
+ * owns it), make it private and lock it: the lock file, and the
  * directory itself.  0 or -errno, with err said.
  */
-static int lock_cachedir(struct hotfs_store *st, const char *cachedir,
-			 char *err, size_t errlen)
+static int lock_cachedir(struct hotfs_store *st, int dirfd,
+			 const char *cachedir, char *err, size_t errlen)
 {
+	char why[160];
 	int rc;
 
-	st->dirfd = open(cachedir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (st->dirfd < 0) {
-		rc = -errno;
-		errf(err, errlen, "cannot open cachedir %s: %s", cachedir,
-		     strerror(errno));
-		return rc;
-	}
+	st->dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
 	st->path = strdup(cachedir);
-	if (!st->path || fstat(st->dirfd, &st->dir_st)) {
+	if (st->dirfd < 0 || !st->path || fstat(st->dirfd, &st->dir_st)) {
 		rc = st->path ? -errno : -ENOMEM;
 		errf(err, errlen, "cachedir %s: %s", cachedir, strerror(-rc));
 		return rc;
@@ -291,20 +289,19 @@ static int lock_cachedir(struct hotfs_store *st, const char *cachedir,
 	rc = file_make_private(st->dirfd, 0700);
 	if (rc) {
 		errf(err, errlen, "cannot make cachedir %s private (mode "
-		     "0700, owned by uid %u): %s", cachedir,
-		     (unsigned)geteuid(), strerror(-rc));
+		     "0700): %s", cachedir, file_private_why(rc));
 		return rc;
 	}
-	st->lockfd = openat(st->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC |
-			    O_NOFOLLOW, 0600);
-	if (st->lockfd >= 0 && flock(st->lockfd, LOCK_EX | LOCK_NB) == 0) {
-		rc = file_make_private(st->lockfd, 0600);
-		if (rc) {
-			errf(err, errlen, "cachedir %s: cannot make 'lock' "
-			     "0600: %s", cachedir, strerror(-rc));
-			return rc;
-		}
-	} else {
+	st->lockfd = file_open_private(st->dirfd, "lock", O_RDWR | O_CREAT,
+				       why, sizeof(why));
+	if (st->lockfd < 0) {
+		rc = st->lockfd;
+		st->lockfd = -1;
+		errf(err, errlen, "cachedir %s: cannot use 'lock': %s",
+		     cachedir, why);
+		return rc;
+	}
+	if (flock(st->lockfd, LOCK_EX | LOCK_NB)) {
 		rc = -errno;
 		if (rc == -EWOULDBLOCK) {
 			rc = -EBUSY;
@@ -442,23 +439,26 @@ static int open_data(struct hotfs_store *st, const char *cachedir,
 {
 	uint64_t max = (uint64_t)st->nregions * st->g.rsize;
 	struct stat sbuf;
+	char why[160];
 	int rc;
 
-	st->datafd = openat(st->dirfd, "data", O_RDWR | O_CREAT | O_CLOEXEC |
-			    O_NOFOLLOW | (fresh ? O_TRUNC : 0), 0600);
-	if (st->datafd < 0 || fstat(st->datafd, &sbuf)) {
+	st->datafd = file_open_private(st->dirfd, "data", O_RDWR | O_CREAT |
+				       (fresh ? O_TRUNC : 0), why,
+				       sizeof(why));
+	if (st->datafd < 0) {
+		rc = st->datafd;
+		st->datafd = -1;
+		errf(err, errlen, "cachedir %s: cannot use 'data': %s",
+		     cachedir, why);
+		return rc;
+	}
+	if (fstat(st->datafd, &sbuf)) {
 		rc = -errno;
-		errf(err, errlen, "cachedir %s: cannot open data: %s",
-		     cachedir, strerror(-rc));
+		errf(err, errlen, "cachedir %s: data: %s", cachedir,
+		     strerror(-rc));
 		return rc;
 	}
 	st->data_st = sbuf;
-	rc = file_make_private(st->datafd, 0600);
-	if (rc) {
-		errf(err, errlen, "cachedir %s: cannot make 'data' 0600: %s",
-		     cachedir, strerror(-rc));
-		return rc;
-	}
 	if ((uint64_t)sbuf.st_size > max && ftruncate(st->datafd, max)) {
 		rc = -errno;
 		errf(err, errlen, "cachedir %s: cannot shrink data: %s",
@@ -493,6 +493,25 @@ static int alloc_tables(struct hotfs_store *st)
 int st_open(const char *cachedir, const struct hotfs_store_params *p,
 	    struct hotfs_store **out, char *err, size_t errlen)
 {
+	char why[PATH_MAX + 160];
+	int dirfd, rc;
+
+	*out = NULL;
+	dirfd = dir_open_owned(cachedir, 0, why, sizeof(why));
+	if (dirfd < 0) {
+		errf(err, errlen, "cannot open cachedir %s: %s", cachedir,
+		     why);
+		return dirfd;
+	}
+	rc = st_open_at(dirfd, cachedir, p, out, err, errlen);
+	close(dirfd);
+	return rc;
+}
+
+int st_open_at(int dirfd, const char *cachedir,
+	       const struct hotfs_store_params *p, struct hotfs_store **out,
+	       char *err, size_t errlen)
+{
 	struct hotfs_store *st;
 	struct st_sb sb;
 	int rc, fresh;
@@ -517,7 +536,7 @@ int st_open(const char *cachedir, const struct hotfs_store_params *p,
 		     "brun < 100");
 		goto fail;
 	}
-	rc = lock_cachedir(st, cachedir, err, errlen);
+	rc = lock_cachedir(st, dirfd, cachedir, err, errlen);
 	if (rc)
 		goto fail;
 	fresh = choose_geometry(st, cachedir, p, &sb, err, errlen);

@@ -49,8 +49,11 @@ bool wb_leftover(const char *cachedir)
 	char path[PATH_MAX];
 	struct stat st;
 
+	/* a symlink in its place is no log (wblog_open refuses it) */
 	return snprintf(path, sizeof(path), "%s/%s", cachedir, WB_LOG_NAME) <
-	       (int)sizeof(path) && !stat(path, &st) && st.st_size > 0;
+	       (int)sizeof(path) &&
+	       !fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) &&
+	       S_ISREG(st.st_mode) && st.st_size > 0;
 }
 
 int wb_drain(struct hotfs *fs, char *err, size_t errlen)

@@ -295,6 +295,7 @@ int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 	struct wblog *wl;
 	struct wl_super s;
 	struct stat sb;
+	char why[160];
 	int rc;
 
 	*out = NULL;
@@ -305,11 +306,13 @@ int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 		return -ENOMEM;
 	pthread_mutex_init(&wl->m, NULL);
 	pthread_cond_init(&wl->cv, NULL);
-	wl->fd = openat(dirfd, WB_LOG_NAME, O_RDWR | O_CREAT | O_CLOEXEC |
-			O_NOFOLLOW, 0600);
-	rc = wl->fd < 0 ? -errno : file_make_private(wl->fd, 0600);
-	if (rc) {
-		seterr(err, errlen, "wlog: cannot open it privately");
+	wl->fd = file_open_private(dirfd, WB_LOG_NAME, O_RDWR | O_CREAT, why,
+				   sizeof(why));
+	if (wl->fd < 0) {
+		rc = wl->fd;
+		if (err && errlen)
+			snprintf(err, errlen, "cannot use the writeback log "
+				 "'%s': %s", WB_LOG_NAME, why);
 		goto fail;
 	}
 	rc = fstat(wl->fd, &sb) ? -errno : 0;

@@ -17,8 +17,11 @@
 
 struct hotfs_pins;
 
-/* Load cachedir/pins (missing = none; reset = start empty). */
-int pins_open(struct hotfs_pins **out, const char *cachedir, bool reset);
+/*
+ * Load pins from the cachedir dirfd (missing = none; reset = start
+ * empty), not following a symlink; the pins keep their own descriptor.
+ */
+int pins_open(struct hotfs_pins **out, int dirfd, bool reset);
 void pins_close(struct hotfs_pins *p);
 bool pins_has(struct hotfs_pins *p, const struct hotfs_key *k);
 /* Pin or unpin; persisted before it returns.  0 or -errno. */

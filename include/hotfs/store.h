@@ -223,11 +223,20 @@ struct hotfs_store_stats {
 
 /*
  * Open (creating, recovering, or with p->reset emptying) the store in
- * cachedir, an existing directory.  On failure *err gets one line for the
- * user: -EBUSY another process has it, -EEXIST it caches another source
- * (or holds files that are not a store), -EUCLEAN its superblock is
- * damaged, -EINVAL bad parameters; reset overrides the last three.
+ * the directory dirfd (opened by dir_open_owned, hotfs/fileio.h: the
+ * daemon's user owns it; the store keeps its own descriptor), named
+ * cachedir in messages.  Its files are opened relative to it, following
+ * no symlink: one found in place of a file of the store refuses it (as
+ * does a file of another user's or with other hard links).  On failure
+ * *err gets one line for the user: -EBUSY another process has it,
+ * -EEXIST it caches another source (or holds files that are not a
+ * store), -EUCLEAN its superblock is damaged, -EINVAL bad parameters;
+ * reset overrides the last three.
  */
+int st_open_at(int dirfd, const char *cachedir,
+	       const struct hotfs_store_params *p, struct hotfs_store **out,
+	       char *err, size_t errlen);
+/* The same, opening the existing directory cachedir (dir_open_owned). */
 int st_open(const char *cachedir, const struct hotfs_store_params *p,
 	    struct hotfs_store **out, char *err, size_t errlen);
 /*

@@ -82,9 +82,11 @@ static void write_pins(const uint8_t *data, size_t size, bool hdr)
 static struct hotfs_pins *open_pins(void)
 {
 	struct hotfs_pins *p;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-	if (pins_open(&p, dir, false) != 0)
+	if (dfd < 0 || pins_open(&p, dfd, false) != 0)
 		abort();	/* the contents must never make it fail */
+	close(dfd);
 	return p;
 }
 

@@ -9,9 +9,16 @@ the cachedir and its files started out world-readable (0755 and 0644, as
 a careless admin or an older hotfs left them).  As root, the test checks
 that the secret bytes really are in the store (so that the refusal is
 what protects them) and that the cachedir is 0700 and its files 0600.
+
+Nothing of another user's is taken over: a cachedir that belongs to
+another user is neither chowned nor chmodded nor used, and a symlink
+(or a hard link) put in place of one of the store's files is not
+followed: the file it names stays as it was, and the store is refused
+with one line saying what and why.
 """
 import os
 import stat
+import subprocess
 
 import pytest
 
@@ -126,3 +133,159 @@ def test_public_store_made_private(secret_src, how):
     assert_private(ws, how + ', mounted')
     ws.stop(proc)
     assert_private(ws, how + ', unmounted')
+
+
+# -- nothing of another user's is taken over, no symlink is followed ------
+
+RUN_TIMEOUT = 15
+
+
+def run_hotfs(ws, cache, opts='', mnt=None):
+    """hotfs daemonized on ws.src: (exit status, stderr's lines).  A
+    mount it made is cleaned up with the workspace."""
+    mnt = mnt or ws.mnt
+    ws.mounts.append(mnt)
+    o = 'cachedir=' + cache + (',' + opts if opts else '')
+    r = subprocess.run([util.hotfs_bin(), ws.src, mnt, '-o', o],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=RUN_TIMEOUT)
+    return r.returncode, r.stderr.decode(errors='replace').splitlines()
+
+
+def unmount_daemon(mnt):
+    assert util.unmount_cmd(mnt)
+    util.wait_for(lambda: not util.daemon_pids(mnt),
+                  'the daemon on %s to exit' % mnt)
+
+
+def owner_mode(path):
+    st = os.lstat(path)
+    return st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)
+
+
+def test_foreign_cachedir_not_taken_over(ws):
+    """A cachedir that exists and belongs to another user is neither
+    chowned nor chmodded nor written into: with cache_required the mount
+    is refused with one line naming the owner; without it the tree
+    mounts without the store, that line on stderr and in the stats."""
+    with open(os.path.join(ws.src, 'f'), 'w') as f:
+        f.write('data')
+    os.mkdir(ws.cache)
+    os.chown(ws.cache, NOBODY, NOBODY)
+    os.chmod(ws.cache, 0o755)
+    before = owner_mode(ws.cache)
+    rc, lines = run_hotfs(ws, ws.cache, 'cache_required')
+    assert rc == 1 and not util.is_mounted(ws.mnt), (rc, lines)
+    assert len(lines) == 1 and 'uid %d' % NOBODY in lines[0], lines
+    assert owner_mode(ws.cache) == before
+    assert os.listdir(ws.cache) == []
+    rc, lines = run_hotfs(ws, ws.cache)
+    assert rc == 0 and util.is_mounted(ws.mnt), (rc, lines)
+    assert len(lines) == 1 and 'uid %d' % NOBODY in lines[0] and \
+        'cache is off' in lines[0], lines
+    s = util.hotfs_stats(ws.mnt)
+    assert s['store_state'] == 'off' and \
+        'uid %d' % NOBODY in s['store_reason'], s
+    with open(os.path.join(ws.mnt, 'f')) as f:
+        assert f.read() == 'data'
+    unmount_daemon(ws.mnt)
+    assert owner_mode(ws.cache) == before
+    assert os.listdir(ws.cache) == []
+
+
+@pytest.mark.parametrize('name', ['data', 'lock', 'superblock',
+                                  'data, a hard link', 'wlog'])
+def test_planted_in_the_cachedir(ws, name):
+    """A symlink put in place of one of the store's files (pointing out of
+    the cachedir, at another user's file), or a hard link to a file
+    outside: the file outside is never written, emptied, chmodded or
+    chowned, and the store (or, for writeback, the mount that needs its
+    log) is refused with one line that says what and why."""
+    link = name.split(',')[0]
+    wb = link == 'wlog'
+    opts = 'writemode=writeback' if wb else ''
+    with open(os.path.join(ws.src, 'f'), 'w') as f:
+        f.write('data')
+    # a store with all its files
+    proc = ws.start(opts=opts)
+    ws.stop(proc)
+    target = os.path.join(ws.root, 'target')
+    with open(target, 'w') as f:
+        f.write('not the store\'s\n')
+    os.chmod(target, 0o644)
+    if 'hard link' in name:
+        # root's own file: only its other name gives it away
+        why = 'hard links'
+        os.unlink(os.path.join(ws.cache, link))
+        os.link(target, os.path.join(ws.cache, link))
+    else:
+        why = 'symlink'
+        os.chown(target, NOBODY, NOBODY)
+        os.unlink(os.path.join(ws.cache, link))
+        os.symlink(target, os.path.join(ws.cache, link))
+    def state():
+        with open(target) as f:
+            return owner_mode(target), f.read()
+
+    before = state()
+    # writeback cannot go without its log
+    rc, lines = run_hotfs(ws, ws.cache, opts if wb else 'cache_required')
+    assert rc == 1 and not util.is_mounted(ws.mnt), (rc, lines)
+    assert len(lines) == 1 and "'%s'" % link in lines[0] and \
+        why in lines[0], lines
+    assert state() == before
+    if not wb:
+        rc, lines = run_hotfs(ws, ws.cache)
+        assert rc == 0 and util.is_mounted(ws.mnt), (rc, lines)
+        assert len(lines) == 1 and why in lines[0] and \
+            'cache is off' in lines[0], lines
+        s = util.hotfs_stats(ws.mnt)
+        assert s['store_state'] == 'off' and why in s['store_reason'], s
+        with open(os.path.join(ws.mnt, 'f')) as f:
+            assert f.read() == 'data'
+        unmount_daemon(ws.mnt)
+    else:
+        # writearound needs no log: it mounts with its store, and leaves
+        # the symlink alone
+        proc = ws.start()
+        assert util.hotfs_stats(ws.mnt)['store_state'] == 'ok'
+        ws.stop(proc)
+        assert os.path.islink(os.path.join(ws.cache, link))
+    assert state() == before
+
+
+@pytest.mark.parametrize('owner', ['nobody', 'root'])
+def test_cachedir_through_another_users_symlink(ws, owner):
+    """A cachedir named through a symlink another user made (in a
+    world-writable sticky directory, as /tmp), as the cachedir or as a
+    directory on its path, is refused like a bad option: one line naming
+    the symlink, exit status 1, nothing mounted; the directory it points
+    at (another user's, or root's) keeps its owner, mode and contents.
+    The same symlink made by root is followed."""
+    sticky = os.path.join(ws.root, 'tmp')
+    os.mkdir(sticky)
+    os.chmod(sticky, 0o1777)
+    target = os.path.join(ws.root, 'target')
+    os.mkdir(target)
+    os.chmod(target, 0o755)
+    if owner == 'nobody':
+        os.chown(target, NOBODY, NOBODY)
+    link = os.path.join(sticky, 'cache')
+    os.symlink(target, link)
+    os.lchown(link, NOBODY, NOBODY)
+    before = owner_mode(target)
+    for cache in (link, os.path.join(link, 'sub')):
+        for opts in ('', 'cache_required'):
+            rc, lines = run_hotfs(ws, cache, opts)
+            assert rc == 1 and not util.is_mounted(ws.mnt), (rc, lines)
+            assert len(lines) == 1 and "'%s'" % link in lines[0] and \
+                'uid %d' % NOBODY in lines[0], lines
+            assert owner_mode(target) == before
+            assert os.listdir(target) == []
+    if owner == 'root':
+        os.lchown(link, 0, 0)
+        proc = ws.start(cachedir=link)
+        assert util.hotfs_stats(ws.mnt)['store_state'] == 'ok'
+        ws.stop(proc)
+        assert owner_mode(target) == (0, 0, 0o700)
+        assert 'data' in os.listdir(target)

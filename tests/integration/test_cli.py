@@ -9,7 +9,8 @@ costs the cache, not the tree: the source is mounted without the store,
 with the reason on stderr and in the stats, or with -o cache_required
 the mount is refused like a bad option; the cachedir is left as it was,
 to the byte.  A mount over a live hotfs mount, a dead FUSE mount or a
-non-empty directory is refused.
+non-empty directory is refused, and so is a mountpoint inside the
+source (the source itself may be the mountpoint).
 """
 import ctypes
 import ctypes.util
@@ -533,6 +534,68 @@ def test_mountpoint_in_use(ws):
     refused(ws.mnt, 'dead FUSE mount')
     refused(ws.mnt, 'dead FUSE mount', ',nonempty')
     util.cleanup_mount(None, ws.mnt)
+
+
+@pytest.mark.parametrize('how', ['child', 'deeper', 'symlink', 'dotdot',
+                                 'bind mount'])
+def test_mountpoint_inside_source(ws, how):
+    """A mountpoint inside the source is refused with one line and exit
+    status 1, however its path names it (through a symlink, "..", or a
+    bind mount of the source): the mount would contain itself, find(1)
+    would report a loop and umount would find it busy.  Nothing is
+    mounted, no daemon stays, no cachedir is made."""
+    os.makedirs(os.path.join(ws.src, 'd', 'mnt'))
+    os.mkdir(os.path.join(ws.src, 'e'))
+    bind = os.path.join(ws.root, 'bind')
+    mnt = {
+        'child': os.path.join(ws.src, 'e'),
+        'deeper': os.path.join(ws.src, 'd', 'mnt'),
+        'symlink': os.path.join(ws.root, 'link'),
+        'dotdot': os.path.join(ws.mnt, '..', 'src', 'e'),
+        'bind mount': os.path.join(bind, 'e'),
+    }[how]
+    if how == 'symlink':
+        os.symlink(os.path.join(ws.src, 'd', 'mnt'), mnt)
+    real = os.path.realpath(mnt)
+    cache2 = os.path.join(ws.root, 'cache2')
+    try:
+        if how == 'bind mount':
+            os.mkdir(bind)
+            subprocess.run(['mount', '--bind', ws.src, bind], check=True)
+        for fg in ([], ['-f']):
+            r = run([ws.src, mnt, '-o', 'cachedir=' + cache2] + fg)
+            mounted = util.is_mounted(real)
+            util.cleanup_mount(None, real)
+            lines = r.stderr.decode(errors='replace').splitlines()
+            assert not mounted, 'mounted on %s' % mnt
+            assert r.returncode == 1, (how, r.returncode, lines)
+            assert len(lines) == 1 and 'inside the source' in lines[0], \
+                lines
+            assert not util.daemon_pids(real)
+            assert not os.path.exists(cache2)
+    finally:
+        util.cleanup_mount(None, real)
+        if util.is_mounted(bind):
+            subprocess.run(['umount', bind], check=True)
+
+
+def test_mount_over_the_source(ws):
+    """The source itself as the mountpoint (a view laid over the tree,
+    with nonempty) is no loop: it mounts, serves and takes writes, and
+    unmounts cleanly."""
+    with open(os.path.join(ws.src, 'f'), 'w') as f:
+        f.write('under the view')
+    proc = ws.start(mnt=ws.src, opts='nonempty,threshold=1')
+    for _ in range(2):
+        assert util.read_cold(os.path.join(ws.src, 'f')) == \
+            b'under the view'
+    with open(os.path.join(ws.src, 'g'), 'w') as f:
+        f.write('through the view')
+    assert util.hotfs_stats(ws.src)['store_state'] == 'ok'
+    assert sorted(os.listdir(ws.src)) == ['f', 'g']
+    ws.stop(proc)
+    with open(os.path.join(ws.src, 'g')) as f:
+        assert f.read() == 'through the view'
 
 
 def test_relative_paths_daemonized(ws):

@@ -2,7 +2,9 @@
 /*
  * Unit tests for the file I/O helpers (src/fileio.c): pread_full reads
  * everything up to EOF and reports errors as -errno; reopen_fd opens the
- * object an O_PATH descriptor names, following it through renames.
+ * object an O_PATH descriptor names, following it through renames; the
+ * cachedir and its files are opened following no symlink, and nothing of
+ * another user's (or linked elsewhere) is changed or emptied.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,11 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "hotfs/fileio.h"
+#include "unit_util.h"
 
 static void test_pread_full(void **state)
 {
@@ -68,11 +72,150 @@ static void test_reopen_follows_the_object(void **state)
 	rmdir(dir);
 }
 
+static void put(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, mode);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	assert_int_equal(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+static void assert_text(const char *path, const char *text, mode_t mode)
+{
+	char buf[64] = "";
+	struct stat st;
+	int fd = open(path, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_true(read(fd, buf, sizeof(buf) - 1) >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	close(fd);
+	assert_string_equal(buf, text);
+	assert_int_equal(st.st_mode & 07777, mode);
+}
+
+static void test_dir_open_owned(void **state)
+{
+	char dir[] = "/tmp/hotfs-fileio-XXXXXX", p[128], why[256];
+	struct stat st;
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	/* a missing last component is made, with the mode */
+	snprintf(p, sizeof(p), "%s//cache/", dir);
+	fd = dir_open_owned(p, 0700, why, sizeof(why));
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_true(S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700);
+	close(fd);
+	/* only the last */
+	snprintf(p, sizeof(p), "%s/no/cache", dir);
+	assert_int_equal(dir_open_owned(p, 0700, why, sizeof(why)), -ENOENT);
+	assert_non_null(strstr(why, "/no'"));
+	/* a symlink anywhere on the path: refused, named, not followed */
+	snprintf(p, sizeof(p), "%s/link", dir);
+	assert_int_equal(symlink("cache", p), 0);
+	assert_int_equal(dir_open_owned(p, 0700, why, sizeof(why)), -ELOOP);
+	assert_string_equal(why, "it is a symlink (not followed)");
+	snprintf(p, sizeof(p), "%s/link/sub", dir);
+	assert_int_equal(dir_open_owned(p, 0700, why, sizeof(why)), -ELOOP);
+	assert_non_null(strstr(why, "/link' is a symlink"));
+	snprintf(p, sizeof(p), "%s/cache/sub", dir);
+	assert_int_equal(access(p, F_OK), -1);
+	/* a file */
+	snprintf(p, sizeof(p), "%s/file", dir);
+	put(p, "x", 0600);
+	assert_int_equal(dir_open_owned(p, 0, NULL, 0), -ENOTDIR);
+	/* another user's directory: refused, left as it was */
+	if (geteuid() == 0) {
+		snprintf(p, sizeof(p), "%s/theirs", dir);
+		assert_int_equal(mkdir(p, 0755), 0);
+		assert_int_equal(chown(p, 65534, 65534), 0);
+		assert_int_equal(dir_open_owned(p, 0700, why, sizeof(why)),
+				 -EACCES);
+		assert_non_null(strstr(why, "uid 65534"));
+		assert_int_equal(stat(p, &st), 0);
+		assert_true(st.st_uid == 65534 && (st.st_mode & 0777) == 0755);
+	}
+	assert_int_equal(ut_rm_tree(dir), 0);
+}
+
+static void test_file_open_private(void **state)
+{
+	char dir[] = "/tmp/hotfs-fileio-XXXXXX", p[128], q[128], why[256];
+	struct stat st;
+	int dfd, fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	/* made 0600; an old 0644 one of the daemon's made 0600 */
+	fd = file_open_private(dfd, "new", O_RDWR | O_CREAT, why, sizeof(why));
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(p, sizeof(p), "%s/new", dir);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	snprintf(p, sizeof(p), "%s/old", dir);
+	put(p, "old", 0644);
+	fd = file_open_private(dfd, "old", O_RDWR | O_CREAT | O_TRUNC, why,
+			       sizeof(why));
+	assert_true(fd >= 0);
+	close(fd);
+	assert_text(p, "", 0600);
+	/* a symlink in a file's place is not followed: its target is not
+	 * created, emptied or made 0600 */
+	snprintf(p, sizeof(p), "%s/target", dir);
+	put(p, "theirs", 0644);
+	assert_int_equal(symlinkat("target", dfd, "data"), 0);
+	assert_int_equal(file_open_private(dfd, "data", O_RDWR | O_CREAT |
+					   O_TRUNC, why, sizeof(why)), -ELOOP);
+	assert_non_null(strstr(why, "symlink"));
+	assert_text(p, "theirs", 0644);
+	assert_int_equal(symlinkat("missing", dfd, "lock"), 0);
+	assert_int_equal(file_open_private(dfd, "lock", O_RDWR | O_CREAT,
+					   NULL, 0), -ELOOP);
+	assert_int_equal(faccessat(dfd, "missing", F_OK, 0), -1);
+	/* nor a hard link to another file */
+	snprintf(q, sizeof(q), "%s/hard", dir);
+	assert_int_equal(link(p, q), 0);
+	assert_int_equal(file_open_private(dfd, "hard", O_RDWR | O_TRUNC,
+					   why, sizeof(why)), -EMLINK);
+	assert_non_null(strstr(why, "hard links"));
+	assert_text(p, "theirs", 0644);
+	/* nor another user's file */
+	if (geteuid() == 0) {
+		assert_int_equal(unlink(q), 0);
+		assert_int_equal(chown(p, 65534, 65534), 0);
+		assert_int_equal(file_open_private(dfd, "target", O_RDWR |
+						   O_TRUNC, why, sizeof(why)),
+				 -EACCES);
+		assert_non_null(strstr(why, "another user"));
+		assert_text(p, "theirs", 0644);
+		assert_int_equal(stat(p, &st), 0);
+		assert_int_equal(st.st_uid, 65534);
+	}
+	/* a temporary file left in the way is replaced, not followed */
+	assert_int_equal(symlinkat("target", dfd, "meta.tmp"), 0);
+	assert_int_equal(file_replace_at(dfd, "meta", "new", 3), 0);
+	assert_text(p, "theirs", 0644);
+	snprintf(q, sizeof(q), "%s/meta", dir);
+	assert_text(q, "new", 0600);
+	close(dfd);
+	assert_int_equal(ut_rm_tree(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pread_full),
 		cmocka_unit_test(test_reopen_follows_the_object),
+		cmocka_unit_test(test_dir_open_owned),
+		cmocka_unit_test(test_file_open_private),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -471,7 +471,8 @@ static void test_validate_cachedir_parent(void **state)
 	opt_free(&o);
 }
 
-/* Mount points that would hide something, or cannot be mounted on. */
+/* Mount points that would hide something, or cannot be mounted on, or
+ * would contain themselves. */
 static void test_validate_mountpoint(void **state)
 {
 	struct fixture *f = *state;
@@ -491,6 +492,24 @@ static void test_validate_mountpoint(void **state)
 	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->mnt, "-o",
 			       co, NULL), 0);
 	assert_int_equal(o.nonempty, 1);
+	assert_int_equal(opt_validate(&o, err, sizeof(err)), 0);
+	fuse_opt_free_args(&a);
+	opt_free(&o);
+
+	/* inside the source, however named: the mount would contain
+	 * itself; the source itself is a mount point like another */
+	snprintf(file, sizeof(file), "%s/inner", f->src);
+	assert_int_equal(mkdir(file, 0755), 0);
+	assert_int_equal(validate_with(f, NULL, file, f->cache, err,
+				       sizeof(err), &o), -EINVAL);
+	assert_non_null(strstr(err, "inside the source"));
+	opt_free(&o);
+	snprintf(file, sizeof(file), "%s/../src/./inner/", f->mnt);
+	assert_int_equal(validate_with(f, NULL, file, f->cache, err,
+				       sizeof(err), &o), -EINVAL);
+	opt_free(&o);
+	assert_int_equal(parse(&o, &a, err, sizeof(err), f->src, f->src, "-o",
+			       co, NULL), 0);
 	assert_int_equal(opt_validate(&o, err, sizeof(err)), 0);
 	fuse_opt_free_args(&a);
 	opt_free(&o);
@@ -585,6 +604,68 @@ static void test_validate_symlinked_cachedir_inside_source(void **state)
 	opt_free(&o);
 }
 
+/*
+ * A symlink on the cachedir's path is followed only if root or the
+ * daemon's user owns it; the path is made canonical either way.
+ */
+static void test_validate_cachedir_symlinks(void **state)
+{
+	struct fixture *f = *state;
+	struct hotfs_opts o;
+	struct stat st;
+	char err[512], p[300], q[300], want[300];
+
+	/* ours: followed, through "..", relative and absolute links */
+	snprintf(p, sizeof(p), "%s/real", f->dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/rel", f->dir);
+	assert_int_equal(symlink("./real/../real", p), 0);
+	snprintf(q, sizeof(q), "%s/abs", f->dir);
+	assert_int_equal(symlink(p, q), 0);
+	snprintf(p, sizeof(p), "%s/abs/../abs/cache", f->dir);
+	assert_int_equal(validate_with(f, NULL, NULL, p, err, sizeof(err),
+				       &o), 0);
+	snprintf(want, sizeof(want), "%s/real/cache", f->dir);
+	assert_string_equal(o.cachedir, want);
+	opt_free(&o);
+	/* a loop */
+	snprintf(p, sizeof(p), "%s/loop", f->dir);
+	assert_int_equal(symlink("loop", p), 0);
+	assert_true(validate_with(f, NULL, NULL, p, err, sizeof(err),
+				  &o) < 0);
+	assert_non_null(strstr(err, "symbolic links"));
+	opt_free(&o);
+	if (geteuid() != 0)
+		return;
+	/* another user's, in a world-writable sticky directory, whatever it
+	 * points at: refused, named; its target left alone */
+	snprintf(p, sizeof(p), "%s/tmp", f->dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	assert_int_equal(chmod(p, 01777), 0);
+	snprintf(p, sizeof(p), "%s/tmp/theirs", f->dir);
+	snprintf(q, sizeof(q), "%s/real", f->dir);
+	assert_int_equal(symlink(q, p), 0);
+	assert_int_equal(lchown(p, 65534, 65534), 0);
+	assert_int_equal(validate_with(f, NULL, NULL, p, err, sizeof(err),
+				       &o), -EPERM);
+	assert_non_null(strstr(err, "/tmp/theirs' belongs to uid 65534"));
+	opt_free(&o);
+	/* also as a directory on the way, and reached through ours */
+	snprintf(p, sizeof(p), "%s/rel/../tmp/theirs/cache", f->dir);
+	assert_int_equal(validate_with(f, NULL, NULL, p, err, sizeof(err),
+				       &o), -EPERM);
+	opt_free(&o);
+	assert_int_equal(stat(q, &st), 0);
+	assert_true(st.st_uid == 0 && (st.st_mode & 0777) == 0755);
+	/* root's: followed */
+	snprintf(q, sizeof(q), "%s/tmp/theirs", f->dir);
+	assert_int_equal(lchown(q, 0, 0), 0);
+	assert_int_equal(validate_with(f, NULL, NULL, p, err, sizeof(err),
+				       &o), 0);
+	assert_string_equal(o.cachedir, want);
+	opt_free(&o);
+}
+
 static void test_missing_cachedir(void **state)
 {
 	struct fixture *f = *state;
@@ -618,6 +699,7 @@ int main(void)
 		T(test_cache_required),
 		T(test_validate_rejects),
 		T(test_validate_symlinked_cachedir_inside_source),
+		T(test_validate_cachedir_symlinks),
 		T(test_missing_cachedir),
 #undef T
 	};
