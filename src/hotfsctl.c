@@ -50,7 +50,7 @@
 static const char *const live_keys[] = {
 	"read_requests", "read_hits", "read_partial_hits",
 	"read_misses", "read_hit_bytes", "read_miss_bytes",
-	"promotions", "promoted_bytes", "evictions",
+	"promotions", "promoted_bytes", "evictions", "flushed_bytes",
 };
 #define NLIVE (sizeof(live_keys) / sizeof(live_keys[0]))
 
@@ -58,21 +58,27 @@ static void live_row(const double *prev, const double *cur, double dt,
 		     const char *j, unsigned row)
 {
 	double reqs = cur[0] - prev[0], hitp = reqs > 0 ? 100.0 / reqs : 0;
-	double r[11] = {
+	/* writeback's: the dirty bytes now, the flush's rate */
+	double r[13] = {
 		reqs / dt, (cur[1] - prev[1]) * hitp,
 		(cur[2] - prev[2]) * hitp, (cur[3] - prev[3]) * hitp,
 		(cur[4] - prev[4]) / dt / 1e6, (cur[5] - prev[5]) / dt / 1e6,
 		(cur[6] - prev[6]) / dt, (cur[7] - prev[7]) / dt / 1e6,
 		(cur[8] - prev[8]) / dt, num(j, "promotion_queue_depth"),
-		100 * num(j, "usage_ratio"),
+		100 * num(j, "usage_ratio"), num(j, "dirty_bytes") / 1e6,
+		(cur[9] - prev[9]) / dt / 1e6,
 	};
-	static const char *const jkeys[11] = {
+	static const char *const jkeys[13] = {
 		"reads_per_second", "hit_percent", "partial_hit_percent",
 		"miss_percent", "cache_read_bytes_per_second",
 		"source_read_bytes_per_second", "promotions_per_second",
 		"promoted_bytes_per_second", "evictions_per_second",
-		"promotion_queue_depth", "usage_percent",
+		"promotion_queue_depth", "usage_percent", "dirty_bytes",
+		"flushed_bytes_per_second",
 	};
+	/* the byte counts in bytes in JSON, in MB in the table */
+	static const bool mb[13] = { [4] = true, [5] = true, [7] = true,
+				     [11] = true, [12] = true };
 
 	if (json) {
 		char *st = jstr(j, "store_state");
@@ -84,22 +90,20 @@ static void live_row(const double *prev, const double *cur, double dt,
 		       (double)now.tv_nsec / 1e9, dt);
 		jput(stdout, st ? st : "");
 		free(st);
-		for (unsigned i = 0; i < 11; i++)
-			printf(", \"%s\": %.*f", jkeys[i],
-			       (i == 4 || i == 5 || i == 7) ? 0 : 2,
-			       (i == 4 || i == 5 || i == 7) ? r[i] * 1e6 :
-			       r[i]);
+		for (unsigned i = 0; i < 13; i++)
+			printf(", \"%s\": %.*f", jkeys[i], mb[i] ? 0 : 2,
+			       mb[i] ? r[i] * 1e6 : r[i]);
 		printf("}\n");
 		return;
 	}
 	if (row % 20 == 0)
-		printf("%8s %6s %6s %6s %10s %10s %8s %9s %8s %6s %6s\n",
+		printf("%8s %6s %6s %6s %10s %10s %8s %9s %8s %6s %6s %9s %9s\n",
 		       "reads/s", "hit%", "part%", "miss%", "cacheMB/s",
 		       "srcMB/s", "promo/s", "promoMB/s", "evict/s", "queue",
-		       "used%");
-	printf("%8.1f %6.1f %6.1f %6.1f %10.2f %10.2f %8.1f %9.2f %8.1f %6.0f %6.1f\n",
+		       "used%", "dirtyMB", "flushMB/s");
+	printf("%8.1f %6.1f %6.1f %6.1f %10.2f %10.2f %8.1f %9.2f %8.1f %6.0f %6.1f %9.2f %9.2f\n",
 	       r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
-	       r[10]);
+	       r[10], r[11], r[12]);
 }
 
 static int cmd_stats(int argc, char **argv)

@@ -51,7 +51,7 @@ LIVE_KEYS = {'time', 'interval_seconds', 'store_state', 'reads_per_second',
              'cache_read_bytes_per_second', 'source_read_bytes_per_second',
              'promotions_per_second', 'promoted_bytes_per_second',
              'evictions_per_second', 'promotion_queue_depth',
-             'usage_percent'}
+             'usage_percent', 'dirty_bytes', 'flushed_bytes_per_second'}
 ANSWER_KEYS = {'ok', 'message'}
 DROP_KEYS = {'files', 'dropped_bytes', 'errors'}
 

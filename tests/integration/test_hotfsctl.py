@@ -168,7 +168,8 @@ def test_stats_live_view(tree):
         out, err = p.communicate(timeout=10)
     assert p.returncode == 0, err
     assert lines[0].split()[:2] == [b'reads/s', b'hit%']
-    assert len(lines[1].split()) == 11
+    assert lines[0].split()[-2:] == [b'dirtyMB', b'flushMB/s']
+    assert len(lines[1].split()) == 13
 
 
 def test_control_refused_to_others_stats_readable(tree):

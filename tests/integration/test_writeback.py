@@ -1053,3 +1053,34 @@ def test_full_log_and_failing_source_enospc(ws):
         got = read(os.path.join(src, 'big'))
         assert got[:len(want)] == want
         assert got[len(want):] == bytes(16 * MIB - len(want))
+
+
+def test_stats_live_view_dirty_and_flush(ws):
+    """hotfsctl stats -w shows writeback's dirty bytes and the flush's
+    rate: 2 MiB dirty, then, once flushed, a row with a flush rate and
+    none dirty."""
+    proc = ws.start(opts=HOLD)
+    write_at(os.path.join(ws.mnt, 'f'), 0, b'd' * (2 * MIB), os.O_CREAT)
+    p = subprocess.Popen([os.environ['HOTFSCTL_BIN'], 'stats', ws.mnt,
+                          '-w', '0.2'], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    try:
+        head = p.stdout.readline().split()
+        assert head[-2:] == [b'dirtyMB', b'flushMB/s'], head
+        row = p.stdout.readline().split()
+        assert float(row[-2]) == pytest.approx(2 * MIB / 1e6, abs=0.01), row
+        hotfsctl('flush', ws.mnt)
+        rows = []
+        # the flush falls in one interval: the rows up to it and the one
+        # after it, at most a few
+        while not rows or float(rows[-1][-1]) == 0:
+            line = p.stdout.readline().split()
+            if line[0] != b'reads/s':   # the header, every 20 rows
+                rows.append(line)
+            assert len(rows) < 50, rows
+        assert float(rows[-1][-1]) > 0, rows
+        assert float(rows[-1][-2]) == 0, rows
+    finally:
+        p.terminate()
+        p.communicate(timeout=util.TIMEOUT)
+    ws.stop(proc)
