@@ -339,7 +339,8 @@ static void *op_begin(void *arg, const struct wb_fid *fid, uint64_t off,
 	if (!in) {
 		/* the metadata snapshot's file no longer describes the
 		 * tree (cache_write_begin says so of a known inode); its
-		 * record of this file went when the write was logged */
+		 * records of this file went when the write was logged, or
+		 * at mount (wb_snapshot_replayed) */
 		meta_fs_change(fs, NULL, NULL);
 		return NULL;
 	}
@@ -556,6 +557,27 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 	fs->wb = wb;
 	find_files(wb, fs->o->source);
 	return 0;
+}
+
+/* meta_fs_drop_changing's question: does the log hold dirty data of st's
+ * file? */
+static bool replayed(void *arg, const struct stat *st)
+{
+	struct hotfs_wb *wb = arg;
+	struct wb_fid f = fid_of((uint64_t)st->st_ino);
+
+	return st->st_dev == wb->root_dev && wblog_dirty_end(wb->wl, &f);
+}
+
+void wb_snapshot_replayed(struct hotfs *fs)
+{
+	struct wblog_stats s;
+
+	if (!fs->wb)
+		return;
+	wblog_stats(fs->wb->wl, &s);
+	if (s.dirty_files)
+		meta_fs_drop_changing(fs, replayed, fs->wb);
 }
 
 int wb_start(struct hotfs *fs)
