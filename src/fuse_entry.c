@@ -120,6 +120,22 @@ static bool names_answer(struct hotfs *fs, struct hotfs_inode *dir,
 }
 
 /*
+ * name in dir from the metadata snapshot (hotfs/meta_fs.h), with the
+ * dirty end over the source's attributes it holds (hotfs/wb.h), as every
+ * answer has it: 1 if answered (e filled, or *err), 0: ask the source.
+ */
+static int snapshot_lookup(struct hotfs *fs, struct hotfs_inode *dir,
+			   const char *name, struct fuse_entry_param *e,
+			   int *err)
+{
+	if (!meta_fs_lookup(fs, dir, name, e, err))
+		return 0;
+	if (!*err)
+		wb_fix_attr(fs, &e->attr);
+	return 1;
+}
+
+/*
  * Look name up in parent and fill e.  Returns 0 or -errno.  A missing
  * name is -ENOENT; the caller decides whether to cache it negatively.
  */
@@ -133,11 +149,8 @@ int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
 	bool pw;
 	int fd, pfd, err = 0;
 
-	if (meta_fs_lookup(fs, hino(req, parent), name, e, &err)) {
-		if (!err)
-			wb_fix_attr(fs, &e->attr);
+	if (snapshot_lookup(fs, hino(req, parent), name, e, &err))
 		return err;
-	}
 	if (names_answer(fs, hino(req, parent), name, e))
 		return 0;
 	gen = nc_gen();
@@ -189,7 +202,7 @@ void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	count(&hfs(req)->n_lookup);
-	if (meta_fs_lookup(hfs(req), dir, name, &e, &err))
+	if (snapshot_lookup(hfs(req), dir, name, &e, &err))
 		goto reply;
 	dfd = ino_fd(hfs(req)->it, dir);
 	err = dfd;

@@ -408,8 +408,10 @@ static void prepare(struct hotfs *fs, const struct hotfs_opts *o)
 			o->revalidate == HOTFS_REVAL_SECONDS);
 	/* the metadata snapshot goes with stamped ones: it is made of
 	 * listings */
-	if (fs->listings && !hotfs_src.remote)
+	if (fs->listings && !hotfs_src.remote) {
 		meta_fs_open(fs);
+		wb_snapshot_replayed(fs);
+	}
 	fs->as_root = geteuid() == 0;
 	fs->ctldir = o->ctldir;
 	fs->owner_uid = getuid();

@@ -433,6 +433,31 @@ void meta_fs_change(struct hotfs *fs, struct hotfs_inode *dir,
 		drop(m, in->snap_pdir1 - 1, &m->ndropped);
 }
 
+void meta_fs_drop_changing(struct hotfs *fs,
+			   bool (*changing)(void *arg, const struct stat *st),
+			   void *arg)
+{
+	struct hotfs_meta *m = fs->meta;
+	bool any = false;
+	uint32_t i, k;
+
+	if (!m || !m->snap)
+		return;
+	for (i = 0; i < m->snap->ndirs; i++) {
+		const struct meta_dir *d = &m->snap->dirs[i];
+
+		for (k = 0; k < d->n; k++)
+			if (S_ISREG(d->ents[k].st.st_mode) &&
+			    changing(arg, &d->ents[k].st)) {
+				any = true;
+				drop(m, i, &m->ndropped);
+				break;
+			}
+	}
+	if (any)
+		file_changed(m);
+}
+
 void meta_note_write(struct hotfs_inode *in)
 {
 	if (the_meta)

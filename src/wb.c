@@ -27,6 +27,7 @@
 #include "hotfs/flush.h"
 #include "hotfs/fs.h"
 #include "hotfs/log.h"
+#include "hotfs/meta_fs.h"
 #include "hotfs/readpath.h"
 #include "hotfs/srcprobe.h"
 #include "hotfs/stamp.h"
@@ -335,8 +336,14 @@ static void *op_begin(void *arg, const struct wb_fid *fid, uint64_t off,
 	struct hotfs_inode *in;
 
 	in = ino_find_hold(fs->it, wb->root_dev, (ino_t)fid->ino);
-	if (!in)
+	if (!in) {
+		/* the metadata snapshot's file no longer describes the
+		 * tree (cache_write_begin says so of a known inode); its
+		 * records of this file went when the write was logged, or
+		 * at mount (wb_snapshot_replayed) */
+		meta_fs_change(fs, NULL, NULL);
 		return NULL;
+	}
 	conflict(wb, in);
 	ck = calloc(1, sizeof(*ck));
 	if (!ck) {
@@ -552,6 +559,27 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 	return 0;
 }
 
+/* meta_fs_drop_changing's question: does the log hold dirty data of st's
+ * file? */
+static bool replayed(void *arg, const struct stat *st)
+{
+	struct hotfs_wb *wb = arg;
+	struct wb_fid f = fid_of((uint64_t)st->st_ino);
+
+	return st->st_dev == wb->root_dev && wblog_dirty_end(wb->wl, &f);
+}
+
+void wb_snapshot_replayed(struct hotfs *fs)
+{
+	struct wblog_stats s;
+
+	if (!fs->wb)
+		return;
+	wblog_stats(fs->wb->wl, &s);
+	if (s.dirty_files)
+		meta_fs_drop_changing(fs, replayed, fs->wb);
+}
+
 int wb_start(struct hotfs *fs)
 {
 	struct hotfs_wb *wb = fs->wb;
@@ -740,6 +768,10 @@ ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 		fd_put(wb, in->ino);
 		return err;
 	}
+	/* a change through the mount, as cache_write_begin notes one: the
+	 * snapshot's record of the file, of the source's attributes, goes
+	 * before the flush changes them (it may find the inode forgotten) */
+	meta_note_write(in);
 	for (tries = 0;; tries++) {
 		uint64_t gen = wb->fl ? wbf_room_gen(wb->fl) : 0;
 

@@ -77,6 +77,18 @@ void meta_fs_change(struct hotfs *fs, struct hotfs_inode *dir,
 		    struct hotfs_inode *in);
 /* The same for code without the fs at hand (the write path). */
 void meta_note_write(struct hotfs_inode *in);
+/*
+ * Regular files the mount is to change on the source before anything may
+ * look them up (those whose dirty data a replayed writeback log holds:
+ * the flush then has no inode to note the change by); changing(arg, st)
+ * says which of the snapshot's entries.  The records of the directories
+ * that list one are dropped, and the file on disk deleted, as for a
+ * change through the mount.  After meta_fs_open, before the mount
+ * answers anything.
+ */
+void meta_fs_drop_changing(struct hotfs *fs,
+			   bool (*changing)(void *arg, const struct stat *st),
+			   void *arg);
 void meta_fs_get_stats(struct hotfs *fs, struct meta_fs_stats *s);
 
 #endif

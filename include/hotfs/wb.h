@@ -16,7 +16,9 @@
  *    meanwhile (wblog_forget_gen).
  *  - attributes: the size is the larger of the source's and the dirty
  *    end; mtime and ctime the later of the source's and the newest dirty
- *    write's.
+ *    write's (wb_fix_attr, over every answer: the source's stat or the
+ *    metadata snapshot's, whose records of the files with dirty data go
+ *    at their first write and, after a replay, at mount).
  *  - fsync, fdatasync: the log durable (fsync: the source file's own
  *    fsync too, for the size changes that reached it).
  *  - truncate (setattr, O_TRUNC): trimmed in the log before the source.
@@ -76,6 +78,13 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen);
  */
 bool wb_leftover(const char *cachedir);
 int wb_drain(struct hotfs *fs, char *err, size_t errlen);
+/*
+ * After the metadata snapshot is read (meta_fs_open): its records of the
+ * files the replayed log holds dirty data of are dropped.  They hold the
+ * source's attributes, which the flush changes, maybe before anything
+ * looks the file up (the change is then noted by no inode's record).
+ */
+void wb_snapshot_replayed(struct hotfs *fs);
 /* Start the flusher (after daemonizing). */
 int wb_start(struct hotfs *fs);
 /* Stop it, flushing everything (the session is over): 0, or -errno with
