@@ -297,6 +297,7 @@ static int open_cache(struct hotfs *fs, const struct hotfs_opts *o)
 		fprintf(stderr, "hotfs: %s\n", err);
 		return -1;
 	}
+	fs->left_drained = left;
 	return 0;
 }
 

@@ -108,8 +108,10 @@ void meta_fs_open(struct hotfs *fs)
 	the_meta = m;
 	ino_set_stale_hook(fs->it, on_stale, m);
 	/* its inode numbers are another mount's if the source does not
-	 * keep them (include/hotfs/srcprobe.h) */
-	if (fs->o->reset || !hotfs_src.ids_kept)
+	 * keep them (include/hotfs/srcprobe.h); its sizes are older than
+	 * the source's once a leftover writeback log was written there
+	 * (which files it held is not known any more: all go) */
+	if (fs->o->reset || !hotfs_src.ids_kept || fs->left_drained)
 		unlinkat(m->dirfd, META_FILE, 0);
 	r = meta_read_file(m->dirfd, META_FILE, META_MAX_BYTES, &buf, &len);
 	if (r == -ENOENT)

@@ -30,6 +30,10 @@ struct hotfs {
 	bool listings;			/* keep directory listings */
 	bool no_opendir;		/* directories need no opendir */
 	bool no_open;			/* files need no open (revalidate=never) */
+	/* this mount wrote a log an earlier writeback mount left to the
+	 * source before anything else: the metadata snapshot, saved while
+	 * that data was dirty, holds the sizes from before it */
+	bool left_drained;
 	/* NULL with -o nocache, or until a store that could not open at
 	 * mount opens ("store on"); set once, never cleared while mounted:
 	 * read it once per request, with fs_cache() */

@@ -250,3 +250,21 @@ def test_flushed_after_the_inode_was_forgotten(ws):
     assert os.stat(p).st_size == n
     same(read(p), want, 'd/f after the remount')
     ws.stop(proc)
+
+
+@pytest.mark.slow
+def test_kill9_after_snapshot_then_writearound(ws):
+    """A mount in another write mode writes the log's data to the source
+    before it answers anything; the snapshot saved while that data was
+    dirty (with the source's empty files) is not taken for current, even
+    with revalidate=never (which trusts a snapshot unchecked)."""
+    proc, seen = dirty_tree(ws, ws.src, HOLD + ',revalidate=never')
+    snapshot_written(ws)
+    kill9(ws, proc)
+    proc = ws.start(opts='writemode=writearound,revalidate=never')
+    assert 'writing them to the source before this mount' in \
+        ws.log_text(proc)
+    for name, data in FILES.items():
+        same(read(os.path.join(ws.src, name)), data, 'the source\'s ' + name)
+        check_file(ws, name, seen, exact_times=False)
+    ws.stop(proc)
