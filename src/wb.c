@@ -595,7 +595,7 @@ int wb_start(struct hotfs *fs)
 int wb_stop(struct hotfs *fs)
 {
 	struct hotfs_wb *wb = fs->wb;
-	struct wblog_stats s;
+	struct wblog_stats before, s;
 	int r;
 
 	if (!wb)
@@ -603,14 +603,27 @@ int wb_stop(struct hotfs *fs)
 	/* everything, however young: the source is then whole */
 	wbf_stop(wb->fl);
 	wb->fl = NULL;
+	wblog_stats(wb->wl, &before);
 	r = wbf_drain(wb->wl, &wb_ops, wb, 3);
-	if (r < 0) {
-		wblog_stats(wb->wl, &s);
-		hotfs_log(LOG_ERR, "writeback: %llu dirty bytes could not be "
-			  "written to the source (%s); they stay in the "
-			  "cachedir's wlog for the next mount\n",
-			  (unsigned long long)s.dirty_bytes, strerror(-r));
-	}
+	wblog_stats(wb->wl, &s);
+	/* what the unmount wrote, and what stays: in one line either way */
+	if (r < 0)
+		hotfs_log(LOG_ERR, "writeback: at unmount %llu bytes were "
+			  "written to the source; %llu dirty bytes of %llu "
+			  "files could not be written to the source (%s): "
+			  "they stay in the cachedir's wlog for the next "
+			  "mount\n",
+			  (unsigned long long)(s.flushed_bytes -
+					       before.flushed_bytes),
+			  (unsigned long long)s.dirty_bytes,
+			  (unsigned long long)s.dirty_files, strerror(-r));
+	else
+		hotfs_log(LOG_NOTICE, "writeback: at unmount %llu dirty "
+			  "bytes of %llu files were written to the source; "
+			  "none stays\n",
+			  (unsigned long long)(s.flushed_bytes -
+					       before.flushed_bytes),
+			  (unsigned long long)before.dirty_files);
 	return r;
 }
 

@@ -1084,3 +1084,14 @@ def test_stats_live_view_dirty_and_flush(ws):
         p.terminate()
         p.communicate(timeout=util.TIMEOUT)
     ws.stop(proc)
+
+
+def test_unmount_says_what_it_flushed(ws):
+    """The unmount of a writeback mount says in one log line how much it
+    wrote to the source and that nothing stays."""
+    proc = ws.start(opts=HOLD)
+    write_at(os.path.join(ws.mnt, 'f'), 0, b'u' * 5000, os.O_CREAT)
+    write_at(os.path.join(ws.mnt, 'g'), 0, b'v' * 3000, os.O_CREAT)
+    ws.stop(proc)
+    assert 'writeback: at unmount 8000 dirty bytes of 2 files were ' \
+        'written to the source; none stays' in ws.log_text(proc)
