@@ -538,7 +538,9 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 				PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pthread_rwlock_init(&wb->gone, &ra);
 	pthread_rwlockattr_destroy(&ra);
-	r = wblog_open(c->dirfd, fs->o->writeback_log ? fs->o->writeback_log :
+	/* another mode's (a drain): the log at its own size */
+	r = wblog_open(c->dirfd, fs->o->writemode != HOTFS_WRITEBACK ? 0 :
+		       fs->o->writeback_log ? fs->o->writeback_log :
 		       HOTFS_WBLOG_DEFAULT, &wb->wl, err, errlen);
 	if (r < 0) {
 		pthread_rwlock_destroy(&wb->gone);

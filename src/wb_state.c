@@ -6,10 +6,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hotfs/clock.h"
@@ -46,11 +44,17 @@ void wb_stats(struct hotfs *fs, struct wb_stats *st)
 
 bool wb_leftover(const char *cachedir)
 {
-	char path[PATH_MAX];
-	struct stat st;
+	int dfd = open(cachedir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
+	uint64_t bytes = 0;
 
-	return snprintf(path, sizeof(path), "%s/%s", cachedir, WB_LOG_NAME) <
-	       (int)sizeof(path) && !stat(path, &st) && st.st_size > 0;
+	if (dfd < 0)
+		return false;		/* no cachedir, no log */
+	/* a clean log (a clean unmount's) holds nothing: the mount needs
+	 * none of it and leaves it as it is */
+	r = wblog_dirty(dfd, &bytes);
+	close(dfd);
+	/* one that cannot be read may hold some: the drain says why */
+	return r < 0 || bytes > 0;
 }
 
 int wb_drain(struct hotfs *fs, char *err, size_t errlen)

@@ -288,6 +288,28 @@ static void map_free(struct wblog *wl)
 	free(wl->rq);
 }
 
+static struct wblog *wl_new(void)
+{
+	struct wblog *wl = calloc(1, sizeof(*wl));
+
+	if (!wl)
+		return NULL;
+	wl->fd = -1;
+	pthread_mutex_init(&wl->m, NULL);
+	pthread_cond_init(&wl->cv, NULL);
+	return wl;
+}
+
+static void wl_free(struct wblog *wl)
+{
+	if (wl->fd >= 0)
+		close(wl->fd);
+	map_free(wl);
+	pthread_cond_destroy(&wl->cv);
+	pthread_mutex_destroy(&wl->m);
+	free(wl);
+}
+
 int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 	       char *err, size_t errlen)
 {
@@ -300,11 +322,9 @@ int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 	*out = NULL;
 	if (nblocks < WL_MIN_BLOCKS)
 		nblocks = WL_MIN_BLOCKS;
-	wl = calloc(1, sizeof(*wl));
+	wl = wl_new();
 	if (!wl)
 		return -ENOMEM;
-	pthread_mutex_init(&wl->m, NULL);
-	pthread_cond_init(&wl->cv, NULL);
 	wl->fd = openat(dirfd, WB_LOG_NAME, O_RDWR | O_CREAT | O_CLOEXEC |
 			O_NOFOLLOW, 0600);
 	rc = wl->fd < 0 ? -errno : file_make_private(wl->fd, 0600);
@@ -341,8 +361,8 @@ int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 			seterr(err, errlen, "wlog: out of memory replaying it");
 			goto fail;
 		}
-		/* an empty log takes the capacity asked for */
-		if (!wl->nents && s.nblocks != nblocks) {
+		/* an empty log takes the capacity asked for (if any) */
+		if (capacity && !wl->nents && s.nblocks != nblocks) {
 			map_free(wl);
 			memset(&wl->fh, 0, sizeof(*wl) -
 			       offsetof(struct wblog, fh));
@@ -400,22 +420,43 @@ int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 	*out = wl;
 	return 0;
 fail:
-	if (wl->fd >= 0)
-		close(wl->fd);
-	map_free(wl);
-	pthread_cond_destroy(&wl->cv);
-	pthread_mutex_destroy(&wl->m);
-	free(wl);
+	wl_free(wl);
 	return rc;
 }
 
 void wblog_close(struct wblog *wl)
 {
+	if (wl)
+		wl_free(wl);
+}
+
+int wblog_dirty(int dirfd, uint64_t *bytes)
+{
+	struct wblog *wl = wl_new();
+	struct wl_super s;
+	struct stat sb;
+	int rc;
+
+	*bytes = 0;
 	if (!wl)
-		return;
-	close(wl->fd);
-	map_free(wl);
-	pthread_cond_destroy(&wl->cv);
-	pthread_mutex_destroy(&wl->m);
-	free(wl);
+		return -ENOMEM;
+	/* read only: nothing of it changes */
+	wl->fd = openat(dirfd, WB_LOG_NAME, O_RDONLY | O_CLOEXEC |
+			O_NOFOLLOW);
+	rc = wl->fd < 0 || fstat(wl->fd, &sb) ? -errno : 0;
+	if (rc == -ENOENT)
+		rc = 0;		/* no log: nothing dirty */
+	else if (!rc && sb.st_size) {
+		rc = super_read(wl->fd, &s);
+		if (!rc)
+			rc = wl_init(wl, s.nblocks);
+		if (!rc) {
+			wl->epoch = s.epoch;
+			rc = replay(wl, &s);
+		}
+		if (!rc)
+			*bytes = wl->dirty_bytes;
+	}
+	wl_free(wl);
+	return rc;
 }

@@ -70,9 +70,11 @@ struct hotfs_wb;
 int wb_open(struct hotfs *fs, char *err, size_t errlen);
 /*
  * A mount in another write mode over a cachedir whose log may hold dirty
- * data (wb_leftover: the log is there and not empty): wb_drain replays it
- * and writes everything to the source before the mount (0), or says in
- * err why it could not (-errno: the mount is refused, the data kept).
+ * data (wb_leftover: a replay that writes nothing finds some, or cannot
+ * read the log): wb_drain replays it at its own size and writes
+ * everything to the source before the mount (0), or says in err why it
+ * could not (-errno: the mount is refused, the data kept).  A log with
+ * nothing dirty is left as it is.
  */
 bool wb_leftover(const char *cachedir);
 int wb_drain(struct hotfs *fs, char *err, size_t errlen);
