@@ -107,10 +107,11 @@ typedef int (*wblog_fill_fn)(void *arg, const struct wb_fid *fid,
  * Open (create) dirfd/wlog with room for capacity bytes of records
  * (rounded down to blocks, at least 64 blocks), and replay what it holds.
  * An existing log keeps its own capacity unless it is empty; capacity 0:
- * it keeps it in any case.  Headers both damaged in a log that is not
- * empty: -EUCLEAN; a log of an earlier format: -EPROTONOSUPPORT; either
- * with one line in err (the log is never reset silently: it may hold
- * acknowledged writes).
+ * it keeps it in any case.  A log resized that cannot be (the cachedir's
+ * filesystem full: -ENOSPC) is left at its size.  Headers both damaged in
+ * a log that is not empty: -EUCLEAN; a log of an earlier format:
+ * -EPROTONOSUPPORT; either with one line in err (the log is never reset
+ * silently: it may hold acknowledged writes).
  */
 int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 	       char *err, size_t errlen);

@@ -5,7 +5,9 @@ mount, or the mount is refused with the data kept; never ignored (the
 mount would serve the older bytes, and a later writeback mount would
 replay them over newer ones).  A clean log (a clean unmount's) is left
 as it is by such a mount, and by nocache; a leftover one is drained at
-its own size."""
+its own size; a log that cannot be resized stays as it was, and the
+mount says why (ENOSPC)."""
+import errno
 import hashlib
 import os
 import subprocess
@@ -125,6 +127,24 @@ def log_state(cache):
             hashlib.sha256(f.read()).hexdigest()
 
 
+def free_bytes(d):
+    v = os.statvfs(d)
+    return v.f_bfree * v.f_frsize
+
+
+def refused_once(ws, cache, opts):
+    """hotfs over the workspace with opts: refused, before mounting, with
+    one line; that line."""
+    proc = ws.start(cachedir=cache, opts=opts, wait=False)
+    util.wait_for(lambda: proc.poll() is not None or
+                  util.is_mounted(ws.mnt), 'hotfs to mount or exit')
+    mounted, rc = util.is_mounted(ws.mnt), proc.poll()
+    lines = ws.log_text(proc).splitlines()[1:]     # after the command
+    assert not mounted and rc not in (None, 0), (rc, lines)
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
 def test_clean_log_left_alone(ws, ext4):  # noqa: F811
     """Over a clean 32 MiB log on a small filesystem, mounts in the other
     modes, reset and nocache all mount and leave the log as it is, byte
@@ -141,6 +161,28 @@ def test_clean_log_left_alone(ws, ext4):  # noqa: F811
     assert util.hotfs_stats(ws.mnt)['dirty_bytes'] == '0'
     assert read(os.path.join(ws.mnt, 'f')) == want
     ws.stop(proc)
+
+
+def test_resize_that_does_not_fit(ws, ext4):  # noqa: F811
+    """A writeback mount that asks the default log (256 MiB) of a
+    filesystem with less room: refused with the real errno (ENOSPC),
+    the log as it was and the filesystem's space given back; every mount
+    after it works."""
+    cdev, cache, want = small_cachedir(ws, ext4)
+    before, free = log_state(cache), free_bytes(cdev.dir)
+    line = refused_once(ws, cache, 'writemode=writeback')
+    assert 'wlog' in line and os.strerror(errno.ENOSPC) in line, line
+    assert 'writeback_log=' in line, line
+    assert log_state(cache) == before
+    # (the store's own files may change by a block or two)
+    assert free_bytes(cdev.dir) >= free - (1 << 20), \
+        (free_bytes(cdev.dir), free)
+    for opts in ('writemode=writeback,' + SMALL_LOG, '', 'reset',
+                 'nocache'):
+        proc = ws.start(cachedir=cache, opts=opts)
+        assert read(os.path.join(ws.mnt, 'f')) == want, opts
+        ws.stop(proc)
+        assert log_state(cache)[0] == before[0], opts
 
 
 def test_leftover_drained_at_its_size(ws, ext4):  # noqa: F811

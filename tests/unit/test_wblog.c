@@ -6,7 +6,8 @@
  * replay after a reopen, a torn or foreign tail dropped, trims replayed,
  * the files' births replayed and a file's dirty data dropped, a log of an
  * earlier format refused, the oldest dirty run coalesced, the space the
- * log has, and the dirty bytes a log holds, read without changing it.
+ * log has, a resize refused leaving the log as it was, and the dirty
+ * bytes a log holds, read without changing it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +18,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -960,6 +963,48 @@ static void test_dirty(void **state)
 }
 
 /*
+ * A resize that cannot be (a file size limit here, as a full filesystem
+ * would refuse it): the open fails with the real errno and the log is as
+ * it was, byte for byte, and opens at its size.
+ */
+static void test_resize_refused(void **state)
+{
+	struct fx *x = *state;
+	struct rlimit was, lim;
+	struct wblog_stats s;
+	char *a, *b, err[200];
+	struct wblog *wl = NULL;
+	size_t na, nb;
+	int r;
+
+	/* empty, at SMALL: a resize to CAP is asked */
+	wblog_close(x->wl);
+	assert_int_equal(wblog_open(x->dfd, SMALL, &x->wl, NULL, 0), 0);
+	wblog_close(x->wl);
+	x->wl = NULL;
+	a = log_bytes(x, &na);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+	lim = was;
+	lim.rlim_cur = na + 16 * WB_BLOCK;
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	r = wblog_open(x->dfd, CAP, &wl, err, sizeof(err));
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_int_equal(r, -EFBIG);
+	assert_null(wl);
+	assert_non_null(strstr(err, strerror(EFBIG)));
+	b = log_bytes(x, &nb);
+	assert_int_equal(nb, na);
+	assert_memory_equal(a, b, na);
+	free(a);
+	free(b);
+	assert_int_equal(wblog_open(x->dfd, 0, &x->wl, NULL, 0), 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.log_capacity, SMALL);
+}
+
+/*
  * The cleaner: random writes, whole blocks and odd ranges, over a file of
  * 128 blocks, never flushed, 16 times the log's capacity in all: each is
  * taken (the live data fits, the cleaner moves it forward), the bytes
@@ -1163,6 +1208,7 @@ int main(int argc, char **argv)
 		T(test_short_write),
 		T(test_space),
 		T(test_dirty),
+		T(test_resize_refused),
 		T(test_cleaner),
 		T(test_cleaner_packs),
 		T(test_flush_batch),
