@@ -6,7 +6,7 @@ mount would serve the older bytes, and a later writeback mount would
 replay them over newer ones).  A clean log (a clean unmount's) is left
 as it is by such a mount, and by nocache; a leftover one is drained at
 its own size; a log that cannot be resized stays as it was, and the
-mount says why (ENOSPC)."""
+mount says why (ENOSPC).  ro with writemode=writeback is refused."""
 import errno
 import hashlib
 import os
@@ -206,3 +206,11 @@ def test_leftover_drained_at_its_size(ws, ext4):  # noqa: F811
     proc = ws.start(cachedir=cache, opts='nocache')
     assert read(os.path.join(ws.mnt, 'f')) == want
     ws.stop(proc)
+
+
+def test_read_only_writeback_refused(ws):
+    """ro with writemode=writeback: refused with one line (nothing would
+    be written through the mount), before any log is made."""
+    line = refused_once(ws, ws.cache, 'ro,writemode=writeback')
+    assert 'ro' in line and 'writeback' in line, line
+    assert not os.path.exists(os.path.join(ws.cache, 'wlog'))
