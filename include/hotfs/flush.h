@@ -127,7 +127,9 @@ struct wb_flusher;
 
 /*
  * A thread running rounds for data older than delay_ns (writeback_delay=),
- * at least every interval_ns, and at once after wbf_kick.
+ * at least every interval_ns, and at once after wbf_kick; each round
+ * writes 1% of the log (at least a run), the next at once while there is
+ * more.
  */
 int wbf_start(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
 	      int64_t delay_ns, int64_t interval_ns, unsigned high,
