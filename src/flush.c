@@ -482,9 +482,31 @@ int wbf_wait_room(struct wb_flusher *f, uint64_t gen, int64_t timeout_ns)
 	while (f->room_gen == gen && !f->stop && r != ETIMEDOUT)
 		r = pthread_cond_timedwait(&f->room, &f->m, &ts);
 	f->want_room--;
-	r = f->room_gen == gen || f->room_err ? -ENOSPC : 0;
+	if (f->room_gen == gen)
+		r = f->stop ? -ENOSPC : -ETIMEDOUT;
+	else
+		r = f->room_err ? -ENOSPC : 0;
 	pthread_mutex_unlock(&f->m);
 	return r;
+}
+
+int wbf_wait_writer(struct wb_flusher *f, uint64_t gen,
+		    struct wbf_waiter *w, int64_t patience_ns)
+{
+	int64_t now = clock_mono_ns();
+	uint64_t moved = wblog_flushed(f->wl);
+	int r;
+
+	/* patience anew whenever data reached the source since: a slow
+	 * source is waited for, one that takes nothing is not */
+	if (!w->deadline || moved != w->flushed) {
+		w->deadline = now + patience_ns;
+		w->flushed = moved;
+	}
+	if (now >= w->deadline)
+		return -ENOSPC;
+	r = wbf_wait_room(f, gen, w->deadline - now);
+	return r == -ETIMEDOUT ? 0 : r;
 }
 
 double wbf_flush_rate(struct wb_flusher *f)

@@ -7,10 +7,11 @@
  *
  *  - write: the bytes go to the log and are acknowledged from there
  *    (O_SYNC, O_DSYNC: once the log is durable); a writer that finds the
- *    log full waits for the flusher (wbf_wait_room), and gives up with
- *    ENOSPC only if it cannot make room (the source failing, or a minute
- *    without room); a write that grows the file, only if the source has
- *    room for it (else ENOSPC).
+ *    log full waits for the flusher (wbf_wait_writer) however slow the
+ *    source, and gives up with ENOSPC only if it cannot make room (the
+ *    source failing, or a minute in which no data reached it); a write
+ *    that grows the file, only if the source has room for it (else
+ *    ENOSPC).
  *  - read: the file's own bytes (store or source) with the dirty ones
  *    over them, up to the size below; read again if a flush ended
  *    meanwhile (wblog_forget_gen).

@@ -251,5 +251,7 @@ struct wblog_stats {
 					 * record; 0: none */
 };
 void wblog_stats(struct wblog *wl, struct wblog_stats *s);
+/* Its flushed_bytes alone (cheap: for a writer waiting for room). */
+uint64_t wblog_flushed(struct wblog *wl);
 
 #endif
