@@ -320,9 +320,9 @@ struct wb_flusher {
 
 #define BACKOFF_MIN_NS	1000000000LL
 #define BACKOFF_MAX_NS	(30 * BACKOFF_MIN_NS)
-/* an urgent round writes 1% of the log (at least a run), then looks at
- * the log's use again: the flush stops close to dirty_low */
-static uint64_t urgent_step(uint64_t capacity)
+/* a round writes 1% of the log (at least a run), then looks at the log's
+ * use again: an urgent flush stops close to dirty_low */
+static uint64_t round_step(uint64_t capacity)
 {
 	return capacity / 100 > WBF_RUN_MAX ? capacity / 100 : WBF_RUN_MAX;
 }
@@ -367,8 +367,10 @@ static void *flusher_main(void *p)
 		pace.capacity = s.log_capacity;
 		pace.idle_ns = f->ops->idle ? f->ops->idle(f->arg) : INT64_MAX;
 		min_age = wbf_pace(&pace);
-		step = pace.urgent || pace.want_room ?
-		       urgent_step(s.log_capacity) : UINT64_MAX;
+		/* every round bounded: its end releases the log's space and
+		 * wakes the writers waiting for it, however slow the source
+		 * (a round of everything dirty could take minutes) */
+		step = round_step(s.log_capacity);
 		err = wbf_round_max(f->wl, f->ops, f->arg, min_age, NULL, step,
 				    &n);
 		total = flushed(f->wl);
@@ -383,9 +385,10 @@ static void *flusher_main(void *p)
 				  BACKOFF_MAX_NS;
 		} else {
 			/* urgent: the next round at once, while it finds
-			 * something to write */
-			wait = (pace.urgent || f->want_room) && n ? 0 :
-			       f->interval_ns;
+			 * something to write; any: while the last one wrote
+			 * its whole step (there may be more) */
+			wait = ((pace.urgent || f->want_room) && n) ||
+			       n >= step ? 0 : f->interval_ns;
 			backoff = BACKOFF_MIN_NS;
 		}
 	}
@@ -471,9 +474,31 @@ int wbf_wait_room(struct wb_flusher *f, uint64_t gen, int64_t timeout_ns)
 	while (f->room_gen == gen && !f->stop && r != ETIMEDOUT)
 		r = pthread_cond_timedwait(&f->room, &f->m, &ts);
 	f->want_room--;
-	r = f->room_gen == gen || f->room_err ? -ENOSPC : 0;
+	if (f->room_gen == gen)
+		r = f->stop ? -ENOSPC : -ETIMEDOUT;
+	else
+		r = f->room_err ? -ENOSPC : 0;
 	pthread_mutex_unlock(&f->m);
 	return r;
+}
+
+int wbf_wait_writer(struct wb_flusher *f, uint64_t gen,
+		    struct wbf_waiter *w, int64_t patience_ns)
+{
+	int64_t now = clock_mono_ns();
+	uint64_t moved = wblog_flushed(f->wl);
+	int r;
+
+	/* patience anew whenever data reached the source since: a slow
+	 * source is waited for, one that takes nothing is not */
+	if (!w->deadline || moved != w->flushed) {
+		w->deadline = now + patience_ns;
+		w->flushed = moved;
+	}
+	if (now >= w->deadline)
+		return -ENOSPC;
+	r = wbf_wait_room(f, gen, w->deadline - now);
+	return r == -ETIMEDOUT ? 0 : r;
 }
 
 double wbf_flush_rate(struct wb_flusher *f)

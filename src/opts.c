@@ -41,6 +41,7 @@ enum {
 	KEY_DEFAULT_PERMISSIONS,
 	KEY_MAX_READ,
 	KEY_REMOUNT,
+	KEY_RO,
 };
 
 static const struct fuse_opt opt_table[] = {
@@ -83,6 +84,7 @@ static const struct fuse_opt opt_table[] = {
 	FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
 	FUSE_OPT_KEY("max_read=", KEY_MAX_READ),
 	FUSE_OPT_KEY("remount", KEY_REMOUNT),
+	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -147,6 +149,9 @@ static int opt_proc(void *data, const char *arg, int key,
 		return 1;
 	case KEY_DEFAULT_PERMISSIONS:
 		c->o->default_permissions = 1;
+		return 1;
+	case KEY_RO:
+		c->o->ro = 1;
 		return 1;
 	case KEY_MAX_READ: {
 		/* a mount option of libfuse's, kept for it, that the init
@@ -485,6 +490,12 @@ int opt_parse(struct fuse_args *args, struct hotfs_opts *o,
 			seterr(err, errlen, "writemode=writeback needs a cache "
 			       "store (-o cachedir=DIR, not nocache): the "
 			       "dirty data is kept there");
+			return -EINVAL;
+		}
+		if (o->ro) {
+			seterr(err, errlen, "writemode=writeback on a "
+			       "read-only mount (ro): nothing is written "
+			       "through it; mount without one of them");
 			return -EINVAL;
 		}
 		o->writemode = HOTFS_WRITEBACK;

@@ -38,7 +38,8 @@
 
 /* growth_room's sum of the files' growth is taken again this often */
 #define WB_GROW_EVERY_NS	100000000LL
-/* how long a writer waits for room in a full log (wbf_wait_room) */
+/* how long a writer waits for room in a full log while the flusher
+ * writes nothing (wbf_wait_writer) */
 #define WB_ROOM_WAIT_NS	(60 * 1000000000LL)
 
 static struct wb_fid fid_of(uint64_t ino)
@@ -545,7 +546,9 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 				PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pthread_rwlock_init(&wb->gone, &ra);
 	pthread_rwlockattr_destroy(&ra);
-	r = wblog_open(c->dirfd, fs->o->writeback_log ? fs->o->writeback_log :
+	/* another mode's (a drain): the log at its own size */
+	r = wblog_open(c->dirfd, fs->o->writemode != HOTFS_WRITEBACK ? 0 :
+		       fs->o->writeback_log ? fs->o->writeback_log :
 		       HOTFS_WBLOG_DEFAULT, &wb->wl, err, errlen);
 	if (r < 0) {
 		pthread_rwlock_destroy(&wb->gone);
@@ -766,8 +769,8 @@ ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 {
 	struct hotfs_wb *wb = fs->wb;
 	struct wb_fid f = fid_of(in->ino);
+	struct wbf_waiter ww = { 0 };
 	uint64_t seq = 0;
-	int64_t deadline = 0;
 	ssize_t n;
 	int err, tries;
 
@@ -795,14 +798,10 @@ ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 		if (n != -ENOSPC)
 			break;
 		/* the log is full: wait for the flusher to make room (an
-		 * unlink does not wait for us meanwhile) */
+		 * unlink does not wait for us meanwhile) while it gets data
+		 * to the source, however slowly */
 		if (wb->fl) {
-			int64_t now = clock_mono_ns();
-
-			if (!deadline)
-				deadline = now + WB_ROOM_WAIT_NS;
-			if (now >= deadline ||
-			    wbf_wait_room(wb->fl, gen, deadline - now))
+			if (wbf_wait_writer(wb->fl, gen, &ww, WB_ROOM_WAIT_NS))
 				break;
 		} else if (tries >= 3 ||
 			   wbf_round(wb->wl, &wb_ops, wb, 0, NULL)) {

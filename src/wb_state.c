@@ -6,10 +6,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hotfs/clock.h"
@@ -46,14 +44,24 @@ void wb_stats(struct hotfs *fs, struct wb_stats *st)
 
 bool wb_leftover(const char *cachedir)
 {
-	char path[PATH_MAX];
+	int dfd = open(cachedir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
+	uint64_t bytes = 0;
 	struct stat st;
 
+	if (dfd < 0)
+		return false;		/* no cachedir, no log */
 	/* a symlink in its place is no log (wblog_open refuses it) */
-	return snprintf(path, sizeof(path), "%s/%s", cachedir, WB_LOG_NAME) <
-	       (int)sizeof(path) &&
-	       !fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) &&
-	       S_ISREG(st.st_mode) && st.st_size > 0;
+	if (fstatat(dfd, WB_LOG_NAME, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !S_ISREG(st.st_mode) || st.st_size == 0) {
+		close(dfd);
+		return false;
+	}
+	/* a clean log (a clean unmount's) holds nothing: the mount needs
+	 * none of it and leaves it as it is */
+	r = wblog_dirty(dfd, &bytes);
+	close(dfd);
+	/* one that cannot be read may hold some: the drain says why */
+	return r < 0 || bytes > 0;
 }
 
 int wb_drain(struct hotfs *fs, char *err, size_t errlen)

@@ -584,6 +584,16 @@ void wblog_stats(struct wblog *wl, struct wblog_stats *s)
 	pthread_mutex_unlock(&wl->m);
 }
 
+uint64_t wblog_flushed(struct wblog *wl)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&wl->m);
+	n = wl->flushed;
+	pthread_mutex_unlock(&wl->m);
+	return n;
+}
+
 uint64_t wblog_forget_gen(struct wblog *wl, const struct wb_fid *fid)
 {
 	uint64_t g;

@@ -234,21 +234,54 @@ static int replay(struct wblog *wl, const struct wl_super *s)
 	return err;
 }
 
-/* Write zeros over the area (the headers stay: a crash meanwhile leaves
- * the log as it was) up to size, and make them durable. */
-static int zero_fill(int fd, off_t size)
+/* Write zeros over [from, size) and make them durable: the real errno
+ * on failure (ENOSPC on a full filesystem). */
+static int zero_fill(int fd, off_t from, off_t size)
 {
 	static const char z[1 << 20];
 	off_t o;
 
-	for (o = blk_off(0); o < size; o += (off_t)sizeof(z)) {
+	for (o = from; o < size; o += (off_t)sizeof(z)) {
 		size_t n = size - o < (off_t)sizeof(z) ? (size_t)(size - o) :
 			   sizeof(z);
+		ssize_t w = pwrite_full(fd, z, n, o);
 
-		if (pwrite_full(fd, z, n, o) != (ssize_t)n)
-			return -EIO;
+		if (w < 0)
+			return (int)w;
 	}
 	return fdatasync(fd) ? -errno : 0;
+}
+
+/*
+ * The log's file from old bytes to size: its blocks reserved, so that an
+ * acknowledged write never finds the cachedir's filesystem full when it
+ * reaches the log.  Blocks it gains are reserved first (a full
+ * filesystem fails at once, having written nothing), then written with
+ * zeros (the filesystem's blocks then hold data: an fdatasync of a record
+ * is a data write, with no change of the file's extents to commit); the
+ * area it had was written so when it was made, and a log shrinks only
+ * when it is empty.  On failure the file is left at old bytes, its
+ * blocks past them freed.  0 or -errno.
+ */
+static int area_size(int fd, off_t old, off_t size)
+{
+	off_t from = old > blk_off(0) ? old : blk_off(0);
+	int rc;
+
+	if (old == size) {
+		rc = fallocate(fd, 0, 0, size) ? -errno : 0;
+		return rc == -EOPNOTSUPP ? 0 : rc;
+	}
+	if (size < old)
+		return ftruncate(fd, size) ? -errno : 0;
+	rc = fallocate(fd, 0, from, size - from) ? -errno : 0;
+	if (rc == -EOPNOTSUPP)
+		rc = ftruncate(fd, size) ? -errno : 0;
+	if (!rc)
+		rc = zero_fill(fd, from, size);
+	if (rc && ftruncate(fd, old) == 0)
+		fdatasync(fd);
+	return rc;
 }
 
 static int wl_init(struct wblog *wl, uint64_t nblocks)
@@ -288,6 +321,28 @@ static void map_free(struct wblog *wl)
 	free(wl->rq);
 }
 
+static struct wblog *wl_new(void)
+{
+	struct wblog *wl = calloc(1, sizeof(*wl));
+
+	if (!wl)
+		return NULL;
+	wl->fd = -1;
+	pthread_mutex_init(&wl->m, NULL);
+	pthread_cond_init(&wl->cv, NULL);
+	return wl;
+}
+
+static void wl_free(struct wblog *wl)
+{
+	if (wl->fd >= 0)
+		close(wl->fd);
+	map_free(wl);
+	pthread_cond_destroy(&wl->cv);
+	pthread_mutex_destroy(&wl->m);
+	free(wl);
+}
+
 int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 	       char *err, size_t errlen)
 {
@@ -301,11 +356,9 @@ int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 	*out = NULL;
 	if (nblocks < WL_MIN_BLOCKS)
 		nblocks = WL_MIN_BLOCKS;
-	wl = calloc(1, sizeof(*wl));
+	wl = wl_new();
 	if (!wl)
 		return -ENOMEM;
-	pthread_mutex_init(&wl->m, NULL);
-	pthread_cond_init(&wl->cv, NULL);
 	wl->fd = file_open_private(dirfd, WB_LOG_NAME, O_RDWR | O_CREAT, why,
 				   sizeof(why));
 	if (wl->fd < 0) {
@@ -344,8 +397,8 @@ int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 			seterr(err, errlen, "wlog: out of memory replaying it");
 			goto fail;
 		}
-		/* an empty log takes the capacity asked for */
-		if (!wl->nents && s.nblocks != nblocks) {
+		/* an empty log takes the capacity asked for (if any) */
+		if (capacity && !wl->nents && s.nblocks != nblocks) {
 			map_free(wl);
 			memset(&wl->fh, 0, sizeof(*wl) -
 			       offsetof(struct wblog, fh));
@@ -363,29 +416,17 @@ int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 			goto fail;
 		wl->rq_seq = 1;
 	}
-	if (ftruncate(wl->fd, blk_off(wl->nblocks))) {
-		rc = -errno;
-		seterr(err, errlen, "wlog: cannot size it");
-		goto fail;
-	}
-	/* its blocks reserved: an acknowledged write never finds the
-	 * cachedir's filesystem full when it reaches the log; a new area
-	 * written with zeros (the filesystem's blocks then hold data: an
-	 * fdatasync of a record is a data write, with no change of the
-	 * file's extents to commit) */
-	rc = sb.st_size != blk_off(wl->nblocks) ?
-	     zero_fill(wl->fd, blk_off(wl->nblocks)) :
-	     fallocate(wl->fd, 0, 0, blk_off(wl->nblocks)) ? -errno : 0;
-	if (rc && rc != -EOPNOTSUPP) {
+	rc = area_size(wl->fd, sb.st_size, blk_off(wl->nblocks));
+	if (rc) {
 		if (err && errlen)
 			snprintf(err, errlen, "wlog: cannot reserve its %llu "
-				 "MiB on the cachedir's filesystem (%s); give "
-				 "a smaller writeback_log=",
+				 "MiB on the cachedir's filesystem (%s)%s",
 				 (unsigned long long)(blk_off(wl->nblocks) >>
-						      20), strerror(-rc));
+						      20), strerror(-rc),
+				 sb.st_size != blk_off(wl->nblocks) ?
+				 "; give a smaller writeback_log=" : "");
 		goto fail;
 	}
-	rc = 0;
 	/* the replayed records durable, then a new epoch from here */
 	wl->epoch++;
 	wl->epoch_seq = wl->appended + 1;
@@ -398,27 +439,53 @@ int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 		rc = -errno;
 	if (rc) {
 		seterr(err, errlen, "wlog: cannot write its header");
+		/* resized: the file back to its size (a log is resized
+		 * only empty, or to the area its header names) */
+		if (sb.st_size != blk_off(wl->nblocks) &&
+		    ftruncate(wl->fd, sb.st_size) == 0)
+			fdatasync(wl->fd);
 		goto fail;
 	}
 	*out = wl;
 	return 0;
 fail:
-	if (wl->fd >= 0)
-		close(wl->fd);
-	map_free(wl);
-	pthread_cond_destroy(&wl->cv);
-	pthread_mutex_destroy(&wl->m);
-	free(wl);
+	wl_free(wl);
 	return rc;
 }
 
 void wblog_close(struct wblog *wl)
 {
+	if (wl)
+		wl_free(wl);
+}
+
+int wblog_dirty(int dirfd, uint64_t *bytes)
+{
+	struct wblog *wl = wl_new();
+	struct wl_super s;
+	struct stat sb;
+	int rc;
+
+	*bytes = 0;
 	if (!wl)
-		return;
-	close(wl->fd);
-	map_free(wl);
-	pthread_cond_destroy(&wl->cv);
-	pthread_mutex_destroy(&wl->m);
-	free(wl);
+		return -ENOMEM;
+	/* read only: nothing of it changes */
+	wl->fd = openat(dirfd, WB_LOG_NAME, O_RDONLY | O_CLOEXEC |
+			O_NOFOLLOW);
+	rc = wl->fd < 0 || fstat(wl->fd, &sb) ? -errno : 0;
+	if (rc == -ENOENT)
+		rc = 0;		/* no log: nothing dirty */
+	else if (!rc && sb.st_size) {
+		rc = super_read(wl->fd, &s);
+		if (!rc)
+			rc = wl_init(wl, s.nblocks);
+		if (!rc) {
+			wl->epoch = s.epoch;
+			rc = replay(wl, &s);
+		}
+		if (!rc)
+			*bytes = wl->dirty_bytes;
+	}
+	wl_free(wl);
+	return rc;
 }

@@ -128,7 +128,8 @@ struct wb_flusher;
 /*
  * A thread running rounds for data older than delay_ns (writeback_delay=),
  * at least every interval_ns, and at once when the watermarks change or
- * a writer waits for room.
+ * a writer waits for room; each round writes 1% of the log (at least a
+ * run), the next at once while there is more.
  */
 int wbf_start(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
 	      int64_t delay_ns, int64_t interval_ns, unsigned high,
@@ -138,12 +139,27 @@ void wbf_set_watermarks(struct wb_flusher *f, unsigned high, unsigned low);
 /*
  * A writer found the log full: wbf_room_gen before its try, then
  * wbf_wait_room with that generation waits (up to timeout_ns) for the
- * thread's next round to end, the thread flushing flat out meanwhile.
- * 0: a round released space (try again); -ENOSPC: the round failed (the
- * source refuses the writes: no room can be made) or the time ran out.
+ * thread's next round to end, the thread flushing flat out meanwhile
+ * (a round writes 1% of the log, at least a run: one ends often, however
+ * slow the source).  0: a round released space (try again); -ETIMEDOUT: none
+ * ended in time; -ENOSPC: the round failed (the source refuses the
+ * writes: no room can be made) or the thread stopped.
  */
 uint64_t wbf_room_gen(struct wb_flusher *f);
 int wbf_wait_room(struct wb_flusher *f, uint64_t gen, int64_t timeout_ns);
+/*
+ * The same for a writer, with its patience: it waits while the log's
+ * data reaches the source (wblog_flushed moves), however slowly, and
+ * gives up only after patience_ns in which none did.  w zeroed before
+ * its first wait.  0: try again; -ENOSPC: a round failed, the thread
+ * stopped, or the patience ran out.
+ */
+struct wbf_waiter {
+	int64_t deadline;	/* monotonic ns; 0: not waited yet */
+	uint64_t flushed;	/* the log's flushed bytes then */
+};
+int wbf_wait_writer(struct wb_flusher *f, uint64_t gen,
+		    struct wbf_waiter *w, int64_t patience_ns);
 /* The flush rate now (bytes/s, struct wbf_rate). */
 double wbf_flush_rate(struct wb_flusher *f);
 /* Stop the thread and free f (may be NULL). */

@@ -77,6 +77,7 @@ struct hotfs_opts {
 	uint64_t inode_cache;	/* forgotten inodes kept open */
 	int allow_other;	/* seen, and left for fuse_session_new */
 	int default_permissions;
+	int ro;			/* -o ro: seen, and left for libfuse */
 
 	int foreground;
 	int debug;

@@ -7,10 +7,11 @@
  *
  *  - write: the bytes go to the log and are acknowledged from there
  *    (O_SYNC, O_DSYNC: once the log is durable); a writer that finds the
- *    log full waits for the flusher (wbf_wait_room), and gives up with
- *    ENOSPC only if it cannot make room (the source failing, or a minute
- *    without room); a write that grows the file, only if the source has
- *    room for it (else ENOSPC).
+ *    log full waits for the flusher (wbf_wait_writer) however slow the
+ *    source, and gives up with ENOSPC only if it cannot make room (the
+ *    source failing, or a minute in which no data reached it); a write
+ *    that grows the file, only if the source has room for it (else
+ *    ENOSPC).
  *  - read: the file's own bytes (store or source) with the dirty ones
  *    over them, up to the size below; read again if a flush ended
  *    meanwhile (wblog_forget_gen).
@@ -72,9 +73,11 @@ struct hotfs_wb;
 int wb_open(struct hotfs *fs, char *err, size_t errlen);
 /*
  * A mount in another write mode over a cachedir whose log may hold dirty
- * data (wb_leftover: the log is there and not empty): wb_drain replays it
- * and writes everything to the source before the mount (0), or says in
- * err why it could not (-errno: the mount is refused, the data kept).
+ * data (wb_leftover: a replay that writes nothing finds some, or cannot
+ * read the log): wb_drain replays it at its own size and writes
+ * everything to the source before the mount (0), or says in err why it
+ * could not (-errno: the mount is refused, the data kept).  A log with
+ * nothing dirty is left as it is.
  */
 bool wb_leftover(const char *cachedir);
 int wb_drain(struct hotfs *fs, char *err, size_t errlen);

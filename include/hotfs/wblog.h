@@ -106,13 +106,21 @@ typedef int (*wblog_fill_fn)(void *arg, const struct wb_fid *fid,
 /*
  * Open (create) dirfd/wlog with room for capacity bytes of records
  * (rounded down to blocks, at least 64 blocks), and replay what it holds.
- * An existing log keeps its own capacity unless it is empty.  Headers
- * both damaged in a log that is not empty: -EUCLEAN; a log of an earlier
- * format: -EPROTONOSUPPORT; either with one line in err (the log is never
- * reset silently: it may hold acknowledged writes).
+ * An existing log keeps its own capacity unless it is empty; capacity 0:
+ * it keeps it in any case.  A log resized that cannot be (the cachedir's
+ * filesystem full: -ENOSPC) is left at its size.  Headers both damaged in
+ * a log that is not empty: -EUCLEAN; a log of an earlier format:
+ * -EPROTONOSUPPORT; either with one line in err (the log is never reset
+ * silently: it may hold acknowledged writes).
  */
 int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 	       char *err, size_t errlen);
+/*
+ * The dirty bytes dirfd/wlog holds, found by a replay that writes
+ * nothing (no log, or an empty file: 0); -errno as wblog_open (-EUCLEAN,
+ * -EPROTONOSUPPORT), or the open's.
+ */
+int wblog_dirty(int dirfd, uint64_t *bytes);
 /* Close (nothing is flushed or synced: what was appended stays). */
 void wblog_close(struct wblog *wl);
 
@@ -243,5 +251,7 @@ struct wblog_stats {
 					 * record; 0: none */
 };
 void wblog_stats(struct wblog *wl, struct wblog_stats *s);
+/* Its flushed_bytes alone (cheap: for a writer waiting for room). */
+uint64_t wblog_flushed(struct wblog *wl);
 
 #endif

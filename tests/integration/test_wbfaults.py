@@ -2,9 +2,16 @@
 """writemode=writeback when the source cannot take what the mount holds:
 a write that grows a file fails with ENOSPC before it is acknowledged
 when the source has no room for it (as the source itself would fail it),
-never later at the flush, where nobody could be told."""
+never later at the flush, where nobody could be told; a write within a
+file never does, however slow the source that the full log waits for."""
 import errno
+import mmap
 import os
+import random
+import threading
+import time
+
+import pytest
 
 import util
 from test_faults import ext4, fill  # noqa: F401 (a fixture)
@@ -125,3 +132,150 @@ def test_cache_device_dies_with_dirty_data(ws, ext4):  # noqa: F811
     assert os.path.join(ws.src, 'f') in log and 'lost' in log, log
     assert proc.poll() is None, 'hotfs died'
     util.cleanup_mount(proc, ws.mnt)
+
+
+BLKIO = '/sys/fs/cgroup/blkio'
+
+
+@pytest.fixture
+def throttle(ws):
+    """throttle(proc, dev, iops): proc's writes to the block device dev
+    held to iops a second, by a cgroup v1 blkio group of the test's own
+    (skipped where there is none); returns a function that lifts it.
+    Teardown lifts it too: the daemon back in the root group, the group
+    removed."""
+    path = os.path.join(BLKIO, 'hotfs-itest-' + os.path.basename(ws.root))
+    made = []
+
+    def put(f, text):
+        with open(f, 'w') as fh:
+            fh.write(text)
+
+    def lift():
+        if not made:
+            return
+        with open(os.path.join(path, 'cgroup.procs')) as fh:
+            pids = fh.read().split()
+        for pid in pids:
+            try:
+                put(os.path.join(BLKIO, 'cgroup.procs'), pid)
+            except ProcessLookupError:
+                pass
+
+        def removed():
+            try:
+                os.rmdir(path)
+                return True
+            except OSError as e:
+                assert e.errno == errno.EBUSY, e
+                return False
+        util.wait_for(removed, 'rmdir ' + path)
+        made.clear()
+
+    def start(proc, dev, iops):
+        if not os.path.exists(os.path.join(
+                BLKIO, 'blkio.throttle.write_iops_device')):
+            pytest.skip('no cgroup v1 blkio throttling at ' + BLKIO)
+        try:
+            os.mkdir(path)
+        except OSError as e:
+            pytest.skip('cannot make a blkio cgroup: %s' % e)
+        made.append(path)
+        rdev = os.stat(dev).st_rdev
+        put(os.path.join(path, 'blkio.throttle.write_iops_device'),
+            '%d:%d %d' % (os.major(rdev), os.minor(rdev), iops))
+        put(os.path.join(path, 'cgroup.procs'), str(proc.pid))
+        return lift
+    try:
+        yield start
+    finally:
+        lift()
+
+
+@pytest.mark.slow
+def test_overwrites_wait_for_a_slow_source(ws, ext4, throttle):  # noqa: F811
+    """Random 4 KiB overwrites within a file (none grows it) on a nearly
+    full source written slowly (a throttled disk), through a log that they
+    fill at once: the writers wait for the flusher, longer than a minute
+    in all, and none gets an error (a database aborts on one), with
+    O_DIRECT and without, with fdatasync and without; every byte arrives.
+    The source has less room than the log holds: overwrites are not
+    taken for growth."""
+    sdev = ext4('srcfs', 64 << 20, mkfs_args=['-m', '0'])
+    size = 16 << 20
+    path = os.path.join(sdev.dir, 'db')
+    want = bytearray(random.Random(11).randbytes(size))
+    with open(path, 'wb') as f:
+        f.write(want)
+        os.fsync(f.fileno())
+    fill(sdev.dir)
+    filler = os.path.join(sdev.dir, 'filler0')
+    os.truncate(filler, os.stat(filler).st_size - (1 << 20))
+    os.sync()
+    v = os.statvfs(sdev.dir)
+    assert v.f_bavail * v.f_frsize <= (2 << 20)
+    proc = ws.start(src=sdev.dir, opts='writemode=writeback,'
+                    'writeback_log=4M')
+    # a full log's worth of random blocks takes the source over 60 s
+    lift = throttle(proc, sdev.dev, 4)
+    m = os.path.join(ws.mnt, 'db')
+    nthreads, blocks = 4, size // 4096
+    errors, since = [], [None] * nthreads      # a write's start
+    stop = threading.Event()
+
+    def writer(k):
+        direct = k % 2 == 0
+        fd = os.open(m, os.O_WRONLY | (os.O_DIRECT if direct else 0))
+        buf = mmap.mmap(-1, 4096)       # aligned, for O_DIRECT
+        rnd = random.Random(k)
+        try:
+            while not stop.is_set():
+                # each thread its own blocks: the outcome is known
+                blk = rnd.randrange(k, blocks, nthreads)
+                data = rnd.randbytes(4096)
+                buf[:] = data
+                since[k] = time.monotonic()
+                try:
+                    assert os.pwrite(fd, buf, blk * 4096) == 4096
+                    if k >= 2:
+                        os.fdatasync(fd)
+                except OSError as e:
+                    errors.append((k, blk, e.errno))
+                    return
+                since[k] = None
+                want[blk * 4096:(blk + 1) * 4096] = data
+        finally:
+            buf.close()
+            os.close(fd)
+    threads = [threading.Thread(target=writer, args=(k,))
+               for k in range(nthreads)]
+    for t in threads:
+        t.start()
+    first = []
+
+    def waiting():
+        """A write on for a second or more: one waits for room."""
+        now = time.monotonic()
+        t = [t for t in list(since) if t is not None and now - t >= 1]
+        if t and not first:
+            first.append(min(t))
+        return bool(first)
+    try:
+        # on until 65 s after the first wait for room (a writer used
+        # to give up with ENOSPC after 60 s without room)
+        util.wait_for(lambda: errors or waiting(), 'a wait for room',
+                      timeout=60)
+        util.wait_for(lambda: errors or time.monotonic() > first[0] + 65,
+                      '65 s of writes', timeout=90)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors, [(k, b, errno.errorcode[e]) for k, b, e in errors]
+    s = util.hotfs_stats(ws.mnt)
+    assert int(s['flush_errors']) == 0, s
+    lift()
+    drop_pages(m)
+    assert read(m) == bytes(want)
+    ws.stop(proc)
+    assert read(path) == bytes(want)

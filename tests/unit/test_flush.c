@@ -6,10 +6,12 @@
  * its dirty data dropped; a failing write keeps it dirty for the next
  * round; the thread flushes when kicked, and its stop drains the log;
  * data replayed after a reopen is flushed like any other; a run's records
- * are durable in the log before the source is written.
+ * are durable in the log before the source is written; a writer waits for
+ * room while data reaches the source, however slowly.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <semaphore.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,6 +39,8 @@ struct fx {
 	unsigned begins, ends, lost, opens;
 	unsigned fills;		/* ends given the run's bytes */
 	uint64_t syncs_at_begin;	/* the log's fdatasyncs at the last begin */
+	int gated;		/* opens wait for a permit of gate (atomic) */
+	sem_t gate;
 };
 
 static int fx_open(void *arg, const struct wb_fid *fid)
@@ -48,6 +52,8 @@ static int fx_open(void *arg, const struct wb_fid *fid)
 
 	if (fail)
 		return fail;
+	if (__atomic_load_n(&x->gated, __ATOMIC_RELAXED))
+		sem_wait(&x->gate);
 	snprintf(name, sizeof(name), "f%llu", (unsigned long long)fid->ino);
 	__atomic_add_fetch(&x->opens, 1, __ATOMIC_RELAXED);
 	fd = openat(x->sfd, name, O_WRONLY | O_CLOEXEC);
@@ -562,6 +568,80 @@ static void test_wait_room(void **state)
 	free(b);
 }
 
+/* Blocks of F1 one a record (every other block: no two runs join) from
+ * *blk on, until the log has no room: the last try's result, the room's
+ * generation taken before it in *gen. */
+static int fill_log(struct fx *x, struct wb_flusher *f, uint64_t *blk,
+		    uint64_t *gen)
+{
+	char b[WB_BLOCK];
+	ssize_t w;
+
+	memset(b, 'a' + (int)(*blk % 26), sizeof(b));
+	for (;; (*blk)++) {
+		*gen = f ? wbf_room_gen(f) : 0;
+		w = wblog_write(x->wl, &F1, *blk * 2 * WB_BLOCK, b, WB_BLOCK,
+				NULL, NULL, NULL);
+		if (w != WB_BLOCK)
+			return (int)w;
+	}
+}
+
+/*
+ * A writer waits for room while data reaches the source, however slowly:
+ * a round longer than its patience does not fail it, as long as a batch
+ * of the round gets through meanwhile; nothing getting through for its
+ * patience, it gives up (ENOSPC).  The source is a gate here: each
+ * batch's open waits for a permit.
+ */
+static void test_wait_writer(void **state)
+{
+	const int64_t patience = 200 * 1000000LL;
+	struct fx *x = *state;
+	struct wbf_waiter w = { 0 };
+	struct wblog_stats s;
+	struct wb_flusher *f;
+	uint64_t blk = 0, gen, was;
+	int i;
+
+	src_file(x, 1, 'o', 0);
+	assert_int_equal(fill_log(x, NULL, &blk, &gen), -ENOSPC);
+	assert_int_equal(sem_init(&x->gate, 0, 0), 0);
+	__atomic_store_n(&x->gated, 1, __ATOMIC_RELAXED);
+	assert_int_equal(wbf_start(x->wl, &ops, x, 3600LL * 1000000000,
+				   3600LL * 1000000000, 99, 99, &f), 0);
+	/* nothing gets through: the wait times out (try again), then the
+	 * patience has run out */
+	assert_int_equal(fill_log(x, f, &blk, &gen), -ENOSPC);
+	assert_int_equal(wbf_wait_writer(f, gen, &w, patience), 0);
+	assert_int_equal(fill_log(x, f, &blk, &gen), -ENOSPC);
+	assert_int_equal(wbf_wait_writer(f, gen, &w, patience), -ENOSPC);
+	/* another writer, past its patience too, but a batch got through
+	 * meanwhile (its round still going): it waits on */
+	memset(&w, 0, sizeof(w));
+	assert_int_equal(fill_log(x, f, &blk, &gen), -ENOSPC);
+	assert_int_equal(wbf_wait_writer(f, gen, &w, patience), 0);
+	was = wblog_flushed(x->wl);
+	sem_post(&x->gate);
+	for (i = 0; i < 10000 && wblog_flushed(x->wl) == was; i++)
+		usleep(1000);
+	assert_true(wblog_flushed(x->wl) > was);
+	/* (the batch's blocks are released by the writer's cleaner) */
+	assert_int_equal(fill_log(x, f, &blk, &gen), -ENOSPC);
+	assert_int_equal(wbf_wait_writer(f, gen, &w, patience), 0);
+	/* the gate open: everything reaches the source */
+	__atomic_store_n(&x->gated, 0, __ATOMIC_RELAXED);
+	for (i = 0; i < 1000; i++)
+		sem_post(&x->gate);
+	wbf_stop(f);
+	assert_int_equal(wbf_drain(x->wl, &ops, x, 3), 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.dirty_bytes, 0);
+	/* (a block the cleaner moved while in flight goes twice) */
+	assert_true(s.flushed_bytes >= blk * WB_BLOCK);
+	sem_destroy(&x->gate);
+}
+
 /* A run is written to the source only once its records are durable in
  * the log (else a power loss could leave the source's write torn with no
  * record to repair it); records synced already cost no fdatasync more. */
@@ -637,6 +717,7 @@ int main(void)
 		T(test_pace),
 		T(test_rate),
 		T(test_wait_room),
+		T(test_wait_writer),
 		T(test_logged_durably_first),
 		T(test_batch_one_file),
 #undef T

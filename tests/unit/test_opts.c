@@ -343,6 +343,8 @@ static void test_bad_values(void **state)
 	expect_bad(f, "cachesize=150%", "cachesize");
 	expect_bad(f, "writemode=bogus", "writemode");
 	expect_bad(f, "writemode=writeback,nocache", "needs a cache store");
+	expect_bad(f, "ro,writemode=writeback", "read-only mount (ro)");
+	expect_bad(f, "writemode=writeback,ro", "read-only mount (ro)");
 	expect_bad(f, "writemode=writeback,writeback_delay=x",
 		   "invalid writeback_delay");
 	expect_bad(f, "writeback_delay=5", "writemode=writeback only");

@@ -5,8 +5,9 @@
  * (newest wins, partial blocks joined, gaps filled), group commit,
  * replay after a reopen, a torn or foreign tail dropped, trims replayed,
  * the files' births replayed and a file's dirty data dropped, a log of an
- * earlier format refused, the oldest dirty run coalesced, and the space
- * the log has.
+ * earlier format refused, the oldest dirty run coalesced, the space the
+ * log has, a resize refused leaving the log as it was, and the dirty
+ * bytes a log holds, read without changing it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +18,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -898,6 +901,109 @@ static void test_space(void **state)
 	assert_int_equal(s.log_used, 5 * WB_BLOCK);	/* pad 2 + 3 */
 }
 
+/* The log's bytes (malloc'd), its size in *n. */
+static char *log_bytes(struct fx *x, size_t *n)
+{
+	int fd = openat(x->dfd, WB_LOG_NAME, O_RDONLY);
+	struct stat st;
+	char *b;
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	*n = (size_t)st.st_size;
+	b = malloc(*n ? *n : 1);
+	assert_non_null(b);
+	assert_int_equal(pread(fd, b, *n, 0), (ssize_t)*n);
+	close(fd);
+	return b;
+}
+
+/*
+ * What a mount in another mode asks (wblog_dirty): the dirty bytes a log
+ * holds, by a replay that changes nothing; none in a log flushed clean,
+ * none without a log; a log it cannot read, the reason.
+ */
+static void test_dirty(void **state)
+{
+	struct fx *x = *state;
+	uint64_t bytes = 1;
+	char *a, *b;
+	size_t na, nb;
+
+	wr(x->wl, &F1, 0, 'a', 5000);
+	wr(x->wl, &F2, 8192, 'b', 10);
+	wr(x->wl, &F1, 100, 'c', 10);		/* over dirty bytes */
+	a = log_bytes(x, &na);
+	assert_int_equal(wblog_dirty(x->dfd, &bytes), 0);
+	assert_int_equal(bytes, 5010);
+	b = log_bytes(x, &nb);
+	assert_int_equal(na, nb);
+	assert_memory_equal(a, b, na);
+	free(a);
+	free(b);
+	/* flushed and released: clean, at its size */
+	drain(x->wl);
+	assert_int_equal(wblog_dirty(x->dfd, &bytes), 0);
+	assert_int_equal(bytes, 0);
+	/* reopened with capacity 0: it keeps its size, though empty */
+	wblog_close(x->wl);
+	assert_int_equal(wblog_open(x->dfd, 0, &x->wl, NULL, 0), 0);
+	b = log_bytes(x, &nb);
+	assert_int_equal(nb, na);
+	free(b);
+	/* both headers damaged: the reason, not "nothing dirty" */
+	corrupt(x, 20);
+	corrupt(x, WB_BLOCK + 20);
+	assert_int_equal(wblog_dirty(x->dfd, &bytes), -EUCLEAN);
+	/* no log */
+	assert_int_equal(unlinkat(x->dfd, WB_LOG_NAME, 0), 0);
+	bytes = 1;
+	assert_int_equal(wblog_dirty(x->dfd, &bytes), 0);
+	assert_int_equal(bytes, 0);
+}
+
+/*
+ * A resize that cannot be (a file size limit here, as a full filesystem
+ * would refuse it): the open fails with the real errno and the log is as
+ * it was, byte for byte, and opens at its size.
+ */
+static void test_resize_refused(void **state)
+{
+	struct fx *x = *state;
+	struct rlimit was, lim;
+	struct wblog_stats s;
+	char *a, *b, err[200];
+	struct wblog *wl = NULL;
+	size_t na, nb;
+	int r;
+
+	/* empty, at SMALL: a resize to CAP is asked */
+	wblog_close(x->wl);
+	assert_int_equal(wblog_open(x->dfd, SMALL, &x->wl, NULL, 0), 0);
+	wblog_close(x->wl);
+	x->wl = NULL;
+	a = log_bytes(x, &na);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+	lim = was;
+	lim.rlim_cur = na + 16 * WB_BLOCK;
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	r = wblog_open(x->dfd, CAP, &wl, err, sizeof(err));
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_int_equal(r, -EFBIG);
+	assert_null(wl);
+	assert_non_null(strstr(err, strerror(EFBIG)));
+	b = log_bytes(x, &nb);
+	assert_int_equal(nb, na);
+	assert_memory_equal(a, b, na);
+	free(a);
+	free(b);
+	assert_int_equal(wblog_open(x->dfd, 0, &x->wl, NULL, 0), 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.log_capacity, SMALL);
+}
+
 /*
  * The cleaner: random writes, whole blocks and odd ranges, over a file of
  * 128 blocks, never flushed, 16 times the log's capacity in all: each is
@@ -1101,6 +1207,8 @@ int main(int argc, char **argv)
 		T(test_model),
 		T(test_short_write),
 		T(test_space),
+		T(test_dirty),
+		T(test_resize_refused),
 		T(test_cleaner),
 		T(test_cleaner_packs),
 		T(test_flush_batch),
