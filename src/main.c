@@ -135,8 +135,9 @@ static int add_fsname(struct fuse_args *args, const char *source)
  * hotfs, runs a setuid file or opens a device node of a FUSE mount: only
  * the mount's flags stop it.  0, or -1 (said on stderr).
  */
-static int add_source_forbids(struct fuse_args *args, const char *source)
+static int add_source_forbids(struct fuse_args *args, struct hotfs_opts *o)
 {
+	const char *source = o->source;
 	static const struct { long flag; const char *arg; } map[] = {
 		{ ST_NOSUID, "-onosuid" }, { ST_NODEV, "-onodev" },
 		{ ST_NOEXEC, "-onoexec" }, { ST_RDONLY, "-oro" },
@@ -164,6 +165,14 @@ static int add_source_forbids(struct fuse_args *args, const char *source)
 	if (fl < 0)
 		fprintf(stderr, "hotfs: source '%s': no mount in "
 			"/proc/self/mountinfo holds it\n", dir);
+	if (fl > 0 && (fl & ST_RDONLY) && o->writemode == HOTFS_WRITEBACK) {
+		fprintf(stderr, "hotfs: writemode=writeback over the "
+			"read-only source '%s': nothing could be written back; "
+			"mount it without writeback\n", dir);
+		fl = -EROFS;
+	}
+	if (fl > 0 && (fl & ST_RDONLY))
+		o->ro = 1;		/* as if -o ro: status shows it */
 	free(dir);
 	for (i = 0; fl >= 0 && i < sizeof(map) / sizeof(map[0]); i++)
 		if ((fl & map[i].flag) && fuse_opt_add_arg(args, map[i].arg))
@@ -224,7 +233,7 @@ static int parse_args(struct fuse_args *args, struct fuse_cmdline_opts *copts,
 	    fuse_opt_add_arg(args, "-odefault_permissions") != 0)
 		return -1;
 	if (add_fsname(args, o->source) != 0 ||
-	    add_source_forbids(args, o->source) != 0)
+	    add_source_forbids(args, o) != 0)
 		return -1;
 	return 0;
 }

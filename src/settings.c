@@ -145,20 +145,23 @@ out:
 char *fs_opts_summary(struct hotfs *fs)
 {
 	const struct hotfs_opts *o = fs->o;
-	char wb[96] = "";
+	char wb[128] = "";
 	char *s;
 	int n;
 
 	pthread_mutex_lock(&settings_mutex);
 	if (o->writemode == HOTFS_WRITEBACK)
 		snprintf(wb, sizeof(wb), "writeback_delay=%g,dirty_high=%u,"
-			 "dirty_low=%u,", o->writeback_delay, o->dirty_high,
-			 o->dirty_low);
+			 "dirty_low=%u,writeback_log=%llu,", o->writeback_delay,
+			 o->dirty_high, o->dirty_low,
+			 (unsigned long long)(o->writeback_log ?
+					      o->writeback_log :
+					      HOTFS_WBLOG_DEFAULT));
 	n = asprintf(&s, "%sextent=%u,threshold=%d,seqcutoff=%llu,"
 		     "promote_rate=%llu,write_budget=%llu,read_ahead=%llu,"
 		     "writemode=%s,%s"
 		     "revalidate=%s,attr_timeout=%g,entry_timeout=%g,"
-		     "inode_cache=%llu,ctldir=%s%s%s%s%s",
+		     "inode_cache=%llu,ctldir=%s%s%s%s%s%s",
 		     o->nocache ? "nocache," : "", o->extent, o->threshold,
 		     (unsigned long long)o->seqcutoff,
 		     (unsigned long long)o->promote_rate,
@@ -175,7 +178,8 @@ char *fs_opts_summary(struct hotfs *fs)
 		     o->default_permissions || o->allow_other ?
 		     ",default_permissions" : "",
 		     o->nowatch ? ",nowatch" : "",
-		     o->cache_required ? ",cache_required" : "");
+		     o->cache_required ? ",cache_required" : "",
+		     o->ro ? ",ro" : "");
 	pthread_mutex_unlock(&settings_mutex);
 	return n < 0 ? NULL : s;
 }

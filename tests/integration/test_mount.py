@@ -477,7 +477,19 @@ def test_explicit_suid_dev_do_not_win_over_the_source(ws):
             assert f in flags, flags
         assert util.call(subprocess.run,
                          [os.path.join(ws.mnt, 'id')]) == Err(errno.EACCES)
+        # the status's options say ro
+        opts = util.hotfs_stats(ws.mnt)['options'].split(',')
+        assert 'ro' in opts, opts
         ws.stop(proc)
+        # writeback over a read-only source: refused, in one line
+        r = subprocess.run([util.hotfs_bin(), ws.src, ws.mnt, '-o',
+                            'cachedir=%s,writemode=writeback' % ws.cache],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=util.TIMEOUT)
+        assert r.returncode == 1
+        err = r.stderr.decode()
+        assert err.count('\n') == 1 and 'read-only source' in err, err
+        assert not util.is_mounted(ws.mnt)
 
 
 def test_a_mount_below_the_source_counts(ws):

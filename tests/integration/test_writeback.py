@@ -1095,3 +1095,16 @@ def test_unmount_says_what_it_flushed(ws):
     ws.stop(proc)
     assert 'writeback: at unmount 8000 dirty bytes of 2 files were ' \
         'written to the source; none stays' in ws.log_text(proc)
+
+
+def test_status_lists_writeback_log_and_ro(ws):
+    """hotfsctl status's options name the log's size in force, and ro."""
+    proc = ws.start(opts=HOLD + ',writeback_log=8M')
+    out = hotfsctl('status', ws.mnt).stdout.decode()
+    assert ',writeback_log=8388608,' in out, out
+    assert ',ro' not in out, out
+    ws.stop(proc)
+    proc = ws.start(opts='ro')
+    opts = util.hotfs_stats(ws.mnt)['options'].split(',')
+    assert 'ro' in opts, opts
+    ws.stop(proc)
