@@ -819,6 +819,8 @@ int wb_read_fix(struct hotfs *fs, struct hotfs_inode *in, int src,
 	}
 	memset(buf + got, 0, want - got);	/* a hole the dirty end made */
 	n = wblog_overlay(wb->wl, &f, (uint64_t)off, buf, want);
+	if (n == -EBADMSG)	/* their copy is damaged: lost as well */
+		n = -EIO;
 	if (n == -EIO) {
 		/* the cache device failed: the dirty bytes are lost, and the
 		 * source's older ones must not stand in for them */
