@@ -254,6 +254,8 @@ ssize_t wblog_overlay(struct wblog *wl, const struct wb_fid *fid,
 		done += (ssize_t)(t - s);
 	}
 	pthread_mutex_unlock(&wl->m);
+	if (done < 0)
+		wl_lost_durable(wl);	/* (the error says enough) */
 	return done;
 }
 
@@ -543,6 +545,8 @@ fail:
 	memset(r, 0, sizeof(*r));
 out:
 	pthread_mutex_unlock(&wl->m);
+	if (ret == 2)
+		wl_lost_durable(wl);
 	return ret;
 }
 

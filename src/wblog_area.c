@@ -120,8 +120,11 @@ int wl_read_copy(struct wblog *wl, struct wl_ent *e, void *blk)
 				wl->csum_failures++;
 		}
 	}
-	if (err && !e->lost)
+	if (err && !e->lost) {
 		wl->lost += e->hi - e->lo;
+		if (e->seq > wl->lost_seq)
+			wl->lost_seq = e->seq;
+	}
 	/* (a device that failed may read again) */
 	wl_ent_lost(wl, e, err != 0);
 	return err;
@@ -164,6 +167,36 @@ int wblog_sync(struct wblog *wl, uint64_t seq)
 			wl->synced = target;
 		pthread_cond_broadcast(&wl->cv);
 	}
+	pthread_mutex_unlock(&wl->m);
+	return err;
+}
+
+int wl_lost_durable(struct wblog *wl)
+{
+	uint64_t tail_pos, tail_seq, seq;
+	int err;
+
+	pthread_mutex_lock(&wl->m);
+	while (wl->releasing)
+		pthread_cond_wait(&wl->cv, &wl->m);
+	if (wl->lost_seq <= wl->hdr_synced || wl->sync_err) {
+		err = wl->sync_err;
+		pthread_mutex_unlock(&wl->m);
+		return err;
+	}
+	/* the tail as the header has it (a release changes both under
+	 * releasing) */
+	wl->releasing = true;
+	seq = wl->appended;
+	tail_seq = wl->rq_seq;
+	tail_pos = wl->rq_n ? wl->rq[wl->rq_head].start : wl->head;
+	pthread_mutex_unlock(&wl->m);
+	err = wblog_sync(wl, seq);
+	if (!err)
+		err = wl_super_write(wl, tail_pos, tail_seq, seq);
+	pthread_mutex_lock(&wl->m);
+	wl->releasing = false;
+	pthread_cond_broadcast(&wl->cv);
 	pthread_mutex_unlock(&wl->m);
 	return err;
 }

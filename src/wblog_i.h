@@ -55,11 +55,13 @@ struct wl_super {
 /*
  * A record's header (format 4).  Its block holds, after it, a MULTI
  * record's list (struct wl_mblk[nblk]), then for DATA and MULTI the
- * checksum of each data block (uint64_t[nblk], wl_blk_csum): a reader of
- * a block checks its copy without the rest of the record.  The header's
- * checksum covers those bytes and is seeded with the log's secret salt
- * (no file's data written through the mount can pass for a record);
- * synced is for the replay to tell a torn tail from damage.
+ * checksum of each data block (uint64_t[nblk], wl_blk_csum): a damaged
+ * data block costs that block alone, a reader of a block checks its copy
+ * without the rest of the record, and a record whose header is whole
+ * names what a damaged block held.  The header's checksum covers those
+ * bytes and is seeded with the log's secret salt: no file's data written
+ * through the mount can pass for a record where replay looks for one
+ * past a damaged header.
  */
 struct wl_rec {
 	char magic[8];
@@ -209,7 +211,10 @@ struct wblog {
 	uint64_t lost_blocks;	/* the files that hold them */
 	uint64_t lost_files;
 	uint64_t csum_failures;	/* copies that failed their checksum */
-	uint64_t hdr_synced;	/* the header's synced */
+	uint64_t lost_seq;	/* the newest record a block found lost is
+				 * in, and the header's synced: a block */
+	uint64_t hdr_synced;	/* found lost is made durable as lost */
+	struct wblog_replay rp;	/* what the open's replay found */
 	uint64_t syncs;
 	/* bumped when dirty bytes of a file are forgotten, one counter for
 	 * the files whose identity hashes to it */
@@ -300,5 +305,12 @@ uint64_t wl_multi_csum_v3(const struct wl_rec_v3 *h, const struct wl_mblk *l,
  * sync the log; outside m, one at a time (wl->releasing). */
 int wl_super_write(struct wblog *wl, uint64_t tail_pos, uint64_t tail_seq,
 		   uint64_t synced);
+/*
+ * A block found lost (wl_read_copy) stays lost across a crash: once a
+ * reader or the flusher met one, every record so far is synced and the
+ * header says so, so that a replay takes its damaged record for damage,
+ * not for a torn tail.  Without m; 0 or -errno.
+ */
+int wl_lost_durable(struct wblog *wl);
 
 #endif

@@ -315,6 +315,93 @@ static int rec_read(struct wblog *wl, const struct wl_super *s,
 	return r->nbad ? REC_DATA_BAD : REC_OK;
 }
 
+/*
+ * After the record at pos (seq) whose header is damaged: the next record
+ * replay may take.  It starts within the blocks the largest record takes
+ * after pos, or at the area's start (after a padded end); a header of
+ * format 4 whole by its salted checksum (no data written through the
+ * mount can pass for one), of a later sequence number and the epoch
+ * rules: the lowest such number, of the latest epoch.  false: none.
+ */
+static bool find_next(struct wblog *wl, const struct wl_super *s,
+		      uint64_t pos, uint64_t seq, uint64_t min_epoch,
+		      uint64_t *npos, uint64_t *nseq)
+{
+	uint64_t last = pos + 1 + WB_REC_MAX / WB_BLOCK, p, epoch = 0;
+	char hb[WB_BLOCK] __attribute__((aligned(8)));
+	bool found = false;
+
+	if (last > wl->nblocks - 1)
+		last = wl->nblocks - 1;
+	for (p = pos + 1; p <= last + 1; p++) {
+		uint64_t q = p == last + 1 ? 0 : p;
+		struct wl_rec h;
+
+		/* block 0 only when the window reaches the end */
+		if (p == last + 1 && (pos == 0 || last + 1 < wl->nblocks))
+			break;
+		if (pread_full(wl->fd, hb, WB_BLOCK, blk_off(q)) != WB_BLOCK ||
+		    !head_ok(wl, s, hb, q, min_epoch))
+			continue;
+		memcpy(&h, hb, sizeof(h));
+		if (h.seq <= seq || (found && (h.seq > *nseq ||
+					       (h.seq == *nseq &&
+						h.epoch <= epoch))))
+			continue;
+		found = true;
+		*npos = q;
+		*nseq = h.seq;
+		epoch = h.epoch;
+	}
+	return found;
+}
+
+/* The blocks from start to the record at npos (the area's end, if npos
+ * is before start: the next one is at its start). */
+static uint64_t span(const struct wblog *wl, uint64_t start, uint64_t npos)
+{
+	return npos > start ? npos - start : wl->nblocks - start;
+}
+
+/*
+ * From the record at pos (seq) that replay cannot take, on, as replay
+ * would go without applying anything: the highest synced sequence number
+ * the records found attest (raised in *synced) and the sequence number
+ * after the last record found (*end).
+ */
+static int look_ahead(struct wblog *wl, const struct wl_super *s,
+		      uint64_t pos, uint64_t seq, uint64_t min_epoch,
+		      struct rec *r, uint64_t *synced, uint64_t *end)
+{
+	uint64_t walked = 0, adv, np, nq;
+	int k;
+
+	while (walked < wl->nblocks) {
+		uint64_t start = pos == wl->nblocks ? 0 : pos;
+
+		k = rec_read(wl, s, start, seq, min_epoch, r);
+		if (k < 0)
+			return k;
+		if (k != REC_BAD) {
+			if (r->h.synced > *synced)
+				*synced = r->h.synced;
+			adv = r->h.type == WR_PAD ? wl->nblocks - start :
+			      1 + r->h.nblk;
+			min_epoch = r->h.epoch;
+			seq++;
+		} else if (find_next(wl, s, start, seq, min_epoch, &np, &nq)) {
+			adv = span(wl, start, np);
+			seq = nq;
+		} else {
+			break;
+		}
+		walked += adv;
+		pos = start + adv;
+	}
+	*end = seq;
+	return 0;
+}
+
 /* A record replay took: into the ring and the map. */
 static int apply(struct wblog *wl, const struct rec *r, uint64_t start)
 {
@@ -340,14 +427,44 @@ static int apply(struct wblog *wl, const struct rec *r, uint64_t start)
 	return err;
 }
 
-/* Read the records from the tail on into the map, up to the first one
- * that is not the next one whole (r: room for a record). */
+/* The damaged blocks of a record applied: lost in the map (unless a
+ * later record of the replay writes them again). */
+static void mark_lost(struct wblog *wl, const struct rec *r)
+{
+	struct wb_fid fid = { .dev = r->h.dev, .ino = r->h.ino };
+	struct wl_file *f = wl_file_find(wl, &fid);
+	uint32_t k;
+
+	for (k = 0; f && k < r->h.nblk; k++) {
+		uint64_t blk = r->h.type == WR_MULTI ? r->l[k].blk :
+			       r->h.off / WB_BLOCK + k;
+		struct wl_ent *e = r->bad[k] ? wl_ent_find(wl, f, blk) : NULL;
+
+		if (e && e->seq == r->h.seq)
+			wl_ent_lost(wl, e, true);
+	}
+	wl->rp.damaged_records++;
+	wl->rp.csum_failures += r->nbad;
+	wl->csum_failures += r->nbad;
+}
+
+/*
+ * Read the records from the tail on into the map (include/hotfs/wblog.h:
+ * what replay takes, drops as a torn tail, and counts as damage).  r and
+ * ahead: room for a record each.
+ */
 static int replay_recs(struct wblog *wl, const struct wl_super *s,
-		       struct rec *r)
+		       struct rec *r, struct rec *ahead)
 {
 	uint64_t pos = s->tail_pos, seq = s->tail_seq, seen = 0, min_epoch = 0;
+	/* what the last open replayed was synced before it wrote its
+	 * header, and what the header says was synced */
+	uint64_t synced = s->epoch_seq ? s->epoch_seq - 1 : 0, end, np, nq, q;
+	bool looked = false;
 	int k, err = 0;
 
+	if (s->version >= 4 && s->synced > synced)
+		synced = s->synced;
 	wl->rq_seq = seq;
 	wl->appended = seq - 1;
 	while (!err && seen < wl->nblocks) {
@@ -356,9 +473,42 @@ static int replay_recs(struct wblog *wl, const struct wl_super *s,
 		k = rec_read(wl, s, start, seq, min_epoch, r);
 		if (k < 0)
 			return k;
-		if (k != REC_OK)
+		if (k != REC_OK && !looked) {
+			looked = true;
+			err = look_ahead(wl, s, start, seq, min_epoch, ahead,
+					 &synced, &end);
+			if (err)
+				return err;
+			if (seq > synced)
+				wl->rp.torn_records = end - seq;
+		}
+		/* past the last sync: a torn tail, dropped whole */
+		if (k != REC_OK && seq > synced)
 			break;
+		if (k == REC_BAD) {
+			/* damage that names no file: on from the next */
+			if (!find_next(wl, s, start, seq, min_epoch, &np,
+				       &nq)) {
+				wl->rp.cut = true;
+				wl->rp.cut_seq = seq;
+				wl->rp.cut_synced = synced;
+				break;
+			}
+			n = span(wl, start, np);
+			err = wl_rq_push(wl, start, n, 0);
+			for (q = seq + 1; !err && q < nq; q++)
+				err = wl_rq_push(wl, np, 0, 0);
+			wl->rp.unreadable_records += nq - seq;
+			wl->rp.unreadable_blocks += n;
+			seen += n;
+			pos = start + n;
+			wl->appended = nq - 1;
+			seq = nq;
+			continue;
+		}
 		err = apply(wl, r, start);
+		if (!err && k == REC_DATA_BAD)
+			mark_lost(wl, r);
 		n = r->h.type == WR_PAD ? wl->nblocks - start : 1 + r->h.nblk;
 		seen += n;
 		pos = start + n;
@@ -369,20 +519,32 @@ static int replay_recs(struct wblog *wl, const struct wl_super *s,
 	}
 	wl->used = seen;
 	wl->head = pos;
+	/* what is lost is what no later record wrote again or trimmed */
+	wl->lost = wl->lost_held;
+	wl->rp.lost_bytes = wl->lost_held;
+	wl->rp.lost_files = wl->lost_files;
 	return err;
 }
 
 static int replay(struct wblog *wl, const struct wl_super *s)
 {
-	struct rec *r = calloc(1, sizeof(*r));
+	struct rec *r = calloc(2, sizeof(*r));
 	int err;
 
 	if (!r)
 		return -ENOMEM;
-	err = replay_recs(wl, s, r);
-	free(r->data);
+	err = replay_recs(wl, s, &r[0], &r[1]);
+	free(r[0].data);
+	free(r[1].data);
 	free(r);
 	return err;
+}
+
+void wblog_replay_report(struct wblog *wl, struct wblog_replay *r)
+{
+	pthread_mutex_lock(&wl->m);
+	*r = wl->rp;
+	pthread_mutex_unlock(&wl->m);
 }
 
 /* Write zeros over the area (the headers stay: a crash meanwhile leaves
@@ -509,9 +671,13 @@ int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 		}
 		/* an empty log takes the capacity asked for */
 		if (!wl->nents && s.nblocks != nblocks) {
+			struct wblog_replay rp = wl->rp;
+
 			map_free(wl);
 			memset(&wl->fh, 0, sizeof(*wl) -
 			       offsetof(struct wblog, fh));
+			wl->rp = rp;
+			wl->csum_failures = rp.csum_failures;
 			wl->gen = s.gen;
 			wl->epoch = s.epoch;
 			rc = wl_init(wl, nblocks);

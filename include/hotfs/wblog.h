@@ -23,24 +23,36 @@
  * group commit: callers arriving while one fdatasync runs wait for it and
  * share the next, so N concurrent fsyncs cost at most two).
  *
- * After a power loss the log is read from its tail in sequence order and
- * stops at the first record that is not the next one whole (wrong
- * sequence, wrong epoch, a header or a data block failing its checksum):
- * a torn record is dropped whole, never half applied, and everything
- * synced before it is there.  Each open begins a new epoch (written to
- * the header after the replayed records are synced): a record of an
- * earlier life past the replayed end, torn off from the records that led
- * to it, is never taken for a successor.  A log of format 3 (one
- * checksum over a record's header and data) is replayed as before and
- * written in format 4 from then on.
+ * Replay (at open) reads the log from its tail in sequence order.  A
+ * record that is not the next one whole (wrong sequence, wrong epoch, a
+ * header or a data block failing its checksum) is either a torn tail or
+ * damage, told apart by the synced sequence numbers the records carry
+ * (and the header's: what the last open replayed was synced):
+ *  - past the last sync any record found attests (a power loss tore it,
+ *    or it was never acknowledged durable): it and everything after it
+ *    is dropped whole, never half applied (wblog_replay counts them);
+ *  - at or before it (acknowledged): damage.  A record with a whole
+ *    header is applied but for its damaged blocks, which stay in the map
+ *    lost; one with a damaged header names no file: the next record is
+ *    found among the blocks a record can span after it (a header of
+ *    format 4 with its salted checksum, a later sequence number, the
+ *    epoch rules) and replay goes on from there, the blocks between
+ *    counted unreadable.  Nothing found after it: the acknowledged
+ *    records from it on are counted lost (wblog_replay.cut).
+ * Each open begins a new epoch (written to the header after the replayed
+ * records are synced): a record of an earlier life past the replayed
+ * end, torn off from the records that led to it, is never taken for a
+ * successor.  A log of format 3 (one checksum over a record's header and
+ * data) is replayed as before and written in format 4 from then on.
  *
- * Lost blocks (found unreadable or failing their checksum when read:
- * every read of a copy checks it) stay in the map, dirty: a read of their
- * bytes answers -EBADMSG (-EIO: unreadable), never the file's own older
- * bytes, the flusher never writes them (wblog_flush_next says which it
- * met), and the cleaner carries them forward as lost.  They go when the
- * file is written over them (the whole dirty range of the block), cut
- * below them or dropped.
+ * Lost blocks (damaged at replay, or found unreadable or failing their
+ * checksum when read: every read of a copy checks it) stay in the map,
+ * dirty: a read of their bytes answers -EBADMSG (-EIO: unreadable), never
+ * the file's own older bytes, the flusher never writes them
+ * (wblog_flush_next says which it met), the cleaner carries them forward
+ * as lost, and a replay finds them lost again.  They go when the file is
+ * written over them (the whole dirty range of the block), cut below them
+ * or dropped.
  *
  * In memory: file -> dirty blocks, each the newest record's copy of that
  * block and the bytes [lo, hi) of it that are dirty (always one range: a
@@ -253,7 +265,7 @@ struct wblog_stats {
 	uint64_t absorbed;		/* writes over a dirty block */
 	uint64_t cleaned_bytes;		/* moved forward by the cleaner */
 	uint64_t lost_bytes;		/* dirty bytes found lost since open
-					 * (reads, flushes) */
+					 * (replay, reads, flushes) */
 	uint64_t lost_held_bytes;	/* dirty bytes lost now (in
 					 * dirty_bytes), their blocks (in
 					 * dirty_blocks) and files */
@@ -267,6 +279,22 @@ struct wblog_stats {
 					 * none */
 };
 void wblog_stats(struct wblog *wl, struct wblog_stats *s);
+
+/* What the open's replay found besides the records it applied. */
+struct wblog_replay {
+	uint64_t damaged_records;	/* applied but for damaged blocks */
+	uint64_t csum_failures;		/* their damaged blocks */
+	uint64_t unreadable_records;	/* header damaged: files unknown */
+	uint64_t unreadable_blocks;	/* the log's blocks they took */
+	uint64_t torn_records;		/* dropped: a torn tail */
+	uint64_t lost_bytes;		/* dirty bytes lost after replay */
+	uint64_t lost_files;
+	/* damage at cut_seq with no record found after it: the records
+	 * from it to cut_synced (acknowledged) are lost, and any after */
+	bool cut;
+	uint64_t cut_seq, cut_synced;
+};
+void wblog_replay_report(struct wblog *wl, struct wblog_replay *r);
 
 /* A file with lost dirty bytes: how many, and the range they are in. */
 struct wblog_lost {
