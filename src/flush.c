@@ -175,8 +175,17 @@ static int runs(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
 		while (n < WBF_BATCH_RUNS && got < WBF_BATCH_BYTES &&
 		       *bytes + got < max &&
 		       (rc = wblog_flush_next_by(wl, min_age_ns, WBF_RUN_MAX,
-						 only, b, &b[n].r)) == 1) {
-			uint64_t s = run_seq(&b[n].r);
+						 only, b, &b[n].r)) >= 1) {
+			uint64_t s;
+
+			if (rc == 2) {
+				/* a block found lost: never written, said */
+				if (ops->damaged)
+					ops->damaged(arg, &b[n].r.fid,
+						     b[n].r.off, b[n].r.len);
+				continue;
+			}
+			s = run_seq(&b[n].r);
 
 			got += b[n].r.len;
 			if (s > seq)
@@ -526,7 +535,8 @@ int wbf_drain(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
 		int err = wbf_round(wl, ops, arg, 0, &n);
 
 		wblog_stats(wl, &s);
-		if (!s.dirty_blocks)
+		/* lost blocks are never written */
+		if (s.dirty_blocks == s.lost_blocks)
 			return 0;
 		if (!err && !n)		/* cannot be: any age goes */
 			err = -EAGAIN;

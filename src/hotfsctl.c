@@ -208,7 +208,8 @@ static const char *const status_keys[] = {
 	"regions_used", "pinned_files", "promotion_queue_depth",
 	"index_bytes", "policy_bytes", "uptime_seconds", "version",
 	"dirty_bytes", "oldest_dirty_age", "wlog_used_bytes",
-	"wlog_capacity_bytes",
+	"wlog_capacity_bytes", "writeback_state", "writeback_reason",
+	"lost_dirty_bytes", "lost_dirty_files", "wlog_checksum_failures",
 };
 
 static void status_json(const char *j)
@@ -241,6 +242,30 @@ static void status_json(const char *j)
 static void status_line(const char *key, const char *val)
 {
 	printf("%-22s %s\n", key, val);
+}
+
+/* writeback's state, and what the log lost */
+static void status_writeback(const char *j)
+{
+	char *state = jstr(j, "writeback_state"), *why;
+	char line[512], a[32];
+
+	why = jstr(j, "writeback_reason");
+	snprintf(line, sizeof(line), "%s%s%s%s", state ? state : "",
+		 why && *why ? " (" : "", why ? why : "",
+		 why && *why ? ")" : "");
+	status_line("writeback_state", line);
+	free(state);
+	free(why);
+	if (num(j, "lost_dirty_bytes") > 0 || num(j, "lost_dirty_files") > 0 ||
+	    num(j, "wlog_checksum_failures") > 0) {
+		human(a, sizeof(a), num(j, "lost_dirty_bytes"));
+		snprintf(line, sizeof(line), "%s found lost since mount, %.0f "
+			 "files hold lost bytes, %.0f checksum failures", a,
+			 num(j, "lost_dirty_files"),
+			 num(j, "wlog_checksum_failures"));
+		status_line("lost_dirty", line);
+	}
 }
 
 static void status_human(const char *j)
@@ -336,6 +361,7 @@ static void status_human(const char *j)
 			 100.0 * num(j, "wlog_used_bytes") /
 			 num(j, "wlog_capacity_bytes"));
 		status_line("writeback_log", line);
+		status_writeback(j);
 	}
 	up = num(j, "uptime_seconds");
 	snprintf(line, sizeof(line), "%dd %02d:%02d:%02d", (int)(up / 86400),

@@ -27,6 +27,9 @@
 #include "hotfsctl_i.h"
 
 #define CHUNK (16ull << 20)	/* warm or flush this much per ioctl */
+/* a flush's EBADMSG: what is left is lost (hotfs(8), WRITEBACK) */
+#define LOST_MSG "dirty bytes are lost in the writeback log (damaged); " \
+		 "'hotfsctl status' and the daemon's log say which"
 
 struct progress {
 	bool tty;
@@ -357,7 +360,8 @@ pin_fail:
 flush_fail:
 	fprintf(stderr, "%shotfsctl: %s: flush failed: %s\n",
 		prog.tty ? "\n" : "", path, errno == ENOTTY ?
-		"not on a hotfs mount" : strerror(errno));
+		"not on a hotfs mount" : errno == EBADMSG ? LOST_MSG :
+		strerror(errno));
 	failures++;
 	close(fd);
 	return errno == EACCES ? 1 : 0;
@@ -785,6 +789,7 @@ int cmd_flush(int argc, char **argv)
 			fprintf(stderr, "%shotfsctl: %s: flush failed: %s\n",
 				prog.tty ? "\n" : "", p.v[k],
 				errno == ENOTTY ? "not on a hotfs mount" :
+				errno == EBADMSG ? LOST_MSG :
 				errno == ETIMEDOUT ? "no progress for a minute "
 				"(the old data was being written by another "
 				"flush all along)" : strerror(errno));

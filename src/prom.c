@@ -238,8 +238,14 @@ static const struct pm table[] = {
 	  "Writeback: files changed on the source behind the mount while "
 	  "it held dirty data for them." },
 	{ "lost_dirty_bytes", "hotfs_lost_dirty_bytes_total", 'c', NULL,
-	  "Writeback: dirty bytes whose copy in the log could not be read "
-	  "(the cache device failed)." },
+	  "Writeback: dirty bytes found lost: their copy in the log "
+	  "damaged or unreadable." },
+	{ "lost_dirty_files", "hotfs_lost_dirty_files", 'g', NULL,
+	  "Writeback: files holding lost dirty bytes (reads of them answer "
+	  "EIO)." },
+	{ "wlog_checksum_failures", "hotfs_wlog_checksum_failures_total", 'c',
+	  NULL, "Writeback: copies of dirty blocks in the log failing their "
+	  "checksum." },
 };
 
 #define NTABLE (sizeof(table) / sizeof(table[0]))
@@ -313,8 +319,10 @@ static bool known(const char *key)
 void prom_write(FILE *f, const struct stats_kv *kv, size_t n)
 {
 	static const char *const states[] = { "ok", "read-only", "off" };
+	static const char *const wstates[] = { "ok", "degraded", "off" };
 	const char *mnt = str_of(kv, n, "mountpoint");
 	const char *state = str_of(kv, n, "store_state");
+	const char *wstate = str_of(kv, n, "writeback_state");
 	const char *last = "";
 
 	header(f, "hotfs_info", "gauge",
@@ -333,6 +341,17 @@ void prom_write(FILE *f, const struct stats_kv *kv, size_t n)
 		label_value(f, mnt);
 		fprintf(f, ",state=\"%s\"} %d\n", states[i],
 			strcmp(state, states[i]) == 0);
+	}
+	for (size_t i = 0; *wstate && i < sizeof(wstates) / sizeof(*wstates);
+	     i++) {
+		if (!i)
+			header(f, "hotfs_writeback_state", "gauge",
+			       "Writeback's state: 1 for the current one "
+			       "(degraded: the log lost dirty bytes).");
+		fputs("hotfs_writeback_state{mountpoint=", f);
+		label_value(f, mnt);
+		fprintf(f, ",state=\"%s\"} %d\n", wstates[i],
+			strcmp(wstate, wstates[i]) == 0);
 	}
 	for (size_t i = 0; i < NTABLE; i++) {
 		const struct pm *m = &table[i];

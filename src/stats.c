@@ -107,25 +107,29 @@ static void add_watch(struct hotfs *fs, struct kvlist *l)
 	add_u(l, "watch_overflows", ws.overflows);
 }
 
-/* writemode=writeback (hotfs/wb.h): present, 0, in every mode */
-static void add_writeback(struct hotfs *fs, struct kvlist *l)
+/* writemode=writeback (hotfs/wb.h): present, 0, in every mode (w: the
+ * caller's, it holds the strings) */
+static void add_writeback(struct hotfs *fs, struct kvlist *l,
+			  struct wb_stats *w)
 {
-	struct wb_stats w;
-
-	wb_stats(fs, &w);
-	add_u(l, "dirty_bytes", w.dirty_bytes);
-	add_u(l, "dirty_records", w.dirty_records);
-	add_u(l, "dirty_files", w.dirty_files);
-	add_f(l, "oldest_dirty_age", w.oldest_dirty_age);
-	add_u(l, "flushed_bytes", w.flushed_bytes);
-	add_f(l, "flush_rate", w.flush_rate);
-	add_u(l, "flush_errors", w.flush_errors);
-	add_u(l, "writes_absorbed", w.absorbed);
-	add_u(l, "wlog_used_bytes", w.log_used);
-	add_u(l, "wlog_capacity_bytes", w.log_capacity);
-	add_u(l, "wlog_cleaned_bytes", w.cleaned);
-	add_u(l, "writeback_conflicts", w.conflicts);
-	add_u(l, "lost_dirty_bytes", w.lost);
+	wb_stats(fs, w);
+	add_s(l, "writeback_state", w->state);
+	add_s(l, "writeback_reason", w->reason);
+	add_u(l, "dirty_bytes", w->dirty_bytes);
+	add_u(l, "dirty_records", w->dirty_records);
+	add_u(l, "dirty_files", w->dirty_files);
+	add_f(l, "oldest_dirty_age", w->oldest_dirty_age);
+	add_u(l, "flushed_bytes", w->flushed_bytes);
+	add_f(l, "flush_rate", w->flush_rate);
+	add_u(l, "flush_errors", w->flush_errors);
+	add_u(l, "writes_absorbed", w->absorbed);
+	add_u(l, "wlog_used_bytes", w->log_used);
+	add_u(l, "wlog_capacity_bytes", w->log_capacity);
+	add_u(l, "wlog_cleaned_bytes", w->cleaned);
+	add_u(l, "writeback_conflicts", w->conflicts);
+	add_u(l, "lost_dirty_bytes", w->lost);
+	add_u(l, "lost_dirty_files", w->lost_files);
+	add_u(l, "wlog_checksum_failures", w->csum_failures);
 }
 
 /* The metadata snapshot (hotfs/meta_fs.h). */
@@ -178,7 +182,7 @@ static double secs_since_real(const struct timespec *t)
  */
 static void collect(struct hotfs *fs, struct kvlist *l,
 		    struct hotfs_store_stats *ss, char *off, size_t offlen,
-		    const char *opts)
+		    const char *opts, struct wb_stats *w)
 {
 	static struct hotfs_stats none;
 	struct hotfs_cache *c = fs_cache(fs);
@@ -305,7 +309,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_inode_fds(fs, l);
 	add_watch(fs, l);
 	add_meta(fs, l);
-	add_writeback(fs, l);
+	add_writeback(fs, l, w);
 }
 
 /* JSON string escaping for the few free-text values. */
@@ -314,6 +318,7 @@ int stats_render(struct hotfs *fs, enum stats_fmt fmt, char **out,
 {
 	struct hotfs_store_stats ss;
 	struct kvlist l = { .n = 0 };
+	struct wb_stats wbs;
 	bool json = fmt == STATS_JSON;
 	char off[512], *opts = fs_opts_summary(fs);
 	size_t w = 0;
@@ -321,7 +326,7 @@ int stats_render(struct hotfs *fs, enum stats_fmt fmt, char **out,
 	FILE *f;
 
 	memset(&ss, 0, sizeof(ss));
-	collect(fs, &l, &ss, off, sizeof(off), opts);
+	collect(fs, &l, &ss, off, sizeof(off), opts, &wbs);
 	f = open_memstream(out, len);
 	if (!f) {
 		free(opts);

@@ -102,15 +102,6 @@ static int open_rd_path(int dfd, const char *path, void *arg)
 		      O_NOCTTY | O_CLOEXEC);
 }
 
-static struct wb_fdent **fd_slot(struct hotfs_wb *wb, uint64_t ino)
-{
-	struct wb_fdent **pp = &wb->fds[ino % WB_FD_BUCKETS];
-
-	while (*pp && (*pp)->ino != ino)
-		pp = &(*pp)->next;
-	return pp;
-}
-
 /* Add a descriptor for in (dup'd from its O_PATH fd) if it has none, and
  * count a writer on it; 0 or -errno, and the file's birth in *birth. */
 static int fd_get(struct hotfs_wb *wb, struct hotfs_inode *in,
@@ -120,7 +111,7 @@ static int fd_get(struct hotfs_wb *wb, struct hotfs_inode *in,
 	int fd, dup;
 
 	pthread_mutex_lock(&wb->m);
-	pp = fd_slot(wb, in->ino);
+	pp = wb_fd_slot(wb, in->ino);
 	if (*pp) {
 		(*pp)->users++;
 		*birth = (*pp)->birth;
@@ -147,7 +138,7 @@ static int fd_get(struct hotfs_wb *wb, struct hotfs_inode *in,
 	pthread_mutex_unlock(&in->m);
 	e->birth = birth_of(dup, "", AT_EMPTY_PATH, open_rd_fd, wb);
 	pthread_mutex_lock(&wb->m);
-	pp = fd_slot(wb, in->ino);
+	pp = wb_fd_slot(wb, in->ino);
 	if (*pp) {		/* another writer's came first */
 		close(dup);
 		free(e);
@@ -166,7 +157,7 @@ static void fd_put(struct hotfs_wb *wb, uint64_t ino)
 	struct wb_fdent *e;
 
 	pthread_mutex_lock(&wb->m);
-	e = *fd_slot(wb, ino);
+	e = *wb_fd_slot(wb, ino);
 	if (e && e->users)
 		e->users--;
 	pthread_mutex_unlock(&wb->m);
@@ -187,7 +178,7 @@ static void fd_forget(struct hotfs_wb *wb, uint64_t ino, bool drop)
 	int r;
 
 	pthread_mutex_lock(&wb->m);
-	pp = fd_slot(wb, ino);
+	pp = wb_fd_slot(wb, ino);
 	if (*pp && (drop || (!(*pp)->users &&
 			     !wblog_dirty_end(wb->wl, &f)))) {
 		e = *pp;
@@ -219,7 +210,7 @@ static int open_ino(struct hotfs_wb *wb, uint64_t ino, int flags)
 	int fd = -ENOENT, pfd;
 
 	pthread_mutex_lock(&wb->m);
-	e = *fd_slot(wb, ino);
+	e = *wb_fd_slot(wb, ino);
 	if (e)
 		fd = reopen_fd(fs->proc_self_fd, e->fd, flags);
 	pthread_mutex_unlock(&wb->m);
@@ -252,35 +243,6 @@ struct wb_cookie {
 	struct cache_wr w;
 };
 
-/* The path of ino's source file now (its kept descriptor's), for the
- * log; "inode N" if unknown.  *said (if not NULL): set, and whether it
- * was set before, under the same lock. */
-static void ino_path(struct hotfs_wb *wb, uint64_t ino, char *path,
-		     size_t len, bool *said)
-{
-	struct wb_fdent *e;
-	char link[32];
-	ssize_t n = -1;
-
-	pthread_mutex_lock(&wb->m);
-	e = *fd_slot(wb, ino);
-	if (e && said) {
-		bool was = e->lost_said;
-
-		e->lost_said = true;
-		*said = was;
-	}
-	if (e && wb->fs->proc_self_fd >= 0) {
-		snprintf(link, sizeof(link), "%d", e->fd);
-		n = readlinkat(wb->fs->proc_self_fd, link, path, len - 1);
-	}
-	pthread_mutex_unlock(&wb->m);
-	if (n < 0)
-		snprintf(path, len, "inode %llu", (unsigned long long)ino);
-	else
-		path[n] = 0;
-}
-
 /*
  * Before a run of in is written: did the file change behind the mount
  * while the mount held dirty data for it (seen now, or by an open, a
@@ -308,7 +270,7 @@ static void conflict(struct hotfs_wb *wb, struct hotfs_inode *in)
 	now = in->behind;
 	pthread_mutex_unlock(&in->m);
 	pthread_mutex_lock(&wb->m);
-	e = *fd_slot(wb, in->ino);
+	e = *wb_fd_slot(wb, in->ino);
 	known = e != NULL;
 	if (e) {
 		was = e->behind;
@@ -318,7 +280,7 @@ static void conflict(struct hotfs_wb *wb, struct hotfs_inode *in)
 	if (!known || now == was)
 		return;
 	atomic_fetch_add_explicit(&wb->conflicts, 1, memory_order_relaxed);
-	ino_path(wb, in->ino, path, sizeof(path), NULL);
+	wb_ino_path(wb, in->ino, path, sizeof(path), NULL);
 	hotfs_log(LOG_WARNING, "writeback: %s changed on the source while "
 		  "the mount held dirty data for it: the mount's dirty bytes "
 		  "are written over the change\n", path);
@@ -391,6 +353,12 @@ static void op_lost(void *arg, const struct wb_fid *fid, int err)
 	fd_forget(wb, fid->ino, true);
 }
 
+static void op_damaged(void *arg, const struct wb_fid *fid, uint64_t off,
+		       uint64_t len)
+{
+	wb_report_lost(arg, fid->ino, off, len, -EBADMSG);
+}
+
 static void op_done(void *arg, const struct wb_fid *fid)
 {
 	fd_forget(arg, fid->ino, false);
@@ -423,7 +391,8 @@ static int64_t op_idle(void *arg)
 
 static const struct wb_flush_ops wb_ops = {
 	.open = op_open, .begin = op_begin, .end = op_end,
-	.lost = op_lost, .done = op_done, .idle = op_idle,
+	.lost = op_lost, .damaged = op_damaged, .done = op_done,
+	.idle = op_idle,
 };
 
 /*----------------------------------------------------------------*/
@@ -480,7 +449,7 @@ static int walk_one(const char *path, const struct stat *st, int type,
 	e->ino = (uint64_t)st->st_ino;
 	e->birth = birth ? birth : walk.fids[i].birth;
 	e->fd = fd;
-	*fd_slot(walk.wb, e->ino) = e;
+	*wb_fd_slot(walk.wb, e->ino) = e;
 	walk.found[i] = true;
 	return --walk.left ? 0 : 1;	/* all found: done */
 }
@@ -559,6 +528,7 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 	}
 	fs->wb = wb;
 	find_files(wb, fs->o->source);
+	wb_report_replay(wb);
 	return 0;
 }
 
@@ -610,7 +580,7 @@ int wb_stop(struct hotfs *fs)
 	r = wbf_drain(wb->wl, &wb_ops, wb, 3);
 	wblog_stats(wb->wl, &s);
 	/* what the unmount wrote, and what stays: in one line either way */
-	if (r < 0)
+	if (r < 0) {
 		hotfs_log(LOG_ERR, "writeback: at unmount %llu bytes were "
 			  "written to the source; %llu dirty bytes of %llu "
 			  "files could not be written to the source (%s): "
@@ -618,16 +588,29 @@ int wb_stop(struct hotfs *fs)
 			  "mount\n",
 			  (unsigned long long)(s.flushed_bytes -
 					       before.flushed_bytes),
-			  (unsigned long long)s.dirty_bytes,
+			  (unsigned long long)(s.dirty_bytes -
+					       s.lost_held_bytes),
 			  (unsigned long long)s.dirty_files, strerror(-r));
-	else
-		hotfs_log(LOG_NOTICE, "writeback: at unmount %llu dirty "
-			  "bytes of %llu files were written to the source; "
-			  "none stays\n",
+		return r;
+	}
+	if (s.lost_blocks) {
+		hotfs_log(LOG_ERR, "writeback: at unmount %llu bytes were "
+			  "written to the source; %llu dirty bytes of %llu "
+			  "files are lost (their copy in the cachedir's log is "
+			  "damaged or unreadable): the source keeps its older "
+			  "bytes there; they stay in the wlog, lost, and the "
+			  "next mount names them again\n",
 			  (unsigned long long)(s.flushed_bytes -
 					       before.flushed_bytes),
-			  (unsigned long long)before.dirty_files);
-	return r;
+			  (unsigned long long)s.lost_held_bytes,
+			  (unsigned long long)s.lost_files);
+		return -EIO;
+	}
+	hotfs_log(LOG_NOTICE, "writeback: at unmount %llu dirty bytes of "
+		  "%llu files were written to the source; none stays\n",
+		  (unsigned long long)(s.flushed_bytes - before.flushed_bytes),
+		  (unsigned long long)before.dirty_files);
+	return 0;
 }
 
 void wb_set_watermarks(struct hotfs *fs, unsigned high, unsigned low)
@@ -696,7 +679,7 @@ static int src_stat(struct hotfs_wb *wb, uint64_t ino, struct stat *st,
 	int err = -ENOENT;
 
 	pthread_mutex_lock(&wb->m);
-	e = *fd_slot(wb, ino);
+	e = *wb_fd_slot(wb, ino);
 	if (e)
 		err = fstat(e->fd, st) || (vfs && fstatvfs(e->fd, vfs)) ?
 		      -errno : 0;
@@ -855,18 +838,10 @@ int wb_read_fix(struct hotfs *fs, struct hotfs_inode *in, int src,
 	}
 	memset(buf + got, 0, want - got);	/* a hole the dirty end made */
 	n = wblog_overlay(wb->wl, &f, (uint64_t)off, buf, want);
-	if (n == -EIO) {
-		/* the cache device failed: the dirty bytes are lost, and the
-		 * source's older ones must not stand in for them */
-		char path[PATH_MAX];
-		bool said;
-
-		ino_path(wb, in->ino, path, sizeof(path), &said);
-		if (!said)
-			hotfs_log(LOG_ERR, "writeback: %s: dirty bytes lost: "
-				  "the cachedir's log cannot be read (%s); "
-				  "reads of them answer EIO\n", path,
-				  strerror(EIO));
+	if (n == -EIO || n == -EBADMSG) {
+		/* lost: the source's older bytes must not stand in for them */
+		wb_report_lost(wb, in->ino, 0, 0, (int)n);
+		n = -EIO;
 	}
 	if (n < 0 || wblog_forget_gen(wb->wl, &f) != gen) {
 		free(buf);
@@ -958,6 +933,7 @@ int wb_flush_some(struct hotfs *fs, struct hotfs_inode *in, int64_t since_ns,
 	struct hotfs_wb *wb = fs->wb;
 	struct wblog_stats s;
 	struct wb_fid f;
+	uint64_t lost;
 	int64_t age = 0;
 	int r = 0;
 
@@ -971,15 +947,19 @@ int wb_flush_some(struct hotfs *fs, struct hotfs_inode *in, int64_t since_ns,
 	if (max)
 		r = wbf_round_max(wb->wl, &wb_ops, wb, age > 0 ? age : 0,
 				  in ? &f : NULL, max, done);
+	wblog_stats(wb->wl, &s);
 	if (in) {
-		*left = wblog_dirty_blocks(wb->wl, &f) * WB_BLOCK;
+		/* what can still be written: not the lost blocks */
+		lost = wblog_lost_blocks(wb->wl, &f);
+		*left = (wblog_dirty_blocks(wb->wl, &f) - lost) * WB_BLOCK;
 	} else {
-		wblog_stats(wb->wl, &s);
-		*left = s.dirty_bytes;
+		lost = s.lost_blocks;
+		*left = s.dirty_bytes - s.lost_held_bytes;
 		*oldest_ns = s.oldest_dirty_ns > 0 ?
 			     (uint64_t)s.oldest_dirty_ns : 0;
 	}
-	return r;
+	/* all that is left is lost: the flush cannot end well */
+	return !r && lost && !*left ? -EBADMSG : r;
 }
 
 int wb_unlink_begin(struct hotfs *fs, struct hotfs_inode *in,

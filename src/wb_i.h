@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * writemode=writeback's state on the mount, shared by src/wb.c (the
- * requests' hooks, the flusher's operations, open and close) and
+ * requests' hooks, the flusher's operations, open and close),
+ * src/wb_lost.c (dirty bytes the log lost: said, the state) and
  * src/wb_state.c (its statistics, and a leftover log met by a mount in
  * another mode).  include/hotfs/wb.h gives the rules and the locks.
  */
@@ -49,5 +50,30 @@ struct hotfs_wb {
 	uint64_t src_ios;	/* op_idle's last count (the flusher's) */
 	int64_t busy_at;	/* and when it last moved (the flusher's) */
 };
+
+/* ino's descriptor's slot (under wb->m) */
+static inline struct wb_fdent **wb_fd_slot(struct hotfs_wb *wb, uint64_t ino)
+{
+	struct wb_fdent **pp = &wb->fds[ino % WB_FD_BUCKETS];
+
+	while (*pp && (*pp)->ino != ino)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* src/wb_lost.c: lost dirty bytes said, the state */
+/* The path of ino's source file now (its kept descriptor's), for the
+ * log; "inode N" if unknown.  *said (if not NULL): set, and whether it
+ * was set before, under the same lock. */
+void wb_ino_path(struct hotfs_wb *wb, uint64_t ino, char *path, size_t len,
+		 bool *said);
+/* What the open's replay found lost or dropped, in the daemon's log. */
+void wb_report_replay(struct hotfs_wb *wb);
+/* ino's dirty bytes [off, off + len) (len 0: unknown) found lost (err:
+ * -EBADMSG damaged, else unreadable): said once a file. */
+void wb_report_lost(struct hotfs_wb *wb, uint64_t ino, uint64_t off,
+		    uint64_t len, int err);
+/* "off" (wb NULL), "ok" or "degraded" (why: the reason). */
+const char *wb_state_of(struct hotfs_wb *wb, char *why, size_t len);
 
 #endif

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * writemode=writeback (include/hotfs/wb.h): the statistics of the log and
- * the flusher, and the dirty data a crashed writeback mount left, met by
- * a mount in another write mode (written to the source first).
+ * the flusher (and the state: src/wb_lost.c), and the dirty data a crashed
+ * writeback mount left, met by a mount in another write mode (written to
+ * the source first; refused if the log lost some).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +23,7 @@ void wb_stats(struct hotfs *fs, struct wb_stats *st)
 	int64_t now = clock_real_ns();
 
 	memset(st, 0, sizeof(*st));
+	st->state = wb_state_of(fs->wb, st->reason, sizeof(st->reason));
 	if (!fs->wb)
 		return;
 	wblog_stats(fs->wb->wl, &s);
@@ -33,6 +35,8 @@ void wb_stats(struct hotfs *fs, struct wb_stats *st)
 	st->absorbed = s.absorbed;
 	st->cleaned = s.cleaned_bytes;
 	st->lost = s.lost_bytes;
+	st->lost_files = s.lost_files;
+	st->csum_failures = s.csum_failures;
 	st->conflicts = atomic_load_explicit(&fs->wb->conflicts,
 					     memory_order_relaxed);
 	st->log_used = s.log_used;
@@ -75,7 +79,19 @@ int wb_drain(struct hotfs *fs, char *err, size_t errlen)
 	 * (main opens the daemon's own after the fork) */
 	fs->proc_self_fd = open("/proc/self/fd", O_PATH | O_CLOEXEC);
 	wblog_stats(fs->wb->wl, &s);
-	if (s.dirty_bytes) {
+	if (s.lost_blocks) {
+		/* never written: this mount would show the source's older
+		 * bytes where the log holds them lost */
+		snprintf(err, errlen, "the cachedir's log holds %llu dirty "
+			 "bytes of %llu files that it lost (damaged): mount "
+			 "with writemode=writeback (reads of them answer EIO "
+			 "until the files are written over them, truncated or "
+			 "removed), or move %s/%s away to drop all its dirty "
+			 "data", (unsigned long long)s.lost_held_bytes,
+			 (unsigned long long)s.lost_files, fs->o->cachedir,
+			 WB_LOG_NAME);
+		r = -EIO;
+	} else if (s.dirty_bytes) {
 		hotfs_log(LOG_NOTICE, "writeback: the cachedir's log holds "
 			  "%llu dirty bytes of %llu files, left by a "
 			  "writeback mount that did not end cleanly: writing "
@@ -83,17 +99,19 @@ int wb_drain(struct hotfs *fs, char *err, size_t errlen)
 			  (unsigned long long)s.dirty_bytes,
 			  (unsigned long long)s.dirty_files);
 		r = wb_stop(fs);
+		if (r < 0)
+			snprintf(err, errlen, "the cachedir's log holds %llu "
+				 "dirty bytes the source did not take (%s); "
+				 "mount with writemode=writeback to keep them "
+				 "(they are flushed while mounted), or move "
+				 "%s/%s away to drop them",
+				 (unsigned long long)s.dirty_bytes,
+				 strerror(-r), fs->o->cachedir, WB_LOG_NAME);
+		else
+			hotfs_log(LOG_NOTICE, "writeback: the %llu dirty "
+				  "bytes are on the source\n",
+				  (unsigned long long)s.dirty_bytes);
 	}
-	if (r < 0)
-		snprintf(err, errlen, "the cachedir's log holds %llu dirty "
-			 "bytes the source did not take (%s); mount with "
-			 "writemode=writeback to keep them (they are flushed "
-			 "while mounted), or move %s/%s away to drop them",
-			 (unsigned long long)s.dirty_bytes, strerror(-r),
-			 fs->o->cachedir, WB_LOG_NAME);
-	else if (s.dirty_bytes)
-		hotfs_log(LOG_NOTICE, "writeback: the %llu dirty bytes are on "
-			  "the source\n", (unsigned long long)s.dirty_bytes);
 	wb_close(fs);
 	if (fs->proc_self_fd >= 0)
 		close(fs->proc_self_fd);

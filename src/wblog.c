@@ -90,6 +90,7 @@ static int write_one(struct wblog *wl, const struct wb_fid *fid,
 		 b1 = (end - 1) / WB_BLOCK, lo = off, hi = end, pos;
 	struct wl_file *f = wl_file_get(wl, fid);
 	struct wl_rec h = { .type = WR_DATA };
+	uint64_t sums[WB_REC_MAX / WB_BLOCK];
 	struct wl_ent *e0, *e1;
 	char *data;
 	unsigned k;
@@ -102,9 +103,16 @@ static int write_one(struct wblog *wl, const struct wb_fid *fid,
 		wl_file_put(wl, f);
 		return -ENOMEM;
 	}
-	/* the first and last blocks' dirty bytes around the write */
+	/* the first and last blocks' dirty bytes around the write (none
+	 * needed if it covers them: a lost block written over whole is
+	 * found again) */
 	e0 = wl_ent_find(wl, f, b0);
 	e1 = b1 != b0 ? wl_ent_find(wl, f, b1) : NULL;
+	if (e0 && b0 * WB_BLOCK + e0->lo >= off &&
+	    b0 * WB_BLOCK + e0->hi <= end)
+		e0 = NULL;
+	if (e1 && b1 * WB_BLOCK + e1->hi <= end)
+		e1 = NULL;
 	err = 0;
 	if (e0 && wl_read_copy(wl, e0, data))
 		err = -EIO;
@@ -128,9 +136,9 @@ static int write_one(struct wblog *wl, const struct wb_fid *fid,
 	h.len = hi - lo;
 	h.nblk = (uint32_t)(b1 - b0 + 1);
 	h.time_ns = rec_time_ns();
-	err = wl_append(wl, &h, NULL, data, false, &pos);
+	err = wl_append(wl, &h, NULL, data, false, &pos, sums);
 	if (!err)
-		err = wl_apply_data(wl, &h, pos);
+		err = wl_apply_data(wl, &h, pos, sums);
 out:
 	free(data);
 	wl_file_put(wl, f);
@@ -220,6 +228,7 @@ ssize_t wblog_overlay(struct wblog *wl, const struct wb_fid *fid,
 	struct wl_file *f;
 	ssize_t done = 0;
 	char blk[WB_BLOCK];
+	int err;
 
 	if (!len || end < off)
 		return 0;
@@ -238,14 +247,17 @@ ssize_t wblog_overlay(struct wblog *wl, const struct wb_fid *fid,
 		if (s >= t)
 			continue;
 		/* every block of the range tried: the lost ones counted */
-		if (wl_read_copy(wl, e, blk) || done < 0) {
-			done = -EIO;
+		err = wl_read_copy(wl, e, blk);
+		if (err)	/* damaged says more than unreadable */
+			done = done == -EBADMSG ? done : err;
+		if (done < 0)
 			continue;
-		}
 		memcpy((char *)buf + (s - off), blk + (s - base), t - s);
 		done += (ssize_t)(t - s);
 	}
 	pthread_mutex_unlock(&wl->m);
+	if (done < 0)
+		wl_lost_durable(wl);	/* (the error says enough) */
 	return done;
 }
 
@@ -281,6 +293,18 @@ uint64_t wblog_dirty_blocks(struct wblog *wl, const struct wb_fid *fid)
 	return n;
 }
 
+uint64_t wblog_lost_blocks(struct wblog *wl, const struct wb_fid *fid)
+{
+	struct wl_file *f;
+	uint64_t n;
+
+	pthread_mutex_lock(&wl->m);
+	f = wl_file_find(wl, fid);
+	n = f ? f->nlost : 0;
+	pthread_mutex_unlock(&wl->m);
+	return n;
+}
+
 /* A TRIM record for fid at size (seal: only if nothing of fid is dirty,
  * else -EAGAIN), made durable. */
 static int trim_rec(struct wblog *wl, const struct wb_fid *fid,
@@ -299,7 +323,7 @@ static int trim_rec(struct wblog *wl, const struct wb_fid *fid,
 			pthread_cond_wait(&wl->cv, &wl->m);
 		f->inflight--;
 		if (seal && f->nblocks)
-			err = -EAGAIN;
+			err = f->nlost == f->nblocks ? -EIO : -EAGAIN;
 	}
 	/*
 	 * Logged whenever the log holds records, even with nothing of the
@@ -312,7 +336,7 @@ static int trim_rec(struct wblog *wl, const struct wb_fid *fid,
 		h.ino = fid->ino;
 		h.off = size;
 		h.time_ns = rec_time_ns();
-		err = wl_append(wl, &h, NULL, NULL, true, &pos);
+		err = wl_append(wl, &h, NULL, NULL, true, &pos, NULL);
 		if (!err && f && f->nblocks && f->end > size) {
 			wl_file_trim(wl, f, size);
 			wl->forget_gen[gen_bucket(fid)]++;
@@ -374,8 +398,8 @@ static struct wl_recmem *rec_at(struct wblog *wl, size_t i)
  * at a time: a run written after a newer one of the same bytes would put
  * the older bytes back); NULL if none.  Under m.
  */
-/* A block of r (sequence seq) it holds live and not in a run being
- * flushed: its entry, or NULL.  Under m. */
+/* A block of r (sequence seq) it holds live, not lost and not in a run
+ * being flushed: its entry, or NULL.  Under m. */
 static struct wl_ent *free_block(struct wblog *wl, struct wl_recmem *r,
 				 uint64_t seq)
 {
@@ -384,7 +408,7 @@ static struct wl_ent *free_block(struct wblog *wl, struct wl_recmem *r,
 	for (k = 0; k < r->ndata; k++) {
 		struct wl_ent *e = wl_ent_find(wl, r->f, wl_rec_blk(r, k));
 
-		if (e && e->seq == seq && !e->busy)
+		if (e && e->seq == seq && !e->busy && !e->lost)
 			return e;
 	}
 	return NULL;
@@ -408,7 +432,8 @@ static struct wl_recmem *oldest_live(struct wblog *wl, uint64_t *seq,
 	for (i = wl->dead; i < wl->rq_n; i++) {
 		struct wl_recmem *r = rec_at(wl, i);
 
-		if (!r->live || (only ? r->f != only : !may_take(r->f, owner)))
+		if (r->live == r->lost ||
+		    (only ? r->f != only : !may_take(r->f, owner)))
 			continue;
 		*e = free_block(wl, r, wl->rq_seq + i);
 		if (*e) {
@@ -425,13 +450,14 @@ int wblog_flush_next(struct wblog *wl, int64_t min_age_ns, size_t max,
 	return wblog_flush_next_by(wl, min_age_ns, max, only, NULL, r);
 }
 
-/* A neighbour of the run being gathered: dirty, not in flight. */
+/* A neighbour of the run being gathered: dirty, not lost, not in
+ * flight. */
 static struct wl_ent *free_ent(struct wblog *wl, struct wl_file *f,
 			       uint64_t blk)
 {
 	struct wl_ent *e = wl_ent_find(wl, f, blk);
 
-	return e && !e->busy ? e : NULL;
+	return e && !e->busy && !e->lost ? e : NULL;
 }
 
 int wblog_flush_next_by(struct wblog *wl, int64_t min_age_ns, size_t max,
@@ -488,9 +514,19 @@ int wblog_flush_next_by(struct wblog *wl, int64_t min_age_ns, size_t max,
 	for (b = first; b <= last; b++) {
 		struct wl_ent *x = wl_ent_find(wl, e->f, b);
 
-		ret = -EIO;
-		if (wl_read_copy(wl, x, r->buf + (b - first) * WB_BLOCK))
-			goto fail;
+		if (wl_read_copy(wl, x, r->buf + (b - first) * WB_BLOCK)) {
+			/* lost now (never written): say whose bytes */
+			struct wb_fid fid = e->f->fid;
+
+			free(r->seq);
+			free(r->buf);
+			memset(r, 0, sizeof(*r));
+			r->fid = fid;
+			r->off = b * WB_BLOCK + x->lo;
+			r->len = x->hi - x->lo;
+			ret = 2;
+			goto out;
+		}
 		r->seq[b - first] = x->seq;
 		if (b == first)
 			r->off = b * WB_BLOCK + x->lo;
@@ -511,6 +547,8 @@ fail:
 	memset(r, 0, sizeof(*r));
 out:
 	pthread_mutex_unlock(&wl->m);
+	if (ret == 2)
+		wl_lost_durable(wl);
 	return ret;
 }
 
@@ -575,10 +613,15 @@ void wblog_stats(struct wblog *wl, struct wblog_stats *s)
 	s->absorbed = wl->absorbed;
 	s->cleaned_bytes = wl->cleaned;
 	s->lost_bytes = wl->lost;
+	s->lost_held_bytes = wl->lost_held;
+	s->lost_blocks = wl->lost_blocks;
+	s->lost_files = wl->lost_files;
+	s->csum_failures = wl->csum_failures;
 	s->replayed_records = wl->replayed;
 	s->syncs = wl->syncs;
+	/* lost blocks wait for nothing: not the oldest dirty data */
 	for (i = 0, r = NULL; i < wl->rq_n && !r; i++)
-		if (rec_at(wl, i)->live)
+		if (rec_at(wl, i)->live > rec_at(wl, i)->lost)
 			r = rec_at(wl, i);
 	s->oldest_dirty_ns = r ? r->time_ns : 0;
 	pthread_mutex_unlock(&wl->m);
@@ -603,6 +646,48 @@ uint64_t wblog_forget_gen(struct wblog *wl, const struct wb_fid *fid)
 	pthread_mutex_unlock(&wl->m);
 	return g;
 }
+
+size_t wblog_lost_files(struct wblog *wl, struct wblog_lost **out)
+{
+	size_t i, n = 0;
+
+	pthread_mutex_lock(&wl->m);
+	*out = calloc(wl->lost_files ? wl->lost_files : 1, sizeof(**out));
+	for (i = 0; *out && i < wl->fh_size; i++) {
+		struct wl_file *f;
+
+		for (f = wl->fh[i]; f && n < wl->lost_files; f = f->next)
+			if (f->nlost)
+				(*out)[n++].fid = f->fid;
+	}
+	/* one walk of the map for the bytes */
+	for (i = 0; *out && n && i < wl->eh_size; i++) {
+		struct wl_ent *e;
+
+		for (e = wl->eh[i]; e; e = e->next) {
+			uint64_t a = e->blk * WB_BLOCK + e->lo,
+				 b = e->blk * WB_BLOCK + e->hi;
+			size_t k;
+
+			for (k = 0; e->lost && k < n; k++) {
+				struct wblog_lost *x = &(*out)[k];
+
+				if (x->fid.dev != e->f->fid.dev ||
+				    x->fid.ino != e->f->fid.ino)
+					continue;
+				if (!x->bytes || a < x->first)
+					x->first = a;
+				if (b > x->end)
+					x->end = b;
+				x->bytes += b - a;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&wl->m);
+	return *out ? n : 0;
+}
+
 size_t wblog_files(struct wblog *wl, struct wb_fid **out)
 {
 	size_t i, n = 0;

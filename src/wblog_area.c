@@ -34,11 +34,13 @@ static int room(const struct wblog *wl, uint64_t need, bool all,
 }
 
 int wl_append(struct wblog *wl, struct wl_rec *h, const struct wl_mblk *l,
-	      const char *data, bool all, uint64_t *data_pos)
+	      const char *data, bool all, uint64_t *data_pos,
+	      uint64_t *sums)
 {
 	uint64_t pad, need = 1 + h->nblk, start;
-	char hb[WB_BLOCK];
+	char hb[WB_BLOCK] __attribute__((aligned(8)));
 	struct iovec iov[2];
+	uint32_t k;
 	ssize_t n;
 	int err;
 
@@ -50,12 +52,13 @@ int wl_append(struct wblog *wl, struct wl_rec *h, const struct wl_mblk *l,
 	start = wl->head;
 	if (pad) {
 		struct wl_rec p = { .type = WR_PAD, .seq = wl->appended + 1,
-				    .epoch = wl->epoch,
+				    .epoch = wl->epoch, .synced = wl->synced,
 				    .time_ns = h->time_ns };
 
 		memcpy(p.magic, WR_MAGIC, 8);
-		p.csum = wl_rec_csum(&p, NULL, 0);
 		memset(hb, 0, sizeof(hb));
+		memcpy(hb, &p, sizeof(p));
+		p.csum = wl_hdr_csum(hb, wl->salt);
 		memcpy(hb, &p, sizeof(p));
 		n = pwrite_full(wl->fd, hb, WB_BLOCK, blk_off(wl->head));
 		if (n < 0)
@@ -73,12 +76,19 @@ int wl_append(struct wblog *wl, struct wl_rec *h, const struct wl_mblk *l,
 	memcpy(h->magic, WR_MAGIC, 8);
 	h->seq = wl->appended + 1;
 	h->epoch = wl->epoch;
-	h->csum = l ? wl_multi_csum(h, l, data, (size_t)h->nblk * WB_BLOCK) :
-		  wl_rec_csum(h, data, (size_t)h->nblk * WB_BLOCK);
+	h->synced = wl->synced;
+	h->csum = 0;
+	for (k = 0; k < h->nblk; k++)
+		sums[k] = l && (l[k].flags & WL_MBLK_LOST) ? 0 :
+			  wl_blk_csum(data + (size_t)k * WB_BLOCK);
 	memset(hb, 0, sizeof(hb));
 	memcpy(hb, h, sizeof(*h));
 	if (l)
 		memcpy(hb + sizeof(*h), l, h->nblk * sizeof(*l));
+	if (h->type == WR_DATA || h->type == WR_MULTI)
+		memcpy(hb + wl_sums_at(h), sums, h->nblk * sizeof(*sums));
+	h->csum = wl_hdr_csum(hb, wl->salt);
+	memcpy(hb, h, sizeof(*h));
 	iov[0].iov_base = hb;
 	iov[0].iov_len = WB_BLOCK;
 	iov[1].iov_base = (void *)data;
@@ -98,13 +108,26 @@ int wl_append(struct wblog *wl, struct wl_rec *h, const struct wl_mblk *l,
 
 int wl_read_copy(struct wblog *wl, struct wl_ent *e, void *blk)
 {
-	if (pread_full(wl->fd, blk, WB_BLOCK, blk_off(e->pos)) == WB_BLOCK)
-		return 0;
-	if (!e->lost) {
-		e->lost = true;
-		wl->lost += e->hi - e->lo;
+	int err = -EBADMSG;
+
+	/* a lost block carried forward has no copy */
+	if (e->csum) {
+		err = pread_full(wl->fd, blk, WB_BLOCK, blk_off(e->pos)) ==
+		      WB_BLOCK ? 0 : -EIO;
+		if (!err && wl_blk_csum(blk) != e->csum) {
+			err = -EBADMSG;
+			if (!e->lost)
+				wl->csum_failures++;
+		}
 	}
-	return -EIO;
+	if (err && !e->lost) {
+		wl->lost += e->hi - e->lo;
+		if (e->seq > wl->lost_seq)
+			wl->lost_seq = e->seq;
+	}
+	/* (a device that failed may read again) */
+	wl_ent_lost(wl, e, err != 0);
+	return err;
 }
 
 /*
@@ -148,6 +171,36 @@ int wblog_sync(struct wblog *wl, uint64_t seq)
 	return err;
 }
 
+int wl_lost_durable(struct wblog *wl)
+{
+	uint64_t tail_pos, tail_seq, seq;
+	int err;
+
+	pthread_mutex_lock(&wl->m);
+	while (wl->releasing)
+		pthread_cond_wait(&wl->cv, &wl->m);
+	if (wl->lost_seq <= wl->hdr_synced || wl->sync_err) {
+		err = wl->sync_err;
+		pthread_mutex_unlock(&wl->m);
+		return err;
+	}
+	/* the tail as the header has it (a release changes both under
+	 * releasing) */
+	wl->releasing = true;
+	seq = wl->appended;
+	tail_seq = wl->rq_seq;
+	tail_pos = wl->rq_n ? wl->rq[wl->rq_head].start : wl->head;
+	pthread_mutex_unlock(&wl->m);
+	err = wblog_sync(wl, seq);
+	if (!err)
+		err = wl_super_write(wl, tail_pos, tail_seq, seq);
+	pthread_mutex_lock(&wl->m);
+	wl->releasing = false;
+	pthread_cond_broadcast(&wl->cv);
+	pthread_mutex_unlock(&wl->m);
+	return err;
+}
+
 int wblog_release(struct wblog *wl)
 {
 	uint64_t n = 0, blocks = 0, tail_pos, tail_seq, sync_to;
@@ -181,7 +234,7 @@ int wblog_release(struct wblog *wl)
 	pthread_mutex_unlock(&wl->m);
 	err = wblog_sync(wl, sync_to);
 	if (!err)
-		err = wl_super_write(wl, tail_pos, tail_seq);
+		err = wl_super_write(wl, tail_pos, tail_seq, sync_to);
 	pthread_mutex_lock(&wl->m);
 	wl->releasing = false;
 	if (!err) {

@@ -11,7 +11,8 @@
  * So a writer that finds the log full takes the oldest records (up to the
  * reserve below), copies their live blocks to the head as MULTI records
  * (hotfs/wblog_i.h: up to WL_MULTI_MAX blocks of one file, adjacent or
- * not, under one header), and moves the tail past the old ones: a block
+ * not, under one header; a lost block goes as lost, with no copy), and
+ * moves the tail past the old ones: a block
  * that cost a header of its own costs its block alone from then on, the
  * log holds about its live data, and a write waits for the source only
  * when the log is full of live blocks.  Each copy is the block's newest copy
@@ -129,6 +130,7 @@ static int copy_group(struct wblog *wl, const struct cl_item *it,
 		      size_t len, char *buf)
 {
 	struct wl_mblk l[WL_MULTI_MAX];
+	uint64_t sums[WL_MULTI_MAX];
 
 	while (len) {
 		size_t k, m = len, left = wl->nblocks - wl->head;
@@ -144,11 +146,17 @@ static int copy_group(struct wblog *wl, const struct cl_item *it,
 		h.time_ns = it[0].time_ns;
 		for (k = 0; k < m; k++) {
 			struct wl_ent *e = it[k].e;
+			char *b = buf + k * WB_BLOCK;
 
-			if (wl_read_copy(wl, it[k].e, buf + k * WB_BLOCK))
-				return -EIO;
+			/* a lost block (found lost now, too) goes forward
+			 * lost: its bytes never become the source's older
+			 * ones */
+			if (e->lost || wl_read_copy(wl, e, b))
+				memset(b, 0, WB_BLOCK);
 			l[k] = (struct wl_mblk){ .blk = e->blk, .lo = e->lo,
-						 .hi = e->hi };
+						 .hi = e->hi,
+						 .flags = e->lost ?
+							  WL_MBLK_LOST : 0 };
 			if (it[k].time_ns < h.time_ns)
 				h.time_ns = it[k].time_ns;
 		}
@@ -156,9 +164,9 @@ static int copy_group(struct wblog *wl, const struct cl_item *it,
 		h.ino = f->fid.ino;
 		h.birth = f->fid.birth;
 		h.nblk = (uint32_t)m;
-		err = wl_append(wl, &h, l, buf, true, &pos);
+		err = wl_append(wl, &h, l, buf, true, &pos, sums);
 		if (!err)
-			err = wl_apply_multi(wl, &h, l, pos);
+			err = wl_apply_multi(wl, &h, l, pos, sums);
 		if (err)
 			return err;
 		/* a copy, not a write over a dirty block */

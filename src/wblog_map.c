@@ -155,11 +155,35 @@ static void rec_unref(struct wblog *wl, uint64_t seq)
 		r->live--;
 }
 
+void wl_ent_lost(struct wblog *wl, struct wl_ent *e, bool lost)
+{
+	struct wl_recmem *r;
+
+	if (e->lost == lost)
+		return;
+	r = wl_rec_of(wl, e->seq);
+	e->lost = lost;
+	if (lost) {
+		wl->lost_held += e->hi - e->lo;
+		wl->lost_blocks++;
+		wl->lost_files += !e->f->nlost++;
+		if (r)
+			r->lost++;
+	} else {
+		wl->lost_held -= e->hi - e->lo;
+		wl->lost_blocks--;
+		wl->lost_files -= !--e->f->nlost;
+		if (r && r->lost)
+			r->lost--;
+	}
+}
+
 /* Drop entry e (its slot pp) from the map. */
 void wl_ent_drop(struct wblog *wl, struct wl_ent **pp)
 {
 	struct wl_ent *e = *pp;
 
+	wl_ent_lost(wl, e, false);
 	*pp = e->next;
 	rec_unref(wl, e->seq);
 	wl->dirty_bytes -= e->hi - e->lo;
@@ -168,14 +192,17 @@ void wl_ent_drop(struct wblog *wl, struct wl_ent **pp)
 	free(e);
 }
 
-/* Block blk of f is now the copy at pos of record seq, [lo, hi) dirty. */
+/* Block blk of f is now the copy at pos of record seq (its checksum
+ * csum), [lo, hi) dirty. */
 int wl_ent_set(struct wblog *wl, struct wl_file *f, uint64_t blk,
-		   uint64_t pos, uint64_t seq, unsigned lo, unsigned hi)
+	       uint64_t pos, uint64_t seq, unsigned lo, unsigned hi,
+	       uint64_t csum)
 {
 	struct wl_ent **pp = wl_ent_slot(wl, f, blk), *e = *pp;
 	struct wl_recmem *r = wl_rec_of(wl, seq);
 
 	if (e) {
+		wl_ent_lost(wl, e, false);
 		rec_unref(wl, e->seq);
 		wl->dirty_bytes -= e->hi - e->lo;
 		wl->absorbed++;
@@ -192,7 +219,7 @@ int wl_ent_set(struct wblog *wl, struct wl_file *f, uint64_t blk,
 	}
 	e->pos = pos;
 	e->seq = seq;
-	e->lost = false;
+	e->csum = csum;
 	e->busy = false;
 	e->lo = (uint16_t)lo;
 	e->hi = (uint16_t)hi;
@@ -223,6 +250,8 @@ void wl_file_trim(struct wblog *wl, struct wl_file *f, uint64_t size)
 				wl_ent_drop(wl, pp);
 			} else {
 				wl->dirty_bytes -= base + e->hi - size;
+				if (e->lost)
+					wl->lost_held -= base + e->hi - size;
 				e->hi = (uint16_t)(size - base);
 				pp = &e->next;
 			}
@@ -257,6 +286,7 @@ int wl_rq_push(struct wblog *wl, uint64_t start, uint64_t nblk,
 	r->start = start;
 	r->nblk = nblk;
 	r->live = 0;
+	r->lost = 0;
 	r->time_ns = t;
 	r->f = NULL;
 	r->blk0 = 0;
@@ -299,7 +329,8 @@ static struct wl_file *rec_file(struct wblog *wl, const struct wl_rec *h,
 }
 
 int wl_apply_multi(struct wblog *wl, const struct wl_rec *h,
-		   const struct wl_mblk *l, uint64_t pos)
+		   const struct wl_mblk *l, uint64_t pos,
+		   const uint64_t *sums)
 {
 	struct wl_recmem *r;
 	struct wl_file *f = rec_file(wl, h, &r);
@@ -318,17 +349,19 @@ int wl_apply_multi(struct wblog *wl, const struct wl_rec *h,
 	}
 	for (k = 0; k < h->nblk; k++) {
 		int err = wl_ent_set(wl, f, l[k].blk, pos + k, h->seq,
-				     l[k].lo, l[k].hi);
+				     l[k].lo, l[k].hi,
+				     l[k].flags & WL_MBLK_LOST ? 0 : sums[k]);
 
 		if (err)
 			return err;
+		if (l[k].flags & WL_MBLK_LOST)
+			wl_ent_lost(wl, wl_ent_find(wl, f, l[k].blk), true);
 	}
 	return 0;
 }
 
-/* The map's effect of a DATA record (seq, first data block pos). */
-int wl_apply_data(struct wblog *wl, const struct wl_rec *h,
-		      uint64_t pos)
+int wl_apply_data(struct wblog *wl, const struct wl_rec *h, uint64_t pos,
+		  const uint64_t *sums)
 {
 	uint64_t b0 = h->off / WB_BLOCK, end = h->off + h->len, i;
 	struct wl_recmem *r;
@@ -346,7 +379,8 @@ int wl_apply_data(struct wblog *wl, const struct wl_rec *h,
 		unsigned lo = h->off > base ? (unsigned)(h->off - base) : 0;
 		unsigned hi = end < base + WB_BLOCK ? (unsigned)(end - base) :
 			      WB_BLOCK;
-		int err = wl_ent_set(wl, f, b0 + i, pos + i, h->seq, lo, hi);
+		int err = wl_ent_set(wl, f, b0 + i, pos + i, h->seq, lo, hi,
+				     sums[i]);
 
 		if (err)
 			return err;

@@ -13,6 +13,9 @@
  * of the round (wblog_release).  A crash at any point leaves the run in
  * the log, flushed again after the replay: the same bytes.
  *
+ * Dirty bytes whose copy in the log is lost (hotfs/wblog.h) are never
+ * written: the source keeps its own there, the log keeps them lost.
+ *
  * Errors: a file that no longer exists on the source (the open answers
  * -ENOENT or -ESTALE: removed behind the mount) has its dirty data
  * dropped, counted as a flush error; any other failure leaves the run
@@ -46,6 +49,11 @@ struct wb_flush_ops {
 		    uint64_t off, uint64_t len, const void *data, int err);
 	/* a file's dirty data dropped (gone from the source): say which */
 	void (*lost)(void *arg, const struct wb_fid *fid, int err);
+	/* (may be NULL) a block of fid's dirty bytes [off, off + len) found
+	 * lost when its run was taken (its copy in the log unreadable or
+	 * failing its checksum): never written, kept lost; say which */
+	void (*damaged)(void *arg, const struct wb_fid *fid, uint64_t off,
+			uint64_t len);
 	/* after a run of fid is given back to the log (may be NULL) */
 	void (*done)(void *arg, const struct wb_fid *fid);
 	/* how long the source has been idle, in ns (may be NULL: idle) */
@@ -167,8 +175,8 @@ void wbf_stop(struct wb_flusher *f);
 /*
  * Flush everything, however young, with up to tries rounds that fail
  * (with no thread running: after wbf_stop, or before any start).  0:
- * nothing dirty is left; else the last error (the data stays in the log
- * for the next mount).
+ * nothing dirty is left but lost blocks (never written); else the last
+ * error (the data stays in the log for the next mount).
  */
 int wbf_drain(struct wblog *wl, const struct wb_flush_ops *ops, void *arg,
 	      unsigned tries);

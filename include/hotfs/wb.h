@@ -14,7 +14,9 @@
  *    ENOSPC).
  *  - read: the file's own bytes (store or source) with the dirty ones
  *    over them, up to the size below; read again if a flush ended
- *    meanwhile (wblog_forget_gen).
+ *    meanwhile (wblog_forget_gen).  Dirty bytes the log lost (damaged or
+ *    unreadable copies: hotfs/wblog.h) answer EIO, never the source's
+ *    older ones, and are said in the daemon's log (src/wb_lost.c).
  *  - attributes: the size is the larger of the source's and the dirty
  *    end; mtime and ctime the later of the source's and the newest dirty
  *    write's (wb_fix_attr, over every answer: the source's stat or the
@@ -140,13 +142,15 @@ void wb_unlink_end(struct hotfs *fs, const struct stat *st, bool drop,
  * written before the wall clock since_ns (0: any); *done the bytes
  * written, *left what is still dirty (in's: its dirty blocks' bytes; the
  * mount's: its dirty bytes), *oldest_ns the wall clock of the oldest
- * dirty record (0: none).  0 or the source's -errno.
+ * dirty record (0: none); lost dirty bytes (never written) are not in
+ * *left.  0 or the source's -errno; -EBADMSG if what is left is lost.
  */
 int wb_flush_some(struct hotfs *fs, struct hotfs_inode *in, int64_t since_ns,
 		  uint64_t max, uint64_t *done, uint64_t *left,
 		  uint64_t *oldest_ns);
 
-/* The counters of .hotfs/stats (all 0 without writeback). */
+/* The counters of .hotfs/stats (all 0 without writeback; the state
+ * "off"). */
 struct wb_stats {
 	uint64_t dirty_bytes, dirty_records, dirty_files;
 	uint64_t flushed_bytes, flush_errors, absorbed;
@@ -154,8 +158,12 @@ struct wb_stats {
 	uint64_t cleaned;		/* moved by the log's cleaner */
 	uint64_t conflicts;		/* changes behind dirty data */
 	uint64_t lost;			/* dirty bytes the log lost */
+	uint64_t lost_files;		/* files holding lost bytes now */
+	uint64_t csum_failures;		/* copies in the log failing theirs */
 	double oldest_dirty_age;	/* seconds */
 	double flush_rate;		/* bytes/s, the last 10 s */
+	const char *state;		/* "off", "ok", "degraded" */
+	char reason[320];		/* why degraded */
 };
 void wb_stats(struct hotfs *fs, struct wb_stats *st);
 

@@ -8,26 +8,51 @@
  * with the higher generation and a good checksum wins: a torn header write
  * leaves the other) and a circular area of WB_BLOCK blocks.  Each record
  * is one header block (magic, sequence number, epoch, type, the file's
- * identity with its birth, the byte range, its wall-clock time, a
- * checksum over the header and the data) followed by the data: the
- * file's blocks [off / 4096, (off + len - 1) / 4096], each 4 KiB-aligned
- * in the log as in the file, holding the record's bytes of that block.
- * Types: DATA (a write), TRIM (the file cut to off: a truncate, or 0 at
- * unlink), PAD (the rest of the area is unused, the next record is at
- * its start).
+ * identity with its birth, the byte range, its wall-clock time, the
+ * sequence number known durable when it was appended, a checksum of each
+ * data block, and a checksum of the header itself seeded with the log's
+ * secret salt) followed by the data: the file's blocks [off / 4096,
+ * (off + len - 1) / 4096], each 4 KiB-aligned in the log as in the file,
+ * holding the record's bytes of that block.  Types: DATA (a write), TRIM
+ * (the file cut to off: a truncate, or 0 at unlink), PAD (the rest of the
+ * area is unused, the next record is at its start), MULTI (the cleaner's).
  *
  * Durable when: an appended record is in the kernel's page cache of the
  * log (a kill of the daemon loses nothing of it); wblog_sync(seq) returns
  * once every record up to seq is on the device (fdatasync of the log;
  * group commit: callers arriving while one fdatasync runs wait for it and
- * share the next, so N concurrent fsyncs cost at most two).  After a power
- * loss the log is read from its tail in sequence order and stops at the
- * first record that is not the next one (wrong sequence, wrong epoch,
- * damaged checksum): a torn record is dropped whole, never half applied,
- * and everything synced before it is there.  Each open begins a new epoch
- * (written to the header after the replayed records are synced): a record
- * of an earlier life past the replayed end, torn off from the records that
- * led to it, is never taken for a successor.
+ * share the next, so N concurrent fsyncs cost at most two).
+ *
+ * Replay (at open) reads the log from its tail in sequence order.  A
+ * record that is not the next one whole (wrong sequence, wrong epoch, a
+ * header or a data block failing its checksum) is either a torn tail or
+ * damage, told apart by the synced sequence numbers the records carry
+ * (and the header's: what the last open replayed was synced):
+ *  - past the last sync any record found attests (a power loss tore it,
+ *    or it was never acknowledged durable): it and everything after it
+ *    is dropped whole, never half applied (wblog_replay counts them);
+ *  - at or before it (acknowledged): damage.  A record with a whole
+ *    header is applied but for its damaged blocks, which stay in the map
+ *    lost; one with a damaged header names no file: the next record is
+ *    found among the blocks a record can span after it (a header of
+ *    format 4 with its salted checksum, a later sequence number, the
+ *    epoch rules) and replay goes on from there, the blocks between
+ *    counted unreadable.  Nothing found after it: the acknowledged
+ *    records from it on are counted lost (wblog_replay.cut).
+ * Each open begins a new epoch (written to the header after the replayed
+ * records are synced): a record of an earlier life past the replayed
+ * end, torn off from the records that led to it, is never taken for a
+ * successor.  A log of format 3 (one checksum over a record's header and
+ * data) is replayed as before and written in format 4 from then on.
+ *
+ * Lost blocks (damaged at replay, or found unreadable or failing their
+ * checksum when read: every read of a copy checks it) stay in the map,
+ * dirty: a read of their bytes answers -EBADMSG (-EIO: unreadable), never
+ * the file's own older bytes, the flusher never writes them
+ * (wblog_flush_next says which it met), the cleaner carries them forward
+ * as lost, and a replay finds them lost again.  They go when the file is
+ * written over them (the whole dirty range of the block), cut below them
+ * or dropped.
  *
  * In memory: file -> dirty blocks, each the newest record's copy of that
  * block and the bytes [lo, hi) of it that are dirty (always one range: a
@@ -151,6 +176,8 @@ uint64_t wblog_dirty_info(struct wblog *wl, const struct wb_fid *fid,
 			  int64_t *mtime_ns);
 /* fid's dirty blocks (each with at least one dirty byte). */
 uint64_t wblog_dirty_blocks(struct wblog *wl, const struct wb_fid *fid);
+/* Of them, those lost. */
+uint64_t wblog_lost_blocks(struct wblog *wl, const struct wb_fid *fid);
 
 /*
  * fid is cut to size (a truncate; size 0 and drop: an unlink of its last
@@ -163,12 +190,12 @@ uint64_t wblog_dirty_blocks(struct wblog *wl, const struct wb_fid *fid);
 int wblog_trim(struct wblog *wl, const struct wb_fid *fid, uint64_t size);
 
 /*
- * fid has nothing dirty (else -EAGAIN): a replay is never to write its
- * records still in the log (flushed already) to the source again.  For
- * an operation that changes the file's bytes on the source itself
- * (fallocate's punching, zeroing, collapsing, inserting), after the
- * file's dirty data is flushed (wbf_flush_file does both).  Durable when
- * it returns.
+ * fid has nothing dirty (else -EAGAIN; -EIO if all it has is lost): a
+ * replay is never to write its records still in the log (flushed
+ * already) to the source again.  For an operation that changes the
+ * file's bytes on the source itself (fallocate's punching, zeroing,
+ * collapsing, inserting), after the file's dirty data is flushed
+ * (wbf_flush_file does both).  Durable when it returns.
  */
 int wblog_seal(struct wblog *wl, const struct wb_fid *fid);
 
@@ -190,7 +217,9 @@ struct wb_run {
  * run written after a newer one would put old bytes back): 1 and *r
  * filled (give it back with wblog_flush_done), 0: none.  only (not NULL):
  * that file's oldest run, whatever its age, once its run in flight (if
- * any) is done.
+ * any) is done.  Lost blocks are never in a run; 2: a block found lost
+ * now (its copy unreadable or damaged): r->fid, r->off and r->len say
+ * whose bytes (nothing to give back; ask again).
  */
 int wblog_flush_next(struct wblog *wl, int64_t min_age_ns, size_t max,
 		     const struct wb_fid *only, struct wb_run *r);
@@ -243,15 +272,48 @@ struct wblog_stats {
 	uint64_t flush_errors;		/* and files dropped (wblog_drop) */
 	uint64_t absorbed;		/* writes over a dirty block */
 	uint64_t cleaned_bytes;		/* moved forward by the cleaner */
-	uint64_t lost_bytes;		/* dirty bytes whose copy in the log
-					 * could not be read */
+	uint64_t lost_bytes;		/* dirty bytes found lost since open
+					 * (replay, reads, flushes) */
+	uint64_t lost_held_bytes;	/* dirty bytes lost now (in
+					 * dirty_bytes), their blocks (in
+					 * dirty_blocks) and files */
+	uint64_t lost_blocks;
+	uint64_t lost_files;
+	uint64_t csum_failures;		/* copies failing their checksum */
 	uint64_t replayed_records;	/* found at open */
 	uint64_t syncs;			/* the group commit's fdatasyncs */
-	int64_t oldest_dirty_ns;	/* wall clock of the oldest dirty
-					 * record; 0: none */
+	int64_t oldest_dirty_ns;	/* wall clock of the oldest record
+					 * with a dirty block not lost; 0:
+					 * none */
 };
 void wblog_stats(struct wblog *wl, struct wblog_stats *s);
 /* Its flushed_bytes alone (cheap: for a writer waiting for room). */
 uint64_t wblog_flushed(struct wblog *wl);
+
+/* What the open's replay found besides the records it applied. */
+struct wblog_replay {
+	uint64_t damaged_records;	/* applied but for damaged blocks */
+	uint64_t csum_failures;		/* their damaged blocks */
+	uint64_t unreadable_records;	/* header damaged: files unknown */
+	uint64_t unreadable_blocks;	/* the log's blocks they took */
+	uint64_t torn_records;		/* dropped: a torn tail */
+	uint64_t lost_bytes;		/* dirty bytes lost after replay */
+	uint64_t lost_files;
+	/* damage at cut_seq with no record found after it: the records
+	 * from it to cut_synced (acknowledged) are lost, and any after */
+	bool cut;
+	uint64_t cut_seq, cut_synced;
+};
+void wblog_replay_report(struct wblog *wl, struct wblog_replay *r);
+
+/* A file with lost dirty bytes: how many, and the range they are in. */
+struct wblog_lost {
+	struct wb_fid fid;
+	uint64_t bytes;
+	uint64_t first, end;		/* the first lost byte, the last
+					 * one's end */
+};
+/* The files holding lost bytes now (*out malloc'd): their number. */
+size_t wblog_lost_files(struct wblog *wl, struct wblog_lost **out);
 
 #endif

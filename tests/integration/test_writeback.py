@@ -1108,3 +1108,168 @@ def test_status_lists_writeback_log_and_ro(ws):
     opts = util.hotfs_stats(ws.mnt)['options'].split(',')
     assert 'ro' in opts, opts
     ws.stop(proc)
+
+
+# the mount of the log's damage tests, as it was reported
+WB_DAMAGE = 'writemode=writeback,writeback_log=16M,writeback_delay=600'
+
+
+def read_block(path, off):
+    """4096 bytes at off, O_DIRECT: exactly that block reaches the daemon
+    (the page cache would read around it); b'' or an Err."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    try:
+        buf = mmap.mmap(-1, 4096)
+        return util.call(lambda: bytes(buf[:os.preadv(fd, [buf], off)]))
+    finally:
+        os.close(fd)
+
+
+def unmount_status(proc, mnt):
+    """Unmount; the daemon's exit status (it may not be 0)."""
+    util.unmount_cmd(mnt)
+    return proc.wait(timeout=util.TIMEOUT)
+
+
+def test_damaged_log_block_replayed_around(ws):
+    """One damaged block of the log (4 bytes overwritten in the first
+    file's data) after a kill -9 of a mount whose writes were fsync'd:
+    the replay applies every record around it (every other file whole),
+    the damaged block's bytes answer EIO, never the source's, they are
+    counted (bytes, files), the file is named in the log with a total,
+    hotfsctl status says the state is degraded, and they are never
+    flushed.  They stay lost across a remount (the unmount says so and
+    exits 1) until the file is written over them."""
+    blob = os.path.join(ws.root, 'blob')
+    files = {}
+    proc = ws.start(opts=WB_DAMAGE)
+    for i in range(10):
+        with open(blob, 'wb') as f:
+            f.write(os.urandom(100 * 1024))
+        name = 'f%d' % i
+        subprocess.run(['dd', 'if=' + blob, 'of=' + os.path.join(ws.mnt, name),
+                        'bs=100k', 'count=1', 'conv=fsync', 'status=none'],
+                       check=True)
+        files[name] = read(blob)
+    kill9(ws, proc)
+    fd = os.open(os.path.join(ws.cache, 'wlog'), os.O_WRONLY)
+    try:
+        os.pwrite(fd, b'\xde\xad\xbe\xef', 5 * 4096 + 100)
+    finally:
+        os.close(fd)
+    proc = ws.start(opts=WB_DAMAGE)
+
+    def bad_blocks():
+        """(name, offset) of every block that does not read back."""
+        bad = []
+        for name, data in sorted(files.items()):
+            m = os.path.join(ws.mnt, name)
+            size, want = os.stat(m).st_size, len(data)
+            assert size == want, '%s: %d bytes' % (name, size)
+            for off in range(0, len(data), 4096):
+                got = read_block(m, off)
+                if got != data[off:off + 4096]:
+                    assert got == util.Err(errno.EIO), (name, off)
+                    bad.append((name, off))
+        return bad
+
+    bad = bad_blocks()
+    assert len(bad) == 1, bad
+    name, off = bad[0]
+    path = os.path.join(ws.src, name)
+    s = util.hotfs_stats(ws.mnt)
+    assert int(s['lost_dirty_bytes']) == 4096, s
+    assert int(s['lost_dirty_files']) == 1, s
+    assert int(s['wlog_checksum_failures']) == 1, s
+    assert s['writeback_state'] == 'degraded', s
+    log = ws.log_text(proc)
+    lines = [ln for ln in log.splitlines() if path in ln and 'lost' in ln]
+    assert len(lines) == 1 and '4096 dirty bytes lost' in lines[0], log
+    assert '4096 dirty bytes of 1 files lost' in log, log
+    out = hotfsctl('status', ws.mnt).stdout.decode()
+    assert re.search(r'^writeback_state +degraded \(', out, re.M), out
+    assert re.search(r'^lost_dirty +4\.0 KiB found lost', out, re.M), out
+    j = json.loads(hotfsctl('status', ws.mnt, '--json').stdout)
+    assert j['writeback_state'] == 'degraded' and j['lost_dirty_files'] == 1
+    with open(os.path.join(ws.mnt, '.hotfs', 'metrics')) as f:
+        assert 'hotfs_writeback_state{mountpoint="%s",state="degraded"} 1' \
+            % os.path.realpath(ws.mnt) in f.read()
+    # the flush writes everything else, never those bytes
+    r = hotfsctl('flush', ws.mnt, check=False)
+    assert r.returncode == 1 and b'lost in the writeback log' in r.stderr, r
+    for n, data in files.items():
+        if n != name:
+            assert read(os.path.join(ws.src, n)) == data, n
+    hole = read(path)[off:off + 4096]     # the source's own: nothing
+    assert hole == bytes(len(hole))
+    assert read_block(os.path.join(ws.mnt, name), off) == \
+        util.Err(errno.EIO)
+    # an unmount keeps them lost, and says so; the next mount again
+    assert unmount_status(proc, ws.mnt) == 1
+    assert 'are lost' in ws.log_text(proc)
+    proc = ws.start(opts=WB_DAMAGE)
+    assert bad_blocks() == [(name, off)]
+    assert util.hotfs_stats(ws.mnt)['writeback_state'] == 'degraded'
+    # written over: whole again, and flushed at the unmount
+    write_at(os.path.join(ws.mnt, name), off, files[name][off:off + 4096])
+    assert bad_blocks() == []
+    s = util.hotfs_stats(ws.mnt)
+    assert s['writeback_state'] == 'ok' and int(s['lost_dirty_files']) == 0
+    ws.stop(proc)
+    for n, data in files.items():
+        assert read(os.path.join(ws.src, n)) == data, n
+
+
+def test_damaged_dirty_data_not_read_nor_flushed(ws):
+    """14 bytes of a file's dirty data overwritten in the log while
+    mounted, the page cache dropped: a read of them answers EIO (never the
+    damaged bytes, nor the source's), the rest reads back; hotfsctl flush
+    writes the rest and not them, and fails; the checksum failure and the
+    bytes lost are counted and the file named in the log.  Written over,
+    the file is whole again and flushed."""
+    proc = ws.start(opts=WB_DAMAGE)
+    m, s = os.path.join(ws.mnt, 'f'), os.path.join(ws.src, 'f')
+    data = os.urandom(40 * 1024)
+    with open(m, 'wb') as f:
+        f.write(data)
+    wlog = os.path.join(ws.cache, 'wlog')
+    at = read(wlog).find(data[:4096])
+    assert at > 0 and at % 4096 == 0, at
+    fd = os.open(wlog, os.O_WRONLY)
+    try:
+        os.pwrite(fd, b'X' * 14, at + 200)
+    finally:
+        os.close(fd)
+    util.drop_caches()
+    got = util.call(read, m)
+    eio = got == util.Err(errno.EIO)
+    assert eio, ('read %s' % got if isinstance(got, util.Err) else
+                 'read, differing at byte %d (cmp\'s count)' % next(
+                     (i + 1 for i, (a, b) in enumerate(zip(got, data))
+                      if a != b), min(len(got), len(data)) + 1))
+    assert read_block(m, 0) == util.Err(errno.EIO)
+    for off in range(4096, len(data), 4096):
+        assert read_block(m, off) == data[off:off + 4096], off
+    st = util.hotfs_stats(ws.mnt)
+    assert int(st['wlog_checksum_failures']) == 1, st
+    assert int(st['lost_dirty_bytes']) == 4096, st
+    assert int(st['lost_dirty_files']) == 1, st
+    assert st['writeback_state'] == 'degraded', st
+    assert int(st['checksum_failures']) == 0, st     # the store's own
+    log = ws.log_text(proc)
+    lines = [ln for ln in log.splitlines() if s in ln and 'lost' in ln]
+    assert len(lines) == 1 and 'checksum' in lines[0], log
+    r = hotfsctl('flush', ws.mnt, check=False)
+    assert r.returncode == 1 and b'lost in the writeback log' in r.stderr, r
+    got = read(s)
+    assert got[4096:] == data[4096:]
+    assert b'X' * 14 not in got, 'the damaged bytes were flushed'
+    assert got[:4096] == bytes(4096)
+    assert read_block(m, 0) == util.Err(errno.EIO)
+    # written over: whole, flushed
+    write_at(m, 0, data[:4096])
+    assert read_block(m, 0) == data[:4096]
+    assert util.hotfs_stats(ws.mnt)['writeback_state'] == 'ok'
+    hotfsctl('flush', ws.mnt)
+    assert read(s) == data
+    ws.stop(proc)

@@ -7,7 +7,11 @@
  * the files' births replayed and a file's dirty data dropped, a log of an
  * earlier format refused, the oldest dirty run coalesced, the space the
  * log has, a resize refused leaving the log as it was, and the dirty
- * bytes a log holds, read without changing it.
+ * bytes a log holds, read without changing it; damage: a bad block or
+ * header with synced records after it replayed around and counted, a
+ * torn tail past the last sync dropped, dirty blocks checked at every
+ * read (lost: an error, never flushed, carried by the cleaner), a log of
+ * format 3 replayed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +31,7 @@
 #include <cmocka.h>
 
 #include "hotfs/wblog.h"
+#include "../../src/wblog_i.h"
 #include "unit_util.h"
 
 /* the area's first block in the file (after the two header slots) */
@@ -1184,6 +1189,334 @@ static void test_flush_batch(void **state)
 	assert_int_equal(wblog_release(x->wl), 0);
 }
 
+/*----------------------------------------------------------------*/
+/* damage (include/hotfs/wblog.h: replay, lost blocks) */
+
+/* c repeated n times at off, then the log synced: the next record
+ * attests this one durable */
+static void wr_sync(struct wblog *wl, const struct wb_fid *f, uint64_t off,
+		    int c, size_t n)
+{
+	wr(wl, f, off, c, n);
+	assert_int_equal(wblog_sync(wl, 0), 0);
+}
+
+/* [off, off + n) of f over '.' bytes: wblog_overlay's result */
+static ssize_t rd_err(struct wblog *wl, const struct wb_fid *f, uint64_t off,
+		      size_t n)
+{
+	char *b = malloc(n);
+	ssize_t r;
+
+	assert_non_null(b);
+	memset(b, '.', n);
+	r = wblog_overlay(wl, f, off, b, n);
+	free(b);
+	return r;
+}
+
+/* The runs flushed until none is left (each given back written): how
+ * many, and the lost blocks met on the way (2). */
+static unsigned flush_all(struct wblog *wl, unsigned *lost)
+{
+	struct wb_run r;
+	unsigned n = 0;
+	int k;
+
+	*lost = 0;
+	while ((k = wblog_flush_next(wl, 0, 1 << 20, NULL, &r)) > 0) {
+		if (k == 2) {
+			(*lost)++;
+			continue;
+		}
+		wblog_flush_done(wl, &r, 0);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * A damaged data block with synced records after it: damage, not a torn
+ * tail.  Every record is replayed, the block's bytes are lost (an error
+ * to a reader, never flushed, counted), the rest reads back; written over
+ * whole, the block is found again.
+ */
+static void test_damage_replayed_around(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_replay rp;
+	struct wblog_stats s;
+	unsigned lost;
+	char *b;
+
+	/* blocks: F1's record at 0 (data 1), F2's at 2, F1's at 4 */
+	wr_sync(x->wl, &F1, 0, 'a', 100);
+	wr_sync(x->wl, &F2, 0, 'b', 100);
+	wr_sync(x->wl, &F1, WB_BLOCK, 'c', 100);
+	corrupt(x, AREA + 1 * WB_BLOCK + 50);
+	reopen(x);
+	wblog_replay_report(x->wl, &rp);
+	assert_int_equal(rp.damaged_records, 1);
+	assert_int_equal(rp.csum_failures, 1);
+	assert_int_equal(rp.torn_records, 0);
+	assert_int_equal(rp.unreadable_records, 0);
+	assert_false(rp.cut);
+	assert_int_equal(rp.lost_bytes, 100);
+	assert_int_equal(rp.lost_files, 1);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.replayed_records, 3);
+	assert_int_equal(s.dirty_bytes, 300);
+	assert_int_equal(s.lost_bytes, 100);
+	assert_int_equal(s.lost_held_bytes, 100);
+	assert_int_equal(s.lost_files, 1);
+	assert_int_equal(s.csum_failures, 1);
+	/* never the file's own bytes for the lost ones */
+	assert_int_equal(rd_err(x->wl, &F1, 0, 2 * WB_BLOCK), -EBADMSG);
+	b = rd(x->wl, &F1, WB_BLOCK, 200);
+	expect_run(b, 0, 100, 'c');
+	free(b);
+	b = rd(x->wl, &F2, 0, 100);
+	expect_run(b, 0, 100, 'b');
+	free(b);
+	/* the flusher writes the others, never the lost one */
+	assert_int_equal(flush_all(x->wl, &lost), 2);
+	assert_int_equal(lost, 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.dirty_blocks, 1);
+	assert_int_equal(s.lost_blocks, 1);
+	assert_int_equal(s.oldest_dirty_ns, 0);
+	assert_int_equal(wblog_seal(x->wl, &F1), -EIO);
+	/* still lost after a replay */
+	assert_int_equal(wblog_release(x->wl), 0);
+	reopen(x);
+	assert_int_equal(rd_err(x->wl, &F1, 0, 100), -EBADMSG);
+	/* a write over part of it cannot take the lost bytes in */
+	assert_int_equal(wblog_write(x->wl, &F1, 10, "zz", 2, NULL, NULL,
+				     NULL), -EIO);
+	/* over all of it: whole again */
+	wr(x->wl, &F1, 0, 'z', 100);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.lost_files, 0);
+	assert_int_equal(s.lost_held_bytes, 0);
+	b = rd(x->wl, &F1, 0, 100);
+	expect_run(b, 0, 100, 'z');
+	free(b);
+}
+
+/* A damaged header with a synced record after it: that record is found
+ * and replayed; the damaged one's blocks are counted unreadable. */
+static void test_damage_header_read_around(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_replay rp;
+	char *b;
+
+	wr_sync(x->wl, &F1, 0, 'a', 100);
+	wr_sync(x->wl, &F2, 0, 'b', 3 * WB_BLOCK);	/* at 2, data 3-5 */
+	wr_sync(x->wl, &F1, WB_BLOCK, 'c', 100);		/* at 6 */
+	corrupt(x, AREA + 2 * WB_BLOCK + 9);
+	reopen(x);
+	wblog_replay_report(x->wl, &rp);
+	assert_int_equal(rp.unreadable_records, 1);
+	assert_int_equal(rp.unreadable_blocks, 4);
+	assert_int_equal(rp.damaged_records, 0);
+	assert_int_equal(rp.torn_records, 0);
+	assert_false(rp.cut);
+	b = rd(x->wl, &F1, 0, 2 * WB_BLOCK);
+	expect_run(b, 0, 100, 'a');
+	expect_run(b, WB_BLOCK, WB_BLOCK + 100, 'c');
+	free(b);
+	assert_int_equal(wblog_dirty_end(x->wl, &F2), 0);
+	/* appending goes on after the found record; all of it replays */
+	wr(x->wl, &F2, 0, 'd', 10);
+	reopen(x);
+	b = rd(x->wl, &F2, 0, 20);
+	expect_run(b, 0, 10, 'd');
+	expect_run(b, 10, 20, '.');
+	free(b);
+	assert_int_equal(wblog_dirty_end(x->wl, &F1), WB_BLOCK + 100);
+}
+
+/*
+ * Torn tails: a bad record past the last sync any record attests is
+ * dropped with all after it (a power loss within a group commit: the
+ * records of that commit, whole or not), counted, nothing lost.
+ */
+static void test_torn_past_last_sync(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_replay rp;
+	struct wblog_stats s;
+
+	wr_sync(x->wl, &F1, 0, 'a', 100);
+	wr(x->wl, &F1, WB_BLOCK, 'b', 100);		/* not synced */
+	wr(x->wl, &F2, 0, 'c', 100);			/* attests 1 only */
+	corrupt(x, AREA + 3 * WB_BLOCK + 50);		/* record 2's data */
+	reopen(x);
+	wblog_replay_report(x->wl, &rp);
+	assert_int_equal(rp.torn_records, 2);
+	assert_int_equal(rp.damaged_records, 0);
+	assert_int_equal(rp.lost_bytes, 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.replayed_records, 1);
+	assert_int_equal(s.dirty_bytes, 100);
+	assert_int_equal(s.lost_files, 0);
+	assert_int_equal(wblog_dirty_end(x->wl, &F2), 0);
+}
+
+/* What the last open replayed was synced: a damaged header there with
+ * nothing found after it is damage, cut short, counted. */
+static void test_damage_cut(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_replay rp;
+
+	wr(x->wl, &F1, 0, 'a', 100);
+	wr(x->wl, &F2, 0, 'b', 100);
+	wr(x->wl, &F1, WB_BLOCK, 'c', 100);
+	reopen(x);		/* replayed, synced, a new epoch */
+	corrupt(x, AREA + 4 * WB_BLOCK + 9);
+	reopen(x);
+	wblog_replay_report(x->wl, &rp);
+	assert_true(rp.cut);
+	assert_int_equal(rp.cut_seq, 3);
+	assert_true(rp.cut_synced >= 3);
+	assert_int_equal(rp.torn_records, 0);
+	assert_int_equal(wblog_dirty_end(x->wl, &F1), 100);
+	assert_int_equal(wblog_dirty_end(x->wl, &F2), 100);
+}
+
+/*
+ * Every read of a dirty block's copy checks it: damaged after it was
+ * written (the replay found it whole), a reader gets -EBADMSG for its
+ * bytes and the rest, the flusher says it (2) and writes around it, all
+ * counted once; a replay finds it damaged again.
+ */
+static void test_checksum_on_read(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_stats s;
+	struct wb_run r;
+	unsigned lost;
+	char *b;
+
+	wr(x->wl, &F1, 0, 'a', 3 * WB_BLOCK);		/* data at 1-3 */
+	wr(x->wl, &F2, 0, 'b', 10);
+	corrupt(x, AREA + 2 * WB_BLOCK + 200);		/* F1's block 1 */
+	/* the flusher first: F1's run stops at the damaged block */
+	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, NULL, &r), 2);
+	assert_int_equal(r.fid.ino, F1.ino);
+	assert_int_equal(r.off, WB_BLOCK);
+	assert_int_equal(r.len, WB_BLOCK);
+	assert_int_equal(flush_all(x->wl, &lost), 3);	/* F1 0, 2; F2 */
+	assert_int_equal(lost, 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.csum_failures, 1);
+	assert_int_equal(s.lost_bytes, WB_BLOCK);
+	assert_int_equal(s.lost_files, 1);
+	assert_int_equal(s.dirty_blocks, 1);
+	/* a reader: the error for the lost bytes, the rest as written */
+	assert_int_equal(rd_err(x->wl, &F1, 0, 3 * WB_BLOCK), -EBADMSG);
+	assert_int_equal(rd_err(x->wl, &F1, WB_BLOCK + 100, 1), -EBADMSG);
+	assert_int_equal(rd_err(x->wl, &F1, 2 * WB_BLOCK, WB_BLOCK), 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.csum_failures, 1);		/* once */
+	assert_int_equal(s.lost_bytes, WB_BLOCK);
+	/* the replay: damaged still, counted there */
+	reopen(x);
+	assert_int_equal(rd_err(x->wl, &F1, WB_BLOCK, 1), -EBADMSG);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.lost_files, 1);
+	assert_int_equal(s.csum_failures, 1);
+	/* a damaged copy found by a reader first (the records replayed
+	 * again, none released: this one at 6) */
+	wr(x->wl, &F2, 0, 'c', WB_BLOCK);
+	corrupt(x, AREA + 7 * WB_BLOCK + 7);		/* its data */
+	b = rd(x->wl, &F2, WB_BLOCK, 10);		/* not its bytes */
+	expect_run(b, 0, 10, '.');
+	free(b);
+	assert_int_equal(rd_err(x->wl, &F2, 0, 10), -EBADMSG);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.lost_files, 2);
+	assert_int_equal(s.csum_failures, 2);
+}
+
+/* The cleaner carries a lost block forward lost (no copy): the damaged
+ * record released, a replay finds the block lost from the copy. */
+static void test_lost_carried_by_cleaner(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_replay rp;
+	struct wblog_stats s;
+	char b[WB_BLOCK];
+	uint64_t i;
+
+	wr(x->wl, &F1, 0, 'a', 100);
+	corrupt(x, AREA + 1 * WB_BLOCK + 50);
+	assert_int_equal(rd_err(x->wl, &F1, 0, 100), -EBADMSG);
+	for (i = 0; i < 700; i++) {
+		memset(b, (int)(1 + i % 120), sizeof(b));
+		assert_int_equal(wblog_write(x->wl, &F2, i * 2 * WB_BLOCK, b,
+					     sizeof(b), NULL, NULL, NULL),
+				 WB_BLOCK);
+	}
+	wblog_stats(x->wl, &s);
+	assert_true(s.cleaned_bytes > 0);
+	assert_int_equal(s.lost_files, 1);
+	reopen(x);
+	wblog_replay_report(x->wl, &rp);
+	assert_int_equal(rp.damaged_records, 0);	/* released */
+	assert_int_equal(rp.lost_files, 1);
+	assert_int_equal(rp.lost_bytes, 100);
+	assert_int_equal(rd_err(x->wl, &F1, 0, 100), -EBADMSG);
+	assert_int_equal(wblog_dirty_end(x->wl, &F1), 100);
+}
+
+/*
+ * A log of format 3 (one checksum over a record's header and data, no
+ * salt) is replayed, then written in format 4 after it: both replay.
+ */
+static void test_format3_replayed(void **state)
+{
+	struct fx *x = *state;
+	struct wl_super sp = { .version = 3, .block = WB_BLOCK,
+			       .nblocks = CAP / WB_BLOCK, .gen = 1,
+			       .tail_pos = 0, .tail_seq = 1, .epoch = 1,
+			       .epoch_seq = 1 };
+	struct wl_rec_v3 h = { .seq = 1, .epoch = 1, .type = WR_DATA,
+			       .nblk = 1, .dev = F1.dev, .ino = F1.ino,
+			       .off = 10, .len = 100 };
+	static char img[AREA + 2 * WB_BLOCK];
+	char *b;
+	int fd;
+
+	wblog_close(x->wl);
+	x->wl = NULL;
+	memset(img, 0, sizeof(img));
+	memcpy(sp.magic, WL_MAGIC, 8);
+	sp.csum = wl_super_csum(&sp);
+	memcpy(img + WB_BLOCK, &sp, sizeof(sp));	/* slot of gen 1 */
+	memcpy(h.magic, WR_MAGIC_V3, 8);
+	memset(img + AREA + WB_BLOCK + 10, 'o', 100);
+	h.csum = wl_rec_csum_v3(&h, img + AREA + WB_BLOCK, WB_BLOCK);
+	memcpy(img + AREA, &h, sizeof(h));
+	fd = openat(x->dfd, WB_LOG_NAME, O_WRONLY | O_TRUNC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, img, sizeof(img)), (ssize_t)sizeof(img));
+	assert_int_equal(ftruncate(fd, AREA + CAP), 0);	/* its size */
+	close(fd);
+	reopen(x);
+	b = rd(x->wl, &F1, 0, 200);
+	expect_run(b, 0, 10, '.');
+	expect_run(b, 10, 110, 'o');
+	expect_run(b, 110, 200, '.');
+	free(b);
+	wr(x->wl, &F2, 0, 'n', 10);
+	reopen(x);
+	assert_int_equal(wblog_dirty_end(x->wl, &F1), 110);
+	assert_int_equal(wblog_dirty_end(x->wl, &F2), 10);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)		/* another sequence of the model test */
@@ -1212,6 +1545,13 @@ int main(int argc, char **argv)
 		T(test_cleaner),
 		T(test_cleaner_packs),
 		T(test_flush_batch),
+		T(test_damage_replayed_around),
+		T(test_damage_header_read_around),
+		T(test_torn_past_last_sync),
+		T(test_damage_cut),
+		T(test_checksum_on_read),
+		T(test_lost_carried_by_cleaner),
+		T(test_format3_replayed),
 #undef T
 	};
 
