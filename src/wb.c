@@ -518,6 +518,7 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 {
 	struct hotfs_cache *c = fs_cache(fs);
 	pthread_rwlockattr_t ra;
+	struct wblog_stats s;
 	struct hotfs_wb *wb;
 	int r;
 
@@ -536,6 +537,7 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 		return -ENOMEM;
 	wb->fs = fs;
 	wb->root_dev = c->root_dev;
+	wb->src_dir = -1;
 	pthread_mutex_init(&wb->m, NULL);
 	pthread_mutex_init(&wb->grow_m, NULL);
 	/* an unlink waits for the writes logging now, not for all to come
@@ -555,8 +557,15 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 		return r;
 	}
 	fs->wb = wb;
+	r = wb_mark_open(wb, err, errlen);
+	if (r < 0) {
+		wb_close(fs);
+		return r;
+	}
 	find_files(wb, fs->o->source);
-	return 0;
+	/* a log of an earlier mount left dirty data: the source says so */
+	wblog_stats(wb->wl, &s);
+	return s.dirty_bytes ? wb_mark_dirty(wb) : 0;
 }
 
 /* meta_fs_drop_changing's question: does the log hold dirty data of st's
@@ -610,6 +619,8 @@ int wb_stop(struct hotfs *fs)
 			  "written to the source (%s); they stay in the "
 			  "cachedir's wlog for the next mount\n",
 			  (unsigned long long)s.dirty_bytes, strerror(-r));
+	} else {
+		wb_mark_clean(wb);
 	}
 	return r;
 }
@@ -637,6 +648,7 @@ void wb_close(struct hotfs *fs)
 			free(e);
 		}
 	wblog_close(wb->wl);
+	wb_mark_close(wb);
 	pthread_rwlock_destroy(&wb->gone);
 	pthread_mutex_destroy(&wb->grow_m);
 	pthread_mutex_destroy(&wb->m);
@@ -763,7 +775,9 @@ ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 	err = fd_get(wb, in, &f.birth);
 	if (err)
 		return err;
-	err = growth_room(wb, in, (uint64_t)off, len);
+	err = wb_mark_dirty(wb);
+	if (!err)
+		err = growth_room(wb, in, (uint64_t)off, len);
 	if (err) {
 		fd_put(wb, in->ino);
 		return err;

@@ -48,6 +48,19 @@ struct hotfs_wb {
 	_Atomic uint64_t fills;	/* source reads of fill */
 	uint64_t src_ios;	/* op_idle's last count (the flusher's) */
 	int64_t busy_at;	/* and when it last moved (the flusher's) */
+	/* the mark on the source (hotfs/wbmark.h) */
+	int src_dir;		/* the source's root, opened for reading */
+	char id[40];		/* the cachedir's identity */
+	pthread_mutex_t mark_m;	/* a leaf: held while the mark is set (the
+				 * writes wait: none is acknowledged first) */
+	_Atomic bool marked;	/* the mark is on the source */
 };
+
+/* wb_mark.c: the mark (at wb_open; before a write is logged; after the
+ * last flush) */
+int wb_mark_open(struct hotfs_wb *wb, char *err, size_t errlen);
+int wb_mark_dirty(struct hotfs_wb *wb);
+void wb_mark_clean(struct hotfs_wb *wb);
+void wb_mark_close(struct hotfs_wb *wb);
 
 #endif

@@ -86,6 +86,8 @@ int wb_drain(struct hotfs *fs, char *err, size_t errlen)
 	else if (s.dirty_bytes)
 		hotfs_log(LOG_NOTICE, "writeback: the %llu dirty bytes are on "
 			  "the source\n", (unsigned long long)s.dirty_bytes);
+	if (r >= 0)
+		wb_mark_clean(fs->wb);
 	wb_close(fs);
 	if (fs->proc_self_fd >= 0)
 		close(fs->proc_self_fd);
