@@ -469,6 +469,10 @@ static int walk_one(const char *path, const struct stat *st, int type,
 		walk.found[i] = true;
 		return --walk.left ? 0 : 1;
 	}
+	wblog_dirty_info(walk.wb->wl, &walk.fids[i], &n);
+	if (n && (int64_t)st->st_ctim.tv_sec * 1000000000 +
+		 st->st_ctim.tv_nsec > n)
+		wb_keep_outside(walk.wb, path, st, n);
 	fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	e = fd >= 0 ? calloc(1, sizeof(*e)) : NULL;
 	if (!e) {

@@ -12,12 +12,15 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "hotfs/fs.h"
 #include "hotfs/wblog.h"
 
 #define WB_FD_BUCKETS	256
+/* in the cachedir: the source's versions a replay wrote over */
+#define WB_CONFLICT_DIR	"conflicts"
 
 /* an O_PATH descriptor of a file with dirty data */
 struct wb_fdent {
@@ -57,10 +60,12 @@ struct hotfs_wb {
 };
 
 /* wb_mark.c: the mark (at wb_open; before a write is logged; after the
- * last flush) */
+ * last flush), and an outside change met by a replay kept aside */
 int wb_mark_open(struct hotfs_wb *wb, char *err, size_t errlen);
 int wb_mark_dirty(struct hotfs_wb *wb);
 void wb_mark_clean(struct hotfs_wb *wb);
 void wb_mark_close(struct hotfs_wb *wb);
+void wb_keep_outside(struct hotfs_wb *wb, const char *path,
+		     const struct stat *st, int64_t dirty_ns);
 
 #endif

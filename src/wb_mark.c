@@ -2,11 +2,13 @@
 /*
  * writemode=writeback (include/hotfs/wb.h) and the mark on the source
  * (include/hotfs/wbmark.h): set before the first write a mount logs is
- * acknowledged, removed once everything is on the source.  Called by
- * src/wb.c and src/wb_state.c; calls neither.
+ * acknowledged, removed once everything is on the source; and the copy
+ * kept of a file a replayed log meets changed outside the mount.  Called
+ * by src/wb.c and src/wb_state.c; calls neither.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -87,4 +89,59 @@ void wb_mark_close(struct hotfs_wb *wb)
 	if (wb->src_dir >= 0)
 		close(wb->src_dir);
 	pthread_mutex_destroy(&wb->mark_m);
+}
+
+/*
+ * A replayed log holds dirty data of path, which changed on the source
+ * after its newest dirty write (dirty_ns: an edit while no mount ran, or
+ * a flush a crash cut short): the log's bytes win in place (man/hotfs.8,
+ * WRITEBACK), the source's version is copied first to
+ * cachedir/conflicts/<ino>-<ctime>-<name>, counted and logged.
+ */
+void wb_keep_outside(struct hotfs_wb *wb, const char *path,
+		     const struct stat *st, int64_t dirty_ns)
+{
+	struct hotfs *fs = wb->fs;
+	char name[NAME_MAX + 1], base[PATH_MAX], buf[65536];
+	int dfd = fs_cache(fs)->dirfd, in, out, r = 0;
+	ssize_t n;
+
+	atomic_fetch_add_explicit(&wb->conflicts, 1, memory_order_relaxed);
+	snprintf(base, sizeof(base), "%s", path);
+	snprintf(name, sizeof(name), "%llu-%lld-%s",
+		 (unsigned long long)st->st_ino, (long long)st->st_ctime,
+		 basename(base));
+	if (mkdirat(dfd, WB_CONFLICT_DIR, 0700) && errno != EEXIST)
+		r = -errno;
+	in = r ? -1 : open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (!r && in < 0)
+		r = -errno;
+	out = r ? -1 : openat(dfd, WB_CONFLICT_DIR "/", O_PATH);
+	if (out >= 0) {
+		int d = out;
+
+		out = openat(d, name, O_WRONLY | O_CREAT | O_TRUNC |
+			     O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (out < 0)
+			r = -errno;
+		while (!r && (n = read(in, buf, sizeof(buf))) != 0)
+			if (n < 0 || write(out, buf, (size_t)n) != n)
+				r = errno ? -errno : -EIO;
+		if (!r && fsync(out))
+			r = -errno;
+		if (out >= 0)
+			close(out);
+		close(d);
+	} else if (!r) {
+		r = -errno;
+	}
+	if (in >= 0)
+		close(in);
+	hotfs_log(LOG_WARNING, "writeback: %s changed on the source (ctime "
+		  "%lld) after its newest dirty write in the log (%lld): the "
+		  "log's bytes are written over it; the source's version %s "
+		  "%s/%s/%s%s%s\n", path, (long long)st->st_ctime,
+		  (long long)(dirty_ns / 1000000000), r ? "could not be "
+		  "kept in" : "is kept as", fs->o->cachedir, WB_CONFLICT_DIR,
+		  name, r ? ": " : "", r ? strerror(-r) : "");
 }

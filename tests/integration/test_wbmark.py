@@ -2,7 +2,9 @@
 """The writeback mark on the source (hotfs/wbmark.h): while a cachedir
 holds dirty data of a source, a mount of that source with another
 cachedir, a new one or nocache is refused, naming the cachedir that holds
-it.  S and C are ext4 filesystems on loop devices of their own."""
+it; and a replayed log that meets a file changed on the source while no
+mount ran keeps both versions.  S and C are ext4 filesystems on loop
+devices of their own."""
 import errno
 import os
 import time
@@ -112,3 +114,31 @@ def test_other_mode_clears_mark(ws, ext4):  # noqa: F811
     assert not os.path.lexists(os.path.join(s.dir, MARK))
     assert read(os.path.join(s.dir, 'f')) == b'N' * 5000 + b'o' * 3192
     ws.stop(proc)
+
+
+def test_outside_edit_kept(ws, ext4):  # noqa: F811
+    """An admin's edit on the source while no mount ran, met by the
+    replay: the log's acknowledged bytes win in place, the edited
+    version is kept in the cachedir, counted and logged."""
+    s = ext4('srcfs', 32 << 20)
+    c = ext4('cachefs', 64 << 20)
+    cdir = os.path.join(c.dir, 'cache')
+    written = crashed(ws, s, cdir, b'N' * 5000)
+    src = os.path.join(s.dir, 'f')
+    with open(src, 'r+b') as f:
+        f.write(b'E' * 8192)
+    assert os.stat(src).st_ctime_ns > written
+    ino = os.stat(src).st_ino
+    proc = ws.start(src=s.dir, cachedir=cdir, opts=WB)
+    want = b'N' * 5000 + b'E' * 3192
+    assert read(os.path.join(ws.mnt, 'f')) == want
+    kept = os.listdir(os.path.join(cdir, 'conflicts'))
+    assert len(kept) == 1 and kept[0].startswith('%d-' % ino) and \
+        kept[0].endswith('-f'), kept
+    side = os.path.join(cdir, 'conflicts', kept[0])
+    assert read(side) == b'E' * 8192
+    assert util.hotfs_stats(ws.mnt)['writeback_conflicts'] == '1'
+    assert side in ws.log_text(proc)
+    ws.stop(proc)
+    assert read(src) == want
+    assert not os.path.lexists(os.path.join(s.dir, MARK))
