@@ -33,6 +33,7 @@
 #include "hotfs/stamp.h"
 #include "hotfs/wb.h"
 #include "hotfs/wblog.h"
+#include "hotfs/wbmark.h"
 
 #include "wb_i.h"
 
@@ -569,7 +570,11 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 	find_files(wb, fs->o->source);
 	/* a log of an earlier mount left dirty data: the source says so */
 	wblog_stats(wb->wl, &s);
-	return s.dirty_bytes ? wb_mark_dirty(wb) : 0;
+	r = s.dirty_bytes ? wb_mark_dirty(wb) : 0;
+	if (r < 0)
+		snprintf(err, errlen, "writeback: the mark %s/%s could not be "
+			 "set: %s", fs->o->source, WBMARK_NAME, strerror(-r));
+	return r;
 }
 
 /* meta_fs_drop_changing's question: does the log hold dirty data of st's

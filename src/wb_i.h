@@ -57,6 +57,8 @@ struct hotfs_wb {
 	pthread_mutex_t mark_m;	/* a leaf: held while the mark is set (the
 				 * writes wait: none is acknowledged first) */
 	_Atomic bool marked;	/* the mark is on the source */
+	unsigned mark_said;	/* failures to set it (logged once);
+				 * protected by mark_m */
 };
 
 /* wb_mark.c: the mark (at wb_open; before a write is logged; after the

@@ -55,13 +55,13 @@ int wb_mark_dirty(struct hotfs_wb *wb)
 	pthread_mutex_lock(&wb->mark_m);
 	if (!atomic_load(&wb->marked)) {
 		r = wbmark_set(wb->src_dir, wb->id, wb->fs->o->cachedir);
-		if (r < 0)
+		if (!r)
+			atomic_store(&wb->marked, true);
+		else if (!wb->mark_said++)
 			hotfs_log(LOG_ERR, "writeback: the mark %s/%s could "
 				  "not be set (%s): no write is taken\n",
 				  wb->fs->o->source, WBMARK_NAME,
 				  strerror(-r));
-		else
-			atomic_store(&wb->marked, true);
 	}
 	pthread_mutex_unlock(&wb->mark_m);
 	return r;

@@ -7,6 +7,7 @@ mount ran keeps both versions.  S and C are ext4 filesystems on loop
 devices of their own."""
 import errno
 import os
+import subprocess
 import time
 
 import pytest
@@ -141,4 +142,39 @@ def test_outside_edit_kept(ws, ext4):  # noqa: F811
     assert side in ws.log_text(proc)
     ws.stop(proc)
     assert read(src) == want
+    assert not os.path.lexists(os.path.join(s.dir, MARK))
+
+
+def test_no_write_before_mark(ws, ext4):  # noqa: F811
+    """No write is acknowledged before the mark is on the source: with
+    the source's root immutable (no new name in it) writes fail, said
+    once in the log; once it can be set, they go on."""
+    s = ext4('srcfs', 32 << 20)
+    c = ext4('cachefs', 64 << 20)
+    cdir = os.path.join(c.dir, 'cache')
+    with open(os.path.join(s.dir, 'f'), 'wb') as f:
+        f.write(b'o' * 8192)
+    r = subprocess.run(['chattr', '+i', s.dir], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT)
+    if r.returncode != 0:
+        pytest.skip('chattr +i: %s' % r.stdout.decode().strip())
+    try:
+        proc = ws.start(src=s.dir, cachedir=cdir, opts=WB)
+        fd = os.open(os.path.join(ws.mnt, 'f'), os.O_WRONLY)
+        try:
+            for _ in range(2):
+                with pytest.raises(OSError) as e:
+                    os.pwrite(fd, b'N' * 100, 0)
+                assert e.value.errno == errno.EPERM, ws.log_text(proc)
+        finally:
+            os.close(fd)
+        assert ws.log_text(proc).count('could not be set') == 1
+        assert util.hotfs_stats(ws.mnt)['dirty_bytes'] == '0'
+    finally:
+        subprocess.run(['chattr', '-i', s.dir], check=True)
+    with open(os.path.join(ws.mnt, 'f'), 'r+b') as f:
+        f.write(b'N' * 100)
+    assert mark_of(s.dir)['cachedir'] == cdir
+    ws.stop(proc)
+    assert read(os.path.join(s.dir, 'f')) == b'N' * 100 + b'o' * 8092
     assert not os.path.lexists(os.path.join(s.dir, MARK))
