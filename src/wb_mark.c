@@ -116,7 +116,8 @@ void wb_keep_outside(struct hotfs_wb *wb, const char *path,
 	in = r ? -1 : open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (!r && in < 0)
 		r = -errno;
-	out = r ? -1 : openat(dfd, WB_CONFLICT_DIR "/", O_PATH);
+	out = r ? -1 : openat(dfd, WB_CONFLICT_DIR, O_PATH | O_DIRECTORY |
+				     O_NOFOLLOW | O_CLOEXEC);
 	if (out >= 0) {
 		int d = out;
 
