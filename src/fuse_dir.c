@@ -247,6 +247,8 @@ static ssize_t add_entry(fuse_req_t req, fuse_ino_t ino, char *p,
 
 	if (ino == FUSE_ROOT_ID && strcmp(name, hfs(req)->ctldir) == 0)
 		return 0;	/* shadowed by the control directory */
+	if (mark_name(ino, name))
+		return 0;	/* the writeback mark (hotfs/wbmark.h) */
 	if (!plus) {
 		struct stat st = { .st_ino = dino, .st_mode = type << 12 };
 

@@ -201,6 +201,10 @@ void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		vd_lookup(req, parent, name);
 		return;
 	}
+	if (mark_name(parent, name)) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
 	count(&hfs(req)->n_lookup);
 	if (snapshot_lookup(hfs(req), dir, name, &e, &err))
 		goto reply;

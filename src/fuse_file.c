@@ -318,8 +318,10 @@ void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct hotfs_fh *fh = NULL;
 	int fd, err;
 
-	err = vd_is(parent) ? -EACCES : -EEXIST;
-	if (vd_is(parent) || vd_is_name(hfs(req), parent, name))
+	err = vd_is(parent) ? -EACCES : mark_name(parent, name) ? -EPERM :
+	      -EEXIST;
+	if (vd_is(parent) || vd_is_name(hfs(req), parent, name) ||
+	    mark_name(parent, name))
 		goto out_err;
 	fd = create_at(req, parent, name, mode, fi->flags);
 	err = fd;

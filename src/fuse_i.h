@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include <fuse_lowlevel.h>
@@ -34,10 +35,18 @@
 #include "hotfs/fs.h"
 #include "hotfs/handle.h"
 #include "hotfs/inode.h"
+#include "hotfs/wbmark.h"
 
 static inline struct hotfs *hfs(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
+}
+
+/* The writeback mark at the source's root (hotfs/wbmark.h): hidden, no
+ * name operation reaches it. */
+static inline bool mark_name(fuse_ino_t parent, const char *name)
+{
+	return parent == FUSE_ROOT_ID && strcmp(name, WBMARK_NAME) == 0;
 }
 
 static inline struct hotfs_inode *hino_fs(struct hotfs *fs, fuse_ino_t ino)

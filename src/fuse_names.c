@@ -61,8 +61,10 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct fuse_entry_param e;
 	int pfd, err;
 
-	if (vd_is(parent) || vd_is_name(hfs(req), parent, name)) {
-		err = vd_is(parent) ? -EACCES : -EEXIST;
+	if (vd_is(parent) || vd_is_name(hfs(req), parent, name) ||
+	    mark_name(parent, name)) {
+		err = vd_is(parent) ? -EACCES : mark_name(parent, name) ?
+		      -EPERM : -EEXIST;
 		goto out;
 	}
 	pfd = ifd(req, parent);
@@ -119,8 +121,9 @@ void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
 	int err, fd, pfd;
 
 	if (vd_is(ino) || vd_is(parent) ||
-	    vd_is_name(hfs(req), parent, name)) {
-		err = vd_is(ino) ? -EPERM : vd_is(parent) ? -EACCES : -EEXIST;
+	    vd_is_name(hfs(req), parent, name) || mark_name(parent, name)) {
+		err = vd_is(ino) || mark_name(parent, name) ? -EPERM :
+		      vd_is(parent) ? -EACCES : -EEXIST;
 		goto out;
 	}
 	fd = ifd(req, ino);
@@ -185,7 +188,8 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
 	int err, pfd;
 
 	err = -EPERM;
-	if (vd_is(parent) || vd_is_name(fs, parent, name))
+	if (vd_is(parent) || vd_is_name(fs, parent, name) ||
+	    mark_name(parent, name))
 		goto out;
 	pfd = ifd(req, parent);
 	err = pfd;
@@ -265,7 +269,8 @@ void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	err = -EPERM;
 	if (vd_is(parent) || vd_is(newparent) ||
 	    vd_is_name(hfs(req), parent, name) ||
-	    vd_is_name(hfs(req), newparent, newname))
+	    vd_is_name(hfs(req), newparent, newname) ||
+	    mark_name(parent, name) || mark_name(newparent, newname))
 		goto out;
 	pfd = ifd(req, parent);
 	err = pfd;

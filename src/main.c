@@ -52,6 +52,7 @@
 #include "hotfs/opts.h"
 #include "hotfs/srcprobe.h"
 #include "hotfs/wb.h"
+#include "hotfs/wbmark.h"
 #include "hotfs/store.h"
 
 static void usage(const char *prog)
@@ -310,6 +311,20 @@ static int open_cache(struct hotfs *fs, const struct hotfs_opts *o)
 	return 0;
 }
 
+/* The mark names this cachedir, whose log is written to the source now
+ * (wb_drain) or was (a crash after its last flush): removed. */
+static void unmark(struct hotfs *fs, const struct hotfs_opts *o)
+{
+	int dfd = openat(fs->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int r = dfd < 0 ? -errno : wbmark_clear(dfd);
+
+	if (dfd >= 0)
+		close(dfd);
+	if (r < 0)
+		hotfs_log(LOG_ERR, "%s/%s could not be removed: %s\n",
+			  o->source, WBMARK_NAME, strerror(-r));
+}
+
 /* The threads, after daemonizing (threads do not survive a fork). */
 static int start_threads(struct hotfs *fs, struct hotfs_tick **tick)
 {
@@ -460,7 +475,7 @@ int main(int argc, char *argv[])
 	struct hotfs fs = { .o = &o, .root_fd = -1, .proc_self_fd = -1,
 			    .cache_lock = PTHREAD_MUTEX_INITIALIZER };
 	char err[512];
-	int ret = 1, r;
+	int ret = 1, r, marked;
 
 	/* two malloc arenas, not one per thread: with a FUSE worker pool
 	 * the daemon's RSS otherwise creeps up under load (each arena keeps
@@ -507,8 +522,18 @@ int main(int argc, char *argv[])
 			"written to the source first)\n");
 		goto out3;
 	}
+	/* a cachedir elsewhere holds dirty data of this source: refused,
+	 * whatever the mode (hotfs/wbmark.h) */
+	marked = wbmark_check(fs.root_fd, o.source,
+			      o.nocache ? NULL : o.cachedir, err, sizeof(err));
+	if (marked < 0) {
+		fprintf(stderr, "hotfs: %s\n", err);
+		goto out3;
+	}
 	if (!o.nocache && open_cache(&fs, &o) < 0)
 		goto out3;
+	if (marked && o.writemode != HOTFS_WRITEBACK && !fs.cache_off)
+		unmark(&fs, &o);
 	free(hotfs_src.sample);		/* not kept: no store */
 	hotfs_src.sample = NULL;
 	fs.root_fd = -1;	/* owned by the table now */

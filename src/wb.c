@@ -33,6 +33,7 @@
 #include "hotfs/stamp.h"
 #include "hotfs/wb.h"
 #include "hotfs/wblog.h"
+#include "hotfs/wbmark.h"
 
 #include "wb_i.h"
 
@@ -439,6 +440,10 @@ static int walk_one(const char *path, const struct stat *st, int type,
 		walk.found[i] = true;
 		return --walk.left ? 0 : 1;
 	}
+	wblog_dirty_info(walk.wb->wl, &walk.fids[i], &n);
+	if (n && (int64_t)st->st_ctim.tv_sec * 1000000000 +
+		 st->st_ctim.tv_nsec > n)
+		wb_keep_outside(walk.wb, path, st, n);
 	fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	e = fd >= 0 ? calloc(1, sizeof(*e)) : NULL;
 	if (!e) {
@@ -488,6 +493,7 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 {
 	struct hotfs_cache *c = fs_cache(fs);
 	pthread_rwlockattr_t ra;
+	struct wblog_stats s;
 	struct hotfs_wb *wb;
 	int r;
 
@@ -506,6 +512,7 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 		return -ENOMEM;
 	wb->fs = fs;
 	wb->root_dev = c->root_dev;
+	wb->src_dir = -1;
 	pthread_mutex_init(&wb->m, NULL);
 	pthread_mutex_init(&wb->grow_m, NULL);
 	/* an unlink waits for the writes logging now, not for all to come
@@ -527,9 +534,20 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 		return r;
 	}
 	fs->wb = wb;
+	r = wb_mark_open(wb, err, errlen);
+	if (r < 0) {
+		wb_close(fs);
+		return r;
+	}
 	find_files(wb, fs->o->source);
 	wb_report_replay(wb);
-	return 0;
+	/* a log of an earlier mount left dirty data: the source says so */
+	wblog_stats(wb->wl, &s);
+	r = s.dirty_bytes ? wb_mark_dirty(wb) : 0;
+	if (r < 0)
+		snprintf(err, errlen, "writeback: the mark %s/%s could not be "
+			 "set: %s", fs->o->source, WBMARK_NAME, strerror(-r));
+	return r;
 }
 
 /* meta_fs_drop_changing's question: does the log hold dirty data of st's
@@ -610,6 +628,7 @@ int wb_stop(struct hotfs *fs)
 		  "%llu files were written to the source; none stays\n",
 		  (unsigned long long)(s.flushed_bytes - before.flushed_bytes),
 		  (unsigned long long)before.dirty_files);
+	wb_mark_clean(wb);
 	return 0;
 }
 
@@ -636,6 +655,7 @@ void wb_close(struct hotfs *fs)
 			free(e);
 		}
 	wblog_close(wb->wl);
+	wb_mark_close(wb);
 	pthread_rwlock_destroy(&wb->gone);
 	pthread_mutex_destroy(&wb->grow_m);
 	pthread_mutex_destroy(&wb->m);
@@ -762,7 +782,9 @@ ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 	err = fd_get(wb, in, &f.birth);
 	if (err)
 		return err;
-	err = growth_room(wb, in, (uint64_t)off, len);
+	err = wb_mark_dirty(wb);
+	if (!err)
+		err = growth_room(wb, in, (uint64_t)off, len);
 	if (err) {
 		fd_put(wb, in->ino);
 		return err;

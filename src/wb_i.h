@@ -13,12 +13,15 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "hotfs/fs.h"
 #include "hotfs/wblog.h"
 
 #define WB_FD_BUCKETS	256
+/* in the cachedir: the source's versions a replay wrote over */
+#define WB_CONFLICT_DIR	"conflicts"
 
 /* an O_PATH descriptor of a file with dirty data */
 struct wb_fdent {
@@ -49,6 +52,14 @@ struct hotfs_wb {
 	_Atomic uint64_t fills;	/* source reads of fill */
 	uint64_t src_ios;	/* op_idle's last count (the flusher's) */
 	int64_t busy_at;	/* and when it last moved (the flusher's) */
+	/* the mark on the source (hotfs/wbmark.h) */
+	int src_dir;		/* the source's root, opened for reading */
+	char id[40];		/* the cachedir's identity */
+	pthread_mutex_t mark_m;	/* a leaf: held while the mark is set (the
+				 * writes wait: none is acknowledged first) */
+	_Atomic bool marked;	/* the mark is on the source */
+	unsigned mark_said;	/* failures to set it (logged once);
+				 * protected by mark_m */
 };
 
 /* ino's descriptor's slot (under wb->m) */
@@ -75,5 +86,14 @@ void wb_report_lost(struct hotfs_wb *wb, uint64_t ino, uint64_t off,
 		    uint64_t len, int err);
 /* "off" (wb NULL), "ok" or "degraded" (why: the reason). */
 const char *wb_state_of(struct hotfs_wb *wb, char *why, size_t len);
+
+/* wb_mark.c: the mark (at wb_open; before a write is logged; after the
+ * last flush), and an outside change met by a replay kept aside */
+int wb_mark_open(struct hotfs_wb *wb, char *err, size_t errlen);
+int wb_mark_dirty(struct hotfs_wb *wb);
+void wb_mark_clean(struct hotfs_wb *wb);
+void wb_mark_close(struct hotfs_wb *wb);
+void wb_keep_outside(struct hotfs_wb *wb, const char *path,
+		     const struct stat *st, int64_t dirty_ns);
 
 #endif

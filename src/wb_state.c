@@ -112,6 +112,10 @@ int wb_drain(struct hotfs *fs, char *err, size_t errlen)
 				  "bytes are on the source\n",
 				  (unsigned long long)s.dirty_bytes);
 	}
+	/* the mark goes once nothing of the log is dirty (it may be left
+	 * by a crash after everything was flushed) */
+	if (r >= 0)
+		wb_mark_clean(fs->wb);
 	wb_close(fs);
 	if (fs->proc_self_fd >= 0)
 		close(fs->proc_self_fd);

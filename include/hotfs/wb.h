@@ -70,7 +70,12 @@ struct hotfs_wb;
  * one line in err).  The files with dirty data are found in the source
  * (a walk, by inode number); one that is gone, or whose number another
  * file has taken since (its birth differs: struct wb_fid), has its dirty
- * data dropped, said in the log.
+ * data dropped, said in the log; one changed on the source after its
+ * newest dirty write (an edit while no mount ran) has the source's
+ * version copied aside first (man/hotfs.8, WRITEBACK).  The mark on the
+ * source (hotfs/wbmark.h) is set before the first write is logged, now
+ * if the replayed log holds dirty data, and removed by wb_stop and
+ * wb_drain once everything is on the source.
  */
 int wb_open(struct hotfs *fs, char *err, size_t errlen);
 /*
