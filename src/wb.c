@@ -972,8 +972,8 @@ int wb_flush_some(struct hotfs *fs, struct hotfs_inode *in, int64_t since_ns,
 	wblog_stats(wb->wl, &s);
 	if (in) {
 		/* what can still be written: not the lost blocks */
-		lost = wblog_lost_blocks(wb->wl, &f);
-		*left = (wblog_dirty_blocks(wb->wl, &f) - lost) * WB_BLOCK;
+		*left = (wblog_dirty_blocks(wb->wl, &f, &lost) - lost) *
+			WB_BLOCK;
 	} else {
 		lost = s.lost_blocks;
 		*left = s.dirty_bytes - s.lost_held_bytes;

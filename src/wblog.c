@@ -281,7 +281,8 @@ uint64_t wblog_dirty_info(struct wblog *wl, const struct wb_fid *fid,
 	return end;
 }
 
-uint64_t wblog_dirty_blocks(struct wblog *wl, const struct wb_fid *fid)
+uint64_t wblog_dirty_blocks(struct wblog *wl, const struct wb_fid *fid,
+			    uint64_t *lost)
 {
 	struct wl_file *f;
 	uint64_t n;
@@ -289,18 +290,7 @@ uint64_t wblog_dirty_blocks(struct wblog *wl, const struct wb_fid *fid)
 	pthread_mutex_lock(&wl->m);
 	f = wl_file_find(wl, fid);
 	n = f ? f->nblocks : 0;
-	pthread_mutex_unlock(&wl->m);
-	return n;
-}
-
-uint64_t wblog_lost_blocks(struct wblog *wl, const struct wb_fid *fid)
-{
-	struct wl_file *f;
-	uint64_t n;
-
-	pthread_mutex_lock(&wl->m);
-	f = wl_file_find(wl, fid);
-	n = f ? f->nlost : 0;
+	*lost = f ? f->nlost : 0;
 	pthread_mutex_unlock(&wl->m);
 	return n;
 }

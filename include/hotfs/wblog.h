@@ -174,10 +174,10 @@ uint64_t wblog_dirty_end(struct wblog *wl, const struct wb_fid *fid);
 /* The same, and the wall clock of fid's newest dirty write (0: none). */
 uint64_t wblog_dirty_info(struct wblog *wl, const struct wb_fid *fid,
 			  int64_t *mtime_ns);
-/* fid's dirty blocks (each with at least one dirty byte). */
-uint64_t wblog_dirty_blocks(struct wblog *wl, const struct wb_fid *fid);
-/* Of them, those lost. */
-uint64_t wblog_lost_blocks(struct wblog *wl, const struct wb_fid *fid);
+/* fid's dirty blocks (each with at least one dirty byte), and in *lost
+ * those of them lost, read together. */
+uint64_t wblog_dirty_blocks(struct wblog *wl, const struct wb_fid *fid,
+			    uint64_t *lost);
 
 /*
  * fid is cut to size (a truncate; size 0 and drop: an unlink of its last
