@@ -376,6 +376,10 @@ static void *flusher_main(void *p)
 		pace.capacity = s.log_capacity;
 		pace.idle_ns = f->ops->idle ? f->ops->idle(f->arg) : INT64_MAX;
 		min_age = wbf_pace(&pace);
+		/* a failed log keeps nothing: all of it, however young, in
+		 * rounds one after the other */
+		if (wblog_failed(f->wl))
+			min_age = 0;
 		/* every round bounded: its end releases the log's space and
 		 * wakes the writers waiting for it, however slow the source
 		 * (a round of everything dirty could take minutes) */
@@ -450,6 +454,16 @@ void wbf_set_watermarks(struct wb_flusher *f, unsigned high, unsigned low)
 	pthread_mutex_lock(&f->m);
 	f->high = high;
 	f->low = low;
+	f->kicked = true;
+	pthread_cond_signal(&f->cv);
+	pthread_mutex_unlock(&f->m);
+}
+
+void wbf_kick(struct wb_flusher *f)
+{
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->m);
 	f->kicked = true;
 	pthread_cond_signal(&f->cv);
 	pthread_mutex_unlock(&f->m);

@@ -26,6 +26,7 @@
 #include "hotfs/readpath.h"
 #include "hotfs/srcprobe.h"
 #include "hotfs/stamp.h"
+#include "hotfs/watch.h"
 #include "hotfs/wb.h"
 
 /*
@@ -263,6 +264,7 @@ out_err:
 static int create_at(fuse_req_t req, fuse_ino_t parent, const char *name,
 		     mode_t mode, int flags)
 {
+	struct watch_own own = { 0 };
 	struct cred c;
 	int fd, pfd;
 
@@ -293,9 +295,12 @@ static int create_at(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	as_caller(req, &c);
 	caller_umask(req);
+	/* (a file already there raises no event: hotfs/watch.h) */
+	watch_own_add(fs->watch, &own, hino(req, parent), name, IN_CREATE);
 	fd = openat(pfd, name, backing_flags(flags) | O_CREAT, mode);
 	if (fd == -1)
 		fd = -errno;
+	watch_own_end(fs->watch, &own, fd >= 0);
 	daemon_umask(req);
 	as_daemon(&c);
 	iput(req, parent);
@@ -415,8 +420,8 @@ void hotfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	/* writeback: the log durable (group commit); the source's data is
 	 * the flusher's, its size changes need fsync */
 	if (wb_on(hfs(req), hino(req, ino))) {
-		err = wb_sync(hfs(req));
-		if (err || datasync)
+		err = wb_sync(hfs(req), hino(req, ino));
+		if (err || (datasync && !wb_failed(hfs(req))))
 			goto out;
 	}
 	fd = src_fd(hfs(req), hino(req, ino), fi, O_RDONLY, &tmp);
@@ -646,7 +651,10 @@ void hotfs_write_buf(fuse_req_t req, fuse_ino_t ino,
 	}
 	if (wb_on(fs, in)) {
 		n = write_back(fs, in, in_buf, off, fi);
-		goto out;
+		/* -EXDEV: the log failed, the file's dirty data is on the
+		 * source: this write goes there too */
+		if (n != -EXDEV)
+			goto out;
 	}
 	fd = src_fd(fs, in, fi, write_flags(fi), &tmp);
 	n = fd;

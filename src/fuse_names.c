@@ -58,6 +58,7 @@ static int make_at(fuse_req_t req, int pfd, const char *name, mode_t mode,
 static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, dev_t rdev, const char *link)
 {
+	struct watch_own own = { 0 };
 	struct fuse_entry_param e;
 	int pfd, err;
 
@@ -72,7 +73,10 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (pfd < 0)
 		goto out;
 	meta_fs_change(hfs(req), hino(req, parent), NULL);
+	watch_own_add(hfs(req)->watch, &own, hino(req, parent), name,
+		      IN_CREATE);
 	err = make_at(req, pfd, name, mode, rdev, link);
+	watch_own_end(hfs(req)->watch, &own, !err);
 	iput(req, parent);
 	if (!err)
 		err = do_lookup(req, parent, name, &e);
@@ -117,6 +121,7 @@ void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
 		const char *name)
 {
 	struct hotfs *fs = hfs(req);
+	struct watch_own own = { 0 };
 	struct fuse_entry_param e;
 	int err, fd, pfd;
 
@@ -134,7 +139,13 @@ void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
 	err = pfd;
 	if (pfd >= 0) {
 		meta_fs_change(fs, hino(req, parent), hino(req, ino));
+		/* its new link count and ctime are the mount's own */
+		stamp_begin(hino(req, ino), fd);
+		watch_own_add(fs->watch, &own, hino(req, parent), name,
+			      IN_CREATE);
 		err = link_at(fs, fd, pfd, name);
+		watch_own_end(fs->watch, &own, !err);
+		stamp_end(hino(req, ino), fd);
 		iput(req, parent);
 	}
 	iput(req, ino);
@@ -147,12 +158,12 @@ out:
 /*
  * The inode of dirfd/name, if the table has one, with its fd open and in
  * use (unpin_name after): before an operation that may take that name
- * away.  An inode made from the metadata snapshot is opened by the name
- * it still has; one whose fd the budget closed is reopened by handle,
- * since a handle finds no deleted file again (ESTALE) while the kernel
- * may still use the inode (unlinked but open); once the file has no link
- * the budget leaves its fd alone.  NULL if none, or failing (stale
- * anyway).
+ * away, and that moves its ctime (stamp_name_begin).  An inode made from
+ * the metadata snapshot is opened by the name it still has; one whose fd
+ * the budget closed is reopened by handle, since a handle finds no
+ * deleted file again (ESTALE) while the kernel may still use the inode
+ * (unlinked but open); once the file has no link the budget leaves its
+ * fd alone.  NULL if none, or failing (stale anyway).
  */
 static struct hotfs_inode *pin_name(struct hotfs *fs, int dirfd,
 				    const char *name, struct stat *st)
@@ -177,15 +188,39 @@ static void unpin_name(struct hotfs *fs, struct hotfs_inode *in)
 	ino_unhold(fs->it, in);
 }
 
+/*
+ * Around a change of a pinned object's names (its link count, its
+ * ctime): the mount's own change of it (hotfs/stamp.h), not one behind
+ * the mount, nor, with dirty data, a conflict.  in may be NULL.  Returns
+ * the fd stamp_name_end takes (-1: nothing begun).
+ */
+static int stamp_name_begin(struct hotfs *fs, struct hotfs_inode *in)
+{
+	int fd = in ? ino_fd(fs->it, in) : -1;
+
+	if (fd >= 0)
+		stamp_begin(in, fd);
+	return fd;
+}
+
+static void stamp_name_end(struct hotfs_inode *in, int fd)
+{
+	if (fd < 0)
+		return;
+	stamp_end(in, fd);
+	ino_fd_put(in);
+}
+
 /* unlink and rmdir: a retained inode that lost its last name is let go */
 static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
 			int flags)
 {
 	struct hotfs *fs = hfs(req);
+	struct watch_own own = { 0 };
 	struct hotfs_inode *in;
 	struct stat st;
 	bool have, drop = false;
-	int err, pfd;
+	int err, pfd, sfd;
 
 	err = -EPERM;
 	if (vd_is(parent) || vd_is_name(fs, parent, name) ||
@@ -201,7 +236,12 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
 	/* writeback: the last link's dirty data (hotfs/wb.h) */
 	err = have ? wb_unlink_begin(fs, in, &st, &drop) : 0;
 	if (!err) {
+		sfd = stamp_name_begin(fs, in);
+		watch_own_add(fs->watch, &own, hino(req, parent), name,
+			      IN_DELETE);
 		err = unlinkat(pfd, name, flags) == -1 ? -errno : 0;
+		watch_own_end(fs->watch, &own, !err);
+		stamp_name_end(in, sfd);
 		if (have)
 			wb_unlink_end(fs, &st, drop, err);
 	}
@@ -223,32 +263,59 @@ void hotfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	remove_name(req, parent, name, AT_REMOVEDIR);
 }
 
-/* The rename itself, between the directories pfd and npfd; -errno. */
-static int rename_at(struct hotfs *fs, int pfd, const char *name, int npfd,
+/* The mount's own name events of a rename (hotfs/watch.h). */
+static void rename_own(struct hotfs_watch *w, struct watch_own *own,
+		       struct hotfs_inode *dir, const char *name,
+		       struct hotfs_inode *ndir, const char *newname,
+		       unsigned int flags)
+{
+	watch_own_add(w, own, dir, name, IN_MOVED_FROM);
+	watch_own_add(w, own, ndir, newname, IN_MOVED_TO);
+	if (flags & RENAME_EXCHANGE) {
+		watch_own_add(w, own, ndir, newname, IN_MOVED_FROM);
+		watch_own_add(w, own, dir, name, IN_MOVED_TO);
+	}
+}
+
+/* The rename itself, from name in dir (its fd pfd) to newname in ndir
+ * (npfd); -errno. */
+static int rename_at(struct hotfs *fs, struct hotfs_inode *dir, int pfd,
+		     const char *name, struct hotfs_inode *ndir, int npfd,
 		     const char *newname, unsigned int flags)
 {
+	struct watch_own own = { 0 };
 	struct hotfs_inode *from, *to;
-	struct stat st, fst, sst;
-	bool have, wb, drop = false;
-	int err;
+	struct stat st, fst;
+	bool have, same, wb, drop = false;
+	int err, ffd, tfd;
 
 	/* an object made from the snapshot is opened by the name it had:
 	 * open it before that name is gone (both, for an exchange); a
-	 * target replaced by the rename loses its name (see pin_name) */
-	from = fs->meta ? pin_name(fs, pfd, name, &fst) : NULL;
+	 * target replaced by the rename loses its name (see pin_name);
+	 * the ctime of both moves */
+	memset(&fst, 0, sizeof(fst));
+	from = pin_name(fs, pfd, name, &fst);
 	to = pin_name(fs, npfd, newname, &st);
 	have = !(flags & RENAME_EXCHANGE) &&
 	       (to || fstatat(npfd, newname, &st, AT_SYMLINK_NOFOLLOW) == 0);
+	/* both names of one file: the rename does nothing */
+	same = have && fst.st_ino && fst.st_dev == st.st_dev &&
+	       fst.st_ino == st.st_ino;
 	/* writeback: a target that loses its last link (hotfs/wb.h); one
 	 * that is the file renamed (a link of it) loses nothing */
-	wb = have && fs->wb && !(fstatat(pfd, name, &sst,
-					 AT_SYMLINK_NOFOLLOW) == 0 &&
-				 sst.st_dev == st.st_dev &&
-				 sst.st_ino == st.st_ino);
+	wb = have && fs->wb && !same;
 	err = wb ? wb_unlink_begin(fs, to, &st, &drop) : 0;
 	if (!err) {
+		ffd = stamp_name_begin(fs, from);
+		tfd = stamp_name_begin(fs, to);
+		if (!same)
+			rename_own(fs->watch, &own, dir, name, ndir, newname,
+				   flags);
 		err = syscall(SYS_renameat2, pfd, name, npfd, newname,
 			      flags) == -1 ? -errno : 0;
+		watch_own_end(fs->watch, &own, !err);
+		stamp_name_end(to, tfd);
+		stamp_name_end(from, ffd);
 		if (wb)
 			wb_unlink_end(fs, &st, drop, err);
 	}
@@ -281,7 +348,8 @@ void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (npfd >= 0) {
 		meta_fs_change(fs, hino(req, parent), NULL);
 		meta_fs_change(fs, hino(req, newparent), NULL);
-		err = rename_at(fs, pfd, name, npfd, newname, flags);
+		err = rename_at(fs, hino(req, parent), pfd, name,
+				hino(req, newparent), npfd, newname, flags);
 		iput(req, newparent);
 	}
 	iput(req, parent);

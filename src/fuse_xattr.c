@@ -25,9 +25,9 @@
 /*
  * Following /proc/self/fd/N reaches the object the O_PATH fd names, a
  * symlink itself included (the magic link is not followed further), so
- * the path xattr calls work for every type.  0 with the path in buf (the
- * inode's fd in use until ino_fd_put), or -errno (a name gone from the
- * source).
+ * the path xattr calls work for every type.  The inode's fd with the
+ * path in buf (the fd in use until ino_fd_put), or -errno (a name gone
+ * from the source).
  */
 static int xattr_path(fuse_req_t req, struct hotfs_inode *in, char *buf,
 		      size_t len)
@@ -37,7 +37,7 @@ static int xattr_path(fuse_req_t req, struct hotfs_inode *in, char *buf,
 	if (fd < 0)
 		return fd;
 	snprintf(buf, len, "/proc/self/fd/%d", fd);
-	return 0;
+	return fd;
 }
 
 /* getxattr (name) or listxattr (name == NULL) of in into value (size
@@ -97,18 +97,22 @@ static int set_or_remove(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	struct hotfs_inode *in = hino(req, ino);
 	char path[64];
-	int r;
+	int fd, r;
 
 	if (vd_is(ino))
 		return -EPERM;
-	r = xattr_path(req, in, path, sizeof(path));
-	if (r < 0)
-		return r;
+	fd = xattr_path(req, in, path, sizeof(path));
+	if (fd < 0)
+		return fd;
 	meta_fs_change(hfs(req), NULL, in);
+	/* the new ctime is the mount's own (hotfs/stamp.h): not a change
+	 * behind it, nor, with dirty data, a conflict */
+	stamp_begin(in, fd);
 	r = value ? setxattr(path, name, value, size, flags) :
 		    removexattr(path, name);
 	if (r == -1)
 		r = -errno;
+	stamp_end(in, fd);
 	ino_fd_put(in);
 	return r;
 }

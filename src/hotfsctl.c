@@ -209,7 +209,7 @@ static const char *const status_keys[] = {
 	"index_bytes", "policy_bytes", "uptime_seconds", "version",
 	"dirty_bytes", "oldest_dirty_age", "wlog_used_bytes",
 	"wlog_capacity_bytes", "writeback_state", "writeback_reason",
-	"lost_dirty_bytes", "lost_dirty_files", "wlog_checksum_failures",
+	"writeback_state_since", "lost_dirty_bytes", "lost_dirty_files", "wlog_checksum_failures",
 };
 
 static void status_json(const char *j)

@@ -28,8 +28,9 @@
 
 #define CHUNK (16ull << 20)	/* warm or flush this much per ioctl */
 /* a flush's EBADMSG: what is left is lost (hotfs(8), WRITEBACK) */
-#define LOST_MSG "dirty bytes are lost in the writeback log (damaged); " \
-		 "'hotfsctl status' and the daemon's log say which"
+#define LOST_MSG "dirty bytes are lost in the writeback log (damaged " \
+		 "or unreadable); 'hotfsctl status' and the daemon's log " \
+		 "say which"
 
 struct progress {
 	bool tty;

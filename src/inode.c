@@ -132,7 +132,7 @@ int ino_table_new(struct hotfs_itable **tp, int root_fd)
 
 static void free_inode(struct hotfs_itable *t, struct hotfs_inode *in)
 {
-	if (in->wd > 0 && t->on_free)
+	if (t->on_free)
 		t->on_free(t->on_free_arg, in);
 	if (in->nofh && t->nofh_free)
 		t->nofh_free(in->nofh);

@@ -130,3 +130,33 @@ long mountinfo_forbids(FILE *f, const char *dir)
 	free(line);
 	return own < 0 ? own : own | below;
 }
+
+int mountinfo_dev_ro(FILE *f, unsigned major, unsigned minor)
+{
+	struct mountinfo_ent e;
+	size_t cap = 0;
+	char *line = NULL;
+	int r = -ENOENT;
+
+	while (mountinfo_next(f, &line, &cap, &e) == 1) {
+		if (e.major != major || e.minor != minor)
+			continue;
+		r = has_opt(e.super, "ro") || has_opt(e.super, "emergency_ro");
+		if (r)
+			break;
+	}
+	free(line);
+	return r;
+}
+
+int mountinfo_self_dev_ro(unsigned major, unsigned minor)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	int r;
+
+	if (!f)
+		return -errno;
+	r = mountinfo_dev_ro(f, major, minor);
+	fclose(f);
+	return r;
+}

@@ -38,6 +38,9 @@ static const struct pm table[] = {
 	  "Seconds since the counters were last reset." },
 	{ "store_state_since", "hotfs_store_state_since_timestamp_seconds",
 	  'g', NULL, "Unix time the store entered its current state." },
+	{ "writeback_state_since",
+	  "hotfs_writeback_state_since_timestamp_seconds", 'g', NULL,
+	  "Unix time writeback entered its current state (0: off)." },
 	{ "read_requests", "hotfs_read_requests_total", 'c', NULL,
 	  "FUSE read requests." },
 	{ "read_bytes", "hotfs_read_bytes_total", 'c', NULL,
@@ -197,6 +200,8 @@ static const struct pm table[] = {
 	  NULL, "Kernel cache invalidations sent for source changes." },
 	{ "watch_overflows", "hotfs_watch_overflows_total", 'c', NULL,
 	  "inotify queue overflows." },
+	{ "watch_own_events", "hotfs_watch_own_events_total", 'c', NULL,
+	  "inotify events of the mount's own changes of names." },
 	{ "meta_snapshot_dirs", "hotfs_meta_snapshot_dirs", 'g', NULL,
 	  "Directories in the metadata snapshot." },
 	{ "meta_snapshot_hits", "hotfs_meta_snapshot_hits_total", 'c', NULL,
@@ -319,7 +324,8 @@ static bool known(const char *key)
 void prom_write(FILE *f, const struct stats_kv *kv, size_t n)
 {
 	static const char *const states[] = { "ok", "read-only", "off" };
-	static const char *const wstates[] = { "ok", "degraded", "off" };
+	static const char *const wstates[] = { "ok", "degraded",
+					       "writethrough", "off" };
 	const char *mnt = str_of(kv, n, "mountpoint");
 	const char *state = str_of(kv, n, "store_state");
 	const char *wstate = str_of(kv, n, "writeback_state");
@@ -347,7 +353,8 @@ void prom_write(FILE *f, const struct stats_kv *kv, size_t n)
 		if (!i)
 			header(f, "hotfs_writeback_state", "gauge",
 			       "Writeback's state: 1 for the current one "
-			       "(degraded: the log lost dirty bytes).");
+			       "(degraded: the log lost dirty bytes; "
+			       "writethrough: the log failed).");
 		fputs("hotfs_writeback_state{mountpoint=", f);
 		label_value(f, mnt);
 		fprintf(f, ",state=\"%s\"} %d\n", wstates[i],

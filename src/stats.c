@@ -34,7 +34,7 @@
 #include "hotfs/watch.h"
 #include "hotfs/wb.h"
 
-#define MAX_KV 128
+#define MAX_KV 160
 
 struct kvlist {
 	struct stats_kv v[MAX_KV];
@@ -105,6 +105,7 @@ static void add_watch(struct hotfs *fs, struct kvlist *l)
 	add_u(l, "watch_events", ws.events);
 	add_u(l, "watch_invalidations", ws.invalidations);
 	add_u(l, "watch_overflows", ws.overflows);
+	add_u(l, "watch_own_events", ws.own_events);
 }
 
 /* writemode=writeback (hotfs/wb.h): present, 0, in every mode (w: the
@@ -115,6 +116,7 @@ static void add_writeback(struct hotfs *fs, struct kvlist *l,
 	wb_stats(fs, w);
 	add_s(l, "writeback_state", w->state);
 	add_s(l, "writeback_reason", w->reason);
+	add_u(l, "writeback_state_since", w->state_since);
 	add_u(l, "dirty_bytes", w->dirty_bytes);
 	add_u(l, "dirty_records", w->dirty_records);
 	add_u(l, "dirty_files", w->dirty_files);

@@ -54,6 +54,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,6 +62,7 @@
 
 #include "hotfs/fileio.h"
 #include "hotfs/log.h"
+#include "hotfs/mountinfo.h"
 #include "store_i.h"
 
 #define ST_DEFAULT_COMMIT_MS	1000u
@@ -98,6 +100,7 @@ static void check_identity(struct hotfs_store *st)
 {
 	char reason[sizeof(st->reason)];
 	const char *what = NULL;
+	struct statvfs vfs;
 	struct stat sb;
 
 	if (atomic_load(&st->state) == ST_OFF)
@@ -114,6 +117,16 @@ static void check_identity(struct hotfs_store *st)
 	} else if (sb.st_dev != st->data_st.st_dev ||
 		   sb.st_ino != st->data_st.st_ino) {
 		what = "had its data file replaced";
+	} else if ((!fstatvfs(st->dirfd, &vfs) && (vfs.f_flag & ST_RDONLY)) ||
+		   mountinfo_self_dev_ro(major(st->dir_st.st_dev),
+					 minor(st->dir_st.st_dev)) == 1) {
+		/* remounted read-only (errors=remount-ro after an error on
+		 * it): nothing it writes would stay */
+		snprintf(reason, sizeof(reason), "cachedir %s: its "
+			 "filesystem went read-only while mounted (an error "
+			 "on it? see the kernel's log)", st->path);
+		st_set_state_reason(st, ST_OFF, -EROFS, reason);
+		return;
 	}
 	if (!what)
 		return;

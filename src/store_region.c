@@ -186,6 +186,12 @@ static uint32_t grow(struct hotfs_store *st)
 	if (fallocate(st->datafd, 0, off, st->g.rsize)) {
 		struct stat sb;
 
+		if (errno != EOPNOTSUPP && errno != ENOSPC &&
+		    errno != EDQUOT) {
+			/* read-only, failing: not a matter of room */
+			io_fail(st, -errno, "fallocate data");
+			return ST_NIL;
+		}
 		if (errno != EOPNOTSUPP)
 			return ST_NIL;	/* ENOSPC: recycle instead */
 		if (fstat(st->datafd, &sb) ||

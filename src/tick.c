@@ -14,6 +14,7 @@
 #include "hotfs/ctl.h"
 #include "hotfs/fs.h"
 #include "hotfs/tick.h"
+#include "hotfs/wb.h"
 
 struct hotfs_tick {
 	struct hotfs *fs;
@@ -45,6 +46,7 @@ static void *tick_main(void *arg)
 		vd_expire(t->fs);
 		if (c)
 			st_tick(c->st);
+		wb_tick(t->fs);
 		if (c && now - last_sweep >= TICK_SWEEP_MS * 1000000LL) {
 			last_sweep = now;
 			ino_sweep(t->fs->it);

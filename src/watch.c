@@ -15,15 +15,31 @@
  *                                               inode table by (dev, ino))
  *   the directory's own attributes          -> the directory's attributes
  *
+ * It sends none itself: it queues them for the notifier (hotfs/notify.h),
+ * whose thread may wait in the kernel for a directory's lock, held by a
+ * request in flight, without holding up the events, nor a request.
+ *
  * A name is expired, not invalidated (FUSE_LL_EXPIRE_ONLY): the kernel
  * keeps its dentry but asks again (a lookup) at the next path walk
  * through it, and keeps it if the name still leads to the same node.
- * Invalidating it would unhash the dentry even when nothing changed, as
- * after every change the mount makes itself (a mkdir through the mount
- * raises IN_CREATE here too): a process whose working directory it is
- * then gets ENOENT from getcwd(), and /proc/PID/fd shows a file held
- * open as "(deleted)".  A name that did change behind the mount is
- * dropped by that lookup (another node, or ENOENT).
+ * Invalidating it would unhash the dentry even when nothing changed: a
+ * process whose working directory it is then gets ENOENT from getcwd(),
+ * and /proc/PID/fd shows a file held open as "(deleted)".  A name that
+ * did change behind the mount is dropped by that lookup (another node,
+ * or ENOENT).
+ *
+ * The mount's own changes of names raise events here too (a mkdir
+ * through the mount raises IN_CREATE): their requests say so first
+ * (watch_own_add), and an event they announced is taken for theirs and
+ * tells the kernel nothing, which learnt the change from the reply.  The
+ * announcements ("registrations") are matched by directory, name and
+ * event: one each.  An event that comes while its request is still in
+ * flight is claimed, and told to the kernel after all if the change
+ * then fails (it was another's).  A registration whose event has not
+ * come OWN_TTL_MS after its change (a create that opened a file already
+ * there raises none; an overflow loses it) is forgotten: meanwhile it
+ * could take an outside change of the same name and kind for the
+ * mount's, and the kernel would keep that name until its timeout.
  *
  * A name notification can race a lookup of the same name that is being
  * answered at that moment (the reply would put the old state back in the
@@ -32,18 +48,12 @@
  *
  * Node ids are inode addresses (inode.c): once an inode is freed, its
  * address may be the node id of another inode, a file where this was a
- * directory.  So a directory's node id is used only while its watch entry
- * exists, and the inode cannot be freed while the thread is notifying for
- * it: the thread marks the node id busy under m while it notifies, and
- * watch_drop (called as the inode is freed) waits for that and removes
- * the inode's deferred notifications.  The kernel may have forgotten the
- * node meanwhile; the notification then fails with ENOENT, harmlessly.
- *
- * Notifications are never sent with a lock held: the kernel may hold the
- * directory's lock while a worker waits for ours (watch_dir from a
- * create), and a notification of an entry takes that lock.  watch_drop's
- * wait cannot deadlock on that: the node being freed is one the kernel
- * has forgotten, so a notification for it takes no lock of the kernel's.
+ * directory.  So a directory's node id is queued only while its watch
+ * entry exists (under m), a child's while the thread holds the inode, and
+ * as an inode is freed its queued notifications go and its free waits
+ * for one being sent (watch_drop, ntf_forget).  The kernel may have
+ * forgotten the node meanwhile; the notification then fails with ENOENT,
+ * harmlessly.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -61,7 +71,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hotfs/clock.h"
 #include "hotfs/log.h"
+#include "hotfs/notify.h"
 #include "hotfs/stamp.h"
 #include "hotfs/srcprobe.h"
 #include "hotfs/watch.h"
@@ -75,6 +87,9 @@
 #define NBUCKETS	4096
 #define DEFER_MS	50
 #define NDEFER		256
+#define OWN_BUCKETS	256
+#define OWN_MAX		4096		/* registrations at most */
+#define OWN_TTL_MS	2000
 
 struct wentry {
 	int wd;
@@ -89,11 +104,22 @@ struct deferred {
 	char name[NAME_MAX + 1];
 };
 
+/* A name event a change of the mount's own will raise (watch_own_add). */
+struct watch_own_ent {
+	struct watch_own_ent *next;	/* in its bucket */
+	uint64_t dir;			/* node id */
+	uint32_t kind;			/* one of NAME_EVENTS */
+	bool ended;			/* made: awaits its event until */
+	bool claimed;			/* its event came while in flight */
+	int64_t until;			/* CLOCK_MONOTONIC ns */
+	char name[];
+};
+
 struct hotfs_watch {
 	int ifd;			/* inotify */
 	int efd;			/* eventfd: stop the thread */
 	struct hotfs_itable *it;
-	struct fuse_session *se;
+	struct hotfs_notify *ntf;	/* sends what the thread finds */
 	pthread_t thread;
 	bool started;
 
@@ -104,11 +130,11 @@ struct hotfs_watch {
 	/* name notifications to send again (parent 0: dropped since) */
 	struct deferred defer[NDEFER];
 	unsigned dhead, dcount;
-	/* the directory's node id the thread is notifying for, if any */
-	uint64_t busy;
-	pthread_cond_t idle;		/* busy went back to 0 */
+	/* the mount's own name events to come */
+	struct watch_own_ent *own[OWN_BUCKETS];
+	unsigned nown;
 
-	_Atomic uint64_t unwatched, events, invalidations, overflows;
+	_Atomic uint64_t unwatched, events, overflows, own_events;
 };
 
 static size_t bucket(int wd)
@@ -157,7 +183,6 @@ int watch_new(struct hotfs_watch **wp, struct hotfs_itable *it)
 	w->it = it;
 	w->max_dirs = read_max_watches();
 	pthread_mutex_init(&w->m, NULL);
-	pthread_cond_init(&w->idle, NULL);
 	ino_set_free_hook(it, drop_hook, w);
 	*wp = w;
 	return 0;
@@ -249,30 +274,80 @@ static struct wentry *unmap(struct hotfs_watch *w, int wd)
 	return NULL;
 }
 
+/* m held: the bucket of the mount's own events in dir of name */
+static struct watch_own_ent **own_bucket(struct hotfs_watch *w, uint64_t dir,
+					 const char *name)
+{
+	uint64_t h = dir * 0x9e3779b97f4a7c15ull;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 0x100000001b3ull;
+	return &w->own[(h >> 32) % OWN_BUCKETS];
+}
+
+/* m held: e out of its bucket, freed. */
+static void own_free(struct hotfs_watch *w, struct watch_own_ent *e)
+{
+	struct watch_own_ent **pp = own_bucket(w, e->dir, e->name);
+
+	while (*pp != e)
+		pp = &(*pp)->next;
+	*pp = e->next;
+	w->nown--;
+	free(e);
+}
+
+/* m held: forget the registrations that are done with their change and
+ * whose event did not come (all of them, or past their time), or those
+ * of the directory dir (0: any). */
+static void own_sweep(struct hotfs_watch *w, bool all, uint64_t dir)
+{
+	int64_t now = clock_mono_ns();
+	struct watch_own_ent **pp, *e;
+	size_t b;
+
+	for (b = 0; w->nown && b < OWN_BUCKETS; b++)
+		for (pp = &w->own[b]; (e = *pp);) {
+			if (e->ended && (dir ? e->dir == dir :
+					 all || now > e->until)) {
+				*pp = e->next;
+				w->nown--;
+				free(e);
+			} else {
+				pp = &e->next;
+			}
+		}
+}
+
 void watch_drop(struct hotfs_watch *w, struct hotfs_inode *in)
 {
-	struct wentry *e;
+	struct wentry *e = NULL;
 	uint64_t id;
 	unsigned i;
 	int wd = in->wd;
 
-	if (!w || wd <= 0)
+	if (!w)
 		return;
 	id = nodeid_of(w, in);
-	pthread_mutex_lock(&w->m);
-	while (w->busy == id)
-		pthread_cond_wait(&w->idle, &w->m);
-	for (i = 0; i < w->dcount; i++) {
-		struct deferred *d = &w->defer[(w->dhead + i) % NDEFER];
+	if (wd > 0) {
+		pthread_mutex_lock(&w->m);
+		for (i = 0; i < w->dcount; i++) {
+			struct deferred *d =
+				&w->defer[(w->dhead + i) % NDEFER];
 
-		if (d->parent == id)
-			d->parent = 0;
+			if (d->parent == id)
+				d->parent = 0;
+		}
+		own_sweep(w, false, id);
+		e = unmap(w, wd);
+		if (e)
+			inotify_rm_watch(w->ifd, wd);
+		in->wd = 0;
+		pthread_mutex_unlock(&w->m);
 	}
-	e = unmap(w, wd);
-	if (e)
-		inotify_rm_watch(w->ifd, wd);
-	in->wd = 0;
-	pthread_mutex_unlock(&w->m);
+	/* nothing can queue id now (its entry is gone, and nobody holds
+	 * the inode): what is queued goes */
+	ntf_forget(w->ntf, id);
 	if (e) {
 		close(e->fd);
 		free(e);
@@ -290,55 +365,114 @@ void watch_get_stats(struct hotfs_watch *w, struct hotfs_watch_stats *s)
 	s->unwatched = atomic_load_explicit(&w->unwatched,
 					    memory_order_relaxed);
 	s->events = atomic_load_explicit(&w->events, memory_order_relaxed);
-	s->invalidations = atomic_load_explicit(&w->invalidations,
-						memory_order_relaxed);
+	s->invalidations = ntf_sent(w->ntf);
 	s->overflows = atomic_load_explicit(&w->overflows,
 					    memory_order_relaxed);
+	s->own_events = atomic_load_explicit(&w->own_events,
+					     memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------------ */
+/* The mount's own changes of names */
+
+void watch_own_add(struct hotfs_watch *w, struct watch_own *o,
+		   struct hotfs_inode *dir, const char *name, uint32_t kind)
+{
+	struct watch_own_ent *e, **b;
+	size_t len;
+
+	if (!w || !w->started || o->n == WATCH_OWN_MAX ||
+	    atomic_load_explicit(&dir->wd, memory_order_relaxed) <= 0)
+		return;
+	len = strlen(name);
+	e = malloc(sizeof(*e) + len + 1);
+	if (!e)
+		return;		/* its event is told to the kernel */
+	memset(e, 0, sizeof(*e));
+	e->dir = nodeid_of(w, dir);
+	e->kind = kind;
+	memcpy(e->name, name, len + 1);
+	pthread_mutex_lock(&w->m);
+	if (w->nown >= OWN_MAX) {
+		pthread_mutex_unlock(&w->m);
+		free(e);
+		return;
+	}
+	b = own_bucket(w, e->dir, name);
+	e->next = *b;
+	*b = e;
+	w->nown++;
+	pthread_mutex_unlock(&w->m);
+	o->e[o->n++] = e;
+}
+
+/* A name changed behind the mount: its entry, and its directory's
+ * attributes and listing. */
+static void name_changed(struct hotfs_watch *w, uint64_t dir,
+			 const char *name)
+{
+	ntf_expire(w->ntf, dir, name);
+	ntf_inval(w->ntf, dir, 0, NULL, NULL);
+}
+
+void watch_own_end(struct hotfs_watch *w, struct watch_own *o, bool made)
+{
+	int64_t until = clock_mono_ns() + OWN_TTL_MS * 1000000LL;
+	unsigned i;
+
+	if (!w || !o->n)
+		return;
+	pthread_mutex_lock(&w->m);
+	for (i = 0; i < o->n; i++) {
+		struct watch_own_ent *e = o->e[i];
+
+		if (made && !e->claimed) {	/* its event is to come */
+			e->ended = true;
+			e->until = until;
+			continue;
+		}
+		/* an event taken for it was another's: told now (queued:
+		 * the kernel holds this request's directory locks) */
+		if (!made && e->claimed)
+			name_changed(w, e->dir, e->name);
+		own_free(w, e);
+	}
+	pthread_mutex_unlock(&w->m);
+	o->n = 0;
+}
+
+/* m held: is this name event one of the mount's own changes? */
+static bool own_event(struct hotfs_watch *w, uint64_t dir, uint32_t kind,
+		      const char *name)
+{
+	struct watch_own_ent *e, *next;
+	int64_t now;
+
+	if (!w->nown)
+		return false;
+	now = clock_mono_ns();
+	for (e = *own_bucket(w, dir, name); e; e = next) {
+		next = e->next;
+		if (e->ended && now > e->until) {	/* too late */
+			own_free(w, e);
+			continue;
+		}
+		if (e->dir != dir || e->kind != kind || e->claimed ||
+		    strcmp(e->name, name))
+			continue;
+		if (e->ended)
+			own_free(w, e);
+		else
+			e->claimed = true;	/* the change says (own_end) */
+		atomic_fetch_add_explicit(&w->own_events, 1,
+					  memory_order_relaxed);
+		return true;
+	}
+	return false;
 }
 
 /* ------------------------------------------------------------------ */
 /* The event thread */
-
-static void counted(struct hotfs_watch *w)
-{
-	atomic_fetch_add_explicit(&w->invalidations, 1, memory_order_relaxed);
-}
-
-/* m held: notify for the directory id until unbusy(). */
-static void busy(struct hotfs_watch *w, uint64_t id)
-{
-	w->busy = id;
-}
-
-static void unbusy(struct hotfs_watch *w)
-{
-	pthread_mutex_lock(&w->m);
-	w->busy = 0;
-	pthread_cond_broadcast(&w->idle);
-	pthread_mutex_unlock(&w->m);
-}
-
-static void expire_entry(struct hotfs_watch *w, uint64_t parent,
-			 const char *name)
-{
-	int r;
-
-	r = fuse_lowlevel_notify_expire_entry(w->se, parent, name,
-					      strlen(name),
-					      FUSE_LL_EXPIRE_ONLY);
-	if (r == -ENOSYS)	/* a kernel without it: the older way */
-		fuse_lowlevel_notify_inval_entry(w->se, parent, name,
-						 strlen(name));
-	counted(w);
-}
-
-static void inval_attr(struct hotfs_watch *w, uint64_t nodeid, bool data)
-{
-	/* attributes only (offset < 0), or the directory's cached listing
-	 * too (offset 0, length 0: all of it) */
-	fuse_lowlevel_notify_inval_inode(w->se, nodeid, data ? 0 : -1, 0);
-	counted(w);
-}
 
 static int64_t ms_until(const struct timespec *due)
 {
@@ -350,47 +484,39 @@ static int64_t ms_until(const struct timespec *due)
 }
 
 /*
- * Send the oldest deferred notification if it is due (or if now): false
- * if there was none to send.
+ * m held: queue the oldest deferred notification if it is due (or if
+ * now): false if there was none.
  */
 static bool defer_send_one(struct hotfs_watch *w, bool now)
 {
-	char name[NAME_MAX + 1];
 	struct deferred *d;
 	uint64_t parent;
 
-	pthread_mutex_lock(&w->m);
 	for (;;) {
-		if (!w->dcount) {
-			pthread_mutex_unlock(&w->m);
+		if (!w->dcount)
 			return false;
-		}
 		d = &w->defer[w->dhead];
 		parent = d->parent;
-		if (parent && !now && ms_until(&d->due) > 0) {
-			pthread_mutex_unlock(&w->m);
+		if (parent && !now && ms_until(&d->due) > 0)
 			return false;
-		}
 		w->dhead = (w->dhead + 1) % NDEFER;
 		w->dcount--;
 		if (parent)		/* 0: the directory was freed since */
 			break;
 	}
-	memcpy(name, d->name, sizeof(name));
-	busy(w, parent);
-	pthread_mutex_unlock(&w->m);
-	expire_entry(w, parent, name);
-	unbusy(w);
+	ntf_expire(w->ntf, parent, d->name);
 	return true;
 }
 
 static void defer_flush(struct hotfs_watch *w, bool all)
 {
+	pthread_mutex_lock(&w->m);
 	while (defer_send_one(w, all))
 		;
+	pthread_mutex_unlock(&w->m);
 }
 
-/* m held, and the queue not full (handle makes room first). */
+/* m held, and the queue not full. */
 static void defer_add(struct hotfs_watch *w, uint64_t parent,
 		      const char *name)
 {
@@ -399,39 +525,31 @@ static void defer_add(struct hotfs_watch *w, uint64_t parent,
 	d->parent = parent;
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	clock_gettime(CLOCK_MONOTONIC, &d->due);
-	d->due.tv_nsec += DEFER_MS * 1000000L;
-	if (d->due.tv_nsec >= 1000000000L) {
-		d->due.tv_sec++;
-		d->due.tv_nsec -= 1000000000L;
-	}
+	clock_add_ms(&d->due, DEFER_MS);
 	w->dcount++;
 }
 
-/*
- * Events were lost: every watched directory's attributes and listing
- * are dropped now; names and other attributes the kernel holds expire
- * within HOTFS_WATCH_TIMEOUT.
- */
-/* m held: the entry of wd, if it is still the directory id's. */
-static struct wentry *find(struct hotfs_watch *w, int wd, uint64_t id)
+/* m held: the entry of wd. */
+static struct wentry *find(struct hotfs_watch *w, int wd)
 {
 	struct wentry *e;
 
 	for (e = w->buckets[bucket(wd)]; e; e = e->next)
 		if (e->wd == wd)
-			return !id || e->nodeid == id ? e : NULL;
+			return e;
 	return NULL;
 }
 
+/*
+ * Events were lost: every watched directory's attributes and listing
+ * are dropped now; names and other attributes the kernel holds expire
+ * within HOTFS_WATCH_TIMEOUT.  The mount's own events still to come may
+ * be among those lost: they are not waited for.
+ */
 static void overflowed(struct hotfs_watch *w)
 {
 	struct wentry *e;
-	uint64_t n = 0, i;
 	size_t b;
-	struct {
-		int wd;
-		uint64_t id;
-	} *dirs;
 
 	if (atomic_fetch_add_explicit(&w->overflows, 1,
 				      memory_order_relaxed) == 0)
@@ -440,25 +558,16 @@ static void overflowed(struct hotfs_watch *w)
 			  "behind the mount may show only after %g s\n",
 			  HOTFS_WATCH_TIMEOUT);
 	pthread_mutex_lock(&w->m);
-	dirs = malloc((w->ndirs + 1) * sizeof(*dirs));
-	for (b = 0; dirs && b < NBUCKETS; b++)
-		for (e = w->buckets[b]; e; e = e->next) {
-			dirs[n].wd = e->wd;
-			dirs[n++].id = e->nodeid;
-		}
+	for (b = 0; b < NBUCKETS; b++)
+		for (e = w->buckets[b]; e; e = e->next)
+			ntf_inval(w->ntf, e->nodeid, 0, NULL, NULL);
+	own_sweep(w, true, 0);
 	pthread_mutex_unlock(&w->m);
-	for (i = 0; i < n; i++) {
-		pthread_mutex_lock(&w->m);
-		e = find(w, dirs[i].wd, dirs[i].id);
-		if (e)
-			busy(w, dirs[i].id);
-		pthread_mutex_unlock(&w->m);
-		if (!e)			/* freed meanwhile */
-			continue;
-		inval_attr(w, dirs[i].id, true);
-		unbusy(w);
-	}
-	free(dirs);
+}
+
+static void inval_sent(void *arg)
+{
+	stamp_inval_sent(arg);
 }
 
 static void handle(struct hotfs_watch *w, const struct inotify_event *ev)
@@ -466,69 +575,66 @@ static void handle(struct hotfs_watch *w, const struct inotify_event *ev)
 	struct hotfs_inode *child = NULL;
 	struct wentry *e, *gone = NULL;
 	struct stat st;
-	uint64_t dir = 0;
+	uint64_t dir;
 	bool named = ev->len && ev->name[0];
 	bool name_ev = named && (ev->mask & NAME_EVENTS);
+	bool own;
 
 	atomic_fetch_add_explicit(&w->events, 1, memory_order_relaxed);
 	if (ev->mask & IN_Q_OVERFLOW) {
 		overflowed(w);
 		return;
 	}
-	if (name_ev && w->dcount == NDEFER)	/* only this thread adds */
-		defer_send_one(w, true);
+	ntf_wait_room(w->ntf);
 	pthread_mutex_lock(&w->m);
-	e = find(w, ev->wd, 0);
-	if (e) {
-		dir = e->nodeid;
-		/* a new name may be a new link to a known file: its link
-		 * count changed, and link() tells only the file's own
-		 * watchers */
-		if (named && (ev->mask & (DATA_EVENTS | IN_CREATE |
-					  IN_MOVED_TO))) {
-			/* under the lock: e->fd stays open meanwhile */
-			if (fstatat(e->fd, ev->name, &st,
-				    AT_SYMLINK_NOFOLLOW) == 0)
-				child = ino_find_hold(w->it, st.st_dev,
-						      st.st_ino);
-		}
-		if (ev->mask & IN_IGNORED)
-			gone = unmap(w, ev->wd);	/* the directory went */
-		/* the directory cannot be freed until unbusy() */
-		busy(w, dir);
-		if (name_ev)
-			defer_add(w, dir, ev->name);
+	e = find(w, ev->wd);
+	if (!e) {
+		pthread_mutex_unlock(&w->m);
+		return;
 	}
+	dir = e->nodeid;
+	own = name_ev && own_event(w, dir, ev->mask & NAME_EVENTS, ev->name);
+	/* a new name may be a new link to a known file: its link count
+	 * changed, and link() tells only the file's own watchers (not for
+	 * the mount's own: the kernel learnt it from the reply) */
+	if (named && !own &&
+	    (ev->mask & (DATA_EVENTS | IN_CREATE | IN_MOVED_TO))) {
+		/* under the lock: e->fd stays open meanwhile */
+		if (fstatat(e->fd, ev->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			child = ino_find_hold(w->it, st.st_dev, st.st_ino);
+	}
+	if (ev->mask & IN_IGNORED)
+		gone = unmap(w, ev->wd);	/* the directory went */
+	if (name_ev && !own) {
+		name_changed(w, dir, ev->name);
+		if (w->dcount == NDEFER)
+			defer_send_one(w, true);
+		defer_add(w, dir, ev->name);
+	}
+	if (!named && (ev->mask & (IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)))
+		ntf_inval(w->ntf, dir, -1, NULL, NULL);
 	pthread_mutex_unlock(&w->m);
 	if (gone) {
 		close(gone->fd);
 		free(gone);
 	}
-	if (!dir)
-		return;
-	if (name_ev) {
-		expire_entry(w, dir, ev->name);
-		inval_attr(w, dir, true);
-	}
-	if (!named && (ev->mask & (IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)))
-		inval_attr(w, dir, false);
-	unbusy(w);
 	if (child) {
 		/* a file changed behind the mount: its cached pages too
 		 * (not for the mount's own writes: hotfs/stamp.h) */
 		bool seen = false;
 		bool data = S_ISREG(st.st_mode) &&
 			    stamp_check_ino(child, &seen) == STAMP_CHANGED;
-		uint64_t id = nodeid_of(w, child);
 
-		/* held (a reference, not a lock) until the kernel has it;
-		 * nothing sent for a state an open or a getattr has seen
-		 * already: an invalidation that reaches the kernel while a
-		 * stat is in flight makes it drop that stat's attributes
-		 * (hotfs/stamp.h, stamp_wait_inval_locked) */
+		/* queued while held: once it is not, a free drops it
+		 * (watch_drop); nothing sent for a state an open or a
+		 * getattr has seen already: an invalidation that reaches
+		 * the kernel while a stat is in flight makes it drop that
+		 * stat's attributes (hotfs/stamp.h,
+		 * stamp_wait_inval_locked) */
 		if (!seen)
-			inval_attr(w, id, data);
-		if (data)
+			ntf_inval(w->ntf, nodeid_of(w, child), data ? 0 : -1,
+				  data ? inval_sent : NULL, child);
+		else if (data)
 			stamp_inval_sent(child);
 		ino_unhold(w->it, child);
 	}
@@ -555,6 +661,10 @@ static void *watch_thread(void *arg)
 
 			timeout = ms < 0 ? 0 : (int)ms + 1;
 		}
+		/* registrations past their time are swept */
+		if (w->nown && (timeout < 0 || timeout > OWN_TTL_MS / 2))
+			timeout = OWN_TTL_MS / 2;
+		own_sweep(w, false, 0);
 		pthread_mutex_unlock(&w->m);
 		if (poll(p, 2, timeout) < 0 && errno != EINTR)
 			break;
@@ -581,10 +691,20 @@ int watch_start(struct hotfs_watch *w, struct fuse_session *se)
 {
 	int r;
 
-	w->se = se;
+	r = ntf_start(&w->ntf, se);
+	if (r < 0)
+		return r;
+	if (!ntf_own_files(w->ntf))
+		hotfs_log(LOG_NOTICE, "source watch: /dev/fuse cannot be "
+			  "cloned: its notifications share the daemon's "
+			  "descriptors, and a kill -9 may leave the mount to "
+			  "an abort (hotfs/notify.h)\n");
 	r = pthread_create(&w->thread, NULL, watch_thread, w);
-	if (r)
+	if (r) {
+		ntf_stop(w->ntf);
+		w->ntf = NULL;
 		return -r;
+	}
 	w->started = true;
 	return 0;
 }
@@ -598,7 +718,12 @@ void watch_stop(struct hotfs_watch *w)
 	if (write(w->efd, &one, sizeof(one)) != sizeof(one))
 		hotfs_log(LOG_ERR, "source watch: cannot stop\n");
 	pthread_join(w->thread, NULL);
+	ntf_stop(w->ntf);
+	pthread_mutex_lock(&w->m);
+	w->ntf = NULL;
 	w->started = false;
+	own_sweep(w, true, 0);
+	pthread_mutex_unlock(&w->m);
 }
 
 void watch_free(struct hotfs_watch *w)
@@ -620,7 +745,6 @@ void watch_free(struct hotfs_watch *w)
 	}
 	close(w->ifd);
 	close(w->efd);
-	pthread_cond_destroy(&w->idle);
 	pthread_mutex_destroy(&w->m);
 	free(w);
 }

@@ -3,20 +3,18 @@
  * writemode=writeback on the mount: see include/hotfs/wb.h for what each
  * request does, man/hotfs.8 (WRITEBACK) for the rules.  This file keeps
  * the descriptors of the files with dirty data, the flusher's operations
- * (open by identity, the mount's own change around each run), the walk
- * that finds the files a replayed log names, and the requests' hooks.
+ * (open by identity, the mount's own change around each run), and the
+ * requests' hooks; src/wb_walk.c the walk that finds the files a
+ * replayed log names, src/wb_fail.c the log watched.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
-#include <linux/fs.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -48,43 +46,6 @@ static struct wb_fid fid_of(uint64_t ino)
 	return (struct wb_fid){ .ino = ino };
 }
 
-/*
- * The birth of the file at dfd/path (flags: AT_EMPTY_PATH for dfd
- * itself) as struct wb_fid has it: its birth time, else its inode
- * generation (FS_IOC_GETVERSION on a descriptor open_rd gives, opened
- * read-only), else 0.
- */
-static uint64_t birth_of(int dfd, const char *path, int flags,
-			 int (*open_rd)(int dfd, const char *path, void *arg),
-			 void *arg)
-{
-	struct statx x;
-	unsigned int gen;
-	uint64_t b;
-	int fd, r;
-
-	if (!statx(dfd, path, flags | AT_SYMLINK_NOFOLLOW, STATX_BTIME, &x) &&
-	    (x.stx_mask & STATX_BTIME)) {
-		b = (uint64_t)x.stx_btime.tv_sec * 1000000000u +
-		    x.stx_btime.tv_nsec;
-		if (b & ~WB_BIRTH_GEN)
-			return b & ~WB_BIRTH_GEN;
-	}
-	fd = open_rd(dfd, path, arg);
-	if (fd < 0)
-		return 0;
-	r = ioctl(fd, FS_IOC_GETVERSION, &gen);
-	close(fd);
-	return r ? 0 : WB_BIRTH_GEN | gen;
-}
-
-/* Two births of files with the same inode number: different files? (An
- * unknown one, or births of two kinds, tell nothing.) */
-static bool births_differ(uint64_t a, uint64_t b)
-{
-	return a && b && (a & WB_BIRTH_GEN) == (b & WB_BIRTH_GEN) && a != b;
-}
-
 /* open_rd for birth_of: an O_PATH descriptor (dfd) opened anew */
 static int open_rd_fd(int dfd, const char *path, void *arg)
 {
@@ -93,14 +54,6 @@ static int open_rd_fd(int dfd, const char *path, void *arg)
 	(void)path;
 	return reopen_fd(wb->fs->proc_self_fd, dfd,
 			 O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-}
-
-/* open_rd for birth_of: a path of the source */
-static int open_rd_path(int dfd, const char *path, void *arg)
-{
-	(void)arg;
-	return openat(dfd, path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW |
-		      O_NOCTTY | O_CLOEXEC);
 }
 
 /* Add a descriptor for in (dup'd from its O_PATH fd) if it has none, and
@@ -137,7 +90,7 @@ static int fd_get(struct hotfs_wb *wb, struct hotfs_inode *in,
 	pthread_mutex_lock(&in->m);
 	e->behind = in->behind;
 	pthread_mutex_unlock(&in->m);
-	e->birth = birth_of(dup, "", AT_EMPTY_PATH, open_rd_fd, wb);
+	e->birth = wb_birth_of(dup, "", AT_EMPTY_PATH, open_rd_fd, wb);
 	pthread_mutex_lock(&wb->m);
 	pp = wb_fd_slot(wb, in->ino);
 	if (*pp) {		/* another writer's came first */
@@ -363,6 +316,7 @@ static void op_damaged(void *arg, const struct wb_fid *fid, uint64_t off,
 static void op_done(void *arg, const struct wb_fid *fid)
 {
 	fd_forget(arg, fid->ino, false);
+	wb_fail_clean(arg);
 }
 
 /*
@@ -398,96 +352,6 @@ static const struct wb_flush_ops wb_ops = {
 
 /*----------------------------------------------------------------*/
 /* open, replay, start, stop */
-
-/* the walk that finds the files of a replayed log (nftw has no argument:
- * it runs once, at mount, before any thread) */
-static struct {
-	struct hotfs_wb *wb;
-	struct wb_fid *fids;
-	bool *found;
-	size_t n, left;
-} walk;
-
-static int walk_one(const char *path, const struct stat *st, int type,
-		    struct FTW *ftw)
-{
-	struct wb_fdent *e;
-	uint64_t birth;
-	int64_t n;
-	size_t i;
-	int fd;
-
-	(void)ftw;
-	if (type != FTW_F || !S_ISREG(st->st_mode) ||
-	    st->st_dev != walk.wb->root_dev)
-		return 0;
-	for (i = 0; i < walk.n; i++)
-		if (!walk.found[i] && walk.fids[i].ino == st->st_ino)
-			break;
-	if (i == walk.n)
-		return 0;
-	birth = birth_of(AT_FDCWD, path, 0, open_rd_path, NULL);
-	if (births_differ(walk.fids[i].birth, birth)) {
-		/* the logged file is gone; this one took its number since */
-		n = wblog_drop(walk.wb->wl, &walk.fids[i]);
-		hotfs_log(LOG_ERR, "writeback: %s has inode number %llu of "
-			  "the log but is another file, made since: the "
-			  "%lld dirty bytes logged for the removed one are "
-			  "not applied to it (dropped)%s%s\n", path,
-			  (unsigned long long)st->st_ino, (long long)
-			  (n > 0 ? n : 0), n < 0 ? ": " : "",
-			  n < 0 ? strerror((int)-n) : "");
-		walk.found[i] = true;
-		return --walk.left ? 0 : 1;
-	}
-	wblog_dirty_info(walk.wb->wl, &walk.fids[i], &n);
-	if (n && (int64_t)st->st_ctim.tv_sec * 1000000000 +
-		 st->st_ctim.tv_nsec > n)
-		wb_keep_outside(walk.wb, path, st, n);
-	fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	e = fd >= 0 ? calloc(1, sizeof(*e)) : NULL;
-	if (!e) {
-		if (fd >= 0)
-			close(fd);
-		return 0;
-	}
-	e->ino = (uint64_t)st->st_ino;
-	e->birth = birth ? birth : walk.fids[i].birth;
-	e->fd = fd;
-	*wb_fd_slot(walk.wb, e->ino) = e;
-	walk.found[i] = true;
-	return --walk.left ? 0 : 1;	/* all found: done */
-}
-
-/* Find the files the replayed log holds dirty data of. */
-static void find_files(struct hotfs_wb *wb, const char *source)
-{
-	size_t i;
-
-	walk.wb = wb;
-	walk.n = wblog_files(wb->wl, &walk.fids);
-	if (!walk.fids || !walk.n) {
-		free(walk.fids);
-		return;
-	}
-	walk.found = calloc(walk.n, sizeof(*walk.found));
-	walk.left = walk.n;
-	if (walk.found)
-		nftw(source, walk_one, 64, FTW_PHYS | FTW_MOUNT);
-	for (i = 0; i < walk.n; i++) {
-		if (walk.found && walk.found[i])
-			continue;
-		hotfs_log(LOG_ERR, "writeback: inode %llu of the log is not "
-			  "in the source: its dirty data is dropped\n",
-			  (unsigned long long)walk.fids[i].ino);
-		wblog_trim(wb->wl, &walk.fids[i], 0);
-	}
-	hotfs_log(LOG_NOTICE, "writeback: %zu files with dirty data in the "
-		  "log\n", walk.n);
-	free(walk.found);
-	free(walk.fids);
-	memset(&walk, 0, sizeof(walk));
-}
 
 int wb_open(struct hotfs *fs, char *err, size_t errlen)
 {
@@ -534,12 +398,13 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 		return r;
 	}
 	fs->wb = wb;
+	wb_watch_init(wb);
 	r = wb_mark_open(wb, err, errlen);
 	if (r < 0) {
 		wb_close(fs);
 		return r;
 	}
-	find_files(wb, fs->o->source);
+	wb_find_files(wb, fs->o->source);
 	wb_report_replay(wb);
 	/* a log of an earlier mount left dirty data: the source says so */
 	wblog_stats(wb->wl, &s);
@@ -587,6 +452,7 @@ int wb_stop(struct hotfs *fs)
 {
 	struct hotfs_wb *wb = fs->wb;
 	struct wblog_stats before, s;
+	uint64_t flushed;
 	int r;
 
 	if (!wb)
@@ -597,15 +463,27 @@ int wb_stop(struct hotfs *fs)
 	wblog_stats(wb->wl, &before);
 	r = wbf_drain(wb->wl, &wb_ops, wb, 3);
 	wblog_stats(wb->wl, &s);
+	flushed = s.flushed_bytes - before.flushed_bytes;
 	/* what the unmount wrote, and what stays: in one line either way */
+	if ((r < 0 || s.lost_blocks) && atomic_load(&wb->failed)) {
+		hotfs_log(LOG_ERR, "writeback: at unmount %llu bytes were "
+			  "written to the source; %llu dirty bytes of %llu "
+			  "files could not be (%s), and the log that held "
+			  "them failed (%s): they are lost\n",
+			  (unsigned long long)flushed,
+			  (unsigned long long)s.dirty_bytes,
+			  (unsigned long long)s.dirty_files,
+			  r < 0 ? strerror(-r) : "their copy in it is lost",
+			  wb->why);
+		return r < 0 ? r : -EIO;
+	}
 	if (r < 0) {
 		hotfs_log(LOG_ERR, "writeback: at unmount %llu bytes were "
 			  "written to the source; %llu dirty bytes of %llu "
 			  "files could not be written to the source (%s): "
 			  "they stay in the cachedir's wlog for the next "
 			  "mount\n",
-			  (unsigned long long)(s.flushed_bytes -
-					       before.flushed_bytes),
+			  (unsigned long long)flushed,
 			  (unsigned long long)(s.dirty_bytes -
 					       s.lost_held_bytes),
 			  (unsigned long long)s.dirty_files, strerror(-r));
@@ -618,15 +496,14 @@ int wb_stop(struct hotfs *fs)
 			  "damaged or unreadable): the source keeps its older "
 			  "bytes there; they stay in the wlog, lost, and the "
 			  "next mount names them again\n",
-			  (unsigned long long)(s.flushed_bytes -
-					       before.flushed_bytes),
+			  (unsigned long long)flushed,
 			  (unsigned long long)s.lost_held_bytes,
 			  (unsigned long long)s.lost_files);
 		return -EIO;
 	}
 	hotfs_log(LOG_NOTICE, "writeback: at unmount %llu dirty bytes of "
 		  "%llu files were written to the source; none stays\n",
-		  (unsigned long long)(s.flushed_bytes - before.flushed_bytes),
+		  (unsigned long long)flushed,
 		  (unsigned long long)before.dirty_files);
 	wb_mark_clean(wb);
 	return 0;
@@ -767,6 +644,17 @@ static int growth_room(struct hotfs_wb *wb, struct hotfs_inode *in,
 	return err;
 }
 
+/* After the log failed: f's dirty data written to the source now (before
+ * a write of f goes there: no older byte may follow it); 0, -EIO if some
+ * of it is left (lost), or the source's -errno. */
+static int flush_now(struct hotfs_wb *wb, const struct wb_fid *f)
+{
+	int r = wbf_round_max(wb->wl, &wb_ops, wb, 0, f, UINT64_MAX, NULL);
+	uint64_t lost;
+
+	return !r && wblog_dirty_blocks(wb->wl, f, &lost) ? -EIO : r;
+}
+
 ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 		 size_t len, off_t off, bool sync)
 {
@@ -782,6 +670,10 @@ ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 	err = fd_get(wb, in, &f.birth);
 	if (err)
 		return err;
+	if (atomic_load(&wb->failed)) {
+		n = -ESTALE;
+		goto failed;
+	}
 	err = wb_mark_dirty(wb);
 	if (!err)
 		err = growth_room(wb, in, (uint64_t)off, len);
@@ -797,9 +689,13 @@ ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 		uint64_t gen = wb->fl ? wbf_room_gen(wb->fl) : 0;
 
 		pthread_rwlock_rdlock(&wb->gone);
-		n = wblog_write(wb->wl, &f, (uint64_t)off, buf, len, fill, wb,
+		n = atomic_load(&wb->failed) ? -ESTALE :
+		    wblog_write(wb->wl, &f, (uint64_t)off, buf, len, fill, wb,
 				&seq);
 		pthread_rwlock_unlock(&wb->gone);
+		/* the log's device failing (not the source's fill) */
+		if (n < 0 && n != -ENOSPC && wb_log_check(wb))
+			n = -ESTALE;
 		if (n != -ENOSPC)
 			break;
 		/* the log is full: wait for the flusher to make room (an
@@ -815,8 +711,18 @@ ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 	}
 	if (n > 0 && sync) {
 		err = wblog_sync(wb->wl, seq);
+		/* durable in a log that is still there, or on the source */
+		if (wb_log_check(wb))
+			err = flush_now(wb, &f);
 		if (err)
 			n = err;
+	}
+failed:
+	if (n == -ESTALE) {
+		/* the log failed: this write goes to the source, after the
+		 * file's dirty data */
+		flush_now(wb, &f);
+		n = -EXDEV;
 	}
 	fd_put(wb, in->ino);
 	return n;
@@ -904,9 +810,19 @@ void wb_fix_attr(struct hotfs *fs, struct stat *st)
 	}
 }
 
-int wb_sync(struct hotfs *fs)
+int wb_sync(struct hotfs *fs, struct hotfs_inode *in)
 {
-	return fs->wb ? wblog_sync(fs->wb->wl, 0) : 0;
+	struct wb_fid f = fid_of(in->ino);
+	int err;
+
+	if (!fs->wb)
+		return 0;
+	err = wblog_sync(fs->wb->wl, 0);
+	/* durable in a log that is still there, or the file's dirty data on
+	 * the source */
+	if (wb_log_check(fs->wb))
+		err = flush_now(fs->wb, &f);
+	return err;
 }
 
 int wb_truncate(struct hotfs *fs, struct hotfs_inode *in, uint64_t size)

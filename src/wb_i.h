@@ -9,6 +9,7 @@
 #ifndef HOTFS_WB_I_H
 #define HOTFS_WB_I_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -17,6 +18,7 @@
 #include <sys/types.h>
 
 #include "hotfs/fs.h"
+#include "hotfs/wb.h"
 #include "hotfs/wblog.h"
 
 #define WB_FD_BUCKETS	256
@@ -49,6 +51,21 @@ struct hotfs_wb {
 	pthread_mutex_t grow_m;
 	uint64_t grow_sum;	/* bytes past the source's ends, and since */
 	int64_t grow_at;	/* when the sum was taken */
+	/* the log can keep nothing more (src/wb_fail.c): writes go to the
+	 * source; why and since when (set once, under m, before failed) */
+	_Atomic bool failed;
+	char why[WB_REASON_MAX];
+	int64_t failed_at;	/* wall clock, s */
+	/* the log's path and identity, watched (wb_tick) */
+	char log_path[PATH_MAX];
+	dev_t log_dev;
+	ino_t log_ino;
+	_Atomic int64_t ro_checked;	/* mountinfo read (monotonic ns) */
+	/* the state last shown (wb_state_of) and since when (wall clock,
+	 * s; protected by m); when dirty bytes were last found lost */
+	const char *shown;
+	int64_t shown_since;
+	_Atomic int64_t lost_at;
 	_Atomic uint64_t fills;	/* source reads of fill */
 	uint64_t src_ios;	/* op_idle's last count (the flusher's) */
 	int64_t busy_at;	/* and when it last moved (the flusher's) */
@@ -84,8 +101,35 @@ void wb_report_replay(struct hotfs_wb *wb);
  * -EBADMSG damaged, else unreadable): said once a file. */
 void wb_report_lost(struct hotfs_wb *wb, uint64_t ino, uint64_t off,
 		    uint64_t len, int err);
-/* "off" (wb NULL), "ok" or "degraded" (why: the reason). */
-const char *wb_state_of(struct hotfs_wb *wb, char *why, size_t len);
+/* "off" (wb NULL), "ok", "degraded" or "writethrough" (why: the reason;
+ * *since: when it began, wall clock s, 0 if off). */
+const char *wb_state_of(struct hotfs_wb *wb, char *why, size_t len,
+			uint64_t *since);
+
+/* src/wb_walk.c */
+/*
+ * The birth of the file at dfd/path (flags: AT_EMPTY_PATH for dfd
+ * itself) as struct wb_fid has it: its birth time, else its inode
+ * generation (FS_IOC_GETVERSION on a descriptor open_rd gives, opened
+ * read-only), else 0.
+ */
+uint64_t wb_birth_of(int dfd, const char *path, int flags,
+		     int (*open_rd)(int dfd, const char *path, void *arg),
+		     void *arg);
+/* Find the files the replayed log holds dirty data of (at open, before
+ * any thread: their descriptors kept). */
+void wb_find_files(struct hotfs_wb *wb, const char *source);
+
+/* src/wb_fail.c: the log watched, failed when lost */
+/* At open: the log's path and identity, to watch (and the state's
+ * start). */
+void wb_watch_init(struct hotfs_wb *wb);
+/* The log checked (wb->gone not held); failed (writes go to the source,
+ * the flusher writes everything) if lost.  True if it has failed. */
+bool wb_log_check(struct hotfs_wb *wb);
+/* The log failed and nothing of it is dirty now: the mark on the source
+ * cleared (a file's last run done, the tick). */
+void wb_fail_clean(struct hotfs_wb *wb);
 
 /* wb_mark.c: the mark (at wb_open; before a write is logged; after the
  * last flush), and an outside change met by a replay kept aside */

@@ -8,7 +8,8 @@
  * line for damage that names no file, a total), a file's bytes found lost
  * later (a line for the file, once), and the state the statistics show
  * ("degraded" while lost bytes are held, or since a replay that met damage
- * naming no file).  Nothing is dropped in silence.
+ * naming no file; "writethrough" once the log failed: src/wb_fail.c), and
+ * since when.  Nothing is dropped in silence.
  *
  * Locks: wb->m (the descriptors, for a file's path), then the log's own.
  */
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hotfs/clock.h"
 #include "hotfs/fs.h"
 #include "hotfs/log.h"
 #include "hotfs/wb.h"
@@ -129,6 +131,7 @@ void wb_report_lost(struct hotfs_wb *wb, uint64_t ino, uint64_t off,
 	char path[PATH_MAX], where[64] = "";
 	bool said;
 
+	atomic_store(&wb->lost_at, clock_real_ns() / 1000000000);
 	wb_ino_path(wb, ino, path, sizeof(path), &said);
 	if (said)	/* once a file: the counters go on */
 		return;
@@ -142,15 +145,48 @@ void wb_report_lost(struct hotfs_wb *wb, uint64_t ino, uint64_t off,
 		  "cannot be read (EIO)");
 }
 
-const char *wb_state_of(struct hotfs_wb *wb, char *why, size_t len)
+/* The state now and since when: the first since the mount (wb_open),
+ * a change when it is first seen (degraded: when the bytes were found
+ * lost, if since the last state). */
+static const char *noted(struct hotfs_wb *wb, const char *state,
+			 uint64_t *since)
+{
+	int64_t now = clock_real_ns() / 1000000000, lost;
+
+	pthread_mutex_lock(&wb->m);
+	if (wb->failed) {
+		wb->shown = state;
+		wb->shown_since = wb->failed_at;
+	} else if (!wb->shown || strcmp(wb->shown, state)) {
+		lost = atomic_load(&wb->lost_at);
+		if (wb->shown)
+			wb->shown_since = !strcmp(state, "degraded") &&
+					  lost > wb->shown_since ? lost : now;
+		wb->shown = state;
+	}
+	if (since)
+		*since = (uint64_t)wb->shown_since;
+	pthread_mutex_unlock(&wb->m);
+	return state;
+}
+
+const char *wb_state_of(struct hotfs_wb *wb, char *why, size_t len,
+			uint64_t *since)
 {
 	struct wblog_replay rp;
 	struct wblog_stats s;
 	int n = 0;
 
 	*why = 0;
+	if (since)
+		*since = 0;
 	if (!wb)
 		return "off";
+	if (atomic_load(&wb->failed)) {
+		/* why is set once, before failed */
+		snprintf(why, len, "%s", wb->why);
+		return noted(wb, "writethrough", since);
+	}
 	wblog_stats(wb->wl, &s);
 	wblog_replay_report(wb->wl, &rp);
 	if (s.lost_files)
@@ -163,5 +199,5 @@ const char *wb_state_of(struct hotfs_wb *wb, char *why, size_t len)
 		snprintf(why + n, len - (size_t)n, "%sthe replay at mount met "
 			 "damaged records naming no file: their dirty data is "
 			 "lost", n ? "; " : "");
-	return *why ? "degraded" : "ok";
+	return noted(wb, *why ? "degraded" : "ok", since);
 }

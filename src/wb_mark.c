@@ -4,7 +4,7 @@
  * (include/hotfs/wbmark.h): set before the first write a mount logs is
  * acknowledged, removed once everything is on the source; and the copy
  * kept of a file a replayed log meets changed outside the mount.  Called
- * by src/wb.c and src/wb_state.c; calls neither.
+ * by src/wb.c, src/wb_fail.c and src/wb_state.c; calls none of them.
  */
 #include <errno.h>
 #include <fcntl.h>

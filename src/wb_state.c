@@ -23,7 +23,8 @@ void wb_stats(struct hotfs *fs, struct wb_stats *st)
 	int64_t now = clock_real_ns();
 
 	memset(st, 0, sizeof(*st));
-	st->state = wb_state_of(fs->wb, st->reason, sizeof(st->reason));
+	st->state = wb_state_of(fs->wb, st->reason, sizeof(st->reason),
+				&st->state_since);
 	if (!fs->wb)
 		return;
 	wblog_stats(fs->wb->wl, &s);

@@ -315,6 +315,17 @@ static int trim_rec(struct wblog *wl, const struct wb_fid *fid,
 		if (seal && f->nblocks)
 			err = f->nlost == f->nblocks ? -EIO : -EAGAIN;
 	}
+	if (!err && wl->failed) {
+		/* nothing more is logged (wblog_fail): the map alone */
+		if (!seal && f && f->nblocks && f->end > size) {
+			wl_file_trim(wl, f, size);
+			wl->forget_gen[gen_bucket(fid)]++;
+		}
+		if (f)
+			wl_file_put(wl, f);
+		pthread_mutex_unlock(&wl->m);
+		return 0;
+	}
 	/*
 	 * Logged whenever the log holds records, even with nothing of the
 	 * file dirty now: records already flushed stay in the log until

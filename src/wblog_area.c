@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -33,6 +34,15 @@ static int room(const struct wblog *wl, uint64_t need, bool all,
 	return 0;
 }
 
+/* A write of the log failed with err: its device failing, or read-only,
+ * is the log's state from now on (wblog_error), as a failed sync is. */
+static int write_failed(struct wblog *wl, int err)
+{
+	if (err == -EIO || err == -EROFS)
+		wl->sync_err = err;
+	return err;
+}
+
 int wl_append(struct wblog *wl, struct wl_rec *h, const struct wl_mblk *l,
 	      const char *data, bool all, uint64_t *data_pos,
 	      uint64_t *sums)
@@ -44,6 +54,8 @@ int wl_append(struct wblog *wl, struct wl_rec *h, const struct wl_mblk *l,
 	ssize_t n;
 	int err;
 
+	if (wl->failed)
+		return -ESTALE;
 	if (wl->sync_err)
 		return wl->sync_err;
 	err = room(wl, need, all, &pad);
@@ -62,7 +74,7 @@ int wl_append(struct wblog *wl, struct wl_rec *h, const struct wl_mblk *l,
 		memcpy(hb, &p, sizeof(p));
 		n = pwrite_full(wl->fd, hb, WB_BLOCK, blk_off(wl->head));
 		if (n < 0)
-			return (int)n;
+			return write_failed(wl, (int)n);
 		err = wl_rq_push(wl, start, pad, h->time_ns);
 		if (err)
 			return err;
@@ -95,7 +107,7 @@ int wl_append(struct wblog *wl, struct wl_rec *h, const struct wl_mblk *l,
 	iov[1].iov_len = (size_t)h->nblk * WB_BLOCK;
 	n = pwritev(wl->fd, iov, h->nblk ? 2 : 1, blk_off(start));
 	if (n != (ssize_t)(need * WB_BLOCK))	/* nothing of it counts */
-		return n < 0 ? -errno : -EIO;
+		return write_failed(wl, n < 0 ? -errno : -EIO);
 	err = wl_rq_push(wl, start, need, h->time_ns);
 	if (err)
 		return err;
@@ -137,12 +149,14 @@ int wl_read_copy(struct wblog *wl, struct wl_ent *e, void *blk)
  */
 int wblog_sync(struct wblog *wl, uint64_t seq)
 {
-	int err;
+	int err = 0;
 
 	pthread_mutex_lock(&wl->m);
 	if (!seq)
 		seq = wl->appended;
-	for (;;) {
+	/* a failed log vouches for nothing: its records are flushed from
+	 * what it still holds, durable or not */
+	while (!wl->failed) {
 		uint64_t target;
 
 		err = wl->sync_err;
@@ -162,7 +176,7 @@ int wblog_sync(struct wblog *wl, uint64_t seq)
 		/* after a failed fdatasync the kernel may have dropped the
 		 * pages' error: nothing appended before can be vouched for */
 		if (err)
-			wl->sync_err = -EIO;
+			wl->sync_err = err == -EROFS ? err : -EIO;
 		else if (target > wl->synced)
 			wl->synced = target;
 		pthread_cond_broadcast(&wl->cv);
@@ -224,7 +238,7 @@ int wblog_release(struct wblog *wl)
 	tail_pos = n < wl->rq_n ?
 		   wl->rq[(wl->rq_head + n) % wl->rq_cap].start : wl->head;
 	if (!n || wl->sync_err) {
-		err = wl->sync_err;
+		err = wl->failed ? 0 : wl->sync_err;
 		pthread_mutex_unlock(&wl->m);
 		return err;
 	}
@@ -237,7 +251,16 @@ int wblog_release(struct wblog *wl)
 		err = wl_super_write(wl, tail_pos, tail_seq, sync_to);
 	pthread_mutex_lock(&wl->m);
 	wl->releasing = false;
-	if (!err) {
+	/*
+	 * A failed log (wblog_fail) that still takes its header (moved
+	 * away, or deleted: not its device failing) is told that what was
+	 * flushed is done, so that no later replay of it, the cachedir moved
+	 * back, writes it over what changed on the source since; if it does
+	 * not take it, nothing is lost by trying.
+	 */
+	if (err && wl->failed) {
+		err = 0;
+	} else if (!err) {
 		/* appends only add at the back meanwhile */
 		wl_rq_drop(wl, n);
 		wl->used -= blocks;
@@ -246,4 +269,37 @@ int wblog_release(struct wblog *wl)
 	pthread_cond_broadcast(&wl->cv);
 	pthread_mutex_unlock(&wl->m);
 	return err;
+}
+
+void wblog_fail(struct wblog *wl)
+{
+	pthread_mutex_lock(&wl->m);
+	wl->failed = true;
+	pthread_cond_broadcast(&wl->cv);
+	pthread_mutex_unlock(&wl->m);
+}
+
+bool wblog_failed(struct wblog *wl)
+{
+	bool f;
+
+	pthread_mutex_lock(&wl->m);
+	f = wl->failed;
+	pthread_mutex_unlock(&wl->m);
+	return f;
+}
+
+int wblog_error(struct wblog *wl)
+{
+	int err;
+
+	pthread_mutex_lock(&wl->m);
+	err = wl->sync_err;
+	pthread_mutex_unlock(&wl->m);
+	return err;
+}
+
+int wblog_stat(struct wblog *wl, struct stat *st)
+{
+	return fstat(wl->fd, st) ? -errno : 0;
 }

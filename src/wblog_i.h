@@ -198,6 +198,7 @@ struct wblog {
 	uint64_t synced;	/* every record up to it durable */
 	bool syncing;
 	int sync_err;		/* sticky: the log's state is unknown */
+	bool failed;		/* wblog_fail: nothing more is logged */
 	bool releasing;
 	/* the cleaner (wblog_clean.c) */
 	uint64_t reserve;	/* blocks a write's record leaves free */

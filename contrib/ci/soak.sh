@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Long runs of the torture tests, outside CI: 500 SIGKILLs during
 # promotions and writes (tests/integration/test_crash.py), 500 SIGKILLs
-# during writes in writemode=writeback (test_writeback.py), 1000 states
+# during writes in writemode=writeback (test_writeback.py), 100 SIGKILLs
+# during a storm of renames through the mount, each freed by
+# fusermount3 -u -z (test_writeback.py), 1000 states
 # a power loss could leave in writemode=writeback (test_powerloss.py),
 # 20 rounds of damage to every file of the cache store
 # (test_corruption.py), then 16
@@ -20,6 +22,9 @@ HOTFS_BIN=$PWD/$B/hotfs HOTFS_CRASH_KILLS=${HOTFS_CRASH_KILLS:-500} \
 HOTFS_BIN=$PWD/$B/hotfs HOTFS_WB_KILLS=${HOTFS_WB_KILLS:-500} \
 	/usr/bin/python3 tests/integration/run_pytest.py \
 	test_writeback.py::test_kill9_during_writes -s
+HOTFS_BIN=$PWD/$B/hotfs HOTFS_RENAME_KILLS=${HOTFS_RENAME_KILLS:-100} \
+	/usr/bin/python3 tests/integration/run_pytest.py \
+	test_writeback.py::test_kill9_during_rename_storm -s
 HOTFS_BIN=$PWD/$B/hotfs HOTFS_LOGWRITES=$PWD/$B/tests/crash/logwrites.so \
 HOTFS_POWERLOSS_STATES=${HOTFS_POWERLOSS_STATES:-1000} \
 	/usr/bin/python3 tests/integration/run_pytest.py test_powerloss.py -s

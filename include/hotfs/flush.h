@@ -170,6 +170,8 @@ int wbf_wait_writer(struct wb_flusher *f, uint64_t gen,
 		    struct wbf_waiter *w, int64_t patience_ns);
 /* The flush rate now (bytes/s, struct wbf_rate). */
 double wbf_flush_rate(struct wb_flusher *f);
+/* A round now (f may be NULL): the log failed, everything goes. */
+void wbf_kick(struct wb_flusher *f);
 /* Stop the thread and free f (may be NULL). */
 void wbf_stop(struct wb_flusher *f);
 /*

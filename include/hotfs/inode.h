@@ -318,7 +318,7 @@ void ino_unretain(struct hotfs_itable *t, dev_t dev, ino_t ino);
  * the kernel's node id (for a notification, which is harmless if stale).
  */
 struct hotfs_inode *ino_find(struct hotfs_itable *t, dev_t dev, ino_t ino);
-/* Called for each inode about to be freed that has a watch. */
+/* Called for each inode about to be freed. */
 void ino_set_free_hook(struct hotfs_itable *t,
 		       void (*fn)(void *arg, struct hotfs_inode *in),
 		       void *arg);

@@ -37,4 +37,14 @@ int mountinfo_next(FILE *f, char **line, size_t *cap,
  */
 long mountinfo_forbids(FILE *f, const char *dir);
 
+/*
+ * Has a filesystem of device major:minor gone read-only, by the
+ * mountinfo-format stream f: its superblock's options say "ro", or
+ * "emergency_ro" (ext4 after an error with errors=remount-ro: statvfs
+ * does not say so).  1, 0, or -ENOENT when no mount has that device.
+ */
+int mountinfo_dev_ro(FILE *f, unsigned major, unsigned minor);
+/* The same from /proc/self/mountinfo. */
+int mountinfo_self_dev_ro(unsigned major, unsigned minor);
+
 #endif

@@ -7,10 +7,13 @@
  * kernel's copy of its pages is dropped only when the file changed
  * behind the mount: at an open that finds another stamp (close-to-open),
  * at a getattr that finds one, or at a source watch event for it.  A
- * change the mount makes itself (a write, a truncate, a chmod: a
+ * change the mount makes itself (a write, a truncate, a chmod; a
+ * setxattr, a link, a rename or an unlink, which move the ctime alone: a
  * "change" from stamp_change_begin to stamp_change_end) moves the
  * recorded stamp along instead, when the last change in flight ends, if
- * the first of them started from the recorded stamp.
+ * the first of them started from the recorded stamp.  (With writeback,
+ * a change behind the mount to a file with dirty data is a conflict: an
+ * unbracketed change of the mount's own would be counted as one.)
  *
  * Dropping the kernel's pages of a file while one of its writes is in
  * flight loses data: the kernel's write(2) puts the new bytes in pages

@@ -9,8 +9,10 @@
  * expires the kernel's entry for that name (the kernel asks again at the
  * next path walk, and keeps it if it still leads to the same node) and
  * invalidates the attributes of the object, through the FUSE
- * notification calls, from a thread of its own that never holds a lock
- * while it notifies.  Directories on network
+ * notification calls, which a thread of their own sends (hotfs/notify.h).
+ * A change the mount makes itself is told to the kernel by the reply,
+ * not again: the requests that change names say so (watch_own_add).
+ * Directories on network
  * filesystems (NFS, SMB, FUSE, ...) are not watched: other clients'
  * changes raise no event there.
  *
@@ -25,6 +27,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 
 #include <fuse_lowlevel.h>
@@ -43,6 +46,7 @@ struct hotfs_watch_stats {
 	uint64_t events;		/* events read */
 	uint64_t invalidations;		/* notifications sent to the kernel */
 	uint64_t overflows;		/* event queue overflows */
+	uint64_t own_events;		/* events of the mount's own changes */
 };
 
 /* Returns 0 or -errno. */
@@ -58,8 +62,33 @@ void watch_free(struct hotfs_watch *w);
 
 /* Watch the directory in (idempotent); true if it is watched. */
 bool watch_dir(struct hotfs_watch *w, struct hotfs_inode *in);
-/* The inode is being freed: drop its watch (called by the table). */
+/* The inode is being freed: drop its watch, and the notifications
+ * queued for it (called by the table for every inode). */
 void watch_drop(struct hotfs_watch *w, struct hotfs_inode *in);
+
+/*
+ * The mount's own changes of names.  A request that creates, removes or
+ * renames a name tells the watch first, for each name it changes in a
+ * watched directory, the event it will raise there (kind: IN_CREATE,
+ * IN_DELETE, IN_MOVED_FROM or IN_MOVED_TO; an exchange raises both of the
+ * last two for each name), and once the change returned whether it was
+ * made.  The event of a change made is then taken for the mount's own
+ * and sends nothing: the kernel learnt the change from the reply, and an
+ * entry notification would wait for the directory's lock that the kernel
+ * holds until that reply (hotfs/notify.h).  o starts zeroed; at most
+ * WATCH_OWN_MAX events; w may be NULL.
+ */
+#define WATCH_OWN_MAX	4
+
+struct watch_own_ent;
+struct watch_own {
+	struct watch_own_ent *e[WATCH_OWN_MAX];
+	unsigned n;
+};
+
+void watch_own_add(struct hotfs_watch *w, struct watch_own *o,
+		   struct hotfs_inode *dir, const char *name, uint32_t kind);
+void watch_own_end(struct hotfs_watch *w, struct watch_own *o, bool made);
 
 void watch_get_stats(struct hotfs_watch *w, struct hotfs_watch_stats *s);
 

@@ -24,6 +24,8 @@
  *    at their first write and, after a replay, at mount).
  *  - fsync, fdatasync: the log durable (fsync: the source file's own
  *    fsync too, for the size changes that reached it).
+ *  - the log lost or failing (wb_tick, and each fsync and O_SYNC write
+ *    look): writes go to the source, what it holds is flushed at once.
  *  - truncate (setattr, O_TRUNC): trimmed in the log before the source.
  *  - fallocate other than allocating, setting times: the file flushed
  *    and sealed first.
@@ -53,6 +55,7 @@
 #ifndef HOTFS_WB_H
 #define HOTFS_WB_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -107,7 +110,22 @@ void wb_set_watermarks(struct hotfs *fs, unsigned high, unsigned low);
 
 /* Writes to in go to the log. */
 bool wb_on(struct hotfs *fs, struct hotfs_inode *in);
-/* Write len bytes at off; bytes written or -errno. */
+/*
+ * The log watched (the tick's, every TICK_MS; also at each fsync and
+ * O_SYNC write): deleted, replaced, no longer at CACHEDIR/wlog (the
+ * cachedir moved), or its device failing or read-only: the log can keep
+ * nothing more.  The mount then writes through to the source, and what
+ * the log still holds (readable: its file stays open) is flushed at
+ * once; said in one line and in the state (writeback_state
+ * writethrough, and why: src/wb_fail.c).
+ */
+void wb_tick(struct hotfs *fs);
+/* The log has failed (wb_tick): writes go to the source. */
+bool wb_failed(struct hotfs *fs);
+
+/* Write len bytes at off; bytes written or -errno; -EXDEV: the log has
+ * failed (wb_failed), the file's dirty data is on the source (but for
+ * bytes lost): write it there. */
 ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
 		 size_t len, off_t off, bool sync);
 /* Before a read of in: the generation wb_read_fix checks. */
@@ -119,8 +137,9 @@ int wb_read_fix(struct hotfs *fs, struct hotfs_inode *in, int src,
 /* The size and times through the mount into st (a source file's
  * stat). */
 void wb_fix_attr(struct hotfs *fs, struct stat *st);
-/* fsync, fdatasync: the log durable. */
-int wb_sync(struct hotfs *fs);
+/* fsync, fdatasync: the log durable; once it failed, in's dirty data on
+ * the source (-EIO if some of it is lost). */
+int wb_sync(struct hotfs *fs, struct hotfs_inode *in);
 /* Before in is cut to size on the source. */
 int wb_truncate(struct hotfs *fs, struct hotfs_inode *in, uint64_t size);
 /* Cut the file fd (st: its stat) to 0, in the log first: an open with
@@ -156,6 +175,7 @@ int wb_flush_some(struct hotfs *fs, struct hotfs_inode *in, int64_t since_ns,
 
 /* The counters of .hotfs/stats (all 0 without writeback; the state
  * "off"). */
+#define WB_REASON_MAX	(PATH_MAX + 320)
 struct wb_stats {
 	uint64_t dirty_bytes, dirty_records, dirty_files;
 	uint64_t flushed_bytes, flush_errors, absorbed;
@@ -167,8 +187,10 @@ struct wb_stats {
 	uint64_t csum_failures;		/* copies in the log failing theirs */
 	double oldest_dirty_age;	/* seconds */
 	double flush_rate;		/* bytes/s, the last 10 s */
-	const char *state;		/* "off", "ok", "degraded" */
-	char reason[320];		/* why degraded */
+	const char *state;		/* "off", "ok", "degraded",
+					 * "writethrough" */
+	char reason[WB_REASON_MAX];	/* why degraded or writethrough */
+	uint64_t state_since;		/* wall clock, s (0: off) */
 };
 void wb_stats(struct hotfs *fs, struct wb_stats *st);
 

@@ -95,6 +95,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #define WB_BLOCK	4096u
@@ -315,5 +316,23 @@ struct wblog_lost {
 };
 /* The files holding lost bytes now (*out malloc'd): their number. */
 size_t wblog_lost_files(struct wblog *wl, struct wblog_lost **out);
+
+/*
+ * The log can keep nothing more (deleted or replaced, its device failing
+ * or read-only: src/wb_fail.c decides): from now on nothing is appended
+ * (-ESTALE), a trim or a seal changes the map alone, wblog_sync returns
+ * at once (nothing is vouched for: the flusher writes what the log still
+ * holds, durable or not).  What it holds is still read (a copy that
+ * cannot be is lost, as ever) and flushed, and the tail moved past the
+ * records flushed if the log still takes its header (errors there are
+ * ignored).
+ */
+void wblog_fail(struct wblog *wl);
+bool wblog_failed(struct wblog *wl);
+/* The group commit's sticky error (an fdatasync or a write of the log
+ * failed: EIO, EROFS), or 0. */
+int wblog_error(struct wblog *wl);
+/* fstat of the log's own file (its identity, its links). */
+int wblog_stat(struct wblog *wl, struct stat *st);
 
 #endif

@@ -35,8 +35,8 @@ STATUS_KEYS = {
     'policy_bytes', 'uptime_seconds', 'version', 'footprint_bytes',
     'allow_other', 'default_permissions', 'dirty_bytes', 'oldest_dirty_age',
     'wlog_used_bytes', 'wlog_capacity_bytes', 'writeback_state',
-    'writeback_reason', 'lost_dirty_bytes', 'lost_dirty_files',
-    'wlog_checksum_failures',
+    'writeback_reason', 'writeback_state_since', 'lost_dirty_bytes',
+    'lost_dirty_files', 'wlog_checksum_failures',
 }
 FILE_KEYS = {'path', 'size_bytes', 'cached_bytes', 'cached_extents',
              'extent_bytes', 'pinned'}
@@ -268,7 +268,8 @@ def check_metrics(mnt, state):
     # no writeback here
     wstates = {smp.labels['state']: smp.value
                for smp in fams['hotfs_writeback_state'].samples}
-    assert wstates == {'ok': 0, 'degraded': 0, 'off': 1}, wstates
+    assert wstates == {'ok': 0, 'degraded': 0, 'writethrough': 0,
+                       'off': 1}, wstates
     assert fams['hotfs_capacity_bytes'].type == 'gauge'
     assert fams['hotfs_capacity_bytes'].samples[0].value == \
         s['capacity_bytes']

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The source watch and the names the kernel holds.
 
-The watch tells the kernel of every name created, removed or moved in a
-watched source directory, the mount's own changes included.  A name whose
+The watch tells the kernel of every name created, removed or moved
+behind the mount in a watched source directory; of the mount's own
+changes, which the kernel learnt from the replies, nothing.  A name whose
 source object is still the one the kernel was given must stay as it is:
 a process whose working directory was made or renamed through the mount
 keeps its getcwd(), a file created through the mount and held open keeps
@@ -14,6 +15,7 @@ mount.  The file attribute ioctls (lsattr, chattr) reach the source."""
 import errno
 import fcntl
 import os
+import stat
 import struct
 import subprocess
 import sys
@@ -128,6 +130,80 @@ def test_changes_behind_the_mount_still_seen_at_once(ws):
     os.rmdir(os.path.join(sd, 'gone'))
     util.wait_for(lambda: not os.path.exists(os.path.join(d, 'gone')),
                   'a directory removed behind the mount', 3)
+
+
+def watch_counts(mnt):
+    s = util.hotfs_stats(mnt)
+    return (int(s['watch_events']), int(s['watch_invalidations']),
+            int(s['watch_own_events']))
+
+
+def test_own_changes_of_names_send_nothing(ws):
+    """Names made, linked, renamed (in a directory, to another, over a
+    name, exchanged) and removed through the mount raise events in the
+    watched source directories: each is taken for the mount's own, and
+    the kernel, which learnt the change from the reply, is sent nothing
+    (an entry notification would wait for the directory's lock the kernel
+    holds for such a request in flight).  The same changes made behind
+    the mount are still sent, and seen through it at once."""
+    for d in ('a', 'b'):
+        os.mkdir(os.path.join(ws.src, d))
+    ws.start()
+    a, b = os.path.join(ws.mnt, 'a'), os.path.join(ws.mnt, 'b')
+    assert os.listdir(a) == [] and os.listdir(b) == []
+    ev0, inv0, own0 = watch_counts(ws.mnt)
+    os.mkdir(os.path.join(a, 'sub'))
+    os.mknod(os.path.join(a, 'fifo'), stat.S_IFIFO | 0o600)
+    os.symlink('target', os.path.join(a, 'ln'))
+    os.mknod(os.path.join(a, 'f'), stat.S_IFREG | 0o600)
+    os.mknod(os.path.join(b, 'h'), stat.S_IFREG | 0o600)
+    os.close(os.open(os.path.join(b, 'c'),
+                     os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    os.link(os.path.join(a, 'f'), os.path.join(b, 'g'))
+    os.rename(os.path.join(a, 'f'), os.path.join(a, 'f2'))
+    os.rename(os.path.join(a, 'f2'), os.path.join(b, 'f3'))
+    os.rename(os.path.join(b, 'f3'), os.path.join(b, 'h'))
+    util.renameat2(os.path.join(a, 'ln'), os.path.join(a, 'fifo'),
+                   util.RENAME_EXCHANGE)
+    os.unlink(os.path.join(b, 'g'))
+    # one event each, two for a rename, four for an exchange
+    n = 6 + 1 + 2 * 3 + 4 + 1
+    util.wait_for(lambda: watch_counts(ws.mnt)[2] - own0 >= n,
+                  'the watch to read the events of the mount\'s changes')
+    ev, inv, own = watch_counts(ws.mnt)
+    assert (ev - ev0, inv - inv0, own - own0) == (n, 0, n)
+    assert sorted(os.listdir(a)) == ['fifo', 'ln', 'sub']
+    assert sorted(os.listdir(b)) == ['c', 'h']
+    # behind the mount: sent, and seen at once
+    os.rename(os.path.join(ws.src, 'a', 'fifo'),
+              os.path.join(ws.src, 'b', 'fifo'))
+    util.wait_for(lambda: os.path.lexists(os.path.join(b, 'fifo')) and
+                  not os.path.lexists(os.path.join(a, 'fifo')),
+                  'a name moved behind the mount', 3)
+    ev, inv2, own2 = watch_counts(ws.mnt)
+    assert inv2 > inv and own2 == own
+
+
+def test_notifications_hold_the_device_alone(ws):
+    """The thread that sends the watch's notifications, which may wait in
+    the kernel for a lock a request in flight holds, has a descriptor
+    table of its own with the session's /dev/fuse (a clone) and stderr
+    alone: a kill -9 that finds it waiting releases the daemon's own
+    descriptors, and so ends the requests the daemon had read
+    (hotfs/notify.h)."""
+    proc = ws.start()
+    pid = proc.pid
+    tids = []
+    for tid in os.listdir('/proc/%d/task' % pid):
+        with open('/proc/%d/task/%s/comm' % (pid, tid)) as f:
+            if f.read().strip() == 'hotfs-notify':
+                tids.append(tid)
+    assert len(tids) == 1, tids
+    d = '/proc/%d/task/%s/fd/' % (pid, tids[0])
+    fds = {int(fd): os.readlink(d + fd) for fd in os.listdir(d)}
+    assert sorted(fds) == [2, min(k for k in fds if k > 2)], fds
+    assert [v for k, v in fds.items() if k != 2] == ['/dev/fuse'], fds
+    assert len(os.listdir('/proc/%d/fd' % pid)) > len(fds)
 
 
 STRESS = r'''

@@ -3,7 +3,11 @@
 a write that grows a file fails with ENOSPC before it is acknowledged
 when the source has no room for it (as the source itself would fail it),
 never later at the flush, where nobody could be told; a write within a
-file never does, however slow the source that the full log waits for."""
+file never does, however slow the source that the full log waits for.
+And when the log cannot keep what it is given (deleted, the cachedir
+moved, its device failing or read-only): what it holds goes to the
+source at once, and writes after it go there too (writethrough), said
+in the state and the log."""
 import errno
 import mmap
 import os
@@ -15,7 +19,8 @@ import pytest
 
 import util
 from test_faults import ext4, fill  # noqa: F401 (a fixture)
-from test_writeback import HOLD, drop_pages, read
+from test_writeback import HOLD, drop_pages, hotfsctl, kill9, read, \
+    stat_int, write_at
 
 
 def test_growth_enospc(ws, ext4):  # noqa: F811
@@ -99,6 +104,69 @@ def test_change_behind_dirty_data(ws):
     assert read(src) == want
     g_want = b'D' * 4096 + b'o' * 4096 + b'E' * 100 + b'o' * (32768 - 8292)
     assert read(os.path.join(ws.src, 'g')) == g_want
+
+
+def test_own_changes_are_no_conflict(ws):
+    """The mount's own changes of a file with dirty data that move its
+    ctime on the source alone (setxattr, removexattr, link, rename,
+    unlink of another of its names, an exchange) are none behind the
+    mount, however it looks at the file after each (a stat, an open, a
+    read) and whenever the flush comes: no conflict counted, no line
+    logged.  A change made on the source behind the mount after them
+    still is one: counted once, logged with the path."""
+    with open(os.path.join(ws.src, 'f'), 'wb') as f:
+        f.write(b'o' * 65536)
+    with open(os.path.join(ws.src, 'x'), 'wb') as f:
+        f.write(b'x' * 100)
+    os.mkdir(os.path.join(ws.src, 'd'))
+    proc = ws.start(opts=HOLD)
+
+    def m(*p):
+        return os.path.join(ws.mnt, *p)
+
+    def look(path):
+        st = os.stat(path)
+        assert read(path)[:4096] == b'D' * 4096
+        return st.st_ctime_ns
+
+    write_at(m('f'), 0, b'D' * 4096)
+    src = os.path.join(ws.src, 'f')
+    ctimes = [os.stat(src).st_ctime_ns]
+    steps = [
+        lambda: os.setxattr(m('f'), 'user.k', b'v'),
+        lambda: os.removexattr(m('f'), 'user.k'),
+        lambda: os.link(m('f'), m('d', 'g')),
+        lambda: os.rename(m('f'), m('f2')),
+        lambda: os.unlink(m('d', 'g')),
+        lambda: util.renameat2(m('f2'), m('x'), util.RENAME_EXCHANGE),
+    ]
+    path = m('f')
+    for i, step in enumerate(steps):
+        step()
+        path = {3: m('f2'), 5: m('x')}.get(i, path)
+        src = os.path.join(ws.src, os.path.relpath(path, ws.mnt))
+        look(path)
+        ctimes.append(os.stat(src).st_ctime_ns)
+    # each moved the ctime on the source, and nothing else
+    assert len(set(ctimes)) == len(ctimes), ctimes
+    assert os.stat(src).st_size == 65536
+    hotfsctl('flush', ws.mnt)
+    assert read(src)[:4096] == b'D' * 4096
+    assert stat_int(ws, 'writeback_conflicts') == 0
+    assert 'changed on the source' not in ws.log_text(proc)
+    # behind the mount, with dirty data again: one
+    write_at(path, 0, b'E' * 4096)
+    with open(src, 'r+b') as f:
+        f.seek(32768)
+        f.write(b'B' * 4096)
+    hotfsctl('flush', ws.mnt)
+    assert stat_int(ws, 'writeback_conflicts') == 1
+    lines = [ln for ln in ws.log_text(proc).splitlines()
+             if 'changed on the source' in ln]
+    assert len(lines) == 1 and src in lines[0], lines
+    assert read(src) == (b'E' * 4096 + b'o' * 28672 + b'B' * 4096 +
+                         b'o' * 28672)
+    ws.stop(proc)
 
 
 def test_cache_device_dies_with_dirty_data(ws, ext4):  # noqa: F811
@@ -279,3 +347,214 @@ def test_overwrites_wait_for_a_slow_source(ws, ext4, throttle):  # noqa: F811
     assert read(m) == bytes(want)
     ws.stop(proc)
     assert read(path) == bytes(want)
+
+
+MARK = '.hotfs-dirty'
+
+
+def wb_state(mnt):
+    s = util.hotfs_stats(mnt)
+    return s.get('writeback_state'), s.get('writeback_reason', '')
+
+
+def through_lines(log):
+    return [ln for ln in log.splitlines()
+            if 'writes go to the source from now on' in ln]
+
+
+def test_log_deleted(ws):
+    """The issue's steps: dirty data, the cachedir's wlog deleted, more
+    written with an fsync (dd conv=fsync), kill -9, remount: every
+    acknowledged byte there.  The loss is seen by the fsync, said once in
+    the log and in the state; what the log held goes to the source at
+    once, and later writes go straight there."""
+    src, m, want, opts, proc = held_write(ws, 0)
+    os.unlink(os.path.join(ws.cache, 'wlog'))
+    fd = os.open(m, os.O_WRONLY)
+    try:
+        assert os.pwrite(fd, b'E' * 4096, 16384) == 4096
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    want[16384:20480] = b'E' * 4096
+    # acknowledged durable, the log gone: the source has all of it
+    assert read(src) == bytes(want)
+    state, why = wb_state(ws.mnt)
+    assert state == 'writethrough' and 'deleted' in why, (state, why)
+    s = util.hotfs_stats(ws.mnt)
+    assert s['dirty_bytes'] == '0', s
+    assert abs(int(s['writeback_state_since']) - time.time()) < 60, s
+    with open(os.path.join(ws.mnt, '.hotfs', 'metrics')) as f:
+        assert ('hotfs_writeback_state{mountpoint="%s",'
+                'state="writethrough"} 1' % os.path.realpath(ws.mnt)
+                in f.read())
+    # a write now goes straight to the source, no fsync needed
+    write_at(m, 32768, b'F' * 100)
+    want[32768:32868] = b'F' * 100
+    assert read(src) == bytes(want)
+    assert len(through_lines(ws.log_text(proc))) == 1, ws.log_text(proc)
+    kill9(ws, proc)
+    proc = ws.start(opts=opts)
+    assert read(m) == bytes(want)
+    assert wb_state(ws.mnt) == ('ok', '')
+    ws.stop(proc)
+    assert read(src) == bytes(want)
+
+
+def held_write(ws, off, cachedir=True):
+    """A file of 64 KiB of b'o' on the source, mounted holding writes in
+    the log (HOLD), and 8 KiB of b'D' written at off, held dirty: returns
+    the source's path, the mount's, the bytes the file should have, the
+    options and the daemon."""
+    src = os.path.join(ws.src, 'f')
+    with open(src, 'wb') as f:
+        f.write(b'o' * 65536)
+    opts = HOLD + ',writeback_log=16M'
+    proc = ws.start(cachedir=cachedir, opts=opts)
+    m = os.path.join(ws.mnt, 'f')
+    write_at(m, off, b'D' * 8192)
+    want = bytearray(b'o' * 65536)
+    want[off:off + 8192] = b'D' * 8192
+    return src, m, want, opts, proc
+
+
+def cachedir_moved_while_dirty(ws):
+    """held_write, then the cachedir moved away: returns once the held
+    data is on the source."""
+    src, m, want, opts, proc = held_write(ws, 4096)
+    os.rename(ws.cache, ws.cache + '.moved')
+    util.wait_for(lambda: read(src) == bytes(want), 'held data on the source')
+    return src, m, want, opts, proc
+
+
+def test_cachedir_moved(ws):
+    """The cachedir moved away while the log holds dirty data: the store
+    turns off (as before) and so does the log, within the tick: the held
+    data reaches the source without a flush asked for, later writes are
+    not acknowledged into the moved log but written to the source, and
+    a kill -9 loses nothing."""
+    src, m, want, opts, proc = cachedir_moved_while_dirty(ws)
+    state, why = wb_state(ws.mnt)
+    assert state == 'writethrough', (state, why)
+    assert 'no longer at ' + os.path.join(ws.cache, 'wlog') in why, why
+    s = util.hotfs_stats(ws.mnt)
+    assert s['dirty_bytes'] == '0' and s['store_state'] == 'off', s
+    write_at(m, 40960, b'E' * 5000)
+    want[40960:45960] = b'E' * 5000
+    assert read(src) == bytes(want)
+    assert len(through_lines(ws.log_text(proc))) == 1, ws.log_text(proc)
+    # all on the source: the mark that names the moved cachedir goes
+    util.wait_for(lambda: not os.path.exists(os.path.join(ws.src, MARK)),
+                  'the mark removed')
+    kill9(ws, proc)
+    proc = ws.start(opts=opts)
+    assert read(m) == bytes(want)
+    ws.stop(proc)
+    assert read(src) == bytes(want)
+
+
+def test_cachedir_moved_back_no_replay(ws):
+    """The cachedir moved away while the log holds dirty data, flushed
+    then (as above); the daemon killed, the cachedir moved back and the
+    file edited on the source: the next mount replays nothing of the
+    flushed records over the edit."""
+    src, m, want, opts, proc = cachedir_moved_while_dirty(ws)
+    util.wait_for(lambda: util.hotfs_stats(ws.mnt)['wlog_used_bytes'] == '0',
+                  'the flushed records released')
+    kill9(ws, proc)
+    os.rename(ws.cache + '.moved', ws.cache)
+    edit = b'o' * 4096 + b'A' * 8192 + b'o' * (65536 - 12288)
+    with open(src, 'wb') as f:
+        f.write(edit)
+    proc = ws.start(opts=opts)
+    assert read(m) == edit
+    ws.stop(proc)
+    assert read(src) == edit
+
+
+def test_cache_device_fails_writes_go_to_source(ws, ext4):  # noqa: F811
+    """The issue's steps: dirty data, the cache device fails (EIO), a
+    small write after it: acknowledged and on the source at once (not
+    left in memory, nor lost); the lost blocks read EIO and are counted;
+    the state says why; hotfsctl flush writes every readable byte and
+    says the rest is lost; the unmount does not claim the lost bytes
+    stay in the log for the next mount."""
+    cdev = ext4('cachefs', 384 << 20)
+    cache = os.path.join(cdev.dir, 'cache')
+    src, m, want, opts, proc = held_write(ws, 0, cachedir=cache)
+    drop_pages(m)
+    cdev.shutdown()
+    write_at(m, 40000, b'E' * 9)
+    want = bytearray(b'o' * 65536)      # the held b'D' is lost with it
+    want[40000:40009] = b'E' * 9
+    util.wait_for(lambda: read(src) == bytes(want), 'the write on the source')
+    state, why = wb_state(ws.mnt)
+    assert state == 'writethrough', (state, why)
+    assert 'cannot be written' in why and 'Input/output error' in why, why
+    fd = os.open(m, os.O_RDONLY)
+    try:
+        assert util.call(os.pread, fd, 100, 0) == util.Err(errno.EIO)
+        assert os.pread(fd, 9, 40000) == b'E' * 9
+    finally:
+        os.close(fd)
+    s = util.hotfs_stats(ws.mnt)
+    assert int(s['lost_dirty_bytes']) == 8192, s
+    r = hotfsctl('flush', ws.mnt, check=False)
+    assert r.returncode == 1 and b'lost in the writeback log' in r.stderr, r
+    assert read(src) == bytes(want)
+    assert len(through_lines(ws.log_text(proc))) == 1, ws.log_text(proc)
+    util.cleanup_mount(proc, ws.mnt)
+    log = ws.log_text(proc)
+    assert 'stay in the cachedir' not in log, log
+    assert 'they are lost' in log, log
+
+
+def read_only(d):
+    """Does d's filesystem refuse a new file (EROFS)?  (ext4's
+    emergency_ro after an error is not in statvfs's flags.)"""
+    p = os.path.join(d, '.probe')
+    try:
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT, 0o600)
+    except OSError as e:
+        if e.errno == errno.EROFS:
+            return True
+        raise
+    os.close(fd)
+    os.unlink(p)
+    return False
+
+
+def test_cachedir_remounted_read_only(ws, ext4):  # noqa: F811
+    """The issue's steps: the cachedir's ext4 (errors=remount-ro) hits an
+    error and goes read-only while the log holds dirty data: the store's
+    state names that cause (not a lack of room), with one log line; the
+    log fails too: its data reaches the source, writes go on there, and
+    hotfsctl flush says it succeeded."""
+    cdev = ext4('cachefs', 384 << 20, mkfs_args=['-e', 'remount-ro'])
+    trigger = '/sys/fs/ext4/%s/trigger_fs_error' % os.path.basename(cdev.dev)
+    if not os.path.exists(trigger):
+        pytest.skip('no %s' % trigger)
+    cache = os.path.join(cdev.dir, 'cache')
+    src, m, want, opts, proc = held_write(ws, 0, cachedir=cache)
+    with open(trigger, 'w') as f:
+        f.write('1')
+    util.wait_for(lambda: read_only(cdev.dir), 'the cachedir read-only')
+    util.wait_for(lambda: read(src) == bytes(want), 'held data on the source')
+    write_at(m, 20000, b'E' * 3000)
+    want[20000:23000] = b'E' * 3000
+    assert read(src) == bytes(want)
+    s = util.hotfs_stats(ws.mnt)
+    assert s['store_state'] == 'off', s
+    assert 'read-only' in s['store_reason'], s['store_reason']
+    assert 'no room' not in s['store_reason'], s['store_reason']
+    assert s['writeback_state'] == 'writethrough', s
+    assert 'read-only' in s['writeback_reason'], s['writeback_reason']
+    r = hotfsctl('flush', ws.mnt, check=False)
+    assert r.returncode == 0 and b'failed' not in r.stderr, r
+    assert read(m) == bytes(want)
+    log = ws.log_text(proc)
+    assert len(through_lines(log)) == 1, log
+    assert len([ln for ln in log.splitlines()
+                if 'store:' in ln and 'read-only' in ln]) == 1, log
+    util.cleanup_mount(proc, ws.mnt)
+    assert read(src) == bytes(want)

@@ -1055,6 +1055,161 @@ def test_full_log_and_failing_source_enospc(ws):
         assert got[len(want):] == bytes(16 * MIB - len(want))
 
 
+# HOTFS_RENAME_KILLS: the kills of test_kill9_during_rename_storm (12 in
+# CI; contrib/ci/soak.sh runs 100); HOTFS_RENAME_SEED replays a run.
+RENAME_KILLS = int(os.environ.get('HOTFS_RENAME_KILLS', '12'))
+RENAME_SEED = int(os.environ.get('HOTFS_RENAME_SEED',
+                                 random.randrange(1 << 30)))
+RENAME_DIRS, RENAMERS, RENAME_FILES = 4, 4, 16
+#: how long a killed daemon may take to be gone once its mount is detached
+GONE_TIMEOUT = 20
+
+# One renamer: its own files (w<me>_<k>, or w<me>_<k>.b) moved between
+# the directories, and renamed within one, through descriptors of the
+# mount's directories, as fast as it can; 1 + its count of renames in its
+# slot of the counter file once it has started.  It ends at the first
+# error of a rename (the daemon gone).
+RENAMER = r"""
+import mmap, os, random, struct, sys
+root, me, seed, ndirs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), \
+    int(sys.argv[4])
+dirs = [os.open(os.path.join(root, 'd%d' % i), os.O_RDONLY | os.O_DIRECTORY)
+        for i in range(ndirs)]
+where = {}
+for i, d in enumerate(dirs):
+    for name in os.listdir(d):
+        if name.split('.')[0].split('_')[0] == 'w%d' % me:
+            where[name.split('.')[0]] = (i, name)
+with open(sys.argv[5], 'r+b') as f:
+    counter = mmap.mmap(f.fileno(), 0)
+rng = random.Random(seed)
+bases = sorted(where)
+n = 1
+struct.pack_into('Q', counter, me * 8, n)
+while True:
+    base = rng.choice(bases)
+    a, old = where[base]
+    b = rng.randrange(ndirs)
+    new = base if old != base else base + '.b'
+    try:
+        os.rename(old, new, src_dir_fd=dirs[a], dst_dir_fd=dirs[b])
+    except OSError:
+        sys.exit(0)
+    where[base] = (b, new)
+    n += 1
+    struct.pack_into('Q', counter, me * 8, n)
+"""
+
+
+def renamer_files(root):
+    """{base name: [paths under root]} of the renamers' files."""
+    got = {}
+    for i in range(RENAME_DIRS):
+        d = 'd%d' % i
+        for name in os.listdir(os.path.join(root, d)):
+            got.setdefault(name.split('.')[0], []).append(
+                os.path.join(d, name))
+    return got
+
+
+@pytest.mark.slow
+def test_kill9_during_rename_storm(ws):
+    """The daemon killed while several processes rename files between
+    directories through the mount as fast as they can (its source watch
+    hears every rename): each time, fusermount3 -u -z frees the mount and
+    the daemon is gone (every thread of it) within GONE_TIMEOUT, without
+    an abort of the connection.  A round that needs one is aborted here,
+    counted and reported with the daemon's threads and where they wait.
+    Every file is then in one place, under one name."""
+    rng = random.Random(RENAME_SEED)
+    print('HOTFS_RENAME_KILLS=%d HOTFS_RENAME_SEED=%d' %
+          (RENAME_KILLS, RENAME_SEED))
+    for i in range(RENAME_DIRS):
+        os.mkdir(os.path.join(ws.src, 'd%d' % i))
+    for me in range(RENAMERS):
+        for k in range(RENAME_FILES):
+            with open(os.path.join(ws.src, 'd%d' % rng.randrange(
+                    RENAME_DIRS), 'w%d_%d' % (me, k)), 'wb') as f:
+                f.write(b'%d %d\n' % (me, k))
+    counter = os.path.join(ws.root, 'renames')
+    stuck, renames = [], 0
+    for rnd in range(RENAME_KILLS):
+        with open(counter, 'wb') as f:
+            f.write(bytes(8 * RENAMERS))
+        proc = ws.start(opts='writemode=writeback')
+        conn = util.fuse_conn(ws.mnt)
+        workers = []
+        aborted = False
+        try:
+            for me in range(RENAMERS):
+                workers.append(subprocess.Popen(
+                    [sys.executable, '-c', RENAMER, ws.mnt, str(me),
+                     str(rng.randrange(1 << 30)), str(RENAME_DIRS),
+                     counter]))
+
+            def counts():
+                with open(counter, 'rb') as f:
+                    return struct.unpack('%dQ' % RENAMERS, f.read())
+
+            def done():
+                return sum(counts()) - RENAMERS
+
+            def at(cond):
+                return cond() or any(w.poll() is not None for w in workers)
+            util.wait_for(lambda: at(lambda: all(counts())),
+                          'the renamers to start')
+            target = rng.randrange(20, 400)
+            util.wait_for(lambda: at(lambda: done() >= target),
+                          '%d renames' % target)
+            assert all(w.poll() is None for w in workers), \
+                'a renamer ended before the kill'
+            proc.send_signal(signal.SIGKILL)
+            r = subprocess.run(['fusermount3', '-u', '-z', ws.mnt],
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=GONE_TIMEOUT)
+            assert r.returncode == 0, r.stdout
+            assert not util.is_mounted(ws.mnt)
+            try:
+                proc.wait(timeout=GONE_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                stuck.append((rnd, util.thread_states(proc.pid)))
+                util.abort_fuse(conn)
+                aborted = True
+                proc.wait(timeout=GONE_TIMEOUT)
+            for w in workers:
+                w.wait(timeout=GONE_TIMEOUT)
+            renames += done()
+        finally:
+            # whatever failed: nothing left waiting on this connection
+            # (aborted while the daemon is there: once it is gone, so is
+            # the connection, and its number may be another mount's)
+            if proc.poll() is None:
+                if not aborted:
+                    util.abort_fuse(conn)
+                proc.kill()
+                proc.wait(timeout=GONE_TIMEOUT)
+            for w in workers:
+                if w.poll() is None:
+                    w.kill()
+                    w.wait(timeout=GONE_TIMEOUT)
+            util.cleanup_mount(None, ws.mnt)
+    print('kills: %d, renames: %d, rounds that needed an abort: %d' %
+          (RENAME_KILLS, renames, len(stuck)))
+    for rnd, threads in stuck[:1]:
+        print('round %d, the daemon\'s threads left:' % rnd)
+        for tid, (state, where) in sorted(threads.items()):
+            print('  %d %s %s' % (tid, state, where.replace('\n', ' | ')))
+    assert not stuck, 'rounds whose daemon stayed until an abort: %r' % (
+        [rnd for rnd, _ in stuck])
+    proc = ws.start(opts='writemode=writeback')
+    got = renamer_files(ws.mnt)
+    ws.stop(proc)
+    assert got == renamer_files(ws.src)
+    assert sorted(got) == sorted('w%d_%d' % (me, k) for me in range(RENAMERS)
+                                 for k in range(RENAME_FILES))
+    assert all(len(p) == 1 for p in got.values()), got
+
+
 def test_stats_live_view_dirty_and_flush(ws):
     """hotfsctl stats -w shows writeback's dirty bytes and the flush's
     rate: 2 MiB dirty, then, once flushed, a row with a flush rate and

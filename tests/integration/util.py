@@ -228,6 +228,81 @@ def cleanup_mount(proc, mnt):
     return rc
 
 
+def fuse_conn(mnt):
+    """The number of mnt's FUSE connection (its directory in
+    /sys/fs/fuse/connections), from the mount table: no request reaches
+    the daemon."""
+    dev = mount_dev(mnt)
+    return None if dev is None else (dev[0] << 20) | dev[1]
+
+
+def mount_dev(mnt):
+    """(major, minor) of mnt's superblock from /proc/self/mountinfo, or
+    None."""
+    mnt = os.path.realpath(mnt)
+    found = None
+    with open('/proc/self/mountinfo') as f:
+        for line in f:
+            fields = line.split()
+            if _unescape(fields[4]) == mnt:
+                found = tuple(int(x) for x in fields[2].split(':'))
+    return found
+
+
+FUSECTL = '/sys/fs/fuse/connections'
+
+
+def abort_fuse(conn):
+    """Abort FUSE connection conn (every request in flight fails, the
+    daemon's /dev/fuse reads end): the only way out of a connection whose
+    daemon cannot finish exiting.  fusectl is mounted for it, and
+    unmounted again, if it was not."""
+    mounted = False
+    if not os.path.isdir(os.path.join(FUSECTL, str(conn))) and \
+            mount_entry(FUSECTL) is None:
+        subprocess.run(['mount', '-t', 'fusectl', 'fusectl', FUSECTL],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        mounted = mount_entry(FUSECTL) is not None
+    try:
+        with open(os.path.join(FUSECTL, str(conn), 'abort'), 'w') as f:
+            f.write('1')
+    except OSError:
+        pass                    # gone meanwhile
+    finally:
+        if mounted:
+            subprocess.run(['umount', FUSECTL], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+
+
+def thread_states(pid):
+    """{tid: (state, kernel stack or wchan)} of a process's threads, for
+    a report of what keeps them (empty if it is gone)."""
+    out = {}
+    try:
+        tids = os.listdir('/proc/%d/task' % pid)
+    except OSError:
+        return out
+    for tid in tids:
+        d = '/proc/%d/task/%s/' % (pid, tid)
+        try:
+            with open(d + 'stat') as f:
+                st = f.read()
+            state = st[st.rindex(')') + 2]
+        except (OSError, ValueError):
+            continue
+        where = ''
+        for name in ('stack', 'wchan'):
+            try:
+                with open(d + name) as f:
+                    where = f.read().strip()
+            except OSError:
+                continue
+            if where:
+                break
+        out[int(tid)] = (state, where)
+    return out
+
+
 def rmtree(path):
     """shutil.rmtree that also copes with read-only dirs left by a test."""
     def onerror(func, p, exc):

@@ -99,12 +99,46 @@ static void test_no_mount(void **state)
 	fclose(f);
 }
 
+/* ro, or ext4's emergency_ro after an error: in the superblock's
+ * options, of the device's mount */
+static int dev_ro(unsigned major, unsigned minor)
+{
+	static const char t[] =
+		"22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n"
+		"30 22 7:0 / /c rw - ext4 /dev/loop0 rw,errors=remount-ro\n"
+		"31 22 7:1 / /d rw - ext4 /dev/loop1 rw,emergency_ro\n"
+		"32 22 7:2 / /e ro - ext4 /dev/loop2 rw\n"
+		"33 22 7:3 / /f rw - ext4 /dev/loop3 ro,errors=x\n"
+		"34 22 7:4 / /g rw - ext4 /dev/loop4 rw,rox\n";
+	FILE *f = fmemopen((void *)t, sizeof(t) - 1, "r");
+	int r;
+
+	assert_non_null(f);
+	r = mountinfo_dev_ro(f, major, minor);
+	fclose(f);
+	return r;
+}
+
+static void test_dev_ro(void **state)
+{
+	(void)state;
+	assert_int_equal(dev_ro(8, 1), 0);
+	assert_int_equal(dev_ro(7, 0), 0);
+	assert_int_equal(dev_ro(7, 1), 1);
+	/* a read-only mount of a writable superblock: not the filesystem */
+	assert_int_equal(dev_ro(7, 2), 0);
+	assert_int_equal(dev_ro(7, 3), 1);
+	assert_int_equal(dev_ro(7, 4), 0);
+	assert_int_equal(dev_ro(9, 9), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fields),
 		cmocka_unit_test(test_forbids),
 		cmocka_unit_test(test_no_mount),
+		cmocka_unit_test(test_dev_ro),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
