@@ -45,7 +45,7 @@ static const char *const fixed_keys[] = {
 	"attr_timeout", "entry_timeout", "reset", "nocache", "nowatch",
 	"cache_required", "nonempty", "ctldir", "allow_other",
 	"default_permissions", "max_read", "writeback_delay",
-	"writeback_log",
+	"writeback_log", "snapshot_interval",
 };
 
 static bool is_fixed(const char *key, size_t n)

@@ -480,6 +480,9 @@ void meta_fs_get_stats(struct hotfs *fs, struct meta_fs_stats *s)
 	s->rejected = atomic_load(&m->rejected);
 	s->saves = atomic_load(&m->saves);
 	s->saved_dirs = atomic_load(&m->saved_dirs);
+	pthread_mutex_lock(&m->lock);
+	s->current = m->clean;
+	pthread_mutex_unlock(&m->lock);
 }
 
 void meta_fs_close(struct hotfs *fs)

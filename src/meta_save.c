@@ -348,15 +348,20 @@ static bool save_once(struct hotfs_meta *m, uint64_t *ndirsp, size_t *lenp)
  * A directory changed within a clock tick or two of the save is left out
  * (with everything under it: a change in the root just before an unmount
  * left the next mount no snapshot at all).  The periodic writer tries
- * again later; at unmount, wait that out once (50 ms, 2.1 s at most with
- * whole-second stamps) and write again.
+ * again later; at unmount, wait that out (50 ms, 2.1 s at most with
+ * whole-second stamps) and write again, as often as a directory that was
+ * below one left out is then found changed as recently (one round per
+ * level at most, SAVE_LAST_ROUNDS in all).
  */
+#define SAVE_LAST_ROUNDS	8
+
 static void save(struct hotfs_meta *m, bool last)
 {
 	struct timespec t0, t1, ts;
 	uint64_t ndirs = 0;
 	size_t len = 0;
 	bool written;
+	int round = 1;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	m->racy_wait_ns = 0;
@@ -364,7 +369,7 @@ static void save(struct hotfs_meta *m, bool last)
 	/* the encoder's and the check's buffers, freed: give the heap back
 	 * (the daemon's trim threshold keeps it otherwise, see main.c) */
 	malloc_trim(0);
-	if (last && m->racy_wait_ns) {
+	while (last && m->racy_wait_ns && round++ < SAVE_LAST_ROUNDS) {
 		ts.tv_sec = m->racy_wait_ns / 1000000000LL;
 		ts.tv_nsec = m->racy_wait_ns % 1000000000LL;
 		while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
@@ -409,7 +414,7 @@ static void *writer(void *arg)
 	pthread_mutex_lock(&m->stop_lock);
 	while (!m->stop) {
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += META_SAVE_SECS;
+		ts.tv_sec += (time_t)m->fs->o->snapshot_interval;
 		pthread_cond_timedwait(&m->stop_cond, &m->stop_lock, &ts);
 		if (m->stop)
 			break;

@@ -59,6 +59,7 @@ static const struct fuse_opt opt_table[] = {
 	HOTFS_OPT("dirty_high=%s", dirty_high_str, 0),
 	HOTFS_OPT("dirty_low=%s", dirty_low_str, 0),
 	HOTFS_OPT("revalidate=%s", revalidate_str, 0),
+	HOTFS_OPT("snapshot_interval=%s", snapshot_interval_str, 0),
 	HOTFS_OPT("attr_timeout=%s", attr_timeout_str, 0),
 	HOTFS_OPT("entry_timeout=%s", entry_timeout_str, 0),
 	HOTFS_OPT("reset", reset, 1),
@@ -470,6 +471,15 @@ int opt_parse(struct fuse_args *args, struct hotfs_opts *o,
 	    parse_secs("entry_timeout", o->entry_timeout_str,
 		       &o->entry_timeout, err, errlen) < 0)
 		return -EINVAL;
+	o->snapshot_interval = HOTFS_SNAPSHOT_SECS;
+	if (o->snapshot_interval_str &&
+	    (parse_secs("snapshot_interval", o->snapshot_interval_str,
+			&o->snapshot_interval, err, errlen) < 0 ||
+	     o->snapshot_interval < 1)) {
+		seterr(err, errlen, "invalid snapshot_interval '%s': "
+		       "1..1000000 seconds", o->snapshot_interval_str);
+		return -EINVAL;
+	}
 	/* revalidate= sets the kernel's timeouts unless they were given */
 	if (o->revalidate != HOTFS_REVAL_OPEN) {
 		double t = o->revalidate == HOTFS_REVAL_NEVER ?
@@ -927,53 +937,8 @@ void opt_free(struct hotfs_opts *o)
 	free(o->ctldir);
 	free(o->inode_cache_str);
 	free(o->revalidate_str);
+	free(o->snapshot_interval_str);
 	free(o->attr_timeout_str);
 	free(o->entry_timeout_str);
 	memset(o, 0, sizeof(*o));
-}
-
-void opt_help(void)
-{
-	printf(
-"hotfs options:\n"
-"    -o cachedir=DIR        cache store on the fast device (required)\n"
-"    -o cachesize=SIZE      bytes of cache (K/M/G/T) or N%% of cachedir's fs\n"
-"                           (default 90%% of its free space at creation)\n"
-"    -o extent=SIZE         caching unit, power of two 4K..4M (256K)\n"
-"    -o threshold=N         accesses before an extent is promoted (2)\n"
-"    -o seqcutoff=SIZE      stop counting after SIZE of sequential reading\n"
-"                           through one handle, 0 = off (0)\n"
-"    -o promote_rate=SIZE   bytes per second promotion may read from the\n"
-"                           source again, 0 = unlimited (8M)\n"
-"    -o write_budget=SIZE[/day]  bytes a day promotions may write to the\n"
-"                           cache device, 0 = no budget (0)\n"
-"    -o read_ahead=SIZE     the kernel's read-ahead for files of the mount,\n"
-"                           0 = the kernel's default (1M)\n"
-"    -o writemode=MODE      writearound, writethrough or writeback\n"
-"                           (writearound)\n"
-"    -o writeback_delay=SECS  writeback: dirty data is held this long at\n"
-"                           least before it is flushed (0)\n"
-"    -o writeback_log=SIZE  writeback: the log of dirty data in cachedir\n"
-"                           (256M)\n"
-"    -o dirty_high=PCT      writeback: flush flat out once this share of\n"
-"                           the log is in use (50)...\n"
-"    -o dirty_low=PCT       ...down to this share (45); below it, flush\n"
-"                           only while the source is idle\n"
-"    -o revalidate=WHEN     open (check files at open, listings at\n"
-"                           opendir), N seconds, or never (the tree changes\n"
-"                           only through hotfs) (open)\n"
-"    -o attr_timeout=SECS   kernel attribute cache timeout (1; 60 where\n"
-"                           the source is watched)\n"
-"    -o entry_timeout=SECS  kernel name lookup cache timeout (1; 60 where\n"
-"                           the source is watched)\n"
-"    -o nowatch             do not watch the source with inotify\n"
-"    -o reset               empty a cachedir made for another source\n"
-"    -o cache_required      refuse to mount when the cache store cannot be\n"
-"                           used (by default the tree mounts without it)\n"
-"    -o nonempty            mount over a non-empty directory or a hotfs\n"
-"                           mount\n"
-"    -o nocache             plain passthrough, no cache store\n"
-"    -o ctldir=NAME         name of the control directory (.hotfs)\n"
-"    -o inode_cache=N       source inodes kept open after the kernel forgets\n"
-"                           them, so lookups need no disk read (100000)\n");
 }

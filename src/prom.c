@@ -216,6 +216,9 @@ static const struct pm table[] = {
 	  NULL, "Snapshot saves." },
 	{ "meta_snapshot_saved_dirs", "hotfs_meta_snapshot_saved_dirs", 'g',
 	  NULL, "Directories in the last snapshot saved." },
+	{ "meta_snapshot_current", "hotfs_meta_snapshot_current", 'g', NULL,
+	  "1 while the snapshot on disk holds every change made through "
+	  "the mount." },
 	{ "dirty_bytes", "hotfs_dirty_bytes", 'g', NULL,
 	  "Writeback: bytes written through the mount, not yet flushed." },
 	{ "dirty_records", "hotfs_dirty_records", 'g', NULL,

@@ -147,6 +147,7 @@ static void add_meta(struct hotfs *fs, struct kvlist *l)
 	add_u(l, "meta_snapshot_rejected", ms.rejected);
 	add_u(l, "meta_snapshot_saves", ms.saves);
 	add_u(l, "meta_snapshot_saved_dirs", ms.saved_dirs);
+	add_u(l, "meta_snapshot_current", ms.current);
 }
 
 /* What the source probe found (hotfs/srcprobe.h). */

@@ -16,8 +16,9 @@
  * found in for a write or setattr of it) and, before the change is
  * made, delete the file on disk if it was current: a crash then finds no
  * snapshot rather than a stale one.  The file is written again at
- * unmount and every META_SAVE_SECS while something changed, from the
- * live listings (each entry stat'ed) and the records still trusted.
+ * unmount and every -o snapshot_interval seconds (HOTFS_SNAPSHOT_SECS by
+ * default) while something changed, from the live listings (each entry
+ * stat'ed) and the records still trusted.
  */
 #ifndef HOTFS_META_FS_H
 #define HOTFS_META_FS_H
@@ -29,8 +30,6 @@
 #include <fuse_lowlevel.h>
 
 #include "hotfs/inode.h"
-
-#define META_SAVE_SECS	30
 
 enum meta_state {
 	META_ST_NONE = 0,		/* no record, or dropped */
@@ -49,6 +48,7 @@ struct meta_fs_stats {
 	uint64_t rejected;		/* damaged or foreign files ignored */
 	uint64_t saves;			/* files written */
 	uint64_t saved_dirs;		/* directories in the last one */
+	uint64_t current;		/* 1: the file holds every change */
 };
 
 /* Load the snapshot (never fails the mount: a bad one is ignored). */

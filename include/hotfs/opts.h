@@ -29,6 +29,9 @@ enum hotfs_writemode {
 	HOTFS_WRITEBACK = 2,	/* hotfs/wb.h; fixed while mounted */
 };
 
+/* seconds between metadata snapshots while the tree changes */
+#define HOTFS_SNAPSHOT_SECS	30
+
 struct hotfs_opts {
 	char *source;		/* absolute, as given resolved by realpath() */
 	char *mountpoint;	/* absolute */
@@ -63,6 +66,8 @@ struct hotfs_opts {
 	char *revalidate_str;
 	enum hotfs_revalidate revalidate;
 	double revalidate_secs;
+	char *snapshot_interval_str;
+	double snapshot_interval; /* seconds between metadata snapshots */
 	char *attr_timeout_str;
 	double attr_timeout;
 	char *entry_timeout_str;

@@ -17,7 +17,8 @@ import util
 from test_faults import ext4  # noqa: F401 (a fixture)
 from test_writeback import drop_pages, hotfsctl, kill9, read
 
-WB = 'writemode=writeback,writeback_log=16M'
+# the periodic metadata snapshot every 2 s instead of 30
+WB = 'writemode=writeback,writeback_log=16M,snapshot_interval=2'
 HOLD = WB + ',writeback_delay=600'
 NOW = WB + ',writeback_delay=0'
 TAIL = b'APPENDED\n'
@@ -61,12 +62,14 @@ def dirty_tree(ws, src, opts):
 
 
 def snapshot_written(ws, dirs=3):
-    """Wait for the periodic metadata snapshot (every 30 s while something
-    changed): it records the root, d and e (dirs), with the source's
-    files."""
-    util.wait_for(lambda: int(util.hotfs_stats(ws.mnt)
-                              ['meta_snapshot_saves']) >= 1,
-                  'the metadata snapshot to be written')
+    """Wait for the periodic metadata snapshot (every snapshot_interval
+    while something changed) written after every change made so far: it
+    records the root, d and e (dirs), with the source's files."""
+    def written():
+        s = util.hotfs_stats(ws.mnt)
+        return int(s['meta_snapshot_saves']) >= 1 and \
+            s['meta_snapshot_current'] == '1'
+    util.wait_for(written, 'the metadata snapshot to be written')
     assert int(util.hotfs_stats(ws.mnt)['meta_snapshot_saved_dirs']) >= dirs
 
 

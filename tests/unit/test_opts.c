@@ -135,6 +135,7 @@ static void test_defaults(void **state)
 	assert_int_equal(o.writemode, HOTFS_WRITEAROUND);
 	assert_true(o.attr_timeout == 1.0);
 	assert_true(o.entry_timeout == 1.0);
+	assert_true(o.snapshot_interval == HOTFS_SNAPSHOT_SECS);
 	assert_int_equal(o.cachesize, 0);
 	/* hotfs's own keys do not reach fuse_session_new */
 	assert_false(args_have(&a, "cachedir"));
@@ -148,13 +149,14 @@ static void test_values(void **state)
 	struct hotfs_opts o;
 	struct fuse_args a;
 	char err[256];
-	char co[300];
+	char co[512];
 
 	snprintf(co, sizeof(co),
 		 "cachedir=%s,cachesize=20G,extent=1M,threshold=3,"
 		 "seqcutoff=4M,promote_rate=50M,read_ahead=0,"
 		 "writemode=writethrough,"
-		 "attr_timeout=2.5,entry_timeout=0,reset,allow_other",
+		 "attr_timeout=2.5,entry_timeout=0,reset,allow_other,"
+		 "snapshot_interval=5",
 		 f->cache);
 	assert_int_equal(parse(&o, &a, err, sizeof(err), "-o", co, f->src,
 			       f->mnt, NULL), 0);
@@ -168,6 +170,7 @@ static void test_values(void **state)
 	assert_int_equal(o.writemode, HOTFS_WRITETHROUGH);
 	assert_true(o.attr_timeout == 2.5);
 	assert_true(o.entry_timeout == 0.0);
+	assert_true(o.snapshot_interval == 5.0);
 	assert_int_equal(o.reset, 1);
 	assert_int_equal(o.allow_other, 1);
 	/* allow_other is a FUSE option: it stays for the session */
@@ -372,6 +375,8 @@ static void test_bad_values(void **state)
 	expect_bad(f, "read_ahead=128M", "read_ahead");
 	expect_bad(f, "read_ahead=lots", "read_ahead");
 	expect_bad(f, "attr_timeout=-1", "attr_timeout");
+	expect_bad(f, "snapshot_interval=0", "invalid snapshot_interval");
+	expect_bad(f, "snapshot_interval=x", "invalid snapshot_interval");
 	expect_bad(f, "entry_timeout=x", "entry_timeout");
 	expect_bad(f, "revalidate=sometimes", "revalidate");
 	expect_bad(f, "revalidate=0", "revalidate");
