@@ -219,6 +219,10 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	}
 	if (r < 0)
 		goto bad_pol;
+	if (tries)
+		hotfs_log(LOG_NOTICE, "cachedir '%s': waited %d ms for the "
+			  "previous daemon to let it go\n", o->cachedir,
+			  tries * 50);
 	{
 		struct hotfs_store_stats ss;
 
