@@ -23,6 +23,9 @@ import pytest
 import util
 
 HOTFS_FSX = os.environ.get('HOTFS_FSX', '')
+# operations per fsx run: fewer in the sanitizer builds' stages of
+# tests/run.sh, where each costs several times as much
+FSX_OPS = int(os.environ.get('HOTFS_FSX_OPS', '20000'))
 
 #: seconds one exerciser run may take through the mount
 FSX_TIMEOUT = 600
@@ -50,8 +53,9 @@ def digest(path):
     return h.hexdigest()
 
 
-def fsx_cmd(path, seed, numops=20000, args=()):
-    return [fsx_bin(), '-S', str(seed), '-N', str(numops), '-f', '1000',
+def fsx_cmd(path, seed, numops=None, args=()):
+    return [fsx_bin(), '-S', str(seed), '-N', str(numops or FSX_OPS),
+            '-f', '1000',
             '-L', '60'] + list(args) + [path]
 
 
@@ -227,7 +231,7 @@ def test_fsx_shared_file_regions(ws):
     procs = []
     for i in range(4):
         log = open(os.path.join(ws.logs, 'fsx.shared%d.log' % i), 'w+b')
-        cmd = [fsx_bin(), '-S', str(200 + i), '-N', '20000', '-f', '1000',
+        cmd = [fsx_bin(), '-S', str(200 + i), '-N', str(FSX_OPS), '-f', '1000',
                '-L', '60', '-l', str(region), '-o', '30000',
                '-w', 'read=10,dread=20,mapread=10,write=10,dwrite=5,'
                'mapwrite=5,reopen=4,dropcache=6,falloc=4',
@@ -266,7 +270,7 @@ def test_fsx_file_survives_remount(ws):
     back as the exerciser left it."""
     proc = ws.start()
     path = os.path.join(ws.mnt, 'fsx.remount')
-    r = subprocess.run(fsx_cmd(path, 7, numops=20000),
+    r = subprocess.run(fsx_cmd(path, 7),
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        timeout=FSX_TIMEOUT)
     check_result('fsx.remount', r.returncode,

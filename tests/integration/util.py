@@ -599,7 +599,13 @@ def cache_drops():
 
 
 def drop_caches():
-    """Write back, then drop the page cache, dentries and inodes."""
+    """Write back, then drop the page cache, dentries and inodes: the
+    whole machine's, so a test file that does is one meson runs alone
+    (tests/integration/meson.build, integration_alone)."""
+    if os.environ.get('HOTFS_TEST_SHARED') == '1':
+        pytest.fail('drop_caches in a test file that meson runs beside '
+                    'others: list it in integration_alone '
+                    '(tests/integration/meson.build)')
     subprocess.run(['sync'])
     with open('/proc/sys/vm/drop_caches', 'w') as f:
         f.write('3\n')
