@@ -17,6 +17,11 @@ HOTFS_DEPS_EXTRA=${HOTFS_DEPS_EXTRA:-1} contrib/ci/deps.sh
 quick=0
 [ "${1:-}" = --quick ] && quick=1
 
+# a stage's name, and how long the run has taken when it starts
+stage() {
+	echo "== $1 == ($SECONDS s in)"
+}
+
 # meson test with its arguments, failing when it selects no test, runs
 # none, or skips one (a stage that runs nothing must not pass: every
 # stage here runs as root, with /dev/fuse, where nothing skips)
@@ -92,15 +97,15 @@ demo() {
 	return "$rc"
 }
 
-echo "== normal build =="
+stage "normal build"
 run_suite build-test
-echo "== benchmark smoke run (contrib/bench/run.sh --smoke) =="
+stage "benchmark smoke run (contrib/bench/run.sh --smoke)"
 bench_smoke
-echo "== the demo (contrib/demo.sh) =="
+stage "the demo (contrib/demo.sh)"
 demo
 if [ $quick = 0 ]; then
 	# without liburing: it must build, and cached reads go through pread
-	echo "== build without io_uring (-Dio_uring=disabled) =="
+	stage "build without io_uring (-Dio_uring=disabled)"
 	if [ ! -f build-nouring/build.ninja ]; then
 		meson setup build-nouring -Dwerror=true -Dio_uring=disabled \
 			>/dev/null
@@ -121,7 +126,7 @@ sanitizer_loops() {
 	HOTFS_SLOW_SOURCE_SECS=10 HOTFS_LOAD_SECS=10 "$@"
 }
 if [ $quick = 0 ]; then
-	echo "== ASan + UBSan build =="
+	stage "ASan + UBSan build"
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	sanitizer_loops run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
@@ -131,7 +136,7 @@ if [ $quick = 0 ]; then
 	# the store's (readers against inserts, evictions, invalidations: the
 	# index's hot bit is set under its shared lock), under
 	# ThreadSanitizer (tests/tsan.supp says what is suppressed)
-	echo "== ThreadSanitizer: concurrency, crash and read-path tests =="
+	stage "ThreadSanitizer: concurrency, crash and read-path tests"
 	if [ ! -f build-tsan/build.ninja ]; then
 		meson setup build-tsan -Dwerror=true -Db_sanitize=thread \
 			-Db_lundef=false \
@@ -156,7 +161,7 @@ fi
 if [ $quick = 0 ] && command -v clang >/dev/null; then
 	# libFuzzer targets for the parsers of untrusted bytes, a short run
 	# each with the corpus kept in tests/fuzz/
-	echo "== fuzzing (clang, libFuzzer) =="
+	stage "fuzzing (clang, libFuzzer)"
 	if [ ! -f build-fuzz/build.ninja ]; then
 		CC=clang meson setup build-fuzz -Dwerror=true -Dfuzz=true \
 			>/dev/null
@@ -164,4 +169,4 @@ if [ $quick = 0 ] && command -v clang >/dev/null; then
 	ninja -C build-fuzz >/dev/null
 	checked_test -C build-fuzz --suite fuzz --print-errorlogs
 fi
-echo "all test runs passed"
+echo "all test runs passed in $SECONDS s"
