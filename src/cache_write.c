@@ -59,11 +59,9 @@ void cache_write_begin(struct hotfs_cache *c, struct hotfs_itable *it,
 		       uint64_t off, uint64_t len)
 {
 	struct stat st;
-	uint32_t first, last;
-
 	bool have;
 
-	wr_span(c, off, len, &first, &last);
+	wr_span(c, off, len, &w->first, &w->last);
 	meta_note_write(in);	/* before the change: see meta_fs.h */
 	/* in use until cache_write_end: the fd budget never closes it
 	 * meanwhile (before m: ino_fd takes it) */
@@ -71,10 +69,9 @@ void cache_write_begin(struct hotfs_cache *c, struct hotfs_itable *it,
 	pthread_mutex_lock(&in->m);
 	w->gen = ++in->write_gen;
 	w->fill = false;
-	if (!in->wr_inflight++ || first < in->wr_lo)
-		in->wr_lo = first;
-	if (in->wr_inflight == 1 || last > in->wr_hi)
-		in->wr_hi = last;
+	in->wr_inflight++;
+	w->next = in->wr_list;
+	in->wr_list = w;
 	/* under m: a change that ends meanwhile has recorded its stamp */
 	have = stat_inode(w, &st);
 	stamp_change_begin(in, have ? &st : NULL);
@@ -85,32 +82,50 @@ void cache_write_begin(struct hotfs_cache *c, struct hotfs_itable *it,
 	}
 	pthread_mutex_unlock(&in->m);
 	w->have_old = c && have;
-	if (w->have_old)
-		cache_stamp(&st, &w->old);
 }
 
-/* The end of a change of the mount's own (hotfs/stamp.h); m held. */
-static void change_end(struct hotfs_inode *in, const struct cache_wr *w)
+/* The end of a change of the mount's own (hotfs/stamp.h), w out of
+ * in->wr_list; m held. */
+static void change_end(struct hotfs_inode *in, struct cache_wr *w)
 {
+	struct cache_wr **p;
 	struct stat st;
-	bool have = stamp_change_last(in) && stat_inode(w, &st);
+	bool have;
 
+	for (p = &in->wr_list; *p; p = &(*p)->next)
+		if (*p == w) {
+			*p = w->next;
+			break;
+		}
+	in->wr_inflight--;
+	have = stamp_change_last(in) && stat_inode(w, &st);
 	stamp_change_end(in, have ? &st : NULL);
+}
+
+bool cache_write_busy(const struct hotfs_inode *in, uint32_t first,
+		      uint32_t last)
+{
+	const struct cache_wr *w;
+
+	for (w = in->wr_list; w; w = w->next)
+		if (first <= w->last && last >= w->first)
+			return true;
+	return false;
 }
 
 /*
  * writethrough: the new contents of record e (an extent or a block),
- * built from its cached copy (under the old stamp) and the written bytes;
- * NULL if it was not cached.
+ * built from its cached copy (under the stamp base) and the written
+ * bytes; NULL if it was not cached.
  */
 static char *patched_record(struct hotfs_cache *c, const struct hotfs_key *k,
-			    const struct cache_wr *w, uint32_t e,
+			    const struct hotfs_stamp *base, uint32_t e,
 			    uint64_t off, uint64_t len, const char *data,
 			    uint64_t new_size, uint32_t *elen)
 {
 	uint64_t es = st_rec_off(e, c->extent), ee, ws, we;
 	uint32_t n = cache_ext_len(c, e, new_size), oldn = cache_ext_len(c, e,
-								   w->old.size);
+								   base->size);
 	char *buf;
 	ssize_t got;
 
@@ -119,7 +134,7 @@ static char *patched_record(struct hotfs_cache *c, const struct hotfs_key *k,
 	buf = malloc(n);
 	if (!buf)
 		return NULL;
-	got = st_read(c->st, k, e, &w->old, 0, buf, n);
+	got = st_read(c->st, k, e, base, 0, buf, n);
 	if (got != (ssize_t)n) {
 		free(buf);
 		return NULL;
@@ -147,7 +162,7 @@ struct wt_patch {
 /* The cached extents and blocks a write of [off, off + len) touched,
  * patched with its bytes. */
 static void wt_build(struct hotfs_cache *c, const struct hotfs_key *k,
-		     const struct cache_wr *w, uint64_t off, uint64_t len,
+		     const struct hotfs_stamp *base, uint64_t off, uint64_t len,
 		     const char *data, uint64_t new_size, struct wt_patch *p)
 {
 	uint64_t e0 = off >> c->ext_shift, e1 = (off + len - 1) >> c->ext_shift;
@@ -156,7 +171,7 @@ static void wt_build(struct hotfs_cache *c, const struct hotfs_key *k,
 	p->n = 0;
 	if (e1 - e0 < WT_EXTENTS && e1 < ST_EXT_LIMIT)
 		for (x = e0; x <= e1; x++) {
-			p->buf[p->n] = patched_record(c, k, w, (uint32_t)x,
+			p->buf[p->n] = patched_record(c, k, base, (uint32_t)x,
 						      off, len, data,
 						      new_size, &p->len[p->n]);
 			if (p->buf[p->n])
@@ -166,7 +181,7 @@ static void wt_build(struct hotfs_cache *c, const struct hotfs_key *k,
 		for (x = b0; x <= b1; x++) {
 			uint32_t r = ST_REC_BLOCK | (uint32_t)x;
 
-			p->buf[p->n] = patched_record(c, k, w, r, off, len,
+			p->buf[p->n] = patched_record(c, k, base, r, off, len,
 						      data, new_size,
 						      &p->len[p->n]);
 			if (p->buf[p->n])
@@ -217,22 +232,30 @@ static void fill_records(struct hotfs_cache *c, struct hotfs_inode *in,
 	}
 }
 
+/* The stamp the file's records are filed under while writes are in
+ * flight (this one among them): false if unknown.  in->m held. */
+static bool records_stamp(const struct hotfs_inode *in,
+			  struct hotfs_stamp *st)
+{
+	*st = in->wr_base;
+	return in->wr_base_ok;
+}
+
 void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 		     struct cache_wr *w, uint64_t off, uint64_t len,
 		     const void *data)
 {
-	struct hotfs_stamp now = { 0 };
+	struct hotfs_stamp now = { 0 }, base, pbase;
 	struct hotfs_key k;
 	struct stat st;
 	/* the bytes whose records are dropped: [d_lo, d_hi) */
 	uint64_t d_lo = 0, d_hi = 0;
 	struct wt_patch wt = { .n = 0 };
-	bool have_now, fill;
+	bool have_now, have_base, fill;
 	unsigned i;
 
 	if (!c) {
 		pthread_mutex_lock(&in->m);
-		in->wr_inflight--;
 		change_end(in, w);
 		pthread_mutex_unlock(&in->m);
 		if (w->fd >= 0)
@@ -240,6 +263,9 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 		return;
 	}
 	cache_key(c, in->dev, in->ino, &k);
+	pthread_mutex_lock(&in->m);
+	have_base = records_stamp(in, &pbase);
+	pthread_mutex_unlock(&in->m);
 	have_now = w->have_old && stat_inode(w, &st);
 	/* a stamp the next change in the same clock tick may keep (a
 	 * coarse or network source): what is cached is dropped, not
@@ -256,10 +282,12 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 		}
 	}
 	/* writethrough: the touched extents and blocks that were cached,
-	 * patched */
-	if (have_now && c->writemode == HOTFS_WRITETHROUGH && data && len &&
-	    len != CACHE_WR_TO_END)
-		wt_build(c, &k, w, off, len, data, now.size, &wt);
+	 * patched (read under the records' stamp now: inserted below only
+	 * if no other write began or ended since this one began, when that
+	 * stamp is still the same) */
+	if (have_now && have_base && c->writemode == HOTFS_WRITETHROUGH &&
+	    data && len && len != CACHE_WR_TO_END)
+		wt_build(c, &k, &pbase, off, len, data, now.size, &wt);
 	/* writeback's flush: its bytes become cached data, if the store
 	 * takes data now and the write budget admits them */
 	fill = w->fill && have_now && data && len && len != CACHE_WR_TO_END &&
@@ -271,31 +299,22 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	 * either came before (and is dropped here) or sees the generation
 	 * bumped below (and gives up, unless this write missed its bytes:
 	 * the note below).
+	 *
+	 * The other writes in flight are not dropped here: their records
+	 * (as they were before them, if they were cached) are carried over
+	 * with the rest, are not served while those writes are in flight
+	 * (cache_write_busy), and each of them drops its own when it ends,
+	 * from the base it was carried to.
 	 */
 	pthread_mutex_lock(&in->m);
-	/*
-	 * Other writes in flight: the store may hold their extents as they
-	 * were before them, under the stamp this write found (they had not
-	 * landed then), which the restamp would carry over to the new
-	 * stamp, theirs included.  Drop their span as well.
-	 */
-	if (in->wr_inflight > 1 && have_now) {
-		uint64_t lo = (uint64_t)in->wr_lo << c->ext_shift;
-		uint64_t hi = in->wr_hi >= ST_EXT_LIMIT ? UINT64_MAX :
-			      ((uint64_t)in->wr_hi + 1) << c->ext_shift;
-
-		if (d_hi > d_lo) {
-			lo = d_lo < lo ? d_lo : lo;
-			hi = d_hi > hi ? d_hi : hi;
-		}
-		d_lo = lo;
-		d_hi = hi;
-	}
+	/* another write may have ended meanwhile, the records carried over
+	 * to its stamp */
+	have_base = records_stamp(in, &base);
 	if (in->cached_extents_hint) {
-		if (!have_now) {
+		if (!have_now || !have_base) {
 			st_invalidate(c->st, &k, 0, 0, ST_INVAL_WRITE);
 			in->cached_extents_hint = 0;
-		} else if (st_restamp(c->st, &k, &w->old, &now, d_lo,
+		} else if (st_restamp(c->st, &k, &base, &now, d_lo,
 				      d_hi == UINT64_MAX ? ST_TO_END :
 				      d_hi - d_lo) == 0) {
 			in->cached_extents_hint = 0;
@@ -307,6 +326,10 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 				stats_add(&c->stats, STAT_WRITETHROUGH, 1);
 		stats_add(&c->stats, STAT_INVAL_WRITE, 1);
 	}
+	/* the records are now filed under this write's stamp */
+	in->wr_base_ok = have_now;
+	if (have_now)
+		in->wr_base = now;
 	/* alone: another change in flight may leave the file otherwise
 	 * than this write's bytes say */
 	if (fill && in->wr_inflight == 1)
@@ -315,13 +338,12 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	 * landed: promotions it queued must not be inserted, unless this
 	 * write missed their bytes (the note says which it touched) */
 	in->write_gen++;
-	in->wr_inflight--;
 	/* a file of one extent has nothing a write misses worth the notes'
 	 * memory (a write there touches the record a promotion makes) */
-	if (in->wr_notes || (have_now && (now.size > c->extent ||
-					  w->old.size > c->extent)))
-		__cache_note_write(in, have_now, w->gen, d_lo, d_hi, &w->old,
-				   &now);
+	if (in->wr_notes || (have_now && have_base &&
+			     (now.size > c->extent || base.size > c->extent)))
+		__cache_note_write(in, have_now && have_base, w->gen, d_lo,
+				   d_hi, &base, &now);
 	/* our own write: the kernel's pages and attributes followed it */
 	change_end(in, w);
 	pthread_mutex_unlock(&in->m);

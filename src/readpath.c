@@ -39,6 +39,7 @@
 #include <liburing.h>
 #endif
 
+#include "hotfs/cache_write.h"
 #include "hotfs/fileio.h"
 #include "hotfs/log.h"
 #include "hotfs/readpath.h"
@@ -384,6 +385,7 @@ void rp_done(struct rp_reply *r)
 
 /* The read's plan: its segments, the cached ones found. */
 struct plan {
+	struct hotfs_inode *in;
 	struct hotfs_key k;
 	struct hotfs_stamp stamp;
 	uint64_t gen;		/* in->write_gen before the lookups */
@@ -401,11 +403,26 @@ struct plan {
 	bool peek;
 };
 
+/*
+ * A record not found under the read's stamp while the store holds the
+ * file's under another: dropped (the source changed behind the mount),
+ * unless a write through the mount began or ended since the stamp was
+ * taken (the records were carried over to the write's stamp: the read's
+ * is the older one).  Decided under m, where writes restamp.
+ */
 static int plan_lookup(struct hotfs_cache *c, const struct plan *p,
 		       struct seg *g)
 {
-	return (p->peek ? st_peek : st_lookup)(c->st, &p->k, g->extno,
-					       &p->stamp, &g->loc);
+	struct hotfs_inode *in = p->in;
+	int r = st_peek(c->st, &p->k, g->extno, &p->stamp, &g->loc);
+
+	if (r != -ESTALE || p->peek)
+		return r;
+	pthread_mutex_lock(&in->m);
+	if (in->write_gen == p->gen && !in->wr_inflight)
+		r = st_lookup(c->st, &p->k, g->extno, &p->stamp, &g->loc);
+	pthread_mutex_unlock(&in->m);
+	return r;
 }
 
 /*
@@ -818,13 +835,15 @@ static bool cacheable_at(struct hotfs_cache *c, struct hotfs_inode *in,
 	p->racy = srcprobe_racy_now(p->stamp.mtime_ns, p->stamp.ctime_ns);
 	e0 = (uint32_t)((uint64_t)off >> c->ext_shift);
 	e1 = (uint32_t)((p->end - 1) >> c->ext_shift);
+	p->in = in;
 	pthread_mutex_lock(&in->m);
 	p->gen = in->write_gen;
 	/* a write in flight there: the store's copy may predate it, under
 	 * a stamp that does not show it yet (same clock tick) */
-	busy = in->wr_inflight && e0 <= in->wr_hi && e1 >= in->wr_lo;
-	/* elsewhere: the records are valid under the stamp the writes
-	 * found (the source's shows them already; hotfs/inode.h) */
+	busy = cache_write_busy(in, e0, e1);
+	/* elsewhere: the records are valid under the stamp they are filed
+	 * under while writes are in flight (the source's may show some of
+	 * them already; hotfs/inode.h) */
 	if (in->wr_inflight && !busy) {
 		busy = !in->wr_base_ok || in->wr_base.size != p->stamp.size;
 		p->stamp = in->wr_base;
@@ -833,14 +852,27 @@ static bool cacheable_at(struct hotfs_cache *c, struct hotfs_inode *in,
 	return !busy;
 }
 
-/* The same under the source file's attributes now. */
+/*
+ * The same under the source file's attributes now.  A write through the
+ * mount that ends between the stat and the plan leaves the records under
+ * a newer stamp than the stat's: the plan then keeps the generation from
+ * before the stat, so that neither its lookups nor its promotions take
+ * the stat's stamp for the file's (they look up without dropping, and
+ * promote only what the write missed).
+ */
 static bool cacheable(struct hotfs_cache *c, struct hotfs_inode *in,
 		      int src, size_t size, off_t off, struct plan *p)
 {
 	struct stat st;
+	uint64_t gen;
 
-	return fstat(src, &st) == 0 &&
-	       cacheable_at(c, in, &st, size, off, p);
+	pthread_mutex_lock(&in->m);
+	gen = in->write_gen;
+	pthread_mutex_unlock(&in->m);
+	if (fstat(src, &st) == -1 || !cacheable_at(c, in, &st, size, off, p))
+		return false;
+	p->gen = gen;
+	return true;
 }
 
 int cache_read(struct hotfs_cache *c, struct hotfs_inode *in,

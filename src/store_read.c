@@ -81,8 +81,10 @@ static int lookup(struct hotfs_store *st, const struct hotfs_key *key,
 		fill_loc(st, &r, loc);
 		return 0;
 	}
-	if (rc == -ENOENT || !drop)
+	if (rc == -ENOENT)
 		return -ENOENT;
+	if (!drop)
+		return -ESTALE;
 	pthread_rwlock_wrlock(&st->idx_lock);
 	n = idx_drop_other_stamps(st, key->dev, key->ino, h);
 	pthread_rwlock_unlock(&st->idx_lock);

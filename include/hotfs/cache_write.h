@@ -31,14 +31,17 @@
 
 struct cache_wr {
 	uint64_t gen;			/* in->write_gen after the bump */
-	struct hotfs_stamp old;		/* the source before the write */
-	bool have_old;
+	bool have_old;			/* false: its end drops every
+					 * record of the file (the source's
+					 * stamp before it is not known) */
 	int fd;				/* the inode's O_PATH fd, in use
 					 * (ino_fd) until cache_write_end;
 					 * -1 if it could not be had */
 	bool fill;			/* set after cache_write_begin: the
 					 * written bytes become cached data
 					 * (writeback's flush) */
+	uint32_t first, last;		/* the extents it may touch */
+	struct cache_wr *next;		/* in in->wr_list, in flight */
 };
 
 #define CACHE_WR_TO_END UINT64_MAX
@@ -50,5 +53,9 @@ void cache_write_begin(struct hotfs_cache *c, struct hotfs_itable *it,
 void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 		     struct cache_wr *w, uint64_t off, uint64_t len,
 		     const void *data);
+
+/* Is a write that may touch extents [first, last] in flight?  m held. */
+bool cache_write_busy(const struct hotfs_inode *in, uint32_t first,
+		      uint32_t last);
 
 #endif

@@ -101,6 +101,8 @@ struct hotfs_wr_notes {
 	uint64_t from;
 };
 
+struct cache_wr;
+
 struct hotfs_inode {
 	_Atomic int fd;			/* O_PATH on the source object, or
 					 * -1: see lazy_parent and fh.
@@ -158,18 +160,19 @@ struct hotfs_inode {
 	uint32_t behind;
 	uint64_t write_gen;		/* bumped by every write/truncate */
 	/* Writes through the mount in flight (cache_write_begin to
-	 * cache_write_end) and the extents they may touch, as one span
-	 * that only grows until none is left.  A read there is not served
-	 * from the store, and a write that ends while others are in flight
-	 * drops their span too: a store copy from before them must not be
-	 * restamped as current (cache.c). */
+	 * cache_write_end), each with the extents it may touch
+	 * (hotfs/cache_write.h).  A read of those extents is not served
+	 * from the store meanwhile: its copy may predate a write that has
+	 * landed on the source.  Each write drops the records it touched
+	 * when it ends, whatever stamp they were carried to meanwhile. */
 	unsigned wr_inflight;
-	uint32_t wr_lo, wr_hi;
-	/* the source's stamp the first of them found (wr_base_ok): what the
-	 * store's records outside the span are valid for until they end (a
-	 * read elsewhere meanwhile looks them up under it: the source's own
-	 * stamp already shows the writes, and a lookup under it would drop
-	 * every record of the file) */
+	struct cache_wr *wr_list;
+	/* the stamp the store's records of the file are filed under while
+	 * writes are in flight (wr_base_ok): the source's as the first of
+	 * them found it, then as each one that ended found it (they are
+	 * carried over to it).  A read meanwhile looks them up under it:
+	 * the source's own stamp may show writes still in flight, and a
+	 * lookup under another stamp would drop every record of the file. */
 	struct hotfs_stamp wr_base;
 	bool wr_base_ok;
 	/* The last writes through the mount, for promotions queued before

@@ -257,7 +257,8 @@ int st_lookup(struct hotfs_store *st, const struct hotfs_key *key,
 	      uint32_t extno, const struct hotfs_stamp *stamp,
 	      struct hotfs_loc *loc);
 /* The same without dropping anything: for a stamp that may be older
- * than the records' (a revalidate=N read, hotfs/readpath.h). */
+ * than the records' (a revalidate=N read, hotfs/readpath.h); -ESTALE
+ * where the extent is cached under another stamp. */
 int st_peek(struct hotfs_store *st, const struct hotfs_key *key,
 	    uint32_t extno, const struct hotfs_stamp *stamp,
 	    struct hotfs_loc *loc);

@@ -266,11 +266,14 @@ def test_contended_names(ws, mode):
     assert proc.poll() is None, 'hotfs died: %s' % ws.log_text(proc)[-3000:]
     assert not failures, '\n'.join(failures)
     a = util.tree_snapshot(os.path.join(ws.mnt, 'arena'))
-    b = util.tree_snapshot(os.path.join(ws.src, 'arena'))
-    assert a == b
+    # before the source is read directly: that read moves the atime of
+    # a file last read through the mount from the cache store (a read
+    # behind the mount, which the mount is not told of)
     for n in os.listdir(os.path.join(ws.mnt, 'arena')):
         util.assert_same_stat(os.path.join(ws.mnt, 'arena', n),
                               os.path.join(ws.src, 'arena', n))
+    b = util.tree_snapshot(os.path.join(ws.src, 'arena'))
+    assert a == b
     ws.stop(proc)
 
 
