@@ -932,3 +932,46 @@ def test_model_cache_read_only(ws, ext4):  # noqa: F811
     r.ops(r.rng.randint(5, 15))
     r.stop()
 
+
+def test_torn_tail_after_damage_said(ws):
+    """A log with damage that a sync attests (its bytes then lost, said)
+    and, after it, a last record whose damage nothing attests (a torn
+    tail): that record is dropped, and one line says so.  (The line was
+    missing: the records past the last sync were counted at the first
+    bad record only.)"""
+    with open(os.path.join(ws.src, 'f'), 'wb') as f:
+        f.write(b'o' * 65536)
+    proc = ws.start(opts=WB + ',writeback_delay=600')
+    m = os.path.join(ws.mnt, 'f')
+    fd = os.open(m, os.O_WRONLY)
+    try:
+        for k, c in enumerate(b'ABC'):
+            os.pwrite(fd, bytes([c]) * BLOCK, k * 4 * BLOCK)
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    kill9(ws, proc)
+    wlog = os.path.join(ws.cache, 'wlog')
+    recs, synced = live_records(wlog)
+    data = [r for r in recs if r.type == WR_DATA]
+    assert [r.off for r in data] == [0, 4 * BLOCK, 8 * BLOCK], recs
+    assert attested(recs, synced, data[0].seq)
+    assert not attested(recs, synced, data[2].seq)
+    flip(wlog, data[0].pos + 1, 100)      # A: attested by B's record
+    flip(wlog, data[2].pos + 1, 100)      # C: the last, attested by none
+    proc = ws.start(opts=WB + ',writeback_delay=600')
+    log = ws.log_text(proc)
+    assert 'ends in 1 records past the last sync' in log, log
+    assert re.search(re.escape(os.path.join(ws.src, 'f')) +
+                     r': 4096 dirty bytes lost', log), log
+    fd = os.open(m, os.O_RDONLY | os.O_DIRECT)
+    buf = mmap.mmap(-1, BLOCK)
+    try:
+        assert util.call(os.preadv, fd, [buf], 0) == util.Err(errno.EIO)
+        assert os.preadv(fd, [buf], 4 * BLOCK) == BLOCK
+        assert buf[:] == b'B' * BLOCK
+    finally:
+        buf.close()
+        os.close(fd)
+    util.cleanup_mount(proc, ws.mnt)
+
