@@ -60,7 +60,7 @@ from test_wbfaults import MARK, read_only, wb_state
 from test_writeback import hotfsctl, kill9, read
 
 SEED = int(os.environ.get('HOTFS_MODEL_SEED', random.randrange(1 << 30)))
-EVENTS = int(os.environ.get('HOTFS_MODEL_EVENTS', '200'))
+EVENTS = int(os.environ.get('HOTFS_MODEL_EVENTS', '400'))
 MAXSIZE = 256 << 10
 BLOCK = 4096
 NAMES = ('a', 'b', 'c', 'e', 'd/x', 'd/y', 'd/z')
