@@ -74,7 +74,7 @@ WL_SUPER = struct.Struct('<8sIIQQQQQQQQQ')
 # a record: magic, seq, epoch, type, nblk, dev, ino, birth, off, len,
 # time, synced
 WL_REC = struct.Struct('<8sQQIIQQQQQqQ')
-WR_DATA, WR_PAD, WR_MULTI = 1, 3, 4
+WR_DATA, WR_TRIM, WR_PAD, WR_MULTI = 1, 2, 3, 4
 
 
 class Obj:
