@@ -334,6 +334,17 @@ struct wblog_lost {
 size_t wblog_lost_files(struct wblog *wl, struct wblog_lost **out);
 
 /*
+ * Everything the log holds dropped, none of it written anywhere: the
+ * caller knows the source has it already or that it was given up (a
+ * log left dirty for a source that no longer carries the mark,
+ * hotfs/wbmark.h).  The map emptied (counters of lost bytes and the
+ * replay's report too: no file's bytes are lost by it) and the tail
+ * moved past every record, durably: a later replay finds none of them.
+ * For a log nothing else uses yet (at mount); 0 or -errno.
+ */
+int wblog_discard(struct wblog *wl);
+
+/*
  * The log can keep nothing more (deleted or replaced, its device failing
  * or read-only: src/wb_fail.c decides): from now on nothing is appended
  * (-ESTALE), a trim or a seal changes the map alone, wblog_sync returns

@@ -609,3 +609,42 @@ def test_damaged_trim_new_file_keeps_its_own(ws, ext4):  # noqa: F811
     assert wb_state(ws.mnt)[0] == 'degraded'
     ws.stop(proc)
     assert read(os.path.join(src, name)) == own
+
+
+def test_read_only_log_not_replayed_over_newer(ws, ext4):  # noqa: F811
+    """The cachedir's ext4 goes read-only while the log holds synced
+    dirty data: the data reaches the source, a later write goes there,
+    the mark goes; the log's header could not record any of it.  After
+    an fsck, the next writeback mount with that cachedir does not
+    replay the log's older bytes over the newer ones (no mark: all of it
+    is on the source), says so in one line, and keeps nothing aside.
+    (They were replayed, the newer version kept in conflicts/ alone.)"""
+    cdev = ext4('cachefs', 128 << 20, mkfs_args=['-e', 'remount-ro'])
+    trigger = '/sys/fs/ext4/%s/trigger_fs_error' % os.path.basename(cdev.dev)
+    if not os.path.exists(trigger):
+        pytest.skip('no %s' % trigger)
+    cache = os.path.join(cdev.dir, 'cache')
+    src, m, want, opts, proc = held_write(ws, 0, cachedir=cache)
+    fd = os.open(m, os.O_WRONLY)
+    os.fsync(fd)
+    os.close(fd)
+    with open(trigger, 'w') as f:
+        f.write('1')
+    util.wait_for(lambda: read_only(cdev.dir), 'the cachedir read-only')
+    util.wait_for(lambda: read(src) == bytes(want), 'held data on the source')
+    util.wait_for(lambda: not os.path.lexists(os.path.join(ws.src, MARK)),
+                  'the mark removed')
+    write_at(m, 0, b'E' * 4096)
+    want[0:4096] = b'E' * 4096
+    assert read(src) == bytes(want)
+    util.cleanup_mount(proc, ws.mnt)
+    cdev.umount()
+    cdev.fsck_and_mount()
+    proc = ws.start(cachedir=cache, opts=opts)
+    assert read(m) == bytes(want)
+    log = ws.log_text(proc)
+    line = [x for x in log.splitlines() if 'carries no mark' in x]
+    assert len(line) == 1 and 'not replayed' in line[0], log
+    assert not os.path.exists(os.path.join(cache, 'conflicts')), log
+    ws.stop(proc)
+    assert read(src) == bytes(want)

@@ -10,7 +10,7 @@
  * bytes a log holds, read without changing it; damage: a bad block or
  * header with synced records after it replayed around and counted (and
  * a later file of the same inode number never given an earlier one's
- * bytes past a damaged trim), a
+ * bytes past a damaged trim; a log emptied without a flush), a
  * torn tail past the last sync dropped, dirty blocks checked at every
  * read (lost: an error, never flushed, carried by the cleaner), a log of
  * format 3 replayed.
@@ -1404,6 +1404,47 @@ static void test_reborn_not_laid_over(void **state)
 	assert_int_equal(s.flushed_bytes, 1 + 10);
 }
 
+/* Everything dropped, nothing flushed (a source that claims none of
+ * it): the map empty, lost bytes and damage forgotten, and a replay
+ * finds none of it. */
+static void test_discard(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_replay rp;
+	struct wblog_stats s;
+	struct wb_run r;
+
+	wr_sync(x->wl, &F1, 0, 'a', 100);
+	wr_sync(x->wl, &F2, 0, 'b', 5000);
+	wr_sync(x->wl, &F1, WB_BLOCK, 'c', 100);
+	corrupt(x, AREA + 1 * WB_BLOCK + 50);
+	reopen(x);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.lost_files, 1);
+	assert_int_equal(wblog_discard(x->wl), 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.dirty_bytes, 0);
+	assert_int_equal(s.dirty_blocks, 0);
+	assert_int_equal(s.dirty_files, 0);
+	assert_int_equal(s.dirty_records, 0);
+	assert_int_equal(s.lost_files, 0);
+	assert_int_equal(s.lost_bytes, 0);
+	assert_int_equal(s.log_used, 0);
+	assert_int_equal(s.flushed_bytes, 0);
+	wblog_replay_report(x->wl, &rp);
+	assert_int_equal(rp.damaged_records, 0);
+	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, NULL, &r), 0);
+	assert_int_equal(wblog_dirty_end(x->wl, &F1), 0);
+	/* writes go on after it; a replay has them alone */
+	wr(x->wl, &F2, 10, 'd', 10);
+	reopen(x);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.dirty_bytes, 10);
+	assert_int_equal(s.replayed_records, 1);
+	assert_int_equal(wblog_dirty_end(x->wl, &F1), 0);
+	assert_int_equal(wblog_dirty_end(x->wl, &F2), 20);
+}
+
 /*
  * Torn tails: a bad record past the last sync any record attests is
  * dropped with all after it (a power loss within a group commit: the
@@ -1615,6 +1656,7 @@ int main(int argc, char **argv)
 		T(test_damage_replayed_around),
 		T(test_damage_header_read_around),
 		T(test_reborn_not_laid_over),
+		T(test_discard),
 		T(test_torn_past_last_sync),
 		T(test_damage_cut),
 		T(test_checksum_on_read),
