@@ -400,6 +400,8 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 	fs->wb = wb;
 	wb_watch_init(wb);
 	r = wb_mark_open(wb, err, errlen);
+	if (!r)
+		r = wb_mark_orphans(wb, err, errlen);
 	if (r < 0) {
 		wb_close(fs);
 		return r;

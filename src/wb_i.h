@@ -75,6 +75,9 @@ struct hotfs_wb {
 	pthread_mutex_t mark_m;	/* a leaf: held while the mark is set (the
 				 * writes wait: none is acknowledged first) */
 	_Atomic bool marked;	/* the mark is on the source */
+	bool unmarked;		/* at open: none at all (not one that
+				 * could not be read), and the cachedir had
+				 * its identity before (wb_mark_open) */
 	unsigned mark_said;	/* failures to set it (logged once);
 				 * protected by mark_m */
 };
@@ -134,6 +137,15 @@ void wb_fail_clean(struct hotfs_wb *wb);
 /* wb_mark.c: the mark (at wb_open; before a write is logged; after the
  * last flush), and an outside change met by a replay kept aside */
 int wb_mark_open(struct hotfs_wb *wb, char *err, size_t errlen);
+/*
+ * At open, after wb_mark_open: a replayed log that holds dirty data for
+ * a source with no mark at all (wb->unmarked) is not replayed over it:
+ * the mark goes only once everything the log held is on the source (or
+ * by an admin giving that data up), so its data is there already or
+ * given up.  The log emptied of it, nothing written; one line.  0, or
+ * -errno with err set (the log could not record it: the mount stops).
+ */
+int wb_mark_orphans(struct hotfs_wb *wb, char *err, size_t errlen);
 int wb_mark_dirty(struct hotfs_wb *wb);
 void wb_mark_clean(struct hotfs_wb *wb);
 void wb_mark_close(struct hotfs_wb *wb);

@@ -101,6 +101,15 @@ void wb_report_replay(struct hotfs_wb *wb)
 			  (unsigned long long)(rp.unreadable_blocks -
 					       rp.unreadable_records) *
 			  WB_BLOCK);
+	if (rp.reborn_files)
+		hotfs_log(LOG_ERR, "writeback: the cachedir's log holds %llu "
+			  "dirty bytes of %llu removed files whose inode "
+			  "numbers later files took, with no trim of them "
+			  "found (their trim record damaged, or the files "
+			  "removed behind the mount): dropped, never laid "
+			  "over the later files\n",
+			  (unsigned long long)rp.reborn_bytes,
+			  (unsigned long long)rp.reborn_files);
 	if (rp.cut)
 		hotfs_log(LOG_ERR, "writeback: the cachedir's log is damaged "
 			  "at record %llu, synced, and no record after it "

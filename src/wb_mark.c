@@ -19,6 +19,7 @@
 
 #include "hotfs/cache.h"
 #include "hotfs/log.h"
+#include "hotfs/wblog.h"
 #include "hotfs/wbmark.h"
 #include "wb_i.h"
 
@@ -26,9 +27,13 @@
 int wb_mark_open(struct hotfs_wb *wb, char *err, size_t errlen)
 {
 	struct hotfs *fs = wb->fs;
+	bool had_id;
 	int r;
 
 	pthread_mutex_init(&wb->mark_m, NULL);
+	/* a cachedir with no identity yet: its log (if any) was written by
+	 * a daemon that set no mark (wb_mark_orphans leaves it alone) */
+	had_id = wbmark_id(fs_cache(fs)->dirfd, 0, wb->id) == 0;
 	wb->src_dir = openat(fs->root_fd, ".",
 			     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	r = wb->src_dir < 0 ? -errno :
@@ -41,8 +46,51 @@ int wb_mark_open(struct hotfs_wb *wb, char *err, size_t errlen)
 	}
 	/* one left by an earlier mount of this cachedir (main checked
 	 * whose it is) */
-	wb->marked = !faccessat(wb->src_dir, WBMARK_NAME, F_OK,
-				AT_SYMLINK_NOFOLLOW);
+	r = faccessat(wb->src_dir, WBMARK_NAME, F_OK, AT_SYMLINK_NOFOLLOW);
+	wb->marked = !r;
+	wb->unmarked = r && errno == ENOENT && had_id;
+	return 0;
+}
+
+int wb_mark_orphans(struct hotfs_wb *wb, char *err, size_t errlen)
+{
+	struct wblog_replay rp;
+	struct wblog_stats s;
+	char bad[64] = "";
+	int r;
+
+	if (!wb->unmarked)
+		return 0;
+	wblog_stats(wb->wl, &s);
+	wblog_replay_report(wb->wl, &rp);
+	/* (damage naming no file claims no lost bytes either) */
+	if (!s.dirty_blocks && !rp.unreadable_records && !rp.cut)
+		return 0;
+	if (rp.unreadable_records || rp.cut)
+		snprintf(bad, sizeof(bad), " (and %llu%s unreadable)",
+			 (unsigned long long)rp.unreadable_records,
+			 rp.cut ? " or more" : "");
+	r = wblog_discard(wb->wl);
+	if (r < 0) {
+		snprintf(err, errlen, "writeback: the cachedir's log holds "
+			 "dirty data that %s/%s no longer claims (it is on "
+			 "the source, or was given up), and the log cannot "
+			 "be emptied of it: %s", wb->fs->o->source,
+			 WBMARK_NAME, strerror(-r));
+		return r;
+	}
+	hotfs_log(LOG_WARNING, "writeback: the cachedir's log holds %llu "
+		  "dirty bytes of %llu files in %llu records%s, but the "
+		  "source carries no mark %s/%s: it goes only once "
+		  "everything the log held is on the source (the log could "
+		  "not record that: its filesystem read-only or failing "
+		  "then), or by hand to give that data up; so they are not "
+		  "replayed over the source, and the log is emptied of "
+		  "them\n",
+		  (unsigned long long)s.dirty_bytes,
+		  (unsigned long long)s.dirty_files,
+		  (unsigned long long)s.dirty_records, bad, wb->fs->o->source,
+		  WBMARK_NAME);
 	return 0;
 }
 

@@ -45,13 +45,6 @@ uint64_t wb_birth_of(int dfd, const char *path, int flags,
 	return r ? 0 : WB_BIRTH_GEN | gen;
 }
 
-/* Two births of files with the same inode number: different files? (An
- * unknown one, or births of two kinds, tell nothing.) */
-static bool births_differ(uint64_t a, uint64_t b)
-{
-	return a && b && (a & WB_BIRTH_GEN) == (b & WB_BIRTH_GEN) && a != b;
-}
-
 /* open_rd for birth_of: a path of the source */
 static int open_rd_path(int dfd, const char *path, void *arg)
 {
@@ -88,7 +81,7 @@ static int walk_one(const char *path, const struct stat *st, int type,
 	if (i == walk.n)
 		return 0;
 	birth = wb_birth_of(AT_FDCWD, path, 0, open_rd_path, NULL);
-	if (births_differ(walk.fids[i].birth, birth)) {
+	if (wb_births_differ(walk.fids[i].birth, birth)) {
 		/* the logged file is gone; this one took its number since */
 		n = wblog_drop(walk.wb->wl, &walk.fids[i]);
 		hotfs_log(LOG_ERR, "writeback: %s has inode number %llu of "

@@ -150,6 +150,7 @@ ssize_t wblog_write(struct wblog *wl, const struct wb_fid *fid,
 		    wblog_fill_fn fill, void *arg, uint64_t *seq)
 {
 	const char *p = buf;
+	struct wl_file *f;
 	size_t done = 0;
 	unsigned cleans = 0;
 	int err = 0;
@@ -168,6 +169,13 @@ ssize_t wblog_write(struct wblog *wl, const struct wb_fid *fid,
 		unsigned nhad = 0;
 
 		pthread_mutex_lock(&wl->m);
+		/* bytes held of an earlier file of that inode number (another
+		 * birth) are never taken in: dropped */
+		f = wl_file_find(wl, fid);
+		if (f && wl_file_birth(wl, f, fid->birth))
+			wl->forget_gen[gen_bucket(fid)]++;
+		if (f)
+			wl_file_put(wl, f);
 		for (tries = 0;; tries++) {
 			unsigned k;
 

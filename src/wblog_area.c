@@ -303,3 +303,24 @@ int wblog_stat(struct wblog *wl, struct stat *st)
 {
 	return fstat(wl->fd, st) ? -errno : 0;
 }
+
+int wblog_discard(struct wblog *wl)
+{
+	struct wl_file *f, *next;
+	size_t i;
+
+	pthread_mutex_lock(&wl->m);
+	for (i = 0; i < wl->eh_size; i++)
+		while (wl->eh[i])
+			wl_ent_drop(wl, &wl->eh[i]);
+	for (i = 0; i < wl->fh_size; i++)
+		for (f = wl->fh[i]; f; f = next) {
+			next = f->next;
+			wl_file_put(wl, f);
+		}
+	/* nothing of it lost, nothing of it damaged that matters now */
+	wl->lost = 0;
+	memset(&wl->rp, 0, sizeof(wl->rp));
+	pthread_mutex_unlock(&wl->m);
+	return wblog_release(wl);
+}

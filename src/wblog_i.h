@@ -129,7 +129,9 @@ static inline size_t wl_sums_at(const struct wl_rec *h)
 
 struct wl_file {
 	struct wl_file *next;	/* hash chain */
-	struct wb_fid fid;	/* its birth: the newest DATA record's */
+	struct wb_fid fid;	/* its birth: the newest DATA record's (a
+				 * write or record of another birth drops
+				 * the bytes held: wl_file_birth) */
 	uint64_t nblocks;	/* dirty blocks */
 	uint64_t end;		/* dirty end */
 	int64_t mtime_ns;	/* its newest dirty record's wall clock */
@@ -250,7 +252,11 @@ int wl_ent_set(struct wblog *wl, struct wl_file *f, uint64_t blk,
 /* e's copy lost, or (lost false) no longer: the counts of what is lost
  * now follow (not the count of bytes found lost: the caller's). */
 void wl_ent_lost(struct wblog *wl, struct wl_ent *e, bool lost);
-void wl_file_trim(struct wblog *wl, struct wl_file *f, uint64_t size);
+/* f cut to size: the dirty bytes dropped. */
+uint64_t wl_file_trim(struct wblog *wl, struct wl_file *f, uint64_t size);
+/* Its bytes held dropped if they are of another birth than birth (a
+ * removed file's, whose inode number a later file took): how many. */
+uint64_t wl_file_birth(struct wblog *wl, struct wl_file *f, uint64_t birth);
 /* The map's effect of a record whose first data block is at pos, with
  * its data blocks' checksums (a MULTI record's LOST blocks: lost). */
 int wl_apply_data(struct wblog *wl, const struct wl_rec *h, uint64_t pos,

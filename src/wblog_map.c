@@ -232,9 +232,10 @@ int wl_ent_set(struct wblog *wl, struct wl_file *f, uint64_t blk,
 	return 0;
 }
 
-/* Drop f's dirty bytes at and past size (under m). */
-void wl_file_trim(struct wblog *wl, struct wl_file *f, uint64_t size)
+/* Drop f's dirty bytes at and past size (under m): how many. */
+uint64_t wl_file_trim(struct wblog *wl, struct wl_file *f, uint64_t size)
 {
+	uint64_t dropped = 0;
 	size_t i;
 
 	for (i = 0; i < wl->eh_size && f->nblocks; i++) {
@@ -247,8 +248,10 @@ void wl_file_trim(struct wblog *wl, struct wl_file *f, uint64_t size)
 			if (e->f != f || base + e->hi <= size) {
 				pp = &e->next;
 			} else if (base + e->lo >= size) {
+				dropped += e->hi - e->lo;
 				wl_ent_drop(wl, pp);
 			} else {
+				dropped += base + e->hi - size;
 				wl->dirty_bytes -= base + e->hi - size;
 				if (e->lost)
 					wl->lost_held -= base + e->hi - size;
@@ -259,6 +262,7 @@ void wl_file_trim(struct wblog *wl, struct wl_file *f, uint64_t size)
 	}
 	if (f->end > size)
 		f->end = size;
+	return dropped;
 }
 
 /*----------------------------------------------------------------*/
@@ -310,6 +314,34 @@ void wl_rq_drop(struct wblog *wl, size_t n)
 	}
 }
 
+/*
+ * A record of birth for f, which holds dirty bytes of another birth: a
+ * later file's (records come in sequence order).  The earlier file was
+ * removed, its inode number given to this one, and the trim that dropped
+ * its dirty bytes at the removal is not in the map (damaged, found
+ * unreadable at replay; or the file was removed behind the log).  Its
+ * bytes are dropped, never laid over the later file's, and counted (they
+ * are no file's now: not lost bytes of a file); the later birth is f's.
+ * The bytes dropped.
+ */
+uint64_t wl_file_birth(struct wblog *wl, struct wl_file *f, uint64_t birth)
+{
+	uint64_t dropped;
+
+	if (!wb_births_differ(f->fid.birth, birth))
+		return 0;
+	dropped = wl_file_trim(wl, f, 0);
+	if (dropped) {
+		wl->rp.reborn_files++;
+		wl->rp.reborn_bytes += dropped;
+		wl->flush_errors++;	/* as wblog_drop */
+	}
+	f->end = 0;
+	f->mtime_ns = 0;
+	f->fid.birth = birth;
+	return dropped;
+}
+
 /* The file a DATA or MULTI record h is of, its time and birth taken in;
  * *r: the record in memory (NULL if not there). */
 static struct wl_file *rec_file(struct wblog *wl, const struct wl_rec *h,
@@ -320,6 +352,7 @@ static struct wl_file *rec_file(struct wblog *wl, const struct wl_rec *h,
 
 	if (!f)
 		return NULL;
+	wl_file_birth(wl, f, h->birth);
 	if (h->time_ns > f->mtime_ns)
 		f->mtime_ns = h->time_ns;
 	if (h->birth)

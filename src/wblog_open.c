@@ -459,7 +459,8 @@ static int replay_recs(struct wblog *wl, const struct wl_super *s,
 	uint64_t pos = s->tail_pos, seq = s->tail_seq, seen = 0, min_epoch = 0;
 	/* what the last open replayed was synced before it wrote its
 	 * header, and what the header says was synced */
-	uint64_t synced = s->epoch_seq ? s->epoch_seq - 1 : 0, end, np, nq, q;
+	uint64_t synced = s->epoch_seq ? s->epoch_seq - 1 : 0, np, nq, q;
+	uint64_t end = seq;	/* after the last record look_ahead found */
 	bool looked = false;
 	int k, err = 0;
 
@@ -479,12 +480,13 @@ static int replay_recs(struct wblog *wl, const struct wl_super *s,
 					 &synced, &end);
 			if (err)
 				return err;
-			if (seq > synced)
-				wl->rp.torn_records = end - seq;
 		}
-		/* past the last sync: a torn tail, dropped whole */
-		if (k != REC_OK && seq > synced)
+		/* past the last sync: a torn tail, dropped whole (and said,
+		 * also after damage a sync attested) */
+		if (k != REC_OK && seq > synced) {
+			wl->rp.torn_records = end - seq;
 			break;
+		}
 		if (k == REC_BAD) {
 			/* damage that names no file: on from the next */
 			if (!find_next(wl, s, start, seq, min_epoch, &np,

@@ -7,7 +7,9 @@
 # fusermount3 -u -z (test_writeback.py), 1000 states
 # a power loss could leave in writemode=writeback (test_powerloss.py),
 # 20 rounds of damage to every file of the cache store
-# (test_corruption.py), then 16
+# (test_corruption.py), 2000 random events (crashes, remounts, damage,
+# source changes) checked against a model of writeback
+# (test_model.py), then 16
 # processes reading and writing through one mount for 5 minutes, every
 # byte checked and the daemon's RSS recorded every second
 # (tests/integration/test_load.py; its figures are printed).
@@ -30,6 +32,10 @@ HOTFS_POWERLOSS_STATES=${HOTFS_POWERLOSS_STATES:-1000} \
 	/usr/bin/python3 tests/integration/run_pytest.py test_powerloss.py -s
 HOTFS_BIN=$PWD/$B/hotfs HOTFS_CORRUPT_ROUNDS=${HOTFS_CORRUPT_ROUNDS:-20} \
 	/usr/bin/python3 tests/integration/run_pytest.py test_corruption.py -s
+HOTFS_BIN=$PWD/$B/hotfs HOTFSCTL_BIN=$PWD/$B/hotfsctl \
+HOTFS_MODEL_EVENTS=${HOTFS_MODEL_EVENTS:-2000} \
+	/usr/bin/python3 tests/integration/run_pytest.py \
+	test_model.py::test_model -s
 HOTFS_BIN=$PWD/$B/hotfs HOTFSCTL_BIN=$PWD/$B/hotfsctl \
 HOTFS_LOAD_SECS=${HOTFS_LOAD_SECS:-300} \
 	/usr/bin/python3 tests/integration/run_pytest.py test_load.py -s

@@ -110,7 +110,11 @@
  * time in ns (statx STATX_BTIME), else (bit 63 set) its inode generation
  * (FS_IOC_GETVERSION), else 0 (unknown: the number alone).  Each DATA
  * record carries the writer's; wblog_files gives the newest one replayed,
- * for the caller to check against the file it finds by the number.
+ * for the caller to check against the file it finds by the number.  A
+ * write or record of another birth than the dirty bytes the number holds
+ * is the later file's: those bytes (the removed file's, whose trim is not
+ * in the map: damaged at replay, or the file removed behind the log) are
+ * dropped first, never laid over it (wblog_replay.reborn_*).
  */
 struct wb_fid {
 	uint64_t dev;
@@ -118,6 +122,13 @@ struct wb_fid {
 	uint64_t birth;		/* not part of the key */
 };
 #define WB_BIRTH_GEN	(1ull << 63)
+
+/* Two births of files with the same inode number: different files?  (An
+ * unknown one, or births of two kinds, tell nothing.) */
+static inline bool wb_births_differ(uint64_t a, uint64_t b)
+{
+	return a && b && (a & WB_BIRTH_GEN) == (b & WB_BIRTH_GEN) && a != b;
+}
 
 struct wblog;
 
@@ -300,6 +311,11 @@ struct wblog_replay {
 	uint64_t torn_records;		/* dropped: a torn tail */
 	uint64_t lost_bytes;		/* dirty bytes lost after replay */
 	uint64_t lost_files;
+	/* records of a file met after those of an earlier file of its
+	 * inode number (another birth) that nothing trimmed: the earlier
+	 * one's dirty bytes dropped, never laid over the later file */
+	uint64_t reborn_files;
+	uint64_t reborn_bytes;
 	/* damage at cut_seq with no record found after it: the records
 	 * from it to cut_synced (acknowledged) are lost, and any after */
 	bool cut;
@@ -316,6 +332,17 @@ struct wblog_lost {
 };
 /* The files holding lost bytes now (*out malloc'd): their number. */
 size_t wblog_lost_files(struct wblog *wl, struct wblog_lost **out);
+
+/*
+ * Everything the log holds dropped, none of it written anywhere: the
+ * caller knows the source has it already or that it was given up (a
+ * log left dirty for a source that no longer carries the mark,
+ * hotfs/wbmark.h).  The map emptied (counters of lost bytes and the
+ * replay's report too: no file's bytes are lost by it) and the tail
+ * moved past every record, durably: a later replay finds none of them.
+ * For a log nothing else uses yet (at mount); 0 or -errno.
+ */
+int wblog_discard(struct wblog *wl);
 
 /*
  * The log can keep nothing more (deleted or replaced, its device failing

@@ -15,8 +15,12 @@
  * mount), its path, the host and the time, one "key=value" a line.  Set
  * durably before the first write the log takes during a mount is
  * acknowledged; removed once everything is written to the source and the
- * source synced (a clean unmount, or the drain of a leftover log).  An
- * admin who accepts the loss of that data removes it (man/hotfs.8).
+ * source synced (a clean unmount, the drain of a leftover log, or a
+ * failed log's data all flushed).  An admin who accepts the loss of that
+ * data removes it (man/hotfs.8).  So a log holding dirty data for a
+ * source with no mark at all (its cachedir having an identity: the log
+ * was written by a daemon that sets the mark) is not replayed over it:
+ * emptied, said in one line (src/wb_mark.c, wb_mark_orphans).
  */
 #ifndef HOTFS_WBMARK_H
 #define HOTFS_WBMARK_H

@@ -567,3 +567,93 @@ def test_cachedir_remounted_read_only(ws, ext4):  # noqa: F811
                 if 'store:' in ln and 'read-only' in ln]) == 1, log
     util.cleanup_mount(proc, ws.mnt)
     assert read(src) == bytes(want)
+
+
+def test_damaged_trim_new_file_keeps_its_own(ws, ext4):  # noqa: F811
+    """A file with dirty data removed through the mount, kill -9 (its
+    trim record logged, at the removal or by the next mount), a new file
+    made through the mount that takes its inode number, kill -9, and the
+    trim record's header damaged: the
+    replay reads around it, and the new file's own records tell it by
+    its birth: it has its own bytes and size, never the removed file's,
+    and one line says what was dropped.  (The removed file's bytes were
+    laid over the new file's: the log's map knew the file by its inode
+    number and took the newest record's birth.)  S: an ext4 of its own,
+    which gives a freed inode number again."""
+    from test_model import WR_TRIM, flip, live_records, source_fs
+    from test_writeback import take_inode_number
+    src = source_fs(ext4).dir
+    s = os.path.join(src, 'f')
+    with open(s, 'wb') as f:
+        f.write(b'o' * 20000)
+    ino = os.stat(s).st_ino
+    proc = ws.start(src=src, opts=HOLD)
+    m = os.path.join(ws.mnt, 'f')
+    write_at(m, 0, b'D' * 8192)
+    os.unlink(m)
+    kill9(ws, proc)
+    proc = ws.start(src=src, opts=HOLD)
+    p = take_inode_number(ws.mnt, ino)
+    if p is None:
+        kill9(ws, proc)
+        pytest.skip('the source filesystem gave no new file inode '
+                    'number %d again in 2000 tries' % ino)
+    name = os.path.basename(p)
+    own = read(p)
+    kill9(ws, proc)
+    wlog = os.path.join(ws.cache, 'wlog')
+    recs, _ = live_records(wlog)
+    trims = [r for r in recs if r.type == WR_TRIM and r.ino == ino]
+    assert len(trims) == 1, recs
+    flip(wlog, trims[0].pos, 8)           # its sequence number
+    proc = ws.start(src=src, opts=HOLD)
+    got = read(os.path.join(ws.mnt, name))
+    assert got == own, 'the removed file\'s bytes in the new one: %d ' \
+        'bytes, its own %d' % (len(got), len(own))
+    log = ws.log_text(proc)
+    assert 'records whose header is damaged' in log, log
+    line = [x for x in log.splitlines() if 'removed files whose' in x]
+    assert len(line) == 1 and '8192 dirty bytes of 1 removed' in line[0], \
+        log
+    assert wb_state(ws.mnt)[0] == 'degraded'
+    ws.stop(proc)
+    assert read(os.path.join(src, name)) == own
+
+
+def test_read_only_log_not_replayed_over_newer(ws, ext4):  # noqa: F811
+    """The cachedir's ext4 goes read-only while the log holds synced
+    dirty data: the data reaches the source, a later write goes there,
+    the mark goes; the log's header could not record any of it.  After
+    an fsck, the next writeback mount with that cachedir does not
+    replay the log's older bytes over the newer ones (no mark: all of it
+    is on the source), says so in one line, and keeps nothing aside.
+    (They were replayed, the newer version kept in conflicts/ alone.)"""
+    cdev = ext4('cachefs', 128 << 20, mkfs_args=['-e', 'remount-ro'])
+    trigger = '/sys/fs/ext4/%s/trigger_fs_error' % os.path.basename(cdev.dev)
+    if not os.path.exists(trigger):
+        pytest.skip('no %s' % trigger)
+    cache = os.path.join(cdev.dir, 'cache')
+    src, m, want, opts, proc = held_write(ws, 0, cachedir=cache)
+    fd = os.open(m, os.O_WRONLY)
+    os.fsync(fd)
+    os.close(fd)
+    with open(trigger, 'w') as f:
+        f.write('1')
+    util.wait_for(lambda: read_only(cdev.dir), 'the cachedir read-only')
+    util.wait_for(lambda: read(src) == bytes(want), 'held data on the source')
+    util.wait_for(lambda: not os.path.lexists(os.path.join(ws.src, MARK)),
+                  'the mark removed')
+    write_at(m, 0, b'E' * 4096)
+    want[0:4096] = b'E' * 4096
+    assert read(src) == bytes(want)
+    util.cleanup_mount(proc, ws.mnt)
+    cdev.umount()
+    cdev.fsck_and_mount()
+    proc = ws.start(cachedir=cache, opts=opts)
+    assert read(m) == bytes(want)
+    log = ws.log_text(proc)
+    line = [x for x in log.splitlines() if 'carries no mark' in x]
+    assert len(line) == 1 and 'not replayed' in line[0], log
+    assert not os.path.exists(os.path.join(cache, 'conflicts')), log
+    ws.stop(proc)
+    assert read(src) == bytes(want)

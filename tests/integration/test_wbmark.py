@@ -2,9 +2,10 @@
 """The writeback mark on the source (hotfs/wbmark.h): while a cachedir
 holds dirty data of a source, a mount of that source with another
 cachedir, a new one or nocache is refused, naming the cachedir that holds
-it; and a replayed log that meets a file changed on the source while no
-mount ran keeps both versions.  S and C are ext4 filesystems on loop
-devices of their own."""
+it; a replayed log that meets a file changed on the source while no
+mount ran keeps both versions; and a log left dirty for a source that
+carries no mark (given up by hand) is not replayed over it.  S and C
+are ext4 filesystems on loop devices of their own."""
 import errno
 import os
 import subprocess
@@ -178,3 +179,40 @@ def test_no_write_before_mark(ws, ext4):  # noqa: F811
     ws.stop(proc)
     assert read(os.path.join(s.dir, 'f')) == b'N' * 100 + b'o' * 8092
     assert not os.path.lexists(os.path.join(s.dir, MARK))
+
+
+def test_mark_removed_by_hand_log_not_replayed(ws, ext4):  # noqa: F811
+    """The admin gave the log's data up (removed the mark by hand, as the
+    refusal says) and changed the source since: the next mount with that
+    cachedir does not replay the log over the source (the mark goes only
+    once everything is on the source, or by hand): one line says so, the
+    source's bytes stay, nothing is kept aside, and the log is emptied
+    (the next mount after a kill -9 finds nothing of it).  The same
+    holds in another write mode.  (The log was replayed and its bytes
+    written over the source's, which went to cachedir/conflicts.)"""
+    s = ext4('srcfs', 32 << 20)
+    c = ext4('cachefs', 128 << 20)
+    cdir = os.path.join(c.dir, 'cache')
+    src = os.path.join(s.dir, 'f')
+    for opts in (WB, 'writemode=writethrough'):
+        crashed(ws, s, cdir, b'N' * 5000)
+        os.unlink(os.path.join(s.dir, MARK))
+        with open(src, 'r+b') as f:
+            f.write(b'E' * 3000)
+        want = b'E' * 3000 + b'o' * 5192
+        proc = ws.start(src=s.dir, cachedir=cdir, opts=opts)
+        assert read(os.path.join(ws.mnt, 'f')) == want
+        log = ws.log_text(proc)
+        line = [x for x in log.splitlines() if 'carries no mark' in x]
+        assert len(line) == 1 and '5000 dirty bytes of 1 files' in \
+            line[0] and 'not replayed' in line[0], log
+        assert not os.path.exists(os.path.join(cdir, 'conflicts')), log
+        assert util.hotfs_stats(ws.mnt).get('dirty_bytes', '0') == '0'
+        assert not os.path.lexists(os.path.join(s.dir, MARK))
+        kill9(ws, proc)
+        assert read(src) == want
+        proc = ws.start(src=s.dir, cachedir=cdir, opts=WB)
+        assert read(os.path.join(ws.mnt, 'f')) == want
+        assert 'carries no mark' not in ws.log_text(proc)
+        ws.stop(proc)
+        assert read(src) == want

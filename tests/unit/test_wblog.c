@@ -8,7 +8,9 @@
  * earlier format refused, the oldest dirty run coalesced, the space the
  * log has, a resize refused leaving the log as it was, and the dirty
  * bytes a log holds, read without changing it; damage: a bad block or
- * header with synced records after it replayed around and counted, a
+ * header with synced records after it replayed around and counted (and
+ * a later file of the same inode number never given an earlier one's
+ * bytes past a damaged trim; a log emptied without a flush), a
  * torn tail past the last sync dropped, dirty blocks checked at every
  * read (lost: an error, never flushed, carried by the cleaner), a log of
  * format 3 replayed.
@@ -1338,6 +1340,112 @@ static void test_damage_header_read_around(void **state)
 }
 
 /*
+ * A file's records, then a later file's that took its inode number (a
+ * birth of its own) after the first was removed: the trim record between
+ * damaged (its header: read around), or none at all (removed behind the
+ * log).  The later file never shows the earlier one's bytes, nor its
+ * size; the earlier one's dirty bytes are dropped and counted, not lost.
+ */
+static void test_reborn_not_laid_over(void **state)
+{
+	struct fx *x = *state;
+	const struct wb_fid old = { 1, 100, 1700000000000000001ull },
+			    new = { 1, 100, 1700000000000000002ull },
+			    g1 = { 1, 200, WB_BIRTH_GEN | 7 },
+			    g2 = { 1, 200, WB_BIRTH_GEN | 8 };
+	struct wblog_replay rp;
+	struct wblog_stats s;
+	struct wb_fid *l = NULL;
+	unsigned lost;
+	size_t n;
+	char *b;
+	int i;
+
+	wr_sync(x->wl, &old, 0, 'o', 5000);		/* at 0, data 1-2 */
+	assert_int_equal(wblog_trim(x->wl, &old, 0), 0);	/* at 3 */
+	wr_sync(x->wl, &new, 0, 'n', 1);		/* at 4 */
+	wr_sync(x->wl, &g1, 0, 'g', 3 * WB_BLOCK);	/* no trim of it */
+	wr_sync(x->wl, &g2, WB_BLOCK, 'h', 10);
+	corrupt(x, AREA + 3 * WB_BLOCK + 9);
+	for (i = 0; i < 2; i++) {	/* and again: the log still has them */
+		reopen(x);
+		b = rd(x->wl, &new, 0, 5000);
+		expect_run(b, 0, 1, 'n');
+		expect_run(b, 1, 5000, '.');
+		free(b);
+		assert_int_equal(wblog_dirty_end(x->wl, &new), 1);
+		b = rd(x->wl, &g2, 0, 3 * WB_BLOCK);
+		expect_run(b, 0, WB_BLOCK, '.');
+		expect_run(b, WB_BLOCK, WB_BLOCK + 10, 'h');
+		expect_run(b, WB_BLOCK + 10, 3 * WB_BLOCK, '.');
+		free(b);
+		assert_int_equal(wblog_dirty_end(x->wl, &g2), WB_BLOCK + 10);
+		n = wblog_files(x->wl, &l);
+		assert_int_equal(n, 2);
+		assert_int_equal(l[0].birth, l[0].ino == 100 ? new.birth :
+				 g2.birth);
+		assert_int_equal(l[1].birth, l[1].ino == 100 ? new.birth :
+				 g2.birth);
+		free(l);
+		wblog_replay_report(x->wl, &rp);
+		assert_int_equal(rp.unreadable_records, 1);
+		assert_int_equal(rp.reborn_files, 2);
+		assert_int_equal(rp.reborn_bytes, 5000 + 3 * WB_BLOCK);
+		assert_int_equal(rp.lost_bytes, 0);
+		wblog_stats(x->wl, &s);
+		assert_int_equal(s.dirty_bytes, 1 + 10);
+		assert_int_equal(s.lost_held_bytes, 0);
+		assert_int_equal(s.flush_errors, 2);
+	}
+	/* the flusher writes the later files' bytes alone */
+	assert_int_equal(flush_all(x->wl, &lost), 2);
+	assert_int_equal(lost, 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.flushed_bytes, 1 + 10);
+}
+
+/* Everything dropped, nothing flushed (a source that claims none of
+ * it): the map empty, lost bytes and damage forgotten, and a replay
+ * finds none of it. */
+static void test_discard(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_replay rp;
+	struct wblog_stats s;
+	struct wb_run r;
+
+	wr_sync(x->wl, &F1, 0, 'a', 100);
+	wr_sync(x->wl, &F2, 0, 'b', 5000);
+	wr_sync(x->wl, &F1, WB_BLOCK, 'c', 100);
+	corrupt(x, AREA + 1 * WB_BLOCK + 50);
+	reopen(x);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.lost_files, 1);
+	assert_int_equal(wblog_discard(x->wl), 0);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.dirty_bytes, 0);
+	assert_int_equal(s.dirty_blocks, 0);
+	assert_int_equal(s.dirty_files, 0);
+	assert_int_equal(s.dirty_records, 0);
+	assert_int_equal(s.lost_files, 0);
+	assert_int_equal(s.lost_bytes, 0);
+	assert_int_equal(s.log_used, 0);
+	assert_int_equal(s.flushed_bytes, 0);
+	wblog_replay_report(x->wl, &rp);
+	assert_int_equal(rp.damaged_records, 0);
+	assert_int_equal(wblog_flush_next(x->wl, 0, 1 << 20, NULL, &r), 0);
+	assert_int_equal(wblog_dirty_end(x->wl, &F1), 0);
+	/* writes go on after it; a replay has them alone */
+	wr(x->wl, &F2, 10, 'd', 10);
+	reopen(x);
+	wblog_stats(x->wl, &s);
+	assert_int_equal(s.dirty_bytes, 10);
+	assert_int_equal(s.replayed_records, 1);
+	assert_int_equal(wblog_dirty_end(x->wl, &F1), 0);
+	assert_int_equal(wblog_dirty_end(x->wl, &F2), 20);
+}
+
+/*
  * Torn tails: a bad record past the last sync any record attests is
  * dropped with all after it (a power loss within a group commit: the
  * records of that commit, whole or not), counted, nothing lost.
@@ -1547,6 +1655,8 @@ int main(int argc, char **argv)
 		T(test_flush_batch),
 		T(test_damage_replayed_around),
 		T(test_damage_header_read_around),
+		T(test_reborn_not_laid_over),
+		T(test_discard),
 		T(test_torn_past_last_sync),
 		T(test_damage_cut),
 		T(test_checksum_on_read),
