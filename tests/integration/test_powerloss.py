@@ -18,6 +18,10 @@ The cache store is left out of the model: the workload promotes nothing
 files as they were before the workload.  A truncate of a modelled file is
 applied in order; a rename, an unlink or an O_TRUNC open of one fails
 the test (the model does not cover them, and the daemon makes none here).
+The source's mark (SOURCE/.hotfs-dirty, without which a dirty log is
+not replayed) is in a state from the call that renames it into place to
+the one that removes it; the daemon sets it, durably, before the first
+write it acknowledges.
 
 The workload: one source file of 2 MiB, random writes through the mount
 (4 KiB aligned, multi-block, and unaligned ones at any 8-byte offset with
@@ -378,11 +382,34 @@ def cut_points(events, files, n, rng):
     return sorted(cuts)
 
 
-def mount_and_check(ws, so, init, state_c, imgs, wl, cut_pos):
-    """The state imgs ({path: Image} of the source file and the log) in
-    place, mounted, read through the mount, checked, unmounted; the
-    violations found (a list of lines)."""
+# the source's mark, set while the log holds dirty data (man hotfs: a
+# log left dirty for a source with no mark is not replayed over it)
+MARK = '.hotfs-dirty'
+
+
+def mark_span(events, rsrc_dir):
+    """The cuts after which the mark is on the source: after its rename
+    into place, up to its removal (at the clean unmount)."""
+    rmark = os.path.join(rsrc_dir, MARK)
+    on = next((i + 1 for i, e in enumerate(events)
+               if e.type == LW_RENAME and e.path2 == rmark), None)
+    off = next((i + 1 for i, e in enumerate(events)
+                if e.type == LW_UNLINK and e.path == rmark), len(events) + 1)
+    assert on is not None, 'the mark was never set'
+    return on, off
+
+
+def mount_and_check(ws, so, init, state_c, imgs, wl, cut_pos, mark=None):
+    """The state imgs ({path: Image} of the source file and the log) and
+    the source's mark (its bytes, or None: none) in place, mounted, read
+    through the mount, checked, unmounted; the violations found (a list
+    of lines)."""
     src = os.path.join(ws.src, 'f')
+    if mark is None:
+        util.call(os.unlink, os.path.join(ws.src, MARK))
+    else:
+        with open(os.path.join(ws.src, MARK), 'wb') as f:
+            f.write(mark)
     util.rmtree(state_c)
     shutil.copytree(init, state_c, symlinks=True)
     imgs[os.path.realpath(os.path.join(ws.cache, 'wlog'))].save(
@@ -415,7 +442,7 @@ def mount_and_check(ws, so, init, state_c, imgs, wl, cut_pos):
     return bad
 
 
-def control(ws, so, init, state_c, events, files, wl):
+def control(ws, so, init, state_c, events, files, wl, mark):
     """The check must see a loss: at the first fdatasync of the log after
     which an acknowledged write is not on the source yet, the state with
     every write kept but the log as it was before the workload (its
@@ -429,7 +456,8 @@ def control(ws, so, init, state_c, events, files, wl):
         bad = check(owners(imgs[rsrc].bytes()), wl, e.end)
         if any(b.startswith('(a)') for b in bad):
             imgs[rwlog] = files[rwlog]
-            seen = mount_and_check(ws, so, init, state_c, imgs, wl, e.end)
+            seen = mount_and_check(ws, so, init, state_c, imgs, wl, e.end,
+                                   mark)
             assert any(b.startswith('(a)') for b in seen), seen
             return i + 1
     pytest.fail('no state of the trace has an acknowledged write that is '
@@ -488,6 +516,8 @@ def test_powerloss_states(ws, monkeypatch, log):
         monkeypatch.setenv('ASAN_OPTIONS', asan)
     wl = Workload(rng, waits=LOGS[log][2])
     wl.run(ws.mnt, trace)
+    with open(os.path.join(ws.src, MARK), 'rb') as f:
+        mark = f.read()
     workload_end = os.path.getsize(trace)
     cleaned = int(util.hotfs_stats(ws.mnt)['wlog_cleaned_bytes'])
     print('the cleaner moved %d bytes' % cleaned)
@@ -526,7 +556,8 @@ def test_powerloss_states(ws, monkeypatch, log):
 
     state_c = os.path.join(ws.root, 'cache.state')
     print('control: the log lost after trace call %d: the loss is seen'
-          % control(ws, so, init, state_c, events, files, wl))
+          % control(ws, so, init, state_c, events, files, wl, mark))
+    mark_on, mark_off = mark_span(events, os.path.realpath(ws.src))
     totals = {'kept': 0, 'dropped': 0, 'torn': 0}
     violations = []
     for s, cut in enumerate(cut_points(events, files, STATES, rng)):
@@ -534,7 +565,8 @@ def test_powerloss_states(ws, monkeypatch, log):
         for k in totals:
             totals[k] += n[k]
         cut_pos = events[cut - 1].end if cut else 0
-        bad = mount_and_check(ws, so, init, state_c, imgs, wl, cut_pos)
+        bad = mount_and_check(ws, so, init, state_c, imgs, wl, cut_pos,
+                              mark if mark_on <= cut < mark_off else None)
         violations += ['state %d (cut %d of %d): %s' % (s, cut, len(events),
                                                          b) for b in bad]
     util.rmtree(state_c)
