@@ -33,7 +33,7 @@ HOTFS_POWERLOSS_STATES=${HOTFS_POWERLOSS_STATES:-1000} \
 HOTFS_BIN=$PWD/$B/hotfs HOTFS_CORRUPT_ROUNDS=${HOTFS_CORRUPT_ROUNDS:-20} \
 	/usr/bin/python3 tests/integration/run_pytest.py test_corruption.py -s
 HOTFS_BIN=$PWD/$B/hotfs HOTFSCTL_BIN=$PWD/$B/hotfsctl \
-HOTFS_MODEL_EVENTS=${HOTFS_MODEL_EVENTS:-2000} \
+HOTFS_MODEL_EVENTS=${HOTFS_MODEL_EVENTS:-2000} HOTFS_MODEL_DAMAGE=1 \
 HOTFS_MODEL_SEED=${HOTFS_MODEL_SEED:-$(( (RANDOM << 15) | RANDOM ))} \
 	/usr/bin/python3 tests/integration/run_pytest.py \
 	test_model.py::test_model -s
