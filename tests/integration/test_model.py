@@ -159,13 +159,18 @@ def live_records(wlog):
         return [], 0
     sup = max(slots, key=lambda x: x[4])
     nblocks, pos, seq = sup[3], sup[5], sup[6]
-    synced = max(sup[11], sup[8] - 1 if sup[8] else 0)
-    out, walked = [], 0
+    epoch, epoch_seq = sup[7], sup[8]
+    synced = max(sup[11], epoch_seq - 1 if epoch_seq else 0)
+    out, walked, min_epoch = [], 0, 0
     while walked < nblocks:
         pos = 0 if pos == nblocks else pos
         h = WL_REC.unpack_from(buf, (2 + pos) * BLOCK)
-        if h[0] != b'HOTFSWR3' or h[1] != seq:
+        # the epoch rules (src/wblog_open.c epoch_ok): a record left
+        # from before the last open's replay is not one of the log's
+        if h[0] != b'HOTFSWR3' or h[1] != seq or h[2] < min_epoch or \
+                (seq >= epoch_seq and h[2] != epoch):
             break
+        min_epoch = h[2]
         r = Rec()
         r.pos, r.seq, r.type, r.nblk = pos, seq, h[3], h[4]
         r.ino, r.off, r.len, r.synced = h[6], h[8], h[9], h[11]
