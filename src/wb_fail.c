@@ -16,7 +16,8 @@
  * write to a file with dirty data, do their file's themselves first).
  * Dirty bytes whose copy cannot be read are lost, as ever (src/wb_lost.c).
  * Once everything else is on the source, the mark on it goes (no write
- * logs again).
+ * logs again), and the lost bytes are given up with it (said in one
+ * line): no later mount replays the log.
  *
  * Locks: wb->gone taken exclusive by wb_fail (it waits for the writes
  * logging now: none logs after it), then wb->m for why.
@@ -144,15 +145,26 @@ void wb_fail_clean(struct hotfs_wb *wb)
 
 	if (!atomic_load(&wb->failed) || !atomic_load(&wb->marked))
 		return;
-	/* failed, and all it held on the source: no write logs again, the
-	 * mark goes (the cachedir may be gone: a mount without it is
-	 * whole) */
+	/* failed, and all it held that can be read on the source: no
+	 * write logs again, the mark goes (the cachedir may be gone: a
+	 * mount without it is whole).  Blocks it cannot read (lost, named
+	 * so) are given up with it: kept, a later mount would replay the
+	 * records the log could not mark flushed over what was written to
+	 * the source since (src/wb_mark.c wb_mark_orphans empties it). */
 	wblog_stats(wb->wl, &s);
-	if (s.dirty_blocks)
+	if (s.dirty_blocks > s.lost_blocks)
 		return;
 	/* the tick's and the flusher's, one at a time */
 	pthread_mutex_lock(&wb->mark_m);
 	wb_mark_clean(wb);
+	if (s.lost_blocks && !atomic_load(&wb->marked))
+		hotfs_log(LOG_ERR, "writeback: everything the failed log "
+			  "held that can be read is on the source; its %llu "
+			  "lost dirty bytes of %llu files (named above) are "
+			  "given up: the mark goes, and no later mount "
+			  "replays the log over what is written since\n",
+			  (unsigned long long)s.lost_held_bytes,
+			  (unsigned long long)s.lost_files);
 	pthread_mutex_unlock(&wb->mark_m);
 }
 

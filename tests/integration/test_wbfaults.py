@@ -518,6 +518,44 @@ def test_cache_device_fails_writes_go_to_source(ws, ext4):  # noqa: F811
     assert 'they are lost' in log, log
 
 
+def test_failed_log_lost_blocks_not_replayed_over_newer(ws, ext4):  # noqa: F811
+    """The cache device fails while the log holds synced dirty data it
+    can no longer read (lost, named so); a write after it goes to the
+    source.  The mark goes with the lost bytes given up (one line), so
+    that after an fsck the next writeback mount does not replay the
+    log's older records over the newer write.  (The mark stayed: the
+    log was replayed over it, the newer version kept aside alone.)"""
+    cdev = ext4('cachefs', 128 << 20)
+    cache = os.path.join(cdev.dir, 'cache')
+    src, m, want, opts, proc = held_write(ws, 0, cachedir=cache)
+    fd = os.open(m, os.O_WRONLY)
+    os.fsync(fd)
+    os.close(fd)
+    drop_pages(m)
+    cdev.shutdown()
+    write_at(m, 40000, b'E' * 9)
+    want = bytearray(b'o' * 65536)      # the held b'D' is lost with it
+    want[40000:40009] = b'E' * 9
+    util.wait_for(lambda: read(src) == bytes(want), 'the write on the source')
+    util.wait_for(lambda: not os.path.lexists(os.path.join(ws.src, MARK)),
+                  'the mark removed')
+    log = ws.log_text(proc)
+    line = [x for x in log.splitlines() if 'given up' in x]
+    assert len(line) == 1 and '8192 lost dirty bytes of 1 files' in line[0], \
+        log
+    util.cleanup_mount(proc, ws.mnt)
+    cdev.umount()
+    cdev.fsck_and_mount()
+    proc = ws.start(cachedir=cache, opts=opts)
+    assert read(m) == bytes(want)
+    log = ws.log_text(proc)
+    line = [x for x in log.splitlines() if 'carries no mark' in x]
+    assert len(line) == 1 and 'not replayed' in line[0], log
+    assert not os.path.exists(os.path.join(cache, 'conflicts')), log
+    ws.stop(proc)
+    assert read(src) == bytes(want)
+
+
 def read_only(d):
     """Does d's filesystem refuse a new file (EROFS)?  (ext4's
     emergency_ro after an error is not in statvfs's flags.)"""
