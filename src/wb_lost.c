@@ -118,8 +118,9 @@ void wb_report_replay(struct hotfs_wb *wb)
 			  "it was of unknown\n",
 			  (unsigned long long)rp.cut_seq,
 			  (unsigned long long)rp.cut_synced);
-	if (rp.damaged_records || rp.unreadable_records || rp.cut ||
-	    rp.lost_bytes)
+	/* damage all later records wrote again loses nothing (the state
+	 * stays ok): said as such, not as a loss */
+	if (rp.unreadable_records || rp.cut || rp.lost_bytes)
 		hotfs_log(LOG_ERR, "writeback: the cachedir's log was "
 			  "damaged: %llu dirty bytes of %llu files lost, %llu "
 			  "records replayed around %llu damaged blocks, %llu "
@@ -132,6 +133,13 @@ void wb_report_replay(struct hotfs_wb *wb)
 			  (unsigned long long)rp.unreadable_records,
 			  rp.cut ? ", the records after a damaged one lost" :
 			  "");
+	else if (rp.damaged_records)
+		hotfs_log(LOG_NOTICE, "writeback: the cachedir's log holds "
+			  "%llu records with %llu damaged blocks, each written "
+			  "again by a later record: nothing of them is lost, "
+			  "and the writeback state stays ok\n",
+			  (unsigned long long)rp.damaged_records,
+			  (unsigned long long)rp.csum_failures);
 }
 
 void wb_report_lost(struct hotfs_wb *wb, uint64_t ino, uint64_t off,
