@@ -153,7 +153,8 @@ if [ $quick = 0 ]; then
 		test_concurrency.py test_crash.py test_readpath.py \
 		test_cache.py test_hotfsctl.py test_control.py test_faults.py \
 		test_noopen.py test_watch.py test_blockgrain.py test_writeback.py \
-		test_wbfaults.py test_wbleft.py test_revalidate.py test_ownwrites.py \
+		test_wbfaults.py test_wbleft.py test_revalidate.py \
+		test_ownwrites.py \
 		test_network.py::test_revalidate_seconds_daemon_keeps_names \
 		test_network.py::test_revalidate_seconds_cached_file_from_store_alone
 	unset TSAN_OPTIONS
