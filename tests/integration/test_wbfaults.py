@@ -537,8 +537,9 @@ def test_failed_log_lost_blocks_not_replayed_over_newer(ws, ext4):  # noqa: F811
     want = bytearray(b'o' * 65536)      # the held b'D' is lost with it
     want[40000:40009] = b'E' * 9
     util.wait_for(lambda: read(src) == bytes(want), 'the write on the source')
-    util.wait_for(lambda: not os.path.lexists(os.path.join(ws.src, MARK)),
-                  'the mark removed')
+    # the line follows the mark's removal
+    util.wait_for(lambda: 'given up' in ws.log_text(proc), 'the line')
+    assert not os.path.lexists(os.path.join(ws.src, MARK))
     log = ws.log_text(proc)
     line = [x for x in log.splitlines() if 'given up' in x]
     assert len(line) == 1 and '8192 lost dirty bytes of 1 files' in line[0], \
