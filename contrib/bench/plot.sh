@@ -62,7 +62,7 @@ metric_of()
 {
 	case $1 in
 	seq) echo "mb_per_s MB/s" ;;
-	rand|wbrand|wbsync|fiowb-*) echo "iops IOPS" ;;
+	rand|wbrand|wbsync|fiowb-*|fiomix-*) echo "iops IOPS" ;;
 	*) echo "seconds seconds" ;;
 	esac
 }
@@ -83,10 +83,10 @@ for wl in "${wls[@]}"; do
 	plotcmd=$(IFS=,; printf '%s' "${plots[*]}")
 	np=$(awk -F, -v wl="$wl" 'NR > 1 && $1 == wl && $3 > n { n = $3 }
 				  END { print n + 0 }' "$csv")
-	# the writeback workloads' targets differ by 100x and more: a log
-	# scale
+	# the writeback workloads' targets differ by 100x and more, and
+	# fiomix's (the HDD's O_DIRECT against the caches): a log scale
 	yaxis="set yrange [0:*]"
-	[[ $wl != wb* && $wl != fiowb-* ]] ||
+	[[ $wl != wb* && $wl != fiowb-* && $wl != fiomix-* ]] ||
 		yaxis="set logscale y; set yrange [10:*]"
 	gnuplot <<EOF
 set terminal $term size 900,540 noenhanced

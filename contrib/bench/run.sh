@@ -50,6 +50,30 @@
 #            -o cachesize= the file's size / the ratio (at least 32 MiB).
 #            Afterwards the file read through each hotfs target (page
 #            cache dropped) must have the checksum of the file on the disk
+#   fiomix   writes in flight through writearound and writethrough: fio
+#            4 KiB zipf(1.1) random I/O, O_DIRECT, over a file of the large
+#            file's size, against hdd, ssd, hotfs-wa@hdd and hotfs-wt@hdd
+#            (-o cachesize= 1/8 of the file: 128 MiB; 32 MiB with --smoke),
+#            each target on a file of its own (a write through one must not
+#            change another's source behind its back).  Two workloads, one
+#            per engine: fiomix-aio (libaio, queue depth 16) and
+#            fiomix-psync (psync, 4 jobs); each may be named alone.  Passes
+#            of BENCH_FIO_SECS, page cache dropped before each:
+#            BENCH_FIOMIX_WARM (4; 2 with --smoke) read-only passes
+#            (randread) that warm the cache, one 70/30 pass (randrw
+#            rwmixread=70), one read-only pass.  Every pass of a hotfs
+#            target records, in fiomix.csv, the IOPS, the bytes fio wrote
+#            and the daemon's cached_bytes, invalidations_source_changed and
+#            invalidations_write before and after it (with the pass's
+#            writethrough_updates and promoted_bytes).  The targets: in
+#            writethrough, the read-only pass after the mix at least 0.7x
+#            the IOPS of the one before it; in both modes, cached_bytes
+#            falls by at most the bytes the mix wrote (promotions during
+#            the pass may hide a larger drop: promoted_bytes says how much
+#            came in), and invalidations_source_changed stays 0.  Then the
+#            file read through each hotfs target must have the checksum of
+#            its file on the disk.  Not in the default list: name it
+#            (fiomix names both; about 40 min at full size, estimated)
 #
 # Every pass of a hotfs target with the cache on also records the daemon's
 # read counters (.hotfs/stats, before and after the pass): hits, partial
@@ -70,6 +94,9 @@
 #   hotfs@hdd                 hotfs with defaults, cachedir on the SSD
 #   hotfs-never@hdd           hotfs -o revalidate=never, cachedir on the SSD
 #                             (meta, gitgrep and gitstatus only)
+#   hotfs-wa@hdd, hotfs-wt@hdd  hotfs -o writemode=writearound and
+#                             writemode=writethrough, cachedir on the SSD
+#                             (fiomix only)
 #   hotfs-nocache@ssd, hotfs@ssd   the same over the SSD tree (FUSE overhead
 #                             against a fast source; seq, rand and meta;
 #                             hotfs-nocache@ssd, a plain FUSE passthrough
@@ -103,7 +130,8 @@
 # BENCH_META_GAP, BENCH_FIO_SECS (above; default 30, 0.3 with --smoke),
 # BENCH_FIO_PASSES, BENCH_FIO_MIXES (above), BENCH_FIO_DIRECT (fio's
 # readers O_DIRECT with libaio at this queue depth; 0, the default: psync
-# through the page cache), BENCH_QUIET_SECS (how long a
+# through the page cache), BENCH_FIOMIX_WARM (fiomix's read-only passes
+# before its mix), BENCH_QUIET_SECS (how long a
 # pass waits for the promotions queued before it; 120, 10 with --smoke),
 # BENCH_TREE_SRC (the source tree copied into the repository; default
 # /usr/share/go-1.19).
@@ -171,6 +199,8 @@ for w in "${workloads[@]}"; do
 	wb) wl_list+=(wbrand wbsync "${FIOWB_RATIOS[@]/#/fiowb-}") ;;
 	wb-smoke) wl_list+=(wbrand wbsync fiowb-10) ;;
 	wbrand|wbsync|fiowb-[1-9]|fiowb-[1-9][0-9]) wl_list+=("$w") ;;
+	fiomix) wl_list+=(fiomix-aio fiomix-psync) ;;
+	fiomix-aio|fiomix-psync) wl_list+=("$w") ;;
 	seq|rand|meta-find|meta-gitstatus|cp|gitgrep|gitstatus|coldgrep|scan|restart) wl_list+=("$w") ;;
 	*) bench_die "unknown workload: $w" ;;
 	esac
@@ -195,6 +225,7 @@ if (( smoke )); then
 	# four mixes took with one pass each
 	read -r -a FIO_MIXES <<< "${BENCH_FIO_MIXES:-100 50 0}"
 	read -r -a FIOWB_MIXES <<< "${BENCH_FIOWB_MIXES:-50}"
+	FIOMIX_WARM=${BENCH_FIOMIX_WARM:-2}
 else
 	HDD_SIZE=8G SSD_SIZE=16G BIG_MIB=1024 RAND_SECS=20 BENCH_VERIFY_SECS=3
 	TREE_SUB=.
@@ -204,6 +235,7 @@ else
 	FIO_REPS=${BENCH_FIO_PASSES:-3}
 	read -r -a FIO_MIXES <<< "${BENCH_FIO_MIXES:-100 70 50 0}"
 	read -r -a FIOWB_MIXES <<< "${BENCH_FIOWB_MIXES:-70 50}"
+	FIOMIX_WARM=${BENCH_FIOMIX_WARM:-4}
 fi
 PASSES[wbrand]=1
 PASSES[wbsync]=1
@@ -215,6 +247,8 @@ if [ -n "$passes_override" ]; then
 	done
 fi
 [[ $FIO_REPS =~ ^[1-9][0-9]*$ ]] || bench_die "BENCH_FIO_PASSES: not a count: $FIO_REPS"
+[[ $FIOMIX_WARM =~ ^[1-9][0-9]*$ ]] ||
+	bench_die "BENCH_FIOMIX_WARM: not a count: $FIOMIX_WARM"
 # fio's readers: psync through the page cache (the default), or O_DIRECT
 # with libaio at a queue depth (BENCH_FIO_DIRECT=16), as the seeds' jobs
 case ${BENCH_FIO_DIRECT:-0} in
@@ -233,8 +267,13 @@ done
 # not depend on the cache size.
 FIO_FIRST=""
 FIOWB_FIRST=""
+FIOMIX_ANY=0
 for w in "${wl_list[@]}"; do
 	case $w in
+	# fiomix's passes are steps: the warm-up, the mix, the pass after it
+	fiomix-*)
+		PASSES[$w]=$(( FIOMIX_WARM + 2 ))
+		FIOMIX_ANY=1 ;;
 	fio-*)
 		PASSES[$w]=$(( ${#FIO_MIXES[@]} * FIO_REPS ))
 		[ -n "$FIO_FIRST" ] || FIO_FIRST=$w ;;
@@ -281,6 +320,7 @@ mkdir -p "$work" "$out"
 work=$(cd "$work" && pwd)
 out=$(cd "$out" && pwd)
 CSV=$out/results.csv
+FIOMIX_CSV=$out/fiomix.csv
 TABLES=$out/tables.md
 
 bench_install_traps
@@ -307,6 +347,7 @@ targets_for()
 	wbrand) list=(hdd ssd hotfs-wb@hdd) ;;
 	wbsync) list=(hdd ssd hotfs-nocache@hdd hotfs-nocache@ssd hotfs-wb@hdd) ;;
 	fiowb-*) list=(hotfs-wb@hdd) ;;
+	fiomix-*) list=(hdd ssd hotfs-wa@hdd hotfs-wt@hdd) ;;
 	gitgrep|gitstatus) list=("${META_TARGETS[@]}") ;;
 	meta-*) list=("${ALL_TARGETS[@]}" hotfs-never@hdd) ;;
 	fio-*) list=(hotfs@hdd) ;;
@@ -355,6 +396,8 @@ wl_hotfs_opts()
 	# 4 KiB write is a record of a header block and a data block), the
 	# store at its minimum (nothing is read)
 	wbrand|wbsync) echo ",cachesize=32M,writeback_log=$(( BIG_MIB * 5 / 2 ))M" ;;
+	# 1:8 of the file: 128 MiB at full size
+	fiomix-*) echo ",cachesize=$(cache_mib $(( BIG_MIB / 8 )))M" ;;
 	esac
 }
 
@@ -369,6 +412,8 @@ mount_target()
 	hotfs-nocache@*) opts=cachedir=$cache,$BENCH_NOCACHE_OPTS ;;
 	hotfs-never@*) opts=cachedir=$cache,revalidate=never$(wl_hotfs_opts "$wl") ;;
 	hotfs-wb@*) opts=cachedir=$cache,writemode=writeback$(wl_hotfs_opts "$wl") ;;
+	hotfs-wa@*) opts=cachedir=$cache,writemode=writearound$(wl_hotfs_opts "$wl") ;;
+	hotfs-wt@*) opts=cachedir=$cache,writemode=writethrough$(wl_hotfs_opts "$wl") ;;
 	*) opts=cachedir=$cache$(wl_hotfs_opts "$wl") ;;
 	esac
 	[ -z "$BENCH_HOTFS_OPTS" ] || opts+=,$BENCH_HOTFS_OPTS
@@ -635,6 +680,123 @@ wl_wbsync() { fio_write "$1" wbsync wb.dat --ioengine=psync --direct=0 --fdatasy
 # The file a write workload writes.
 wl_file() { case $1 in wbrand|wbsync) echo wb.dat ;; *) echo fio.dat ;; esac; }
 
+# fiomix: the file each target reads and writes.  hdd and ssd have
+# fiomix.dat on their disks; each hotfs target over the HDD a copy of its
+# own (fiomix-wa.dat, fiomix-wt.dat), so that no other target's writes
+# change the source behind its mount.
+fiomix_file()
+{
+	local t=${1%%@*}
+	case $t in
+	hotfs*) printf 'fiomix-%s.dat\n' "${t#hotfs-}" ;;
+	*) echo fiomix.dat ;;
+	esac
+}
+
+# fiomix's read percentage in pass N: read-only, but the one after the
+# warm-up, 70/30.
+fiomix_read() { (( $1 == FIOMIX_WARM + 1 )) && echo 70 || echo 100; }
+
+# fio's engine in each fiomix workload: 16 requests in flight from one
+# libaio job, or 4 psync jobs (one each); O_DIRECT both, as in the issue.
+fiomix_engine()
+{
+	case $1 in
+	fiomix-aio) echo "--ioengine=libaio --direct=1 --iodepth=16" ;;
+	fiomix-psync) echo "--ioengine=psync --direct=1 --numjobs=4 --group_reporting" ;;
+	esac
+}
+
+# mix_stat TARGET: the counters fiomix records from .hotfs/stats,
+# "cached_bytes invalidations_source_changed invalidations_write
+# writethrough_updates promoted_bytes", or "- - - - -" for a target that is
+# not hotfs.
+mix_stat()
+{
+	local f
+	f=$(target_root "$1")/.hotfs/stats
+	[[ $1 == hotfs* ]] && [ -r "$f" ] || { echo "- - - - -"; return; }
+	stat "$f" >/dev/null 2>&1 || true	# a fresh snapshot (hit_stat)
+	awk -F': *' '{ v[$1] = $2 }
+		END {
+			n = split("cached_bytes invalidations_source_changed " \
+				  "invalidations_write writethrough_updates " \
+				  "promoted_bytes", k, " ")
+			for (i = 1; i <= n; i++)
+				printf "%s%s", (k[i] in v ? v[k[i]] : "-"),
+				       (i < n ? " " : "\n")
+		}' "$f"
+}
+
+# fiomix (both engines; PASS picks the read/write mix): one pass over the
+# target's own file, and its line in fiomix.csv: the pass's figures, the
+# bytes fio read and wrote, and mix_stat's counters just before and just
+# after fio (those of the pass alone: promotions it queued land after).
+wl_fiomix()
+{
+	local j=$out/fio-last.json rd a b i bytes
+	local -a s0 s1 engine rw
+	rd=$(fiomix_read "$PASS")
+	if (( rd == 100 )); then
+		rw=(--rw=randread --readonly)
+	else
+		rw=(--rw=randrw --rwmixread="$rd")
+	fi
+	read -r -a engine <<< "$(fiomix_engine "$WL")"
+	read -r -a s0 < <(mix_stat "$TARGET")
+	fio_json "$j" --name="$WL" --filename="$1/$(fiomix_file "$TARGET")" \
+		"${rw[@]}" --bs=4k "${engine[@]}" \
+		--random_distribution=zipf:1.1 --size="${BIG_MIB}M" \
+		--runtime="$(awk -v s="$FIO_SECS" 'BEGIN { printf "%dms", s * 1000 }')" \
+		--time_based
+	read -r -a s1 < <(mix_stat "$TARGET")
+	# as wl_fio's: p99 of the reads
+	RES=$(jq -r '.jobs[0] | [ ([.read.runtime, .write.runtime] | max) / 1000,
+		(.read.bw_bytes + .write.bw_bytes) / 1e6,
+		.read.iops + .write.iops,
+		(if .read.io_bytes > 0 then .read.clat_ns.percentile["99.000000"]
+		 else .write.clat_ns.percentile["99.000000"] end) / 1000 ]
+		| map(tostring) | join(" ")' "$j")
+	bytes=$(jq -r '.jobs[0] | "\(.read.io_bytes) \(.write.io_bytes)"' "$j")
+	# cached_bytes and the invalidations before and after; the others
+	# as the pass's share
+	a="" b=""
+	for i in 0 1 2; do
+		a+=",${s0[i]},${s1[i]}"
+	done
+	for i in 3 4; do
+		if [[ ${s0[i]} == - || ${s1[i]} == - ]]; then
+			b+=",-"
+		else
+			b+=",$(( s1[i] - s0[i] ))"
+		fi
+	done
+	printf '%s,%s,%s,%s,%s,%s%s%s\n' "$WL" "$TARGET" "$PASS" "$rd" \
+		"$(awk -v r="$RES" 'BEGIN { split(r, f, " "); print f[3] }')" \
+		"${bytes// /,}" "$a" "$b" >> "$FIOMIX_CSV"
+}
+
+# After fiomix: each hotfs target shows what the disk holds in its file
+# (writethrough's updated blocks included), page cache dropped as in
+# fio_check_data.
+fiomix_check_data()
+{
+	local t base f sum want t0
+	for t in "$@"; do
+		[[ $t == hotfs* ]] || continue
+		base=$(target_base "$t")
+		f=$(fiomix_file "$t")
+		bench_drop_caches
+		t0=$SECONDS
+		sum=$(md5sum < "$(target_root "$t")/$f")
+		want=$(md5sum < "${DISK_MNT[$base]}/data/$f")
+		[ "$sum" = "$want" ] ||
+			bench_die "$t: $f read through hotfs differs from the file on the disk"
+		bench_log "$f read through $t is identical to the file on the" \
+			"disk ($(( SECONDS - t0 )) s)"
+	done
+}
+
 # A writeback target's dirty data, in bytes ("" when it has no stats).
 dirty_bytes()
 {
@@ -733,7 +895,7 @@ check_same()
 check_result()
 {
 	local m all=0
-	[[ $1 != fio-* && $1 != fiowb-* && $1 != wb* ]] || all=1
+	[[ $1 != fio-* && $1 != fiowb-* && $1 != wb* && $1 != fiomix-* ]] || all=1
 	case $(wl_metric "$1") in
 	seconds) m=1 ;;
 	mb_per_s) m=2 ;;
@@ -773,7 +935,7 @@ check_hits()
 }
 
 # A hotfs target with the cache on.
-cached_target() { [[ $1 == hotfs@* || $1 == hotfs-never@* ]]; }
+cached_target() { [[ $1 == hotfs@* || $1 == hotfs-never@* || $1 == hotfs-w[at]@* ]]; }
 
 # Promotions a cached target still has queued read the disk it shares with
 # the other targets: a pass starts once every mounted target's queue is
@@ -817,6 +979,7 @@ wl_func()
 {
 	case $1 in
 	fio-*|fiowb-*) echo wl_fio ;;
+	fiomix-*) echo wl_fiomix ;;
 	*) echo "wl_$1" ;;
 	esac
 }
@@ -831,6 +994,7 @@ wl_check()
 	# the writeback targets first: their flush changes the file
 	fiowb-*) wb_check_data "$wl" "$@"; fio_check_data "$@" ;;
 	wbrand|wbsync) wb_check_data "$wl" "$@" ;;
+	fiomix-*) fiomix_check_data "$@" ;;
 	esac
 }
 
@@ -860,6 +1024,9 @@ wl_desc()
 		printf '; the other targets as measured in %s' "$FIOWB_FIRST"
 	   echo ;;
 	wbrand) echo "writemode=writeback: the dm-writecache article's job, fio 4 KiB random writes (libaio, O_DIRECT, queue depth 32) over a ${BIG_MIB} MiB file for ${FIO_SECS} s; hotfs-wb@hdd with writeback_log $(( BIG_MIB * 5 / 2 )) MiB (IOPS; higher is better)" ;;
+	fiomix-*) printf 'writes in flight, writearound (hotfs-wa@hdd) and writethrough (hotfs-wt@hdd): fio 4 KiB zipf(1.1) random I/O (%s) on a %s MiB file, each target on its own; %s read-only passes, one 70/30, one read-only, %s s each, page cache dropped before each; cachesize %s MiB (IOPS; higher is better)\n' \
+		"$(fiomix_engine "$1" | sed 's/--//g; s/ /, /g')" "$BIG_MIB" \
+		"$FIOMIX_WARM" "$FIO_SECS" "$(cache_mib $(( BIG_MIB / 8 )))" ;;
 	wbsync) echo "writemode=writeback: fio 4 KiB random writes (psync, buffered, fdatasync after each) over a ${BIG_MIB} MiB file for ${FIO_SECS} s; hotfs-wb@hdd with writeback_log $(( BIG_MIB * 5 / 2 )) MiB (IOPS; higher is better)" ;;
 	esac
 }
@@ -869,7 +1036,7 @@ wl_metric()
 {
 	case $1 in
 	seq) echo mb_per_s ;;
-	rand|fio-*|fiowb-*|wbrand|wbsync) echo iops ;;
+	rand|fio-*|fiowb-*|fiomix-*|wbrand|wbsync) echo iops ;;
 	*) echo seconds ;;
 	esac
 }
@@ -990,6 +1157,9 @@ run_workload()
 		if [[ $wl == fio-* ]]; then
 			"$here/fio_table.sh" "$CSV" "$wl" "${FIO_MIXES[*]}" \
 				"$FIO_REPS" "$(wl_goal "$wl")"
+		elif [[ $wl == fiomix-* ]]; then
+			"$here/fiomix_table.sh" "$FIOMIX_CSV" "$wl" \
+				"$FIOMIX_WARM" 0.7
 		elif [[ $wl == fiowb-* ]]; then
 			"$here/fio_table.sh" "$CSV" "$wl" "${FIOWB_MIXES[*]}" \
 				"$FIO_REPS" "$(wl_goal "$wl")" hotfs-wb@hdd
@@ -1017,6 +1187,9 @@ populate()
 		if [[ " ${wl_list[*]} " == *" wbrand "* || " ${wl_list[*]} " == *" wbsync "* ]]; then
 			head -c "$(( BIG_MIB * 1048576 ))" /dev/urandom > "$d/data/wb.dat"
 		fi
+		if (( FIOMIX_ANY )); then
+			head -c "$(( BIG_MIB * 1048576 ))" /dev/urandom > "$d/data/fiomix.dat"
+		fi
 		mkdir -p "$d/data/go"
 		cp -a "$TREE_SRC/$TREE_SUB/." "$d/data/go/"
 		git -C "$d/data/go" init -q
@@ -1036,6 +1209,19 @@ populate()
 	# Refresh the index against this copy's inodes, so that the first
 	# timed git command does not re-hash the tree.
 	git -C "$d/data/go" status --porcelain >/dev/null
+	sync
+}
+
+# fiomix's hotfs targets each get their own copy of the HDD's fiomix.dat
+# (fiomix_file), made after the SSD's copy of the tree, which needs none.
+populate_fiomix()
+{
+	local t f d=${DISK_MNT[hdd]}/data
+	(( FIOMIX_ANY )) || return 0
+	for t in hotfs-wa@hdd hotfs-wt@hdd; do
+		f=$(fiomix_file "$t")
+		cp "$d/fiomix.dat" "$d/$f"
+	done
 	sync
 }
 
@@ -1067,7 +1253,8 @@ check_plots()
 		fio-*) want+=(fio.png) ;;
 		*) want+=("$wl.png") ;;
 		esac
-		if ! wl_warm "$wl" && [[ $'\n'$(targets_for "$wl") == *$'\n'hotfs@* ]]; then
+		if ! wl_warm "$wl" && [[ $'\n'$(targets_for "$wl") == *$'\n'hotfs@* ||
+					 $'\n'$(targets_for "$wl") == *$'\n'hotfs-w[at]@* ]]; then
 			case $wl in
 			fio-*) want+=(fio-hitratio.png) ;;
 			*) want+=("$wl-hitratio.png") ;;
@@ -1092,6 +1279,7 @@ main()
 	disk_create ssd "$SSD_SIZE" "$work"
 	populate hdd
 	populate ssd
+	populate_fiomix
 	TREE_FILES=$(git -C "${DISK_MNT[hdd]}/data/go" ls-files | wc -l)
 	bench_log "populated: ${BIG_MIB} MiB file, $TREE_FILES-file git tree from $TREE_SRC/$TREE_SUB"
 	bench_throttle hdd
@@ -1102,6 +1290,8 @@ main()
 	done >> "$out/machine.txt"
 
 	echo 'workload,target,pass,seconds,mb_per_s,iops,p99_us,disk_read_ios,disk_read_mib,disk_write_ios,read_hits,read_partial_hits,read_misses,read_hit_bytes,read_miss_bytes,hit_ratio,page_cache_drops' > "$CSV"
+	(( ! FIOMIX_ANY )) ||
+		echo 'workload,target,pass,read_pct,iops,read_bytes,write_bytes,cached_bytes_before,cached_bytes_after,invalidations_source_changed_before,invalidations_source_changed_after,invalidations_write_before,invalidations_write_after,writethrough_updates,promoted_bytes' > "$FIOMIX_CSV"
 	: > "$TABLES"
 	for wl in "${wl_list[@]}"; do
 		run_workload "$wl"
