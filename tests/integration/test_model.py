@@ -716,6 +716,10 @@ class Run:
                                     min(2, len(self.names))):
             if name in self.names:
                 self.edit(name, edits)
+        # the version a conflict keeps is the file's after every edit
+        # (another name of it may have been edited after this one)
+        for name, e in edits.items():
+            edits[name] = e[:3] + (read(self.s(name)),) + e[4:]
         if self.rng.random() < 0.3:
             name = self.free_name()
             if name and len(self.objs()) < MAXFILES:
