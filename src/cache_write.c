@@ -232,6 +232,23 @@ static void fill_records(struct hotfs_cache *c, struct hotfs_inode *in,
 	}
 }
 
+/*
+ * The stamp a write ends at, in *now: the source's attributes through
+ * its fd; false if unknown, or racy (a stamp the next change in the same
+ * clock tick may keep, on a coarse or network source: what is cached is
+ * then dropped, not carried over to it).
+ */
+static bool end_stamp(const struct cache_wr *w, struct hotfs_stamp *now)
+{
+	struct stat st;
+
+	if (!w->have_old || !stat_inode(w, &st) ||
+	    srcprobe_racy_now(ts_ns(&st.st_mtim), ts_ns(&st.st_ctim)))
+		return false;
+	cache_stamp(&st, now);
+	return true;
+}
+
 /* The stamp the file's records are filed under while writes are in
  * flight (this one among them): false if unknown.  in->m held. */
 static bool records_stamp(const struct hotfs_inode *in,
@@ -247,9 +264,8 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 {
 	struct hotfs_stamp now = { 0 }, base, pbase;
 	struct hotfs_key k;
-	struct stat st;
 	/* the bytes whose records are dropped: [d_lo, d_hi) */
-	uint64_t d_lo = 0, d_hi = 0;
+	uint64_t d_lo = 0, d_hi = 0, wt_size;
 	struct wt_patch wt = { .n = 0 };
 	bool have_now, have_base, fill;
 	unsigned i;
@@ -266,21 +282,9 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	pthread_mutex_lock(&in->m);
 	have_base = records_stamp(in, &pbase);
 	pthread_mutex_unlock(&in->m);
-	have_now = w->have_old && stat_inode(w, &st);
-	/* a stamp the next change in the same clock tick may keep (a
-	 * coarse or network source): what is cached is dropped, not
-	 * carried over to it */
-	if (have_now && srcprobe_racy_now(ts_ns(&st.st_mtim),
-					  ts_ns(&st.st_ctim)))
-		have_now = false;
-	if (have_now) {
-		cache_stamp(&st, &now);
-		if (len) {
-			d_lo = off;
-			d_hi = len == CACHE_WR_TO_END || off + len < off ?
-			       UINT64_MAX : off + len;
-		}
-	}
+	/* a first look at the stamp: the size the patches are built for */
+	have_now = end_stamp(w, &now);
+	wt_size = now.size;
 	/* writethrough: the touched extents and blocks that were cached,
 	 * patched (read under the records' stamp now: inserted below only
 	 * if no other write began or ended since this one began, when that
@@ -290,7 +294,7 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 		wt_build(c, &k, &pbase, off, len, data, now.size, &wt);
 	/* writeback's flush: its bytes become cached data, if the store
 	 * takes data now and the write budget admits them */
-	fill = w->fill && have_now && data && len && len != CACHE_WR_TO_END &&
+	fill = w->fill && data && len && len != CACHE_WR_TO_END &&
 	       off + len > off && st_state(c->st) == ST_OK &&
 	       cache_within_budget(c);
 	/*
@@ -307,6 +311,23 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	 * from the base it was carried to.
 	 */
 	pthread_mutex_lock(&in->m);
+	/* the stamp again, under m, where writes end in turn: each carries
+	 * the records to a stamp no older than the one before (a stat taken
+	 * before another write ended may be older than the stamp that write
+	 * carried them to, and the source's next stat then looks like a
+	 * change behind the mount) */
+	have_now = end_stamp(w, &now);
+	if (!have_now || now.size != wt_size) {
+		for (i = 0; i < wt.n; i++)
+			free(wt.buf[i]);
+		wt.n = 0;
+	}
+	fill = fill && have_now;
+	if (have_now && len) {
+		d_lo = off;
+		d_hi = len == CACHE_WR_TO_END || off + len < off ? UINT64_MAX :
+		       off + len;
+	}
 	/* another write may have ended meanwhile, the records carried over
 	 * to its stamp */
 	have_base = records_stamp(in, &base);

@@ -241,6 +241,11 @@ void st_report_io_error(struct hotfs_store *st, const struct hotfs_loc *loc,
  * Synchronous read of [off, off + len) of a cached extent, verified.
  * Returns the bytes copied (short at the extent's end), or -errno:
  * -ENOENT for a miss, -EBADMSG/-ESTALE/-EIO when the source must be read.
+ * It never drops the file's records: under another stamp they answer
+ * -ESTALE (st_peek), as a caller's stamp may be older than the records'
+ * (writethrough's patch reads under the stamp the records had, and a
+ * write ending meanwhile carries them to its own: they are not changed
+ * behind the mount).
  */
 ssize_t st_read(struct hotfs_store *st, const struct hotfs_key *key,
 		uint32_t extno, const struct hotfs_stamp *stamp, uint32_t off,
@@ -253,7 +258,7 @@ ssize_t st_read(struct hotfs_store *st, const struct hotfs_key *key,
 	ssize_t n, nt;
 	int err;
 
-	err = st_lookup(st, key, extno, stamp, &loc);
+	err = st_peek(st, key, extno, stamp, &loc);
 	if (err)
 		return err;
 	if (off >= loc.len || !len)

@@ -362,6 +362,13 @@ static int append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 	if (atomic_load(&st->state) != ST_OK)
 		return -EROFS;
 	pthread_rwlock_wrlock(&st->idx_lock);
+	/* a keeper whose file changed since it left the index (below): its
+	 * stamp is older than the file's records, which it must never drop
+	 * as changed behind the mount */
+	if (changed && *changed) {
+		pthread_rwlock_unlock(&st->idx_lock);
+		return -ESTALE;
+	}
 	i = idx_drop_other_stamps(st, dev, ino, stamp);
 	if (i)
 		CNT_ADD(st, inval[ST_INVAL_SOURCE], i);

@@ -285,7 +285,8 @@ int st_verify(struct hotfs_store *st, const struct hotfs_loc *loc,
  * store off (every lookup misses until it is reopened). */
 void st_report_io_error(struct hotfs_store *st, const struct hotfs_loc *loc,
 			int err);
-/* lookup + pread + verify of [off, off + len): bytes copied, or -errno. */
+/* peek + pread + verify of [off, off + len): bytes copied, or -errno
+ * (-ESTALE: the file's records are under another stamp; none dropped). */
 ssize_t st_read(struct hotfs_store *st, const struct hotfs_key *key,
 		uint32_t extno, const struct hotfs_stamp *stamp, uint32_t off,
 		void *buf, size_t len);

@@ -104,6 +104,30 @@ static void test_untouched_extents_kept(void **state)
 	assert_memory_equal(buf, "dddd", 4);
 }
 
+/*
+ * A read under the stamp the records had before a write carried them to
+ * its own (writethrough's patch of a write that ended after another):
+ * -ESTALE, and the records stay under the new stamp, counted as no
+ * change behind the mount.  (It dropped them all as one.)
+ */
+static void test_read_under_older_stamp_drops_nothing(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_stamp s0 = { 42, 4 * EXT + 100, 1000, 1000 };
+	struct hotfs_stamp s1 = { 42, 4 * EXT + 100, 2000, 2000 };
+	struct hotfs_store_stats ss;
+	char buf[16];
+	uint32_t e;
+
+	fill_file(f, &s0);
+	assert_int_equal(st_restamp(f->st, &key, &s0, &s1, 2 * EXT + 10, 1), 4);
+	assert_int_equal(st_read(f->st, &key, 3, &s0, 10, buf, 4), -ESTALE);
+	for (e = 0; e < 5; e++)
+		assert_int_equal(cached(f, &s1, e), e != 2);
+	st_get_stats(f->st, &ss);
+	assert_int_equal(ss.invalidations[ST_INVAL_SOURCE], 0);
+}
+
 static void test_size_change_drops_partials(void **state)
 {
 	struct fx *f = *state;
@@ -240,6 +264,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 		T(test_untouched_extents_kept),
+		T(test_read_under_older_stamp_drops_nothing),
 		T(test_size_change_drops_partials),
 		T(test_unexpected_stamp_drops_all),
 		T(test_to_the_end_and_restart),
