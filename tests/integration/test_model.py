@@ -44,7 +44,7 @@ after).  HOTFS_MODEL_SEED replays a run's choices (the daemon's timing
 may differ): the test command runs one seed, the soak run
 (contrib/ci/soak.sh) a new one each time; HOTFS_MODEL_EVENTS sets the
 number of events (the soak run makes 2000); damaged logs are among the
-events only with HOTFS_MODEL_DAMAGE=1 (the soak run).
+events unless HOTFS_MODEL_DAMAGE=0.
 """
 import errno
 import mmap
@@ -62,11 +62,8 @@ from test_wbfaults import MARK, read_only, wb_state
 from test_writeback import hotfsctl, kill9, read
 
 SEED = int(os.environ.get('HOTFS_MODEL_SEED', '265522278'))
-# damaged logs: in the soak run only (HOTFS_MODEL_DAMAGE=1) while what
-# the daemon says of a damaged log has open cases (RELIABILITY.md: a
-# torn record after an earlier damaged one is not always said); the test
-# command's run leaves them out, so that it fails only on a defect found
-DAMAGE = os.environ.get('HOTFS_MODEL_DAMAGE') == '1'
+# damaged logs: on unless HOTFS_MODEL_DAMAGE=0
+DAMAGE = os.environ.get('HOTFS_MODEL_DAMAGE', '1') != '0'
 EVENTS = int(os.environ.get('HOTFS_MODEL_EVENTS', '400'))
 MAXSIZE = 256 << 10
 BLOCK = 4096
