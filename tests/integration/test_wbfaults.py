@@ -518,6 +518,24 @@ def test_cache_device_fails_writes_go_to_source(ws, ext4):  # noqa: F811
     assert 'they are lost' in log, log
 
 
+def fsck_remount_not_replayed(ws, proc, cdev, cache, opts, want):
+    """The mount ended, the cache filesystem checked and mounted again,
+    the next writeback mount with cache: the file f reads want, the log
+    was not replayed over it (one line says so), nothing kept aside, and
+    the source holds want after the unmount."""
+    util.cleanup_mount(proc, ws.mnt)
+    cdev.umount()
+    cdev.fsck_and_mount()
+    proc = ws.start(cachedir=cache, opts=opts)
+    assert read(os.path.join(ws.mnt, 'f')) == bytes(want)
+    log = ws.log_text(proc)
+    line = [x for x in log.splitlines() if 'carries no mark' in x]
+    assert len(line) == 1 and 'not replayed' in line[0], log
+    assert not os.path.exists(os.path.join(cache, 'conflicts')), log
+    ws.stop(proc)
+    assert read(os.path.join(ws.src, 'f')) == bytes(want)
+
+
 def test_failed_log_lost_blocks_not_replayed_over_newer(ws, ext4):  # noqa: F811
     """The cache device fails while the log holds synced dirty data it
     can no longer read (lost, named so); a write after it goes to the
@@ -544,17 +562,7 @@ def test_failed_log_lost_blocks_not_replayed_over_newer(ws, ext4):  # noqa: F811
     line = [x for x in log.splitlines() if 'given up' in x]
     assert len(line) == 1 and '8192 lost dirty bytes of 1 files' in line[0], \
         log
-    util.cleanup_mount(proc, ws.mnt)
-    cdev.umount()
-    cdev.fsck_and_mount()
-    proc = ws.start(cachedir=cache, opts=opts)
-    assert read(m) == bytes(want)
-    log = ws.log_text(proc)
-    line = [x for x in log.splitlines() if 'carries no mark' in x]
-    assert len(line) == 1 and 'not replayed' in line[0], log
-    assert not os.path.exists(os.path.join(cache, 'conflicts')), log
-    ws.stop(proc)
-    assert read(src) == bytes(want)
+    fsck_remount_not_replayed(ws, proc, cdev, cache, opts, want)
 
 
 def read_only(d):
@@ -685,14 +693,4 @@ def test_read_only_log_not_replayed_over_newer(ws, ext4):  # noqa: F811
     write_at(m, 0, b'E' * 4096)
     want[0:4096] = b'E' * 4096
     assert read(src) == bytes(want)
-    util.cleanup_mount(proc, ws.mnt)
-    cdev.umount()
-    cdev.fsck_and_mount()
-    proc = ws.start(cachedir=cache, opts=opts)
-    assert read(m) == bytes(want)
-    log = ws.log_text(proc)
-    line = [x for x in log.splitlines() if 'carries no mark' in x]
-    assert len(line) == 1 and 'not replayed' in line[0], log
-    assert not os.path.exists(os.path.join(cache, 'conflicts')), log
-    ws.stop(proc)
-    assert read(src) == bytes(want)
+    fsck_remount_not_replayed(ws, proc, cdev, cache, opts, want)
