@@ -105,6 +105,29 @@ static void batch_write(const struct wb_flush_ops *ops, void *arg,
 	}
 }
 
+/*
+ * Does a later run of the batch write a byte of run i's file that run i
+ * wrote?  (A block written again while run i was in flight is a run of
+ * its own, taken into the same batch.)  Then run i's bytes are not the
+ * source's, under the stamp the batch leaves: cached, they would be
+ * dropped again only in memory, by the later run's end, and a crash
+ * before the store made that durable would bring them back.
+ */
+static bool written_later(const struct bent *b, unsigned n, unsigned i)
+{
+	const struct wb_run *r = &b[i].r;
+	unsigned k;
+
+	for (k = i + 1; k < n; k++) {
+		const struct wb_run *q = &b[k].r;
+
+		if (q->fid.dev == r->fid.dev && q->fid.ino == r->fid.ino &&
+		    q->off < r->off + r->len && r->off < q->off + q->len)
+			return true;
+	}
+	return false;
+}
+
 /* One fdatasync a file (a failure fails every run of it), then each run
  * ended and given back in order; the first error, and the bytes. */
 static int batch_end(struct wblog *wl, const struct wb_flush_ops *ops,
@@ -133,8 +156,10 @@ static int batch_end(struct wblog *wl, const struct wb_flush_ops *ops,
 		int err = b[i].err;
 
 		/* durable on the source: its bytes become cached data, in a
-		 * change of the file that changes nothing */
-		if (!err && b[i].begun && ops->begin && ops->end)
+		 * change of the file that changes nothing (unless they are
+		 * no longer the source's) */
+		if (!err && b[i].begun && ops->begin && ops->end &&
+		    !written_later(b, n, i))
 			ops->end(arg, ops->begin(arg, &fid, b[i].r.off, len),
 				 &fid, b[i].r.off, len, b[i].r.buf, 0);
 		wblog_flush_done(wl, &b[i].r, err);
