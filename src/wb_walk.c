@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hotfs/log.h"
@@ -60,6 +61,11 @@ static struct {
 	struct wb_fid *fids;
 	bool *found;
 	size_t n, left;
+	/* a record's time is the coarse clock's, up to a tick behind the
+	 * ctime the source gave the file as the mount made it (a create
+	 * just before its first write): a change later than the newest
+	 * record by more than a tick is one behind the mount */
+	int64_t tick;
 } walk;
 
 static int walk_one(const char *path, const struct stat *st, int type,
@@ -96,7 +102,7 @@ static int walk_one(const char *path, const struct stat *st, int type,
 	}
 	wblog_dirty_info(walk.wb->wl, &walk.fids[i], &n);
 	if (n && (int64_t)st->st_ctim.tv_sec * 1000000000 +
-		 st->st_ctim.tv_nsec > n)
+		 st->st_ctim.tv_nsec > n + walk.tick)
 		wb_keep_outside(walk.wb, path, st, n);
 	fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	e = fd >= 0 ? calloc(1, sizeof(*e)) : NULL;
@@ -115,9 +121,12 @@ static int walk_one(const char *path, const struct stat *st, int type,
 
 void wb_find_files(struct hotfs_wb *wb, const char *source)
 {
+	struct timespec res;
 	size_t i;
 
 	walk.wb = wb;
+	walk.tick = clock_getres(CLOCK_REALTIME_COARSE, &res) ? 10000000 :
+		    res.tv_sec * 1000000000LL + res.tv_nsec;
 	walk.n = wblog_files(wb->wl, &walk.fids);
 	if (!walk.fids || !walk.n) {
 		free(walk.fids);

@@ -146,6 +146,25 @@ def test_outside_edit_kept(ws, ext4):  # noqa: F811
     assert not os.path.lexists(os.path.join(s.dir, MARK))
 
 
+def test_created_then_written_is_no_conflict(ws):
+    """A file created through a writeback mount and written at once,
+    then a kill -9 and a remount: the replay keeps no copy aside and says
+    no "changed on the source" (the create's ctime, on the source's fine
+    clock, came after the write's record time on the coarse one: 5 of 10
+    such files were taken for edits behind the mount).  Ten files."""
+    opts = 'writemode=writeback,writeback_delay=600'
+    for i in range(10):
+        proc = ws.start(opts=opts)
+        with open(os.path.join(ws.mnt, 'f%d' % i), 'wb') as f:
+            f.write(b'x')
+        kill9(ws, proc)
+        proc = ws.start(opts=opts)
+        log = ws.log_text(proc)
+        assert 'changed on the source' not in log, (i, log)
+        ws.stop(proc)
+    assert not os.path.exists(os.path.join(ws.cache, 'conflicts'))
+
+
 def test_no_write_before_mark(ws, ext4):  # noqa: F811
     """No write is acknowledged before the mark is on the source: with
     the source's root immutable (no new name in it) writes fail, said
