@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "hotfs/log.h"
@@ -61,12 +60,31 @@ static struct {
 	struct wb_fid *fids;
 	bool *found;
 	size_t n, left;
-	/* a record's time is the coarse clock's, up to a tick behind the
-	 * ctime the source gave the file as the mount made it (a create
-	 * just before its first write): a change later than the newest
-	 * record by more than a tick is one behind the mount */
-	int64_t tick;
 } walk;
+
+/*
+ * Did the file at path (st: its stat) change after dirty_ns, its newest
+ * dirty write in the log?  Its ctime says so, unless it is still its
+ * birth time: a file that never changed since it was made (the mount's
+ * own create, whose ctime on the source's fine clock may pass its first
+ * record's on the log's coarse one by up to a tick) has no change
+ * behind the mount (any would have moved its ctime past its birth; a
+ * file made since with the logged one's number was dropped above).
+ */
+static bool changed_since(const char *path, const struct stat *st,
+			  int64_t dirty_ns)
+{
+	struct statx x;
+
+	if ((int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec <=
+	    dirty_ns)
+		return false;
+	return statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW,
+		     STATX_BTIME | STATX_CTIME, &x) ||
+	       !(x.stx_mask & STATX_BTIME) ||
+	       x.stx_btime.tv_sec != x.stx_ctime.tv_sec ||
+	       x.stx_btime.tv_nsec != x.stx_ctime.tv_nsec;
+}
 
 static int walk_one(const char *path, const struct stat *st, int type,
 		    struct FTW *ftw)
@@ -101,8 +119,7 @@ static int walk_one(const char *path, const struct stat *st, int type,
 		return --walk.left ? 0 : 1;
 	}
 	wblog_dirty_info(walk.wb->wl, &walk.fids[i], &n);
-	if (n && (int64_t)st->st_ctim.tv_sec * 1000000000 +
-		 st->st_ctim.tv_nsec > n + walk.tick)
+	if (n && changed_since(path, st, n))
 		wb_keep_outside(walk.wb, path, st, n);
 	fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	e = fd >= 0 ? calloc(1, sizeof(*e)) : NULL;
@@ -121,12 +138,9 @@ static int walk_one(const char *path, const struct stat *st, int type,
 
 void wb_find_files(struct hotfs_wb *wb, const char *source)
 {
-	struct timespec res;
 	size_t i;
 
 	walk.wb = wb;
-	walk.tick = clock_getres(CLOCK_REALTIME_COARSE, &res) ? 10000000 :
-		    res.tv_sec * 1000000000LL + res.tv_nsec;
 	walk.n = wblog_files(wb->wl, &walk.fids);
 	if (!walk.fids || !walk.n) {
 		free(walk.fids);

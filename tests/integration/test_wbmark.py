@@ -151,7 +151,8 @@ def test_created_then_written_is_no_conflict(ws):
     then a kill -9 and a remount: the replay keeps no copy aside and says
     no "changed on the source" (the create's ctime, on the source's fine
     clock, came after the write's record time on the coarse one: 5 of 10
-    such files were taken for edits behind the mount).  Ten files."""
+    such files were taken for edits behind the mount).  Ten files; then
+    an edit right after the kill, which is one."""
     opts = 'writemode=writeback,writeback_delay=600'
     for i in range(10):
         proc = ws.start(opts=opts)
@@ -163,6 +164,17 @@ def test_created_then_written_is_no_conflict(ws):
         assert 'changed on the source' not in log, (i, log)
         ws.stop(proc)
     assert not os.path.exists(os.path.join(ws.cache, 'conflicts'))
+    # an edit on the source as soon as the daemon is gone still is one
+    proc = ws.start(opts=opts)
+    with open(os.path.join(ws.mnt, 'g'), 'wb') as f:
+        f.write(b'x')
+    kill9(ws, proc)
+    with open(os.path.join(ws.src, 'g'), 'ab') as f:
+        f.write(b'edit')
+    proc = ws.start(opts=opts)
+    assert 'changed on the source' in ws.log_text(proc)
+    assert len(os.listdir(os.path.join(ws.cache, 'conflicts'))) == 1
+    ws.stop(proc)
 
 
 def test_no_write_before_mark(ws, ext4):  # noqa: F811
