@@ -2,8 +2,9 @@
 /*
  * Private to the FUSE layer (src/fuse_*.c): decoding a request's node
  * ids, handles and caller, and the handlers and helpers the files of the
- * layer share.  The handlers decode, call the core, and reply exactly
- * once; below them everything returns -errno.
+ * layer share.  The handlers decode, call the core (hotfs/fop.h: the
+ * file operations, which run every change in one bracket), and reply
+ * exactly once; below them everything returns -errno.
  *
  *   fuse_ops.c    the operations table and FUSE_INIT
  *   fuse_entry.c  lookup, forget, getattr, setattr, readlink, statfs,
@@ -84,8 +85,8 @@ static inline void count(_Atomic uint64_t *c)
 	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
 
-/* The source fd of a handle, opened or not (-1: not yet, lazy: use
- * fh_src). */
+/* The source fd of a handle, opened or not (-1: not yet, lazy: see
+ * fh_source). */
 static inline int fhfd(struct fuse_file_info *fi)
 {
 	return atomic_load(&hfh(fi)->fd);
@@ -95,21 +96,6 @@ static inline int fhfd(struct fuse_file_info *fi)
 static inline void procname(char *buf, size_t len, int fd)
 {
 	snprintf(buf, len, "%d", fd);
-}
-
-/*
- * The source file of an open handle, opened now for a lazy one (an open
- * revalidate=N answered without the source): the fd, or -errno.
- */
-static inline int fh_src(struct hotfs *fs, struct hotfs_inode *in,
-			 struct fuse_file_info *fi)
-{
-	bool opened = false;
-	int fd = fh_source(hfh(fi), fs->it, in, fs->proc_self_fd, &opened);
-
-	if (opened)
-		count(&fs->n_src_open);
-	return fd;
 }
 
 /* Act as the caller (hotfs/cred.h) until as_daemon. */
@@ -186,8 +172,6 @@ void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  unsigned int flags);
 
 /* fuse_file.c */
-int backing_flags(int flags);
-
 void hotfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  mode_t mode, struct fuse_file_info *fi);

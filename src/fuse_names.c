@@ -17,9 +17,7 @@
 
 #include "fuse_i.h"
 #include "hotfs/ctl.h"
-#include "hotfs/meta_fs.h"
-#include "hotfs/stamp.h"
-#include "hotfs/wb.h"
+#include "hotfs/fop.h"
 #include "hotfs/watch.h"
 
 /* The answer to a create of a name: its entry (its lookup count raised),
@@ -60,6 +58,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct watch_own own = { 0 };
 	struct fuse_entry_param e;
+	struct fop_change ch;
 	int pfd, err;
 
 	if (vd_is(parent) || vd_is_name(hfs(req), parent, name) ||
@@ -68,11 +67,12 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      -EPERM : -EEXIST;
 		goto out;
 	}
+	fop_begin(&ch, hfs(req));
 	pfd = ifd(req, parent);
 	err = pfd;
 	if (pfd < 0)
-		goto out;
-	meta_fs_change(hfs(req), hino(req, parent), NULL);
+		goto out_end;
+	fop_note(&ch, hino(req, parent), NULL);
 	watch_own_add(hfs(req)->watch, &own, hino(req, parent), name,
 		      IN_CREATE);
 	err = make_at(req, pfd, name, mode, rdev, link);
@@ -80,6 +80,8 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	iput(req, parent);
 	if (!err)
 		err = do_lookup(req, parent, name, &e);
+out_end:
+	fop_end(&ch);
 out:
 	reply_new(req, err, &e);
 }
@@ -123,6 +125,7 @@ void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
 	struct hotfs *fs = hfs(req);
 	struct watch_own own = { 0 };
 	struct fuse_entry_param e;
+	struct fop_change ch;
 	int err, fd, pfd;
 
 	if (vd_is(ino) || vd_is(parent) ||
@@ -131,26 +134,29 @@ void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
 		      vd_is(parent) ? -EACCES : -EEXIST;
 		goto out;
 	}
+	fop_begin(&ch, fs);
 	fd = ifd(req, ino);
 	err = fd;
 	if (fd < 0)
-		goto out;
+		goto out_end;
 	pfd = ifd(req, parent);
 	err = pfd;
 	if (pfd >= 0) {
-		meta_fs_change(fs, hino(req, parent), hino(req, ino));
+		fop_note(&ch, hino(req, parent), hino(req, ino));
 		/* its new link count and ctime are the mount's own */
-		stamp_begin(hino(req, ino), fd);
+		fop_stamp(&ch, hino(req, ino), fd);
 		watch_own_add(fs->watch, &own, hino(req, parent), name,
 			      IN_CREATE);
 		err = link_at(fs, fd, pfd, name);
 		watch_own_end(fs->watch, &own, !err);
-		stamp_end(hino(req, ino), fd);
+		fop_settle(&ch, err);
 		iput(req, parent);
 	}
 	iput(req, ino);
 	if (!err)
 		err = do_lookup(req, parent, name, &e);
+out_end:
+	fop_end(&ch);
 out:
 	reply_new(req, err, &e);
 }
@@ -188,29 +194,6 @@ static void unpin_name(struct hotfs *fs, struct hotfs_inode *in)
 	ino_unhold(fs->it, in);
 }
 
-/*
- * Around a change of a pinned object's names (its link count, its
- * ctime): the mount's own change of it (hotfs/stamp.h), not one behind
- * the mount, nor, with dirty data, a conflict.  in may be NULL.  Returns
- * the fd stamp_name_end takes (-1: nothing begun).
- */
-static int stamp_name_begin(struct hotfs *fs, struct hotfs_inode *in)
-{
-	int fd = in ? ino_fd(fs->it, in) : -1;
-
-	if (fd >= 0)
-		stamp_begin(in, fd);
-	return fd;
-}
-
-static void stamp_name_end(struct hotfs_inode *in, int fd)
-{
-	if (fd < 0)
-		return;
-	stamp_end(in, fd);
-	ino_fd_put(in);
-}
-
 /* unlink and rmdir: a retained inode that lost its last name is let go */
 static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
 			int flags)
@@ -218,37 +201,40 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct hotfs *fs = hfs(req);
 	struct watch_own own = { 0 };
 	struct hotfs_inode *in;
+	struct fop_change ch;
 	struct stat st;
-	bool have, drop = false;
-	int err, pfd, sfd;
+	bool have;
+	int err, pfd;
 
 	err = -EPERM;
 	if (vd_is(parent) || vd_is_name(fs, parent, name) ||
 	    mark_name(parent, name))
 		goto out;
+	fop_begin(&ch, fs);
 	pfd = ifd(req, parent);
 	err = pfd;
 	if (pfd < 0)
-		goto out;
-	meta_fs_change(fs, hino(req, parent), NULL);
+		goto out_end;
+	fop_note(&ch, hino(req, parent), NULL);
 	in = pin_name(fs, pfd, name, &st);
 	have = in || fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	/* writeback: the last link's dirty data (hotfs/wb.h) */
-	err = have ? wb_unlink_begin(fs, in, &st, &drop) : 0;
+	err = have ? fop_unlink_hook(&ch, in, &st) : 0;
 	if (!err) {
-		sfd = stamp_name_begin(fs, in);
+		/* its link count and ctime move: the mount's own change */
+		fop_stamp(&ch, in, -1);
 		watch_own_add(fs->watch, &own, hino(req, parent), name,
 			      IN_DELETE);
 		err = unlinkat(pfd, name, flags) == -1 ? -errno : 0;
 		watch_own_end(fs->watch, &own, !err);
-		stamp_name_end(in, sfd);
-		if (have)
-			wb_unlink_end(fs, &st, drop, err);
+		fop_settle(&ch, err);
 	}
 	unpin_name(fs, in);
 	iput(req, parent);
 	if (!err && have)
 		ino_unretain(fs->it, st.st_dev, st.st_ino);
+out_end:
+	fop_end(&ch);
 out:
 	fuse_reply_err(req, -err);
 }
@@ -279,15 +265,16 @@ static void rename_own(struct hotfs_watch *w, struct watch_own *own,
 
 /* The rename itself, from name in dir (its fd pfd) to newname in ndir
  * (npfd); -errno. */
-static int rename_at(struct hotfs *fs, struct hotfs_inode *dir, int pfd,
-		     const char *name, struct hotfs_inode *ndir, int npfd,
-		     const char *newname, unsigned int flags)
+static int rename_at(struct fop_change *ch, struct hotfs_inode *dir,
+		     int pfd, const char *name, struct hotfs_inode *ndir,
+		     int npfd, const char *newname, unsigned int flags)
 {
 	struct watch_own own = { 0 };
+	struct hotfs *fs = ch->fs;
 	struct hotfs_inode *from, *to;
 	struct stat st, fst;
-	bool have, same, wb, drop = false;
-	int err, ffd, tfd;
+	bool have, same, wb;
+	int err;
 
 	/* an object made from the snapshot is opened by the name it had:
 	 * open it before that name is gone (both, for an exchange); a
@@ -303,21 +290,19 @@ static int rename_at(struct hotfs *fs, struct hotfs_inode *dir, int pfd,
 	       fst.st_ino == st.st_ino;
 	/* writeback: a target that loses its last link (hotfs/wb.h); one
 	 * that is the file renamed (a link of it) loses nothing */
-	wb = have && fs->wb && !same;
-	err = wb ? wb_unlink_begin(fs, to, &st, &drop) : 0;
+	wb = have && fop_writeback(fs, NULL) && !same;
+	err = wb ? fop_unlink_hook(ch, to, &st) : 0;
 	if (!err) {
-		ffd = stamp_name_begin(fs, from);
-		tfd = stamp_name_begin(fs, to);
+		fop_stamp(ch, from, -1);
+		fop_stamp(ch, to, -1);
 		if (!same)
 			rename_own(fs->watch, &own, dir, name, ndir, newname,
 				   flags);
 		err = syscall(SYS_renameat2, pfd, name, npfd, newname,
 			      flags) == -1 ? -errno : 0;
 		watch_own_end(fs->watch, &own, !err);
-		stamp_name_end(to, tfd);
-		stamp_name_end(from, ffd);
-		if (wb)
-			wb_unlink_end(fs, &st, drop, err);
+		/* the stamps ended, the last first; then the hook */
+		fop_settle(ch, err);
 	}
 	unpin_name(fs, from);
 	unpin_name(fs, to);
@@ -331,6 +316,7 @@ void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  unsigned int flags)
 {
 	struct hotfs *fs = hfs(req);
+	struct fop_change ch;
 	int err, pfd, npfd;
 
 	err = -EPERM;
@@ -339,20 +325,23 @@ void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	    vd_is_name(hfs(req), newparent, newname) ||
 	    mark_name(parent, name) || mark_name(newparent, newname))
 		goto out;
+	fop_begin(&ch, fs);
 	pfd = ifd(req, parent);
 	err = pfd;
 	if (pfd < 0)
-		goto out;
+		goto out_end;
 	npfd = ifd(req, newparent);
 	err = npfd;
 	if (npfd >= 0) {
-		meta_fs_change(fs, hino(req, parent), NULL);
-		meta_fs_change(fs, hino(req, newparent), NULL);
-		err = rename_at(fs, hino(req, parent), pfd, name,
+		fop_note(&ch, hino(req, parent), NULL);
+		fop_note(&ch, hino(req, newparent), NULL);
+		err = rename_at(&ch, hino(req, parent), pfd, name,
 				hino(req, newparent), npfd, newname, flags);
 		iput(req, newparent);
 	}
 	iput(req, parent);
+out_end:
+	fop_end(&ch);
 out:
 	fuse_reply_err(req, -err);
 }
