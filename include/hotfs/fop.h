@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * File operations (src/fop.c: the change bracket and the write mode;
- * src/fop_data.c: the operations on a file's data): the core of the
- * requests that read or change a file, between the FUSE handlers (which
+ * src/fop_data.c: a file's data; src/fop_attr.c: its attributes, flush
+ * and release; src/fop_open.c: opening it; src/fop_names.c: unlink,
+ * rmdir, rename): the core of the requests
+ * that read or change a file, between the FUSE handlers (which
  * decode, call one fop_* function, and reply once) and the subsystems a
  * change concerns: the name cache (hotfs/namecache.h), the metadata
  * snapshot (hotfs/meta_fs.h), writeback (hotfs/wb.h), the stamps of the
@@ -29,7 +31,9 @@
  *                         mount's own, not one behind it (repeatable)
  *   fop_wb_hook        5. writeback's hook for the data (the log cut
  *                         before the source is, or the file flushed and
- *                         sealed): may refuse (-errno)
+ *                         sealed): may refuse (-errno); a create with
+ *                         O_TRUNC has its own (fop_create_trunc before
+ *                         the open, fop_create_opened after it)
  *   fop_data_begin     6. the cached data bracketed (cache_write_begin)
  *   ... the change on the source ...
  *   fop_data_end       6'. the cached data after it (cache_write_end);
@@ -42,7 +46,9 @@
  *
  * A step out of this order is a bug (assert).  Between fop_settle and
  * fop_end the request may look the new name up: what it learns is not
- * kept, as before.  Data changes the source's stamp checks depend on
+ * kept.  The second move comes before the reply (it came after it when
+ * the operations table wrapped the handlers): what a lookup learns after
+ * it, it learns from the source as the change left it.  Data changes the source's stamp checks depend on
  * (a write, a truncate) come in 6/6' alone: the cache's write bracket
  * marks them in flight on the inode itself.
  *
@@ -203,6 +209,16 @@ int fop_sync(struct hotfs *fs, struct hotfs_inode *in, struct hotfs_fh *fh,
 	     bool datasync);
 off_t fop_lseek(struct hotfs *fs, struct hotfs_inode *in,
 		struct hotfs_fh *fh, off_t off, int whence);
+
+/* ---- the operations that take names away (src/fop_names.c) ---- */
+
+/* unlink (flags 0) or rmdir (AT_REMOVEDIR) of name in dir; -errno. */
+int fop_unlink(struct hotfs *fs, struct hotfs_inode *dir, const char *name,
+	       int flags);
+/* renameat2 of name in dir to newname in ndir; -errno. */
+int fop_rename(struct hotfs *fs, struct hotfs_inode *dir, const char *name,
+	       struct hotfs_inode *ndir, const char *newname,
+	       unsigned int flags);
 
 /* ---- the operations on attributes (src/fop_attr.c) ---- */
 
