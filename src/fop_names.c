@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * The operations that take names away (hotfs/fop.h): unlink, rmdir and
- * rename, in the change bracket (src/fop.c): the objects whose names go
- * pinned first (an inode made from the metadata snapshot is opened by the
+ * The operations on names (hotfs/fop.h): mknod, mkdir, symlink, link and
+ * create, as the caller; unlink, rmdir and rename, in the change bracket
+ * (src/fop.c): the objects whose names go pinned first (an inode made from the metadata snapshot is opened by the
  * name it had), writeback's hook for a last link, the stamps of the
  * objects whose ctime moves, the mount's own events for the source
  * watch (hotfs/watch.h).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -18,6 +19,135 @@
 
 #include "hotfs/fop.h"
 #include "hotfs/watch.h"
+
+/* Act as the caller (hotfs/cred.h) until as_daemon. */
+static void as_caller(const struct fop_caller *w, struct cred *c)
+{
+	c->changed = false;
+	if (w->act)
+		cred_enter(&w->who, true, c);
+	if (w->umask_set)
+		cred_umask_enter(w->umask);
+}
+
+static void as_daemon(const struct fop_caller *w, struct cred *c)
+{
+	if (w->umask_set)
+		cred_umask_exit();
+	cred_exit(c);
+}
+
+/* mknod, mkdir, symlink of name in the directory pfd, as the caller. */
+static int make_at(const struct fop_caller *who, int pfd, const char *name,
+		   mode_t mode, dev_t rdev, const char *link)
+{
+	struct cred c;
+	int r;
+
+	as_caller(who, &c);
+	if (S_ISDIR(mode))
+		r = mkdirat(pfd, name, mode);
+	else if (S_ISLNK(mode))
+		r = symlinkat(link, pfd, name);
+	else
+		r = mknodat(pfd, name, mode, rdev);
+	if (r == -1)
+		r = -errno;
+	as_daemon(who, &c);
+	return r;
+}
+
+int fop_make(struct fop_change *ch, const struct fop_caller *who,
+	     struct hotfs_inode *dir, const char *name, mode_t mode,
+	     dev_t rdev, const char *link)
+{
+	struct watch_own own = { 0 };
+	struct hotfs *fs = ch->fs;
+	int pfd, err;
+
+	pfd = ino_fd(fs->it, dir);
+	if (pfd < 0)
+		return pfd;
+	fop_note(ch, dir, NULL);
+	watch_own_add(fs->watch, &own, dir, name, IN_CREATE);
+	err = make_at(who, pfd, name, mode, rdev, link);
+	watch_own_end(fs->watch, &own, !err);
+	ino_fd_put(dir);
+	return err;
+}
+
+/* A new name in pfd for the object fd; -errno. */
+static int link_at(struct hotfs *fs, int fd, int pfd, const char *name)
+{
+	char pn[32];
+	int r;
+
+	r = linkat(fd, "", pfd, name, AT_EMPTY_PATH);
+	if (r == -1 && (errno == ENOENT || errno == EINVAL)) {
+		/* no CAP_DAC_READ_SEARCH: through /proc/self/fd */
+		snprintf(pn, sizeof(pn), "%d", fd);
+		r = linkat(fs->proc_self_fd, pn, pfd, name, AT_SYMLINK_FOLLOW);
+	}
+	return r == -1 ? -errno : 0;
+}
+
+int fop_link(struct fop_change *ch, struct hotfs_inode *in,
+	     struct hotfs_inode *dir, const char *name)
+{
+	struct watch_own own = { 0 };
+	struct hotfs *fs = ch->fs;
+	int err, fd, pfd;
+
+	fd = ino_fd(fs->it, in);
+	if (fd < 0)
+		return fd;
+	pfd = ino_fd(fs->it, dir);
+	err = pfd;
+	if (pfd >= 0) {
+		fop_note(ch, dir, in);
+		/* its new link count and ctime are the mount's own */
+		fop_stamp(ch, in, fd);
+		watch_own_add(fs->watch, &own, dir, name, IN_CREATE);
+		err = link_at(fs, fd, pfd, name);
+		watch_own_end(fs->watch, &own, !err);
+		fop_settle(ch, err);
+		ino_fd_put(dir);
+	}
+	ino_fd_put(in);
+	return err;
+}
+
+int fop_create(struct fop_change *ch, const struct fop_caller *who,
+	       struct hotfs_inode *dir, const char *name, mode_t mode,
+	       int flags)
+{
+	struct watch_own own = { 0 };
+	struct hotfs *fs = ch->fs;
+	struct cred c;
+	bool after;
+	int fd, pfd;
+
+	pfd = ino_fd(fs->it, dir);
+	if (pfd < 0)
+		return pfd;
+	fop_note(ch, dir, NULL);
+	/* writeback's O_TRUNC: the log cut before the source */
+	fd = fop_create_trunc(ch, pfd, name, &flags, &after);
+	if (fd < 0) {
+		ino_fd_put(dir);
+		return fd;
+	}
+	as_caller(who, &c);
+	/* (a file already there raises no event: hotfs/watch.h) */
+	watch_own_add(fs->watch, &own, dir, name, IN_CREATE);
+	fd = openat(pfd, name, fop_backing_flags(flags) | O_CREAT, mode);
+	if (fd == -1)
+		fd = -errno;
+	watch_own_end(fs->watch, &own, fd >= 0);
+	as_daemon(who, &c);
+	ino_fd_put(dir);
+	return fop_create_opened(ch, fd, after);
+}
 
 /*
  * The inode of dirfd/name, if the table has one, with its fd open and in

@@ -22,7 +22,6 @@
 #include "fuse_i.h"
 #include "hotfs/ctl.h"
 #include "hotfs/fop.h"
-#include "hotfs/watch.h"
 
 /*
  * Files without open round trips (fs->no_open).  With revalidate=never
@@ -62,42 +61,6 @@ void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, -err);
 	else if (fuse_reply_open(req, fi) == -ENOENT)
 		fop_open_undone(in, hfh(fi));
-}
-
-/* Create (or open, without O_EXCL) name in parent as the caller, in the
- * change bracket ch; the fd or -errno. */
-static int create_at(fuse_req_t req, struct fop_change *ch,
-		     fuse_ino_t parent, const char *name, mode_t mode,
-		     int flags)
-{
-	struct watch_own own = { 0 };
-	struct hotfs *fs = hfs(req);
-	struct cred c;
-	bool after;
-	int fd, pfd;
-
-	pfd = ifd(req, parent);
-	if (pfd < 0)
-		return pfd;
-	fop_note(ch, hino(req, parent), NULL);
-	/* writeback's O_TRUNC: the log cut before the source */
-	fd = fop_create_trunc(ch, pfd, name, &flags, &after);
-	if (fd < 0) {
-		iput(req, parent);
-		return fd;
-	}
-	as_caller(req, &c);
-	caller_umask(req);
-	/* (a file already there raises no event: hotfs/watch.h) */
-	watch_own_add(fs->watch, &own, hino(req, parent), name, IN_CREATE);
-	fd = openat(pfd, name, fop_backing_flags(flags) | O_CREAT, mode);
-	if (fd == -1)
-		fd = -errno;
-	watch_own_end(fs->watch, &own, fd >= 0);
-	daemon_umask(req);
-	as_daemon(&c);
-	iput(req, parent);
-	return fop_create_opened(ch, fd, after);
 }
 
 /* The created file's entry and handle, in the change bracket ch: 0 or
@@ -146,6 +109,7 @@ void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct fuse_entry_param e;
 	struct hotfs_inode *in = NULL;
+	struct fop_caller who;
 	struct fop_change ch;
 	int fd, err;
 
@@ -154,8 +118,10 @@ void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (vd_is(parent) || vd_is_name(hfs(req), parent, name) ||
 	    mark_name(parent, name))
 		goto out;
+	caller_of(req, &who);
+	/* the bracket spans the new name's lookup */
 	fop_begin(&ch, hfs(req));
-	fd = create_at(req, &ch, parent, name, mode, fi->flags);
+	fd = fop_create(&ch, &who, hino(req, parent), name, mode, fi->flags);
 	err = fd;
 	if (fd >= 0)
 		err = create_entry(req, &ch, parent, name, fd, &e, fi);

@@ -33,6 +33,7 @@
 #include <fuse_lowlevel.h>
 
 #include "hotfs/cred.h"
+#include "hotfs/fop.h"
 #include "hotfs/fs.h"
 #include "hotfs/handle.h"
 #include "hotfs/inode.h"
@@ -122,17 +123,25 @@ static inline void as_daemon(struct cred *c)
 	cred_exit(c);
 }
 
-/* The caller's umask, where the kernel left it to the daemon. */
-static inline void caller_umask(fuse_req_t req)
+/* The caller, for the file operations that create objects as it
+ * (hotfs/fop.h): its groups read only when the daemon will act as it. */
+static inline void caller_of(fuse_req_t req, struct fop_caller *w)
 {
-	if (hfs(req)->dont_mask)
-		cred_umask_enter(fuse_req_ctx(req)->umask);
-}
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	int n;
 
-static inline void daemon_umask(fuse_req_t req)
-{
-	if (hfs(req)->dont_mask)
-		cred_umask_exit();
+	w->who.uid = ctx->uid;
+	w->who.gid = ctx->gid;
+	w->who.groups = w->groups;
+	w->who.ngroups = 0;
+	w->act = hfs(req)->as_root && !(ctx->uid == 0 && ctx->gid == 0);
+	if (w->act) {
+		n = fuse_req_getgroups(req, CRED_MAX_GROUPS, w->groups);
+		w->who.ngroups = n < 0 ? 0 : n > CRED_MAX_GROUPS ?
+				 CRED_MAX_GROUPS : n;
+	}
+	w->umask_set = hfs(req)->dont_mask;
+	w->umask = ctx->umask;
 }
 
 /* fuse_entry.c */

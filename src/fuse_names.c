@@ -14,7 +14,6 @@
 #include "fuse_i.h"
 #include "hotfs/ctl.h"
 #include "hotfs/fop.h"
-#include "hotfs/watch.h"
 
 /* The answer to a create of a name: its entry (its lookup count raised),
  * or the error. */
@@ -27,35 +26,13 @@ static void reply_new(fuse_req_t req, int err,
 		reply_entry(req, e);
 }
 
-/* mknod, mkdir, symlink of name in the directory pfd, as the caller. */
-static int make_at(fuse_req_t req, int pfd, const char *name, mode_t mode,
-		   dev_t rdev, const char *link)
-{
-	struct cred c;
-	int r;
-
-	as_caller(req, &c);
-	caller_umask(req);
-	if (S_ISDIR(mode))
-		r = mkdirat(pfd, name, mode);
-	else if (S_ISLNK(mode))
-		r = symlinkat(link, pfd, name);
-	else
-		r = mknodat(pfd, name, mode, rdev);
-	if (r == -1)
-		r = -errno;
-	daemon_umask(req);
-	as_daemon(&c);
-	return r;
-}
-
 static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, dev_t rdev, const char *link)
 {
-	struct watch_own own = { 0 };
 	struct fuse_entry_param e;
+	struct fop_caller who;
 	struct fop_change ch;
-	int pfd, err;
+	int err;
 
 	if (vd_is(parent) || vd_is_name(hfs(req), parent, name) ||
 	    mark_name(parent, name)) {
@@ -63,20 +40,12 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      -EPERM : -EEXIST;
 		goto out;
 	}
+	caller_of(req, &who);
+	/* the bracket spans the new name's lookup */
 	fop_begin(&ch, hfs(req));
-	pfd = ifd(req, parent);
-	err = pfd;
-	if (pfd < 0)
-		goto out_end;
-	fop_note(&ch, hino(req, parent), NULL);
-	watch_own_add(hfs(req)->watch, &own, hino(req, parent), name,
-		      IN_CREATE);
-	err = make_at(req, pfd, name, mode, rdev, link);
-	watch_own_end(hfs(req)->watch, &own, !err);
-	iput(req, parent);
+	err = fop_make(&ch, &who, hino(req, parent), name, mode, rdev, link);
 	if (!err)
 		err = do_lookup(req, parent, name, &e);
-out_end:
 	fop_end(&ch);
 out:
 	reply_new(req, err, &e);
@@ -100,29 +69,12 @@ void hotfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	make_node(req, parent, name, S_IFLNK, 0, link);
 }
 
-/* A new name in pfd for the object fd; -errno. */
-static int link_at(struct hotfs *fs, int fd, int pfd, const char *name)
-{
-	char pn[32];
-	int r;
-
-	r = linkat(fd, "", pfd, name, AT_EMPTY_PATH);
-	if (r == -1 && (errno == ENOENT || errno == EINVAL)) {
-		/* no CAP_DAC_READ_SEARCH: through /proc/self/fd */
-		procname(pn, sizeof(pn), fd);
-		r = linkat(fs->proc_self_fd, pn, pfd, name, AT_SYMLINK_FOLLOW);
-	}
-	return r == -1 ? -errno : 0;
-}
-
 void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
 		const char *name)
 {
-	struct hotfs *fs = hfs(req);
-	struct watch_own own = { 0 };
 	struct fuse_entry_param e;
 	struct fop_change ch;
-	int err, fd, pfd;
+	int err;
 
 	if (vd_is(ino) || vd_is(parent) ||
 	    vd_is_name(hfs(req), parent, name) || mark_name(parent, name)) {
@@ -130,28 +82,11 @@ void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
 		      vd_is(parent) ? -EACCES : -EEXIST;
 		goto out;
 	}
-	fop_begin(&ch, fs);
-	fd = ifd(req, ino);
-	err = fd;
-	if (fd < 0)
-		goto out_end;
-	pfd = ifd(req, parent);
-	err = pfd;
-	if (pfd >= 0) {
-		fop_note(&ch, hino(req, parent), hino(req, ino));
-		/* its new link count and ctime are the mount's own */
-		fop_stamp(&ch, hino(req, ino), fd);
-		watch_own_add(fs->watch, &own, hino(req, parent), name,
-			      IN_CREATE);
-		err = link_at(fs, fd, pfd, name);
-		watch_own_end(fs->watch, &own, !err);
-		fop_settle(&ch, err);
-		iput(req, parent);
-	}
-	iput(req, ino);
+	/* the bracket spans the new name's lookup */
+	fop_begin(&ch, hfs(req));
+	err = fop_link(&ch, hino(req, ino), hino(req, parent), name);
 	if (!err)
 		err = do_lookup(req, parent, name, &e);
-out_end:
 	fop_end(&ch);
 out:
 	reply_new(req, err, &e);

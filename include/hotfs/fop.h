@@ -2,8 +2,8 @@
 /*
  * File operations (src/fop.c: the change bracket and the write mode;
  * src/fop_data.c: a file's data; src/fop_attr.c: its attributes, flush
- * and release; src/fop_open.c: opening it; src/fop_names.c: unlink,
- * rmdir, rename): the core of the requests
+ * and release; src/fop_open.c: opening it; src/fop_names.c: names
+ * made and taken away): the core of the requests
  * that read or change a file, between the FUSE handlers (which
  * decode, call one fop_* function, and reply once) and the subsystems a
  * change concerns: the name cache (hotfs/namecache.h), the metadata
@@ -67,6 +67,7 @@
 #include <fuse_lowlevel.h>
 
 #include "hotfs/cache_write.h"
+#include "hotfs/cred.h"
 #include "hotfs/fs.h"
 #include "hotfs/handle.h"
 #include "hotfs/inode.h"
@@ -210,7 +211,40 @@ int fop_sync(struct hotfs *fs, struct hotfs_inode *in, struct hotfs_fh *fh,
 off_t fop_lseek(struct hotfs *fs, struct hotfs_inode *in,
 		struct hotfs_fh *fh, off_t off, int whence);
 
-/* ---- the operations that take names away (src/fop_names.c) ---- */
+/* ---- the operations on names (src/fop_names.c) ---- */
+
+/* The caller a request creates objects as (hotfs/cred.h), decoded by its
+ * handler: its ids and groups, acted as (act) when the daemon runs as
+ * root and the caller is not; its umask where the kernel left it to the
+ * daemon (umask_set). */
+struct fop_caller {
+	struct cred_who who;		/* groups: in groups[] below */
+	gid_t groups[CRED_MAX_GROUPS];
+	bool act, umask_set;
+	mode_t umask;
+};
+
+/*
+ * These three run in a bracket the handler begins and ends (fop_begin,
+ * fop_end), which spans its lookup of the new name: they note the
+ * change of dir's names, tell the source watch the event is the mount's
+ * own (hotfs/watch.h), and act as the caller.
+ */
+/* mknod, mkdir (S_IFDIR in mode), symlink (S_IFLNK: link its target)
+ * of name in dir; -errno. */
+int fop_make(struct fop_change *ch, const struct fop_caller *who,
+	     struct hotfs_inode *dir, const char *name, mode_t mode,
+	     dev_t rdev, const char *link);
+/* A new name for in in dir (its new link count and ctime stamped as the
+ * mount's own); -errno. */
+int fop_link(struct fop_change *ch, struct hotfs_inode *in,
+	     struct hotfs_inode *dir, const char *name);
+/* Create (or open, without O_EXCL) name in dir with the open's flags
+ * (writeback's O_TRUNC: fop_create_trunc, fop_create_opened); the fd, or
+ * -errno. */
+int fop_create(struct fop_change *ch, const struct fop_caller *who,
+	       struct hotfs_inode *dir, const char *name, mode_t mode,
+	       int flags);
 
 /* unlink (flags 0) or rmdir (AT_REMOVEDIR) of name in dir; -errno. */
 int fop_unlink(struct hotfs *fs, struct hotfs_inode *dir, const char *name,
