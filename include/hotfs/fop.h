@@ -86,6 +86,7 @@ enum fop_wb_hook {
 
 #define FOP_MAX_STAMPS	2
 
+/* One change in flight: the caller's storage, its fields src/fop.c's. */
 struct fop_change {
 	struct hotfs *fs;
 	int step;			/* the last step run (see above) */
@@ -125,6 +126,8 @@ int fop_wb_hook(struct fop_change *ch, struct hotfs_inode *in,
  * not known). */
 void fop_data_begin(struct fop_change *ch, struct hotfs_inode *in,
 		    struct hotfs_cache *c, uint64_t off, uint64_t len);
+void fop_data_end(struct fop_change *ch, struct hotfs_cache *c,
+		  uint64_t off, uint64_t len, const void *data, bool no_old);
 /*
  * Writeback's O_TRUNC at a create (step 5, before and after the open of
  * name in the directory pfd): fop_create_trunc may take O_TRUNC out of
@@ -136,8 +139,6 @@ void fop_data_begin(struct fop_change *ch, struct hotfs_inode *in,
 int fop_create_trunc(struct fop_change *ch, int pfd, const char *name,
 		     int *flags, bool *after);
 int fop_create_opened(struct fop_change *ch, int fd, bool after);
-void fop_data_end(struct fop_change *ch, struct hotfs_cache *c,
-		  uint64_t off, uint64_t len, const void *data, bool no_old);
 void fop_settle(struct fop_change *ch, int err);
 void fop_end(struct fop_change *ch);
 
