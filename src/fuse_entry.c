@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "fuse_i.h"
-#include "hotfs/cache_write.h"
 #include "hotfs/clock.h"
 #include "hotfs/ctl.h"
+#include "hotfs/fop.h"
 #include "hotfs/meta_fs.h"
 #include "hotfs/namecache.h"
 #include "hotfs/negcache.h"
@@ -79,7 +79,8 @@ void reply_entry(fuse_req_t req, const struct fuse_entry_param *e)
  * requests. */
 static bool names_kept(struct hotfs *fs)
 {
-	return fs->o->revalidate == HOTFS_REVAL_SECONDS && !fs->wb;
+	return fs->o->revalidate == HOTFS_REVAL_SECONDS &&
+	       !fop_writeback(fs, NULL);
 }
 
 /*
@@ -339,117 +340,6 @@ void hotfs_getattr(fuse_req_t req, fuse_ino_t ino,
 		reply_attr(req, ino, fi);
 }
 
-/* the attributes a setattr may change (the rest are how it is asked) */
-#define SETATTR_ANY	(FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | \
-			 FUSE_SET_ATTR_GID | FUSE_SET_ATTR_SIZE | \
-			 FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | \
-			 FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | \
-			 FUSE_SET_ATTR_CTIME)
-
-/* The owner: uid and gid as asked, or neither (chown(path, -1, -1) and
- * the like: the kernel sends no attribute, but the source moves its
- * ctime, as ext4 does: the same call on the source does what it does). */
-static int set_owner(int fd, const struct stat *attr, int valid)
-{
-	uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
-	gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
-
-	if (fchownat(fd, "", uid, gid,
-		     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1)
-		return -errno;
-	return 0;
-}
-
-/* hfd: the handle's source fd, or -1 to go by the inode's fd */
-static int set_size(struct hotfs *fs, struct hotfs_inode *in, int fd,
-		    int hfd, off_t size)
-{
-	struct cache_wr w;
-	char path[64];
-	int r;
-
-	/* writeback: the log cut before the source */
-	r = wb_truncate(fs, in, (uint64_t)size);
-	if (r < 0)
-		return r;
-	cache_write_begin(fs_cache(fs), fs->it, in, &w, 0, 0);
-	if (hfd >= 0) {
-		r = ftruncate(hfd, size);
-	} else {
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		r = truncate(path, size);
-	}
-	r = r == -1 ? -errno : 0;
-	cache_write_end(fs_cache(fs), in, &w, 0, 0, NULL);
-	return r;
-}
-
-static int set_times(struct hotfs *fs, struct hotfs_inode *in, int fd,
-		     int hfd, const struct stat *attr, int valid)
-{
-	struct timespec tv[2] = {
-		{ .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT },
-	};
-	char pn[32];
-	int r;
-
-	/* writeback: no flush after this moves the times set */
-	r = wb_flush_inode(fs, in);
-	if (r < 0)
-		return r;
-	if (valid & FUSE_SET_ATTR_ATIME_NOW)
-		tv[0].tv_nsec = UTIME_NOW;
-	else if (valid & FUSE_SET_ATTR_ATIME)
-		tv[0] = attr->st_atim;
-	if (valid & FUSE_SET_ATTR_MTIME_NOW)
-		tv[1].tv_nsec = UTIME_NOW;
-	else if (valid & FUSE_SET_ATTR_MTIME)
-		tv[1] = attr->st_mtim;
-	procname(pn, sizeof(pn), fd);
-	if (hfd >= 0)
-		r = futimens(hfd, tv);
-	else if (S_ISLNK(in->type))
-		r = utimensat(fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
-	else
-		r = utimensat(fs->proc_self_fd, pn, tv, 0);
-	return r == -1 ? -errno : 0;
-}
-
-/* Apply a setattr to the source object (fd: its O_PATH fd); -errno. */
-static int set_attr(struct hotfs *fs, struct hotfs_inode *in, int fd,
-		    struct fuse_file_info *fi, const struct stat *attr,
-		    int valid)
-{
-	char pn[32];
-	int r = 0, hfd = -1;
-
-	/* through the handle where there is one (opened now if lazy), for
-	 * what goes by a descriptor */
-	if (fi && (valid & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_SIZE |
-			    FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
-		hfd = fh_src(fs, in, fi);
-		if (hfd < 0)
-			return hfd;
-	}
-	procname(pn, sizeof(pn), fd);
-	if (valid & FUSE_SET_ATTR_MODE) {
-		if (hfd >= 0)
-			r = fchmod(hfd, attr->st_mode);
-		else
-			r = fchmodat(fs->proc_self_fd, pn, attr->st_mode, 0);
-		if (r == -1)
-			return -errno;
-	}
-	if (!(valid & SETATTR_ANY) ||
-	    (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
-		r = set_owner(fd, attr, valid);
-	if (!r && (valid & FUSE_SET_ATTR_SIZE))
-		r = set_size(fs, in, fd, hfd, attr->st_size);
-	if (!r && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)))
-		r = set_times(fs, in, fd, hfd, attr, valid);
-	return r;
-}
-
 /* A setattr of a control file: without open, ctl's O_TRUNC comes as a
  * setattr; nothing to cut (its answers are not truncated by an open
  * either).  Anything else is refused. */
@@ -468,32 +358,20 @@ static void setattr_virtual(fuse_req_t req, fuse_ino_t ino,
 void hotfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		   int valid, struct fuse_file_info *fi)
 {
-	struct hotfs *fs = hfs(req);
-	struct hotfs_inode *in = hino(req, ino);
-	int err, fd;
+	int err;
 
-	if (vd_is(ino)) {
+	if (vd_is(ino)) {	/* ctl.c replies for the control files */
 		setattr_virtual(req, ino, attr, valid);
 		return;
 	}
 	if (fi && !fi->fh)	/* no open: by the inode */
 		fi = NULL;
-	fd = ino_fd(fs->it, in);
-	err = fd;
-	if (fd < 0)
-		goto out_err;
-	meta_fs_change(fs, NULL, in);
-	/* the new ctime or mtime is the mount's own (hotfs/stamp.h) */
-	stamp_begin(in, fd);
-	err = set_attr(fs, in, fd, fi, attr, valid);
-	stamp_end(in, fd);
-	ino_fd_put(in);
+	err = fop_setattr(hfs(req), hino(req, ino), fi ? hfh(fi) : NULL, attr,
+			  valid);
 	if (err)
-		goto out_err;
-	reply_attr(req, ino, fi);
-	return;
-out_err:
-	fuse_reply_err(req, -err);
+		fuse_reply_err(req, -err);
+	else
+		reply_attr(req, ino, fi);
 }
 
 /* The symlink's target into buf (PATH_MAX + 1 bytes); -errno. */

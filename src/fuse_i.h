@@ -2,8 +2,9 @@
 /*
  * Private to the FUSE layer (src/fuse_*.c): decoding a request's node
  * ids, handles and caller, and the handlers and helpers the files of the
- * layer share.  The handlers decode, call the core, and reply exactly
- * once; below them everything returns -errno.
+ * layer share.  The handlers decode, call the core (hotfs/fop.h: the
+ * file operations, which run every change in one bracket), and reply
+ * exactly once; below them everything returns -errno.
  *
  *   fuse_ops.c    the operations table and FUSE_INIT
  *   fuse_entry.c  lookup, forget, getattr, setattr, readlink, statfs,
@@ -32,6 +33,7 @@
 #include <fuse_lowlevel.h>
 
 #include "hotfs/cred.h"
+#include "hotfs/fop.h"
 #include "hotfs/fs.h"
 #include "hotfs/handle.h"
 #include "hotfs/inode.h"
@@ -84,8 +86,8 @@ static inline void count(_Atomic uint64_t *c)
 	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
 
-/* The source fd of a handle, opened or not (-1: not yet, lazy: use
- * fh_src). */
+/* The source fd of a handle, opened or not (-1: not yet, lazy: see
+ * fh_source). */
 static inline int fhfd(struct fuse_file_info *fi)
 {
 	return atomic_load(&hfh(fi)->fd);
@@ -95,21 +97,6 @@ static inline int fhfd(struct fuse_file_info *fi)
 static inline void procname(char *buf, size_t len, int fd)
 {
 	snprintf(buf, len, "%d", fd);
-}
-
-/*
- * The source file of an open handle, opened now for a lazy one (an open
- * revalidate=N answered without the source): the fd, or -errno.
- */
-static inline int fh_src(struct hotfs *fs, struct hotfs_inode *in,
-			 struct fuse_file_info *fi)
-{
-	bool opened = false;
-	int fd = fh_source(hfh(fi), fs->it, in, fs->proc_self_fd, &opened);
-
-	if (opened)
-		count(&fs->n_src_open);
-	return fd;
 }
 
 /* Act as the caller (hotfs/cred.h) until as_daemon. */
@@ -136,17 +123,25 @@ static inline void as_daemon(struct cred *c)
 	cred_exit(c);
 }
 
-/* The caller's umask, where the kernel left it to the daemon. */
-static inline void caller_umask(fuse_req_t req)
+/* The caller, for the file operations that create objects as it
+ * (hotfs/fop.h): its groups read only when the daemon will act as it. */
+static inline void caller_of(fuse_req_t req, struct fop_caller *w)
 {
-	if (hfs(req)->dont_mask)
-		cred_umask_enter(fuse_req_ctx(req)->umask);
-}
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	int n;
 
-static inline void daemon_umask(fuse_req_t req)
-{
-	if (hfs(req)->dont_mask)
-		cred_umask_exit();
+	w->who.uid = ctx->uid;
+	w->who.gid = ctx->gid;
+	w->who.groups = w->groups;
+	w->who.ngroups = 0;
+	w->act = hfs(req)->as_root && !(ctx->uid == 0 && ctx->gid == 0);
+	if (w->act) {
+		n = fuse_req_getgroups(req, CRED_MAX_GROUPS, w->groups);
+		w->who.ngroups = n < 0 ? 0 : n > CRED_MAX_GROUPS ?
+				 CRED_MAX_GROUPS : n;
+	}
+	w->umask_set = hfs(req)->dont_mask;
+	w->umask = ctx->umask;
 }
 
 /* fuse_entry.c */
@@ -186,8 +181,6 @@ void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  unsigned int flags);
 
 /* fuse_file.c */
-int backing_flags(int flags);
-
 void hotfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  mode_t mode, struct fuse_file_info *fi);

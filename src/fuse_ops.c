@@ -2,8 +2,9 @@
 /*
  * The FUSE low-level operations table and FUSE_INIT.  The handlers are
  * in src/fuse_*.c (src/fuse_i.h says which file holds what); each decodes
- * the request, calls the source through *at() syscalls on the inode's
- * O_PATH fd or the cache, and replies exactly once.
+ * the request, calls the core (the file operations, hotfs/fop.h, for
+ * what reads or changes a file; the source through *at() syscalls on the
+ * inode's O_PATH fd, or the cache), and replies exactly once.
  *
  * Modelled on libfuse's example/passthrough_ll.c and passthrough_hp.cc.
  * Decisions a user may need to know (also in man/hotfs.8):
@@ -11,12 +12,9 @@
  *  - When the daemon runs as root, operations that create objects run
  *    with the caller's credentials (hotfs/cred.h).
  */
-#include <linux/fs.h>
-
 #include "fuse_i.h"
 #include "hotfs/bdi.h"
 #include "hotfs/log.h"
-#include "hotfs/namecache.h"
 
 
 
@@ -110,202 +108,30 @@ static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
 }
 
-/*
- * Requests that may change a name or attributes on the source move the
- * daemon's name cache's change generation before they start and after
- * they end (hotfs/namecache.h): a lookup that overlapped one is not kept.
- * (Read-only handles have no flush, and their release changes nothing.)
- */
-static void chg_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
-			int valid, struct fuse_file_info *fi)
-{
-	nc_changed();
-	hotfs_setattr(req, ino, attr, valid, fi);
-	nc_changed();
-}
-
-static void chg_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-		      mode_t mode, dev_t rdev)
-{
-	nc_changed();
-	hotfs_mknod(req, parent, name, mode, rdev);
-	nc_changed();
-}
-
-static void chg_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
-		      mode_t mode)
-{
-	nc_changed();
-	hotfs_mkdir(req, parent, name, mode);
-	nc_changed();
-}
-
-static void chg_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
-			const char *name)
-{
-	nc_changed();
-	hotfs_symlink(req, link, parent, name);
-	nc_changed();
-}
-
-static void chg_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
-		     const char *name)
-{
-	nc_changed();
-	hotfs_link(req, ino, parent, name);
-	nc_changed();
-}
-
-static void chg_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	nc_changed();
-	hotfs_unlink(req, parent, name);
-	nc_changed();
-}
-
-static void chg_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	nc_changed();
-	hotfs_rmdir(req, parent, name);
-	nc_changed();
-}
-
-static void chg_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
-		       fuse_ino_t newparent, const char *newname,
-		       unsigned int flags)
-{
-	nc_changed();
-	hotfs_rename(req, parent, name, newparent, newname, flags);
-	nc_changed();
-}
-
-static void chg_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	bool trunc = fi->flags & O_TRUNC;
-
-	if (trunc)
-		nc_changed();
-	hotfs_open(req, ino, fi);
-	if (trunc)
-		nc_changed();
-}
-
-static void chg_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-		       mode_t mode, struct fuse_file_info *fi)
-{
-	nc_changed();
-	hotfs_create(req, parent, name, mode, fi);
-	nc_changed();
-}
-
-static void chg_flush(fuse_req_t req, fuse_ino_t ino,
-		      struct fuse_file_info *fi)
-{
-	bool src = !vd_is(ino);	/* the control files change nothing */
-
-	if (src)
-		nc_changed();
-	hotfs_flush(req, ino, fi);
-	if (src)
-		nc_changed();
-}
-
-static void chg_release(fuse_req_t req, fuse_ino_t ino,
-			struct fuse_file_info *fi)
-{
-	bool wr = (fi->flags & O_ACCMODE) != O_RDONLY;
-
-	if (wr)
-		nc_changed();
-	hotfs_release(req, ino, fi);
-	if (wr)
-		nc_changed();
-}
-
-static void chg_write_buf(fuse_req_t req, fuse_ino_t ino,
-			  struct fuse_bufvec *in_buf, off_t off,
-			  struct fuse_file_info *fi)
-{
-	nc_changed();
-	hotfs_write_buf(req, ino, in_buf, off, fi);
-	nc_changed();
-}
-
-static void chg_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
-			  off_t off, off_t len, struct fuse_file_info *fi)
-{
-	nc_changed();
-	hotfs_fallocate(req, ino, mode, off, len, fi);
-	nc_changed();
-}
-
-static void chg_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
-				off_t off_in, struct fuse_file_info *fi_in,
-				fuse_ino_t ino_out, off_t off_out,
-				struct fuse_file_info *fi_out, size_t len,
-				int flags)
-{
-	nc_changed();
-	hotfs_copy_file_range(req, ino_in, off_in, fi_in, ino_out, off_out,
-			      fi_out, len, flags);
-	nc_changed();
-}
-
-static void chg_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-			 const char *value, size_t size, int flags)
-{
-	nc_changed();
-	hotfs_setxattr(req, ino, name, value, size, flags);
-	nc_changed();
-}
-
-static void chg_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
-{
-	nc_changed();
-	hotfs_removexattr(req, ino, name);
-	nc_changed();
-}
-
-static void chg_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
-		      void *arg, struct fuse_file_info *fi, unsigned flags,
-		      const void *in_buf, size_t in_bufsz, size_t out_bufsz)
-{
-	/* the setters of file attributes (a tty check, TCGETS, is every
-	 * Python open's) */
-	bool set = cmd == FS_IOC_SETFLAGS || cmd == FS_IOC_FSSETXATTR;
-
-	if (set)
-		nc_changed();
-	hotfs_ioctl(req, ino, cmd, arg, fi, flags, in_buf, in_bufsz,
-		    out_bufsz);
-	if (set)
-		nc_changed();
-}
-
 const struct fuse_lowlevel_ops hotfs_ll_ops = {
 	.init = hotfs_init,
 	.lookup = hotfs_lookup,
 	.forget = hotfs_forget,
 	.forget_multi = hotfs_forget_multi,
 	.getattr = hotfs_getattr,
-	.setattr = chg_setattr,
+	.setattr = hotfs_setattr,
 	.readlink = hotfs_readlink,
-	.mknod = chg_mknod,
-	.mkdir = chg_mkdir,
-	.symlink = chg_symlink,
-	.link = chg_link,
-	.unlink = chg_unlink,
-	.rmdir = chg_rmdir,
-	.rename = chg_rename,
-	.open = chg_open,
-	.create = chg_create,
-	.release = chg_release,
-	.flush = chg_flush,
+	.mknod = hotfs_mknod,
+	.mkdir = hotfs_mkdir,
+	.symlink = hotfs_symlink,
+	.link = hotfs_link,
+	.unlink = hotfs_unlink,
+	.rmdir = hotfs_rmdir,
+	.rename = hotfs_rename,
+	.open = hotfs_open,
+	.create = hotfs_create,
+	.release = hotfs_release,
+	.flush = hotfs_flush,
 	.fsync = hotfs_fsync,
 	.read = hotfs_read,
-	.write_buf = chg_write_buf,
-	.fallocate = chg_fallocate,
-	.copy_file_range = chg_copy_file_range,
+	.write_buf = hotfs_write_buf,
+	.fallocate = hotfs_fallocate,
+	.copy_file_range = hotfs_copy_file_range,
 	.lseek = hotfs_lseek,
 	.opendir = hotfs_opendir,
 	.readdir = hotfs_readdir,
@@ -316,7 +142,7 @@ const struct fuse_lowlevel_ops hotfs_ll_ops = {
 	.access = hotfs_access,
 	.getxattr = hotfs_getxattr,
 	.listxattr = hotfs_listxattr,
-	.setxattr = chg_setxattr,
-	.removexattr = chg_removexattr,
-	.ioctl = chg_ioctl,
+	.setxattr = hotfs_setxattr,
+	.removexattr = hotfs_removexattr,
+	.ioctl = hotfs_ioctl,
 };

@@ -16,11 +16,9 @@
 #include "fuse_i.h"
 #include "hotfs/cache_ctl.h"
 #include "hotfs/ctl.h"
-#include "hotfs/fileio.h"
+#include "hotfs/fop.h"
 #include "hotfs/ioctl.h"
 #include "hotfs/wb.h"
-#include "hotfs/meta_fs.h"
-#include "hotfs/stamp.h"
 
 /*
  * Following /proc/self/fd/N reaches the object the O_PATH fd names, a
@@ -90,112 +88,43 @@ void hotfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	get_or_list_xattr(req, ino, NULL, size);
 }
 
-/* setxattr (value) or removexattr (value == NULL) on the source object;
- * -errno.  Its ctime moves. */
-static int set_or_remove(fuse_req_t req, fuse_ino_t ino, const char *name,
-			 const char *value, size_t size, int flags)
-{
-	struct hotfs_inode *in = hino(req, ino);
-	char path[64];
-	int fd, r;
-
-	if (vd_is(ino))
-		return -EPERM;
-	fd = xattr_path(req, in, path, sizeof(path));
-	if (fd < 0)
-		return fd;
-	meta_fs_change(hfs(req), NULL, in);
-	/* the new ctime is the mount's own (hotfs/stamp.h): not a change
-	 * behind it, nor, with dirty data, a conflict */
-	stamp_begin(in, fd);
-	r = value ? setxattr(path, name, value, size, flags) :
-		    removexattr(path, name);
-	if (r == -1)
-		r = -errno;
-	stamp_end(in, fd);
-	ino_fd_put(in);
-	return r;
-}
-
 void hotfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		    const char *value, size_t size, int flags)
 {
+	int err = -EPERM;
+
 	/* an empty value is still a value: never NULL for setxattr */
-	fuse_reply_err(req, -set_or_remove(req, ino, name, value ? value : "",
-					   size, flags));
+	if (!vd_is(ino))
+		err = fop_setxattr(hfs(req), hino(req, ino), name,
+				   value ? value : "", size, flags);
+	fuse_reply_err(req, -err);
 }
 
 void hotfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	fuse_reply_err(req, -set_or_remove(req, ino, name, NULL, 0, 0));
+	int err = -EPERM;
+
+	if (!vd_is(ino))
+		err = fop_setxattr(hfs(req), hino(req, ino), name, NULL, 0, 0);
+	fuse_reply_err(req, -err);
 }
 
 /* ------------------------------------------------------------------ */
 /* The file attribute ioctls (lsattr, chattr) */
 
 /*
- * FS_IOC_GETFLAGS/SETFLAGS and FS_IOC_FSGETXATTR/FSSETXATTR on the source
- * object, through a descriptor opened on it for the call (ioctl needs one
- * that is not O_PATH).  The kernel sends them itself (its fileattr
- * operations) with their sizes: a flags word as an int, a struct fsxattr.
- * It has also checked the caller: owner or CAP_FOWNER to set, and
+ * The file attribute ioctls (FS_IOC_GETFLAGS/SETFLAGS,
+ * FS_IOC_FSGETXATTR/FSSETXATTR) go to the source object (fop_fileattr).
+ * The kernel sends them itself (its fileattr operations) with their
+ * sizes, and has checked the caller: owner or CAP_FOWNER to set, and
  * CAP_LINUX_IMMUTABLE for the append-only and immutable flags.  Other
  * ioctls cannot cross FUSE with sizes the daemon can trust (FIEMAP needs
  * unrestricted ioctls, which only CUSE may use): they get ENOTTY.
- * Returns the bytes of *out to reply with, or -errno.
  */
-union fileattr_buf {
-	int flags;
-	struct fsxattr fsx;
-	char bytes[32];
-};
-
 static bool fileattr_cmd(unsigned int cmd)
 {
 	return cmd == FS_IOC_GETFLAGS || cmd == FS_IOC_SETFLAGS ||
 	       cmd == FS_IOC_FSGETXATTR || cmd == FS_IOC_FSSETXATTR;
-}
-
-static ssize_t fileattr_ioctl(struct hotfs *fs, struct hotfs_inode *in,
-			      unsigned int cmd, const void *in_buf,
-			      size_t in_bufsz, size_t out_bufsz,
-			      union fileattr_buf *out)
-{
-	bool set = cmd == FS_IOC_SETFLAGS || cmd == FS_IOC_FSSETXATTR;
-	size_t need = cmd == FS_IOC_GETFLAGS || cmd == FS_IOC_SETFLAGS ?
-		      sizeof(int) : sizeof(struct fsxattr);
-	int fd, ofd, r;
-
-	if (!S_ISREG(in->type) && !S_ISDIR(in->type))
-		return -ENOTTY;
-	if (set ? in_bufsz < need : out_bufsz < need)
-		return -EINVAL;
-	memset(out, 0, sizeof(*out));
-	if (set)
-		memcpy(out, in_buf, need);
-	fd = ino_fd(fs->it, in);
-	if (fd < 0)
-		return fd;
-	ofd = reopen_fd(fs->proc_self_fd, fd, O_RDONLY | O_NONBLOCK |
-			O_NOCTTY | (S_ISDIR(in->type) ? O_DIRECTORY : 0));
-	if (ofd < 0) {
-		ino_fd_put(in);
-		return ofd;
-	}
-	if (set) {
-		/* its ctime moves: the mount's own change (hotfs/stamp.h) */
-		meta_fs_change(fs, NULL, in);
-		stamp_begin(in, fd);
-	}
-	r = ioctl(ofd, cmd, out) == -1 ? -errno : 0;
-	if (set)
-		stamp_end(in, fd);
-	close(ofd);
-	ino_fd_put(in);
-	if (r < 0)
-		return r;
-	return set ? 0 : (ssize_t)(out_bufsz < sizeof(*out) ?
-				   out_bufsz : sizeof(*out));
 }
 
 /* ------------------------------------------------------------------ */
@@ -247,7 +176,7 @@ void hotfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 		 const void *in_buf, size_t in_bufsz, size_t out_bufsz)
 {
 	struct hotfs *fs = hfs(req);
-	union fileattr_buf out;
+	union fop_fileattr out;
 	struct hotfs_ioc io;
 	const void *reply = &io;
 	ssize_t n = sizeof(io);
@@ -259,7 +188,7 @@ void hotfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 	if (vd_is(ino))
 		goto out;
 	if (fileattr_cmd(cmd) && !(flags & FUSE_IOCTL_COMPAT)) {
-		n = fileattr_ioctl(fs, hino(req, ino), cmd, in_buf, in_bufsz,
+		n = fop_fileattr(fs, hino(req, ino), cmd, in_buf, in_bufsz,
 				   out_bufsz, &out);
 		r = n < 0 ? (int)n : 0;
 		reply = n ? (const void *)&out : NULL;

@@ -55,7 +55,7 @@ struct fh_stitch {
 struct hotfs_fh {
 	_Atomic int fd;			/* the source file; -1 until the
 					 * first use for a lazy handle */
-	int lazy_flags;			/* lazy: how to open it (fuse_file.c,
+	int lazy_flags;			/* lazy: how to open it (fop_open.c,
 					 * revalidate=N), under m */
 	bool lazy;
 	bool shared;			/* an inode's, without open: not on
@@ -87,7 +87,7 @@ struct hotfs_fh {
 /*
  * The source file of fh, opened now (*opened) through the inode's O_PATH
  * fd if the handle is lazy (lazy_flags; revalidate=N opens without the
- * source, src/fuse_file.c): the fd, or -errno.
+ * source, src/fop_open.c): the fd, or -errno.
  */
 int fh_source(struct hotfs_fh *fh, struct hotfs_itable *it,
 	      struct hotfs_inode *in, int proc_self_fd, bool *opened);

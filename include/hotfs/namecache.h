@@ -11,7 +11,7 @@
  *
  * Changes through the mount: every request that may change a name or
  * attributes (setattr, create, unlink, rename, write, ...) moves the
- * change generation before it starts and after it ends (src/fuse_ops.c);
+ * change generation before it starts and after it ends (hotfs/fop.h);
  * what was learnt under another generation is not used.  Coarse (any
  * write drops every name), and never stale: a lookup that overlapped a
  * change is not kept.  Changes behind the mount are seen once the N

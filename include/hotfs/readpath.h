@@ -47,7 +47,7 @@ int cache_read(struct hotfs_cache *c, struct hotfs_inode *in,
 /*
  * The same from the store alone, without the source file: *st is the
  * file's stamp as an earlier check took it from the source (revalidate=N,
- * src/fuse_file.c); its records are looked up without dropping others.
+ * src/fop_open.c); its records are looked up without dropping others.
  * -EAGAIN when any of the read needs the source (a miss, a promotion,
  * a store copy that does not verify): then cache_read with the source.
  */
