@@ -268,7 +268,7 @@ static ssize_t add_entry(fuse_req_t req, fuse_ino_t ino, char *p,
 	}
 	entsize = fuse_add_direntry_plus(req, p, rem, name, &e, nextoff);
 	if (entsize > rem && e.ino)
-		forget_one(req, e.ino, 1);	/* not sent after all */
+		forget_one(hfs(req), e.ino, 1);	/* not sent after all */
 	return (ssize_t)entsize;
 }
 

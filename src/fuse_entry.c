@@ -55,11 +55,11 @@ double attr_timeout(struct hotfs *fs, struct hotfs_inode *in)
 	return fs->o->attr_timeout;
 }
 
-void forget_one(fuse_req_t req, fuse_ino_t ino, uint64_t n)
+void forget_one(struct hotfs *fs, fuse_ino_t ino, uint64_t n)
 {
 	if (ino == FUSE_ROOT_ID || vd_is(ino))
 		return;
-	ino_forget(hfs(req)->it, hino(req, ino), n);
+	ino_forget(fs->it, hino_fs(fs, ino), n);
 }
 
 /*
@@ -70,8 +70,10 @@ void forget_one(fuse_req_t req, fuse_ino_t ino, uint64_t n)
  */
 void reply_entry(fuse_req_t req, const struct fuse_entry_param *e)
 {
+	struct hotfs *fs = hfs(req);	/* req is gone once replied to */
+
 	if (fuse_reply_entry(req, e) == -ENOENT && e->ino)
-		forget_one(req, e->ino, 1);
+		forget_one(fs, e->ino, 1);
 }
 
 /* Does the daemon keep the names it found (hotfs/namecache.h)?  Not with
@@ -247,7 +249,7 @@ reply:
 
 void hotfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	forget_one(req, ino, nlookup);
+	forget_one(hfs(req), ino, nlookup);
 	fuse_reply_none(req);
 }
 
@@ -257,7 +259,7 @@ void hotfs_forget_multi(fuse_req_t req, size_t count,
 	size_t i;
 
 	for (i = 0; i < count; i++)
-		forget_one(req, forgets[i].ino, forgets[i].nlookup);
+		forget_one(hfs(req), forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 

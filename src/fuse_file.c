@@ -78,7 +78,7 @@ static int create_entry(fuse_req_t req, struct fop_change *ch,
 	if (!err && !hfs(req)->no_open) {
 		fh = fh_new(fd);
 		if (!fh) {	/* the lookup's count: no reply takes it */
-			forget_one(req, e->ino, 1);
+			forget_one(hfs(req), e->ino, 1);
 			err = -ENOMEM;
 		}
 	}
@@ -107,6 +107,7 @@ static int create_entry(fuse_req_t req, struct fop_change *ch,
 void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  mode_t mode, struct fuse_file_info *fi)
 {
+	struct hotfs *fs = hfs(req);	/* req is gone once replied to */
 	struct fuse_entry_param e;
 	struct hotfs_inode *in = NULL;
 	struct fop_caller who;
@@ -135,7 +136,7 @@ out:
 		/* interrupted: the kernel took neither the handle nor the
 		 * lookup count */
 		fop_open_undone(in, hfh(fi));
-		forget_one(req, e.ino, 1);
+		forget_one(fs, e.ino, 1);
 	}
 }
 

@@ -149,7 +149,7 @@ int stat_fd(int fd, struct stat *st);
 bool watched(struct hotfs *fs, fuse_ino_t dir);
 double entry_timeout(struct hotfs *fs, bool dir_watched);
 double attr_timeout(struct hotfs *fs, struct hotfs_inode *in);
-void forget_one(fuse_req_t req, fuse_ino_t ino, uint64_t n);
+void forget_one(struct hotfs *fs, fuse_ino_t ino, uint64_t n);
 void reply_entry(fuse_req_t req, const struct fuse_entry_param *e);
 int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
 	      struct fuse_entry_param *e);
