@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -366,6 +367,29 @@ static int start_threads(struct hotfs *fs, struct hotfs_tick **tick)
 	return 0;
 }
 
+/*
+ * The daemon's own threads, started with the signals that end the loop
+ * blocked (they inherit it, and so do the threads they start): those go
+ * to the main thread, which waits in the loop.  libfuse's handler, run
+ * on another thread, would end the session but wake no loop: the daemon
+ * stayed, mounted, until the next request (libfuse's workers block every
+ * signal likewise).
+ */
+static int start_threads_quiet(struct hotfs *fs, struct hotfs_tick **tick)
+{
+	sigset_t stop, old;
+	int r;
+
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGHUP);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stop, &old);
+	r = start_threads(fs, tick);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
 /* Serve until unmounted or signalled: the exit status. */
 static int run_loop(struct fuse_session *se,
 		    const struct fuse_cmdline_opts *copts,
@@ -558,7 +582,7 @@ int main(int argc, char *argv[])
 		hotfs_log(LOG_ERR, "/proc/self/fd: %s\n", strerror(errno));
 		goto out5;
 	}
-	if (start_threads(&fs, &tick) < 0)
+	if (start_threads_quiet(&fs, &tick) < 0)
 		goto out5;
 	hotfs_log(LOG_INFO, "mounted %s on %s\n", o.source, o.mountpoint);
 	/* said on stderr before daemonizing; now in syslog too */
