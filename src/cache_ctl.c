@@ -14,6 +14,7 @@
 #include "hotfs/ctl.h"
 #include "hotfs/fileio.h"
 #include "hotfs/srcprobe.h"
+#include "hotfs/stamp.h"
 
 /* Open the source file for reading, and its stamp. */
 static int open_source(struct hotfs_cache *c, struct hotfs_inode *in,
@@ -109,7 +110,7 @@ int cache_warm(struct hotfs_cache *c, struct hotfs_inode *in,
 	ctl_ioc_extents(io, stamp.size, c->ext_shift, &e0, &e1);
 	io->done = 0;
 	/* changed within a clock tick: nothing to cache yet (srcprobe.h) */
-	if (srcprobe_racy_now(stamp.mtime_ns, stamp.ctime_ns)) {
+	if (stamp_racy_now(stamp.mtime_ns, stamp.ctime_ns)) {
 		stats_add(&c->stats, STAT_NP_RACY, 1);
 		e1 = e0;
 	}

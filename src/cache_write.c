@@ -243,7 +243,7 @@ static bool end_stamp(const struct cache_wr *w, struct hotfs_stamp *now)
 	struct stat st;
 
 	if (!w->have_old || !stat_inode(w, &st) ||
-	    srcprobe_racy_now(ts_ns(&st.st_mtim), ts_ns(&st.st_ctim)))
+	    stamp_racy_now(ts_ns(&st.st_mtim), ts_ns(&st.st_ctim)))
 		return false;
 	cache_stamp(&st, now);
 	return true;

@@ -19,6 +19,7 @@
 #include "hotfs/namecache.h"
 #include "hotfs/negcache.h"
 #include "hotfs/srcprobe.h"
+#include "hotfs/stamp.h"
 
 /* Is l the directory's current listing, by its stamp st? */
 bool listing_fresh(const struct hotfs_listing *l, const struct stat *st)

@@ -25,7 +25,9 @@
 #include "hotfs/meta.h"
 #include "hotfs/meta_fs.h"
 #include "meta_fs_i.h"
+#include "hotfs/clock.h"
 #include "hotfs/srcprobe.h"
+#include "hotfs/stamp.h"
 #include "hotfs/watch.h"
 
 struct item {
@@ -134,30 +136,6 @@ static void enc_names(struct hotfs_meta *m, struct meta_enc *enc,
 	}
 }
 
-/*
- * How long until st's stamp can prove a listing read now (0: it can): a
- * change within a clock tick or two may leave the stamp as it was
- * (within 2 s with whole-second stamps, or the source's measured tick).
- */
-static int64_t racy_left(const struct stat *st)
-{
-	struct timespec now;
-	int64_t w = 50000000LL, t, left;
-
-	if (st->st_mtim.tv_nsec == 0 && st->st_ctim.tv_nsec == 0)
-		w = 2100000000LL;
-	/* the source's measured tick (hotfs/srcprobe.h), if longer */
-	if (hotfs_src.gran_ns + PROBE_RACY_SLACK_NS > w)
-		w = hotfs_src.gran_ns + PROBE_RACY_SLACK_NS;
-	clock_gettime(CLOCK_REALTIME, &now);
-	t = ts_ns(&now);
-	left = w - (t - ts_ns(&st->st_mtim));
-	if (w - (t - ts_ns(&st->st_ctim)) > left)
-		left = w - (t - ts_ns(&st->st_ctim));
-	/* a stamp in the future (a clock set back): wait no longer */
-	return left < 0 ? 0 : left > w ? w : left;
-}
-
 /* Read the directory fd whole and encode it, if it holds still. */
 static void enc_read(struct hotfs_meta *m, struct meta_enc *enc,
 		     struct queue *q, const struct item *it, int fd)
@@ -173,7 +151,8 @@ static void enc_read(struct hotfs_meta *m, struct meta_enc *enc,
 	if (fstat(fd, &before) == -1 || !S_ISDIR(before.st_mode) ||
 	    before.st_dev != it->st.st_dev || before.st_ino != it->st.st_ino)
 		return;
-	left = racy_left(&before);
+	left = stamp_racy_left(ts_ns(&before.st_mtim),
+				ts_ns(&before.st_ctim), clock_real_ns());
 	if (left) {
 		if (left > m->racy_wait_ns)
 			m->racy_wait_ns = left;

@@ -1,41 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Names a lookup found absent, kept per directory (see
- * include/hotfs/negcache.h), and the racy rule they and the directory
- * listings follow.
+ * include/hotfs/negcache.h).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "hotfs/negcache.h"
-#include "hotfs/srcprobe.h"
-
-/*
- * The source's measured clock tick (hotfs/srcprobe.h) and slack; and
- * whole-second times, whatever was measured: a filesystem (or server)
- * with 1 or 2 s stamps.
- */
-static int64_t racy_window(int64_t mtime_ns, int64_t ctime_ns)
-{
-	int64_t w = hotfs_src.gran_ns + PROBE_RACY_SLACK_NS;
-
-	if (mtime_ns % 1000000000LL == 0 && ctime_ns % 1000000000LL == 0 &&
-	    w < 2100000000LL)
-		w = 2100000000LL;
-	return w > RACY_NS ? w : RACY_NS;
-}
-
-bool stamp_racy_ns(int64_t mtime_ns, int64_t ctime_ns, int64_t now)
-{
-	int64_t w = racy_window(mtime_ns, ctime_ns);
-
-	return now - mtime_ns < w || now - ctime_ns < w;
-}
-
-bool stamp_racy(const struct stat *st, int64_t now)
-{
-	return stamp_racy_ns(ts_ns(&st->st_mtim), ts_ns(&st->st_ctim), now);
-}
+#include "hotfs/stamp.h"
 
 bool neg_hit(struct hotfs_inode *dir, const struct stat *st,
 	     const char *name)

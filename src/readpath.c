@@ -44,6 +44,7 @@
 #include "hotfs/log.h"
 #include "hotfs/readpath.h"
 #include "hotfs/srcprobe.h"
+#include "hotfs/stamp.h"
 #include "hotfs/uring.h"
 
 struct seg {
@@ -832,7 +833,7 @@ static bool cacheable_at(struct hotfs_cache *c, struct hotfs_inode *in,
 		return false;
 	cache_stamp(st, &p->stamp);
 	cache_key(c, in->dev, in->ino, &p->k);
-	p->racy = srcprobe_racy_now(p->stamp.mtime_ns, p->stamp.ctime_ns);
+	p->racy = stamp_racy_now(p->stamp.mtime_ns, p->stamp.ctime_ns);
 	e0 = (uint32_t)((uint64_t)off >> c->ext_shift);
 	e1 = (uint32_t)((p->end - 1) >> c->ext_shift);
 	p->in = in;

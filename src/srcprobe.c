@@ -72,27 +72,6 @@ int64_t srcprobe_granularity(const int64_t *ts, size_t n)
 	return 1;
 }
 
-bool srcprobe_racy(int64_t gran_ns, int64_t mtime_ns, int64_t ctime_ns,
-		   int64_t now_ns)
-{
-	int64_t t = mtime_ns > ctime_ns ? mtime_ns : ctime_ns;
-
-	/* a stamp is its tick's start: the tick ends gran later, and a
-	 * change before that may leave it as it is */
-	return now_ns < t + gran_ns + PROBE_RACY_SLACK_NS;
-}
-
-bool srcprobe_racy_now(int64_t mtime_ns, int64_t ctime_ns)
-{
-	struct timespec ts;
-
-	if (!srcprobe_coarse(&hotfs_src))
-		return false;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return srcprobe_racy(hotfs_src.gran_ns, mtime_ns, ctime_ns,
-			     ts_ns(&ts));
-}
-
 int srcprobe_stat_sync(int fd, struct stat *st)
 {
 	struct statx x;

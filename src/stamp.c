@@ -8,8 +8,30 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "hotfs/clock.h"
 #include "hotfs/srcprobe.h"
 #include "hotfs/stamp.h"
+
+int64_t stamp_racy_left(int64_t mtime_ns, int64_t ctime_ns, int64_t now)
+{
+	int64_t w = hotfs_src.gran_ns + PROBE_RACY_SLACK_NS, left;
+
+	if (mtime_ns % 1000000000LL == 0 && ctime_ns % 1000000000LL == 0 &&
+	    w < 2100000000LL)
+		w = 2100000000LL;
+	if (w < RACY_NS)
+		w = RACY_NS;
+	left = w - (now - mtime_ns);
+	if (w - (now - ctime_ns) > left)
+		left = w - (now - ctime_ns);
+	return left < 0 ? 0 : left > w ? w : left;
+}
+
+bool stamp_racy_now(int64_t mtime_ns, int64_t ctime_ns)
+{
+	return srcprobe_coarse(&hotfs_src) &&
+	       stamp_racy_left(mtime_ns, ctime_ns, clock_real_ns()) > 0;
+}
 
 bool stamp_same_locked(const struct hotfs_inode *in, const struct stat *st)
 {
@@ -22,8 +44,8 @@ static void record(struct hotfs_inode *in, const struct stat *st, bool ours)
 {
 	in->stamp_valid = true;
 	in->stamp_ours = ours;
-	in->stamp_settled = !srcprobe_racy_now(ts_ns(&st->st_mtim),
-					       ts_ns(&st->st_ctim));
+	in->stamp_settled = !stamp_racy_now(ts_ns(&st->st_mtim),
+					    ts_ns(&st->st_ctim));
 	in->stamp_mtime_ns = ts_ns(&st->st_mtim);
 	in->stamp_ctime_ns = ts_ns(&st->st_ctim);
 	in->stamp_size = st->st_size;

@@ -7,9 +7,8 @@
  * and once the kernel's caches were dropped each probe would read the
  * directory's blocks from the slow disk.  A change to the directory
  * (through the mount or not) changes its stamp.  Not kept when the
- * directory changed within RACY_NS of the lookup (2.1 s on filesystems
- * with whole-second stamps): a change in the same clock tick could leave
- * the stamp as it was.  Directory listings follow the same rule
+ * directory's stamp is racy (hotfs/stamp.h: it changed within a clock
+ * tick of the lookup, where another change could leave it as it was).  Directory listings follow the same rule
  * (hotfs/dirlist.h).  Neither is kept on a remote source
  * (hotfs/srcprobe.h): there a directory's stamp is the lower client's
  * cached copy (sshfs keeps it 20 s), and another client's create does
@@ -25,13 +24,6 @@
 #include <sys/stat.h>
 
 #include "hotfs/inode.h"
-
-#define RACY_NS		50000000LL	/* 50 ms: a few clock ticks */
-
-/* Is a stamp (mtime, ctime) within a clock tick of now (CLOCK_REALTIME,
- * ns)?  A change in that tick may not show in it. */
-bool stamp_racy_ns(int64_t mtime_ns, int64_t ctime_ns, int64_t now);
-bool stamp_racy(const struct stat *st, int64_t now);
 
 /* Is name known absent from dir, whose stamp is st? */
 bool neg_hit(struct hotfs_inode *dir, const struct stat *st,

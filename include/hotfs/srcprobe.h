@@ -26,7 +26,7 @@
  * 100 ms, 10 ms, 1 ms, 1 us that divides every one of them; 2 s if
  * there were none), and data, listings and absent names whose
  * directory's or file's stamp is within that window of the clock are
- * "racy": not trusted later (readpath.c, dirlist.c, negcache.c).
+ * "racy": not trusted later (the rule: hotfs/stamp.h).
  *
  * Remote sources (NFS, SMB, FUSE, Ceph, ...): other clients' changes
  * raise no inotify event, and the lower client caches attributes: hotfs
@@ -100,14 +100,6 @@ int srcprobe_check(int root_fd, const char *text, size_t len,
 		   unsigned *found, char *why, size_t whylen);
 
 /*
- * Is a stamp (mtime, ctime in ns) racy at now (ns, CLOCK_REALTIME): did
- * it change within the granularity gran_ns (plus slack) of now, so that
- * another change in the same tick could leave it as it is?
- */
-bool srcprobe_racy(int64_t gran_ns, int64_t mtime_ns, int64_t ctime_ns,
-		   int64_t now_ns);
-
-/*
  * Does the racy rule apply to data on this source: a network source, or
  * one whose clock ticks a millisecond or more?  (On a local filesystem
  * with fine stamps the kernel gives a change that follows a stat a fine
@@ -118,8 +110,6 @@ static inline bool srcprobe_coarse(const struct hotfs_srcinfo *si)
 	return si->remote || si->gran_ns >= 1000000;
 }
 
-/* A stamp of the source is racy now, on a source where that counts. */
-bool srcprobe_racy_now(int64_t mtime_ns, int64_t ctime_ns);
 
 /*
  * fstat of fd (an O_PATH one will do), on a remote source from the server

@@ -36,6 +36,35 @@
 
 #include "hotfs/inode.h"
 
+/*
+ * The racy rule, written here alone: a stamp (mtime and ctime, ns) that
+ * changed within a clock tick of now proves nothing about a change in
+ * the same tick, which may leave it as it is.  The window: the source's
+ * measured tick plus slack (hotfs/srcprobe.h), at least RACY_NS, and 2.1
+ * s for whole-second stamps (a filesystem or server with 1 or 2 s
+ * stamps).  Used for directories' listings and absent names
+ * (hotfs/negcache.h, hotfs/dirlist.h, the metadata snapshot) and, on a
+ * source where it counts (srcprobe_coarse), for files' data.
+ */
+#define RACY_NS		50000000LL	/* 50 ms: a few clock ticks */
+
+/* How long from now (ns, CLOCK_REALTIME) until the stamp is no longer
+ * racy: 0 if it is not, at most the window (a stamp in the future, a
+ * clock set back: the whole window). */
+int64_t stamp_racy_left(int64_t mtime_ns, int64_t ctime_ns, int64_t now);
+static inline bool stamp_racy_ns(int64_t mtime_ns, int64_t ctime_ns,
+				 int64_t now)
+{
+	return stamp_racy_left(mtime_ns, ctime_ns, now) > 0;
+}
+static inline bool stamp_racy(const struct stat *st, int64_t now)
+{
+	return stamp_racy_ns(ts_ns(&st->st_mtim), ts_ns(&st->st_ctim), now);
+}
+/* A file's data stamp racy now, on a source where that counts (a network
+ * source, or a clock ticking a millisecond or more: hotfs/srcprobe.h). */
+bool stamp_racy_now(int64_t mtime_ns, int64_t ctime_ns);
+
 enum stamp_verdict {
 	STAMP_SAME,	/* as recorded, or a change of the mount in flight */
 	STAMP_NEW,	/* nothing was recorded: now it is */

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "hotfs/negcache.h"
+#include "hotfs/stamp.h"
 
 static void test_remembered_under_the_stamp(void **state)
 {

@@ -22,6 +22,7 @@
 #include "hotfs/cache.h"
 #include "hotfs/inode.h"
 #include "hotfs/srcprobe.h"
+#include "hotfs/stamp.h"
 
 #define S 1000000000LL
 
@@ -45,23 +46,37 @@ static void granularity_of_stamps(void **state)
 	assert_int_equal(srcprobe_granularity(NULL, 0), 2 * S);
 }
 
+/* The racy rule (hotfs/stamp.h), with the source's tick set by hand. */
 static void racy_window(void **state)
 {
-	int64_t t = 1700000000 * S;
+	int64_t t = 1700000000 * S + 123, whole = 1700000000 * S;
+	int64_t gran = hotfs_src.gran_ns;
 
 	(void)state;
-	/* whole seconds: racy until the tick is over, plus slack */
-	assert_true(srcprobe_racy(S, t, t, t + S / 2));
-	assert_true(srcprobe_racy(S, t, t, t + S));
-	assert_false(srcprobe_racy(S, t, t, t + S + PROBE_RACY_SLACK_NS));
+	hotfs_src.gran_ns = S;
+	/* a 1 s tick: racy until the tick is over, plus slack */
+	assert_true(stamp_racy_ns(t, t, t + S / 2));
+	assert_true(stamp_racy_ns(t, t, t + S));
+	assert_false(stamp_racy_ns(t, t, t + S + PROBE_RACY_SLACK_NS));
+	assert_int_equal(stamp_racy_left(t, t, t + S),
+			 PROBE_RACY_SLACK_NS);
+	/* whole-second stamps: 2.1 s, whatever the tick */
+	assert_true(stamp_racy_ns(whole, whole, whole + 2 * S));
+	assert_false(stamp_racy_ns(whole, whole, whole + 21 * S / 10));
 	/* the later of mtime and ctime counts */
-	assert_true(srcprobe_racy(S, t - 10 * S, t, t + S / 2));
-	assert_true(srcprobe_racy(S, t, t - 10 * S, t + S / 2));
-	/* fine stamps: a few coarse-clock ticks */
-	assert_true(srcprobe_racy(1, t, t, t + PROBE_RACY_SLACK_NS / 2));
-	assert_false(srcprobe_racy(1, t, t, t + 2 * PROBE_RACY_SLACK_NS));
-	/* a stamp from the future (a server clock ahead) is racy */
-	assert_true(srcprobe_racy(1, t + 5 * S, t, t));
+	assert_true(stamp_racy_ns(t - 10 * S, t, t + S / 2));
+	assert_true(stamp_racy_ns(t, t - 10 * S, t + S / 2));
+	/* fine stamps: a few coarse-clock ticks, at least RACY_NS */
+	hotfs_src.gran_ns = 1;
+	assert_true(stamp_racy_ns(t, t, t + PROBE_RACY_SLACK_NS / 2));
+	assert_false(stamp_racy_ns(t, t, t + 2 * PROBE_RACY_SLACK_NS));
+	assert_false(stamp_racy_ns(t, t, t + RACY_NS + 2));
+	/* a stamp from the future (a server clock ahead) is racy, the whole
+	 * window long */
+	assert_true(stamp_racy_ns(t + 5 * S, t, t));
+	assert_int_equal(stamp_racy_left(t + 5 * S, t, t),
+			 PROBE_RACY_SLACK_NS + 1);
+	hotfs_src.gran_ns = gran;
 }
 
 static char dir[] = "/tmp/test_srcprobe.XXXXXX";
