@@ -635,6 +635,19 @@ fio_mix()
 	fi
 }
 
+# fio_res JSON: a mixed pass's RES from fio's JSON: seconds, MB/s, IOPS
+# (reads and writes), and p99 in us of the reads, or of the writes in a
+# write-only mix.
+fio_res()
+{
+	jq -r '.jobs[0] | [ ([.read.runtime, .write.runtime] | max) / 1000,
+		(.read.bw_bytes + .write.bw_bytes) / 1e6,
+		.read.iops + .write.iops,
+		(if .read.io_bytes > 0 then .read.clat_ns.percentile["99.000000"]
+		 else .write.clat_ns.percentile["99.000000"] end) / 1000 ]
+		| map(tostring) | join(" ")' "$1"
+}
+
 # fio-N (all ratios alike; the cache size is a mount option): PASS picks the
 # read/write mix.
 wl_fio()
@@ -648,13 +661,7 @@ wl_fio()
 		--random_distribution=zipf:1.2 --size="${BIG_MIB}M" \
 		--runtime="$(awk -v s="$FIO_SECS" 'BEGIN { printf "%dms", s * 1000 }')" \
 		--time_based --fdatasync=1
-	# p99: of the reads, or of the writes in the write-only mix
-	RES=$(jq -r '.jobs[0] | [ ([.read.runtime, .write.runtime] | max) / 1000,
-		(.read.bw_bytes + .write.bw_bytes) / 1e6,
-		.read.iops + .write.iops,
-		(if .read.io_bytes > 0 then .read.clat_ns.percentile["99.000000"]
-		 else .write.clat_ns.percentile["99.000000"] end) / 1000 ]
-		| map(tostring) | join(" ")' "$j")
+	RES=$(fio_res "$j")
 }
 
 # fio_write ROOT NAME FILE ARGS...: one pass of 4 KiB random writes of a
@@ -750,13 +757,7 @@ wl_fiomix()
 		--runtime="$(awk -v s="$FIO_SECS" 'BEGIN { printf "%dms", s * 1000 }')" \
 		--time_based
 	read -r -a s1 < <(mix_stat "$TARGET")
-	# as wl_fio's: p99 of the reads
-	RES=$(jq -r '.jobs[0] | [ ([.read.runtime, .write.runtime] | max) / 1000,
-		(.read.bw_bytes + .write.bw_bytes) / 1e6,
-		.read.iops + .write.iops,
-		(if .read.io_bytes > 0 then .read.clat_ns.percentile["99.000000"]
-		 else .write.clat_ns.percentile["99.000000"] end) / 1000 ]
-		| map(tostring) | join(" ")' "$j")
+	RES=$(fio_res "$j")
 	bytes=$(jq -r '.jobs[0] | "\(.read.io_bytes) \(.write.io_bytes)"' "$j")
 	# cached_bytes and the invalidations before and after; the others
 	# as the pass's share
