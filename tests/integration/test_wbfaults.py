@@ -481,6 +481,19 @@ def test_cachedir_moved_back_no_replay(ws):
     assert read(src) == edit
 
 
+def device_fails_then_write(cdev, src, m):
+    """held_write's file, its pages dropped: the cache device fails (every
+    I/O EIO), and a small write after it reaches the source; the bytes
+    the file should have (the held b'D' is lost with the device)."""
+    drop_pages(m)
+    cdev.shutdown()
+    write_at(m, 40000, b'E' * 9)
+    want = bytearray(b'o' * 65536)
+    want[40000:40009] = b'E' * 9
+    util.wait_for(lambda: read(src) == bytes(want), 'the write on the source')
+    return want
+
+
 def test_cache_device_fails_writes_go_to_source(ws, ext4):  # noqa: F811
     """The issue's steps: dirty data, the cache device fails (EIO), a
     small write after it: acknowledged and on the source at once (not
@@ -491,12 +504,7 @@ def test_cache_device_fails_writes_go_to_source(ws, ext4):  # noqa: F811
     cdev = ext4('cachefs', 384 << 20)
     cache = os.path.join(cdev.dir, 'cache')
     src, m, want, opts, proc = held_write(ws, 0, cachedir=cache)
-    drop_pages(m)
-    cdev.shutdown()
-    write_at(m, 40000, b'E' * 9)
-    want = bytearray(b'o' * 65536)      # the held b'D' is lost with it
-    want[40000:40009] = b'E' * 9
-    util.wait_for(lambda: read(src) == bytes(want), 'the write on the source')
+    want = device_fails_then_write(cdev, src, m)
     state, why = wb_state(ws.mnt)
     assert state == 'writethrough', (state, why)
     assert 'cannot be written' in why and 'Input/output error' in why, why
@@ -549,12 +557,7 @@ def test_failed_log_lost_blocks_not_replayed_over_newer(ws, ext4):  # noqa: F811
     fd = os.open(m, os.O_WRONLY)
     os.fsync(fd)
     os.close(fd)
-    drop_pages(m)
-    cdev.shutdown()
-    write_at(m, 40000, b'E' * 9)
-    want = bytearray(b'o' * 65536)      # the held b'D' is lost with it
-    want[40000:40009] = b'E' * 9
-    util.wait_for(lambda: read(src) == bytes(want), 'the write on the source')
+    want = device_fails_then_write(cdev, src, m)
     # the line follows the mark's removal
     util.wait_for(lambda: 'given up' in ws.log_text(proc), 'the line')
     assert not os.path.lexists(os.path.join(ws.src, MARK))
