@@ -282,16 +282,16 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	pthread_mutex_lock(&in->m);
 	have_base = records_stamp(in, &pbase);
 	pthread_mutex_unlock(&in->m);
-	/* a first look at the stamp: the size the patches are built for */
-	have_now = end_stamp(w, &now);
-	wt_size = now.size;
 	/* writethrough: the touched extents and blocks that were cached,
 	 * patched (read under the records' stamp now: inserted below only
 	 * if no other write began or ended since this one began, when that
-	 * stamp is still the same) */
-	if (have_now && have_base && c->writemode == HOTFS_WRITETHROUGH &&
-	    data && len && len != CACHE_WR_TO_END)
-		wt_build(c, &k, &pbase, off, len, data, now.size, &wt);
+	 * stamp is still the same), for the size the write leaves unless
+	 * another change moved it (the stamp taken below says) */
+	wt_size = have_base && pbase.size > off + len ? pbase.size :
+		  off + len;
+	if (have_base && c->writemode == HOTFS_WRITETHROUGH && data && len &&
+	    len != CACHE_WR_TO_END && off + len > off)
+		wt_build(c, &k, &pbase, off, len, data, wt_size, &wt);
 	/* writeback's flush: its bytes become cached data, if the store
 	 * takes data now and the write budget admits them */
 	fill = w->fill && data && len && len != CACHE_WR_TO_END &&
