@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The SSD write budget (write_budget=BYTES/day, src/budget.c): a cap on
+ * The SSD write budget (write_budget=BYTES/day, src/cache/budget.c): a cap on
  * what promotions write to the cache device in a day, for SSDs whose
  * endurance is rated in drive writes per day.
  *

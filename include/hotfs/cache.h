@@ -52,7 +52,7 @@ struct hotfs_cache {
 	unsigned ext_shift;
 	dev_t root_dev;			/* files on it get key.dev = 0 */
 	uint64_t run_salt;		/* other devices: 32 random bits */
-	/* both may change while mounted (hotfsctl set: src/settings.c);
+	/* both may change while mounted (hotfsctl set: src/fuse/settings.c);
 	 * each request reads them once */
 	_Atomic uint64_t seqcutoff;
 	_Atomic enum hotfs_writemode writemode;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * hotfsctl's requests (include/hotfs/ioctl.h) on the cache, each on one
- * file (src/cache_ctl.c).  They run in the calling FUSE thread: warm
+ * file (src/cache/cache_ctl.c).  They run in the calling FUSE thread: warm
  * reads the source synchronously, one extent at a time, not limited by
  * promote_rate (it is explicit).  Each returns 0 or -errno.
  */

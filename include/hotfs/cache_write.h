@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Writes through the mount and the cache (src/cache_write.c): what a
+ * Writes through the mount and the cache (src/cache/cache_write.c): what a
  * write, truncate, fallocate, copy_file_range or an open with O_TRUNC does
  * to the file's cached extents in each write mode.
  *

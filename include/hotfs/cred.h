@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Acting as the caller (src/cred.c).  When the daemon runs as root,
+ * Acting as the caller (src/core/cred.c).  When the daemon runs as root,
  * operations that create objects run with the caller's fsuid, fsgid and
  * supplementary groups, per thread, so new files are owned as on a local
  * filesystem and the source applies its own rules (setgid directories,

@@ -65,7 +65,7 @@ void vd_free_all(void);
 void vd_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
 /*
- * The parsers of what callers send (src/ctl_parse.c: pure functions).
+ * The parsers of what callers send (src/lib/ctl_parse.c: pure functions).
  *
  * ctl_parse_cmd: one write(2) of size bytes to ctl, copied NUL-terminated
  * into cmd (cmdsz bytes) without its trailing newlines and spaces.

@@ -2,7 +2,7 @@
 /*
  * The options "set" may change while mounted (hotfsctl set), each with
  * the same values as at mount (hotfs.8): the one list of them
- * (src/ctl_keys.c, built into the daemon and hotfsctl, as textfmt.c
+ * (src/lib/ctl_keys.c, built into the daemon and hotfsctl, as textfmt.c
  * is).  The parser (ctl_parse_set), the daemon's messages and hotfsctl's
  * usage read it; tests check README.md and man/ against it.  The other
  * options are fixed at mount: they shape the store, the kernel's view or

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Directory listings kept in memory (src/dirlist.c), for the FUSE
- * layer's directory handlers (src/fuse_dir.c).  A listing (struct
+ * Directory listings kept in memory (src/core/dirlist.c), for the FUSE
+ * layer's directory handlers (src/fuse/fuse_dir.c).  A listing (struct
  * hotfs_listing, hotfs/inode.h) is the names of a directory as read from
  * the source, with the directory's stamp (mtime, ctime, size) from before
  * the read; it is served again while the stamp is unchanged, and never

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The writeback flusher (src/flush.c): writes the writeback log's dirty
+ * The writeback flusher (flush.c): writes the writeback log's dirty
  * data back to the source, oldest first, each run of a file's adjacent
  * dirty blocks as one write (hotfs/wblog.h), then releases the log's
  * space.

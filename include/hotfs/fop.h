@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * File operations (src/fop.c: the change bracket and the write mode;
- * src/fop_data.c: a file's data; src/fop_attr.c: its attributes, flush
- * and release; src/fop_open.c: opening it; src/fop_names.c: names
+ * File operations (src/fop/fop.c: the change bracket and the write mode;
+ * src/fop/fop_data.c: a file's data; src/fop/fop_attr.c: its attributes, flush
+ * and release; src/fop/fop_open.c: opening it; src/fop/fop_names.c: names
  * made and taken away): the core of the requests
  * that read or change a file, between the FUSE handlers (which
  * decode, call one fop_* function, and reply once) and the subsystems a
@@ -86,7 +86,7 @@ enum fop_wb_hook {
 
 #define FOP_MAX_STAMPS	2
 
-/* One change in flight: the caller's storage, its fields src/fop.c's. */
+/* One change in flight: the caller's storage, its fields src/fop/fop.c's. */
 struct fop_change {
 	struct hotfs *fs;
 	int step;			/* the last step run (see above) */
@@ -172,7 +172,7 @@ struct fop_steps {
 /* NULL: the real ones again. */
 void fop_set_steps(const struct fop_steps *s);
 
-/* ---- the operations on a file's data (src/fop_data.c) ----
+/* ---- the operations on a file's data (src/fop/fop_data.c) ----
  *
  * fh: the request's handle, NULL when it has none (no open: the
  * operation opens the source for itself and closes it after, a failed
@@ -212,7 +212,7 @@ int fop_sync(struct hotfs *fs, struct hotfs_inode *in, struct hotfs_fh *fh,
 off_t fop_lseek(struct hotfs *fs, struct hotfs_inode *in,
 		struct hotfs_fh *fh, off_t off, int whence);
 
-/* ---- the operations on names (src/fop_names.c) ---- */
+/* ---- the operations on names (src/fop/fop_names.c) ---- */
 
 /* The caller a request creates objects as (hotfs/cred.h), decoded by its
  * handler: its ids and groups, acted as (act) when the daemon runs as
@@ -255,7 +255,7 @@ int fop_rename(struct hotfs *fs, struct hotfs_inode *dir, const char *name,
 	       struct hotfs_inode *ndir, const char *newname,
 	       unsigned int flags);
 
-/* ---- the operations on attributes (src/fop_attr.c) ---- */
+/* ---- the operations on attributes (src/fop/fop_attr.c) ---- */
 
 /* setattr (FUSE_SET_ATTR_* in valid) through fh (NULL: none); -errno. */
 int fop_setattr(struct hotfs *fs, struct hotfs_inode *in,
@@ -283,7 +283,7 @@ int fop_flush(struct hotfs *fs, struct hotfs_fh *fh);
 void fop_release(struct hotfs *fs, struct hotfs_inode *in,
 		 struct hotfs_fh *fh, int flags);
 
-/* ---- opening a file (src/fop_open.c) ---- */
+/* ---- opening a file (src/fop/fop_open.c) ---- */
 
 /* Flags for the daemon's own fd on the source: the kernel has handled
  * O_NOFOLLOW and O_DIRECT. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Open files through the mount (src/handle.c): their handles, what counts
+ * Open files through the mount (src/cache/handle.c): their handles, what counts
  * as one access for the policy, and the extents a handle's reads are
  * assembling for promotion.
  *
@@ -49,7 +49,7 @@ struct fh_stitch {
 /*
  * An open file through the mount (fuse_file_info.fh), or an inode's
  * shared handle when the kernel sends no open (fh_new_shared: see
- * src/fuse_file.c, revalidate=never): its fd is -1 (each request brings
+ * src/fuse/fuse_file.c, revalidate=never): its fd is -1 (each request brings
  * its own), and an extent it touched counts again after NOFH_WINDOW_NS.
  */
 struct hotfs_fh {
@@ -87,7 +87,7 @@ struct hotfs_fh {
 /*
  * The source file of fh, opened now (*opened) through the inode's O_PATH
  * fd if the handle is lazy (lazy_flags; revalidate=N opens without the
- * source, src/fop_open.c): the fd, or -errno.
+ * source, src/fop/fop_open.c): the fd, or -errno.
  */
 int fh_source(struct hotfs_fh *fh, struct hotfs_itable *it,
 	      struct hotfs_inode *in, int proc_self_fd, bool *opened);

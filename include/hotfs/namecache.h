@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Names found through the source, kept per directory with the attributes
- * the source gave (src/namecache.c), for revalidate=N: a lookup of a name
+ * the source gave (src/core/namecache.c), for revalidate=N: a lookup of a name
  * the source answered less than N seconds ago is answered from memory
  * (with the inode hotfs still has for it) as long as nothing changed
  * through the mount since.  The kernel keeps names and attributes N

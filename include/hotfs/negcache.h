@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Negative entries kept by the daemon (src/negcache.c): names a lookup
+ * Negative entries kept by the daemon (src/core/negcache.c): names a lookup
  * found absent, per directory, with the directory's stamp from before
  * that lookup.  A later lookup of such a name in the unchanged directory
  * is answered from memory: git probes .gitattributes in every directory,

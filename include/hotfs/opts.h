@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hotfs/optval.h"	/* the values' syntax */
+
 struct fuse_args;
 
 /* What hotfs and the kernel trust without asking the source again. */
@@ -117,15 +119,6 @@ struct hotfs_opts {
 #define HOTFS_WBLOG_DEFAULT	(256ull << 20)
 #define HOTFS_WBLOG_MIN		(1ull << 20)
 #define HOTFS_WBLOG_MAX		(1ull << 40)
-
-/*
- * Parse a size: a decimal number with an optional K, M, G, T suffix
- * (powers of 1024, case-insensitive, an optional trailing "B" or "iB").
- * If pct is not NULL, "N%" (1..100) is accepted and stored there.
- */
-int opt_parse_size(const char *s, uint64_t *bytes, unsigned *pct);
-/* "SIZE" or "SIZE/day" (write_budget=): bytes a day, 0 = none. */
-int opt_parse_per_day(const char *s, uint64_t *bytes);
 
 /*
  * Fill o from args (hotfs's own keys are removed from args; what remains

@@ -51,7 +51,7 @@ int pol_set_threshold(struct hotfs_policy *p, unsigned threshold);
  * Cache full: admit cand if it is hotter than victim, not counting the
  * access that made cand a candidate (call it right after pol_access said
  * promote), and by one access more if victim was seen at all.  victim: pol_victim(), or the extent the store drops next.
- * See src/policy.c.
+ * See src/policy/policy.c.
  */
 bool pol_admit(struct hotfs_policy *p, uint64_t cand, uint64_t victim);
 /* Region recycling: keep (reinsert) this extent?  hot = looked up since

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Promotion (src/promote.c): extents the policy found hot are copied into
+ * Promotion (src/cache/promote.c): extents the policy found hot are copied into
  * the store by a thread of their own, so that the read that made an
  * extent hot is never delayed.  The promoter knows the cache's parts
  * (store, policy, inode table, counters) through struct hotfs_cache's

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The read path (src/readpath.c): a read through the mount, answered from
+ * The read path (src/cache/readpath.c): a read through the mount, answered from
  * the store where it can be and from the source elsewhere.  It returns
  * the bytes (struct rp_reply); the FUSE handler replies with them, once,
  * and gives the reply back with rp_done.
@@ -47,7 +47,7 @@ int cache_read(struct hotfs_cache *c, struct hotfs_inode *in,
 /*
  * The same from the store alone, without the source file: *st is the
  * file's stamp as an earlier check took it from the source (revalidate=N,
- * src/fop_open.c); its records are looked up without dropping others.
+ * src/fop/fop_open.c); its records are looked up without dropping others.
  * -EAGAIN when any of the read needs the source (a miss, a promotion,
  * a store copy that does not verify): then cache_read with the source.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The options that change while mounted (hotfsctl set, "set" on the
- * control channel: src/ctl_parse.c parses it), and the effective options
+ * control channel: src/lib/ctl_parse.c parses it), and the effective options
  * the stats show.  The values live in fs->o, where a store opened later
  * ("store on") finds them, and in the running parts: the policy's
  * threshold, the promoter's rate, the cache's seqcutoff and writemode,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * What the source keeps across mounts and how fine its clock is, found
- * by probing it when hotfs starts (src/srcprobe.c).
+ * by probing it when hotfs starts (src/core/srcprobe.c).
  *
  * Inode numbers.  Cached data is keyed by the source's inode numbers,
  * and the metadata snapshot holds them too.  Local filesystems (ext4,

@@ -8,7 +8,7 @@
  * (4 KiB for extents of 64 KiB or more); each region ends with summary
  * blocks listing what it holds.  The in-memory index is rebuilt from the
  * summaries at open; whole regions are evicted oldest first.  See
- * src/store_i.h for the on-disk format and the reasons behind it.
+ * src/store/store_i.h for the on-disk format and the reasons behind it.
  *
  * Calling convention: every function returns 0 (or a count) on success and
  * -errno on failure, and never leaves anything in errno.  A failing cache
@@ -36,7 +36,7 @@
  * serialise on the store mutex; st_invalidate takes the index lock alone
  * (it never waits behind an insert's I/O or an fdatasync).  Lock order:
  * store mutex, then index rwlock, then the state lock (a leaf); the
- * details are in src/store_i.h.
+ * details are in src/store/store_i.h.
  * Callbacks (st_keep_fn, st_iter_fn) run with store locks held: they must
  * not call back into the store, nor take a lock that anyone holds while
  * calling into the store.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Text both the daemon and hotfsctl write or read (src/textfmt.c, built
+ * Text both the daemon and hotfsctl write or read (src/lib/textfmt.c, built
  * into both, as mountinfo.c is): JSON strings, and the size suffixes of
  * the mount options.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The daemon's periodic work (src/tick.c), on a thread of its own: the
+ * The daemon's periodic work (src/daemon/tick.c), on a thread of its own: the
  * store's group commit (st_tick, every TICK_MS), letting go of retained
  * inodes whose file was deleted and giving the heap's free pages back
  * (ino_sweep, malloc_trim: every TICK_SWEEP_MS) and

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * writemode=writeback on the mount (src/wb.c): the writeback log
+ * writemode=writeback on the mount (src/writeback/wb.c): the writeback log
  * (hotfs/wblog.h) and its flusher (hotfs/flush.h) joined to the inode
  * table, the store and the requests.  man/hotfs.8 (WRITEBACK) gives the
  * rules; this is where each request takes them:
@@ -16,7 +16,7 @@
  *    over them, up to the size below; read again if a flush ended
  *    meanwhile (wblog_forget_gen).  Dirty bytes the log lost (damaged or
  *    unreadable copies: hotfs/wblog.h) answer EIO, never the source's
- *    older ones, and are said in the daemon's log (src/wb_lost.c).
+ *    older ones, and are said in the daemon's log (src/writeback/wb_lost.c).
  *  - attributes: the size is the larger of the source's and the dirty
  *    end; mtime and ctime the later of the source's and the newest dirty
  *    write's (wb_fix_attr, over every answer: the source's stat or the
@@ -117,7 +117,7 @@ bool wb_on(struct hotfs *fs, struct hotfs_inode *in);
  * nothing more.  The mount then writes through to the source, and what
  * the log still holds (readable: its file stays open) is flushed at
  * once; said in one line and in the state (writeback_state
- * writethrough, and why: src/wb_fail.c).
+ * writethrough, and why: src/writeback/wb_fail.c).
  */
 void wb_tick(struct hotfs *fs);
 /* The log has failed (wb_tick): writes go to the source. */

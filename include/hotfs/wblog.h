@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The writeback log (src/wblog.c): the dirty data of writemode=writeback,
+ * The writeback log (wblog.c): the dirty data of writemode=writeback,
  * kept in its own file of the cachedir, CACHEDIR/wlog (0600, the daemon's
  * user's alone), apart from the cache store.
  *
@@ -63,19 +63,19 @@
  * end of its furthest dirty byte; through the mount the file is at least
  * that long.
  *
- * A full log: the writer runs the cleaner (src/wblog_clean.c), which
+ * A full log: the writer runs the cleaner (src/writeback/wblog_clean.c), which
  * copies the oldest records' live blocks to the head and moves the tail
  * past them; writes leave it a reserve.  -ENOSPC only when the log holds
  * live blocks alone.
  *
- * Flushing (src/flush.c drives it): wblog_flush_next hands out the oldest
+ * Flushing (flush.c drives it): wblog_flush_next hands out the oldest
  * record's dirty blocks of one file, with the file's adjacent dirty blocks
  * coalesced into one run; wblog_flush_done forgets the blocks that were
  * not rewritten meanwhile, once the caller has made them durable on the
  * source; wblog_release then moves the log's tail past the records left
  * with no dirty block (the header is written and synced), and their space
  * is reused.  Flushed data is forgotten here (the mount caches it in the
- * store: src/wb.c, cache_write.h's fill).  A record replayed after a
+ * store: src/writeback/wb.c, cache_write.h's fill).  A record replayed after a
  * crash whose bytes had been flushed before is flushed again: the same
  * bytes.
  *
@@ -346,7 +346,7 @@ int wblog_discard(struct wblog *wl);
 
 /*
  * The log can keep nothing more (deleted or replaced, its device failing
- * or read-only: src/wb_fail.c decides): from now on nothing is appended
+ * or read-only: wb_fail.c decides): from now on nothing is appended
  * (-ESTALE), a trim or a seal changes the map alone, wblog_sync returns
  * at once (nothing is vouched for: the flusher writes what the log still
  * holds, durable or not).  What it holds is still read (a copy that

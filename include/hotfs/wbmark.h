@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The writeback mark (src/wbmark.c): while a cachedir holds dirty data of
+ * The writeback mark (wbmark.c): while a cachedir holds dirty data of
  * a source, the source says so, as bcache's backing device knows it has
  * a dirty cache.  A mount of that source with another cachedir, a new
  * one or nocache would show the source's older bytes, and a later mount
@@ -20,7 +20,7 @@
  * data removes it (man/hotfs.8).  So a log holding dirty data for a
  * source with no mark at all (its cachedir having an identity: the log
  * was written by a daemon that sets the mark) is not replayed over it:
- * emptied, said in one line (src/wb_mark.c, wb_mark_orphans).
+ * emptied, said in one line (src/writeback/wb_mark.c, wb_mark_orphans).
  */
 #ifndef HOTFS_WBMARK_H
 #define HOTFS_WBMARK_H

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * libFuzzer target for the control channel's parsers (src/ctl_parse.c):
+ * libFuzzer target for the control channel's parsers (src/lib/ctl_parse.c):
  * what a caller writes to .hotfs/ctl, and hotfsctl's ioctl requests.
  *
  * The first input byte picks what the rest is fed to:

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * libFuzzer target for the metadata snapshot (src/meta.c): cachedir/meta
+ * libFuzzer target for the metadata snapshot (src/lib/meta.c): cachedir/meta
  * is on-disk metadata that hotfs answers lookups and getattr from, so a
  * damaged one must be rejected whole and an accepted one must be
  * consistent.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * libFuzzer target for the option strings (src/opts.c): the command line
+ * libFuzzer target for the option strings (src/daemon/opts.c): the command line
  * and the -o list, which reach hotfs from fstab lines and from mount(8).
  *
  * The input is split at NUL bytes into arguments (at most 64).  If bit 0

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * libFuzzer target for the pins file (src/pins.c): cachedir/pins is
+ * libFuzzer target for the pins file (src/cache/pins.c): cachedir/pins is
  * on-disk metadata, "hotfs-pins 1" then one "dev ino" pair per line, and
  * may be damaged or written by hand.
  *

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * libFuzzer target for the cache store's on-disk metadata parsers and
- * recovery (src/store_recover.c).
+ * recovery (src/store/store_recover.c).
  *
  * The first input byte picks what the rest is fed to:
  *	0: the superblock decoder;
@@ -35,7 +35,7 @@
 
 #include "hotfs/log.h"
 #include "hotfs/store.h"
-#include "src/store_i.h"
+#include "src/store/store_i.h"
 
 #define F_EXTENT	(64u * 1024)
 #define F_RSIZE		(256u * 1024)

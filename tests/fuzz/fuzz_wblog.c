@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * libFuzzer target for the writeback log's replay (src/wblog_open.c): the
+ * libFuzzer target for the writeback log's replay (wblog_open.c): the
  * log of a crashed mount is read back from the cachedir, and a damaged
  * one must be refused, or replayed (a torn tail dropped, damage read
  * around, its blocks lost), never crash the daemon nor send it past its
@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "hotfs/wblog.h"
-#include "src/wblog_i.h"
+#include "src/writeback/wblog_i.h"
 
 #define F_CAP		(256u * WB_BLOCK)
 #define F_FILE_MAX	(1u << 20)	/* a file's bytes looked at */

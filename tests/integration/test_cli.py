@@ -360,7 +360,7 @@ def cachedir_state(path):
 
 def set_sb_version(cache, version):
     """Rewrite the superblock's format version (struct st_sb in
-    src/store_i.h: u32 at offset 8), with its checksum made right again
+    src/store/store_i.h: u32 at offset 8), with its checksum made right again
     (xxh3 of the 4088 bytes before it), as another hotfs would have."""
     xxh = ctypes.CDLL(ctypes.util.find_library('xxhash') or
                       'libxxhash.so.0')

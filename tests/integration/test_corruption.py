@@ -9,7 +9,7 @@ with O_DIRECT in chunks of random sizes, and compared with the source byte
 for byte: never a wrong byte, never an error, the daemon stays up.
 
 What the stats must count, worked out from the store's format (see
-src/store_i.h: regions of 16 MiB, records growing up from a region's
+src/store/store_i.h: regions of 16 MiB, records growing up from a region's
 start, a chain of summary blocks growing down from its end): the test
 parses the summaries before the damage, so it knows which records were
 live and which bytes of them changed.
@@ -104,7 +104,7 @@ def roundup(x, a):
 
 
 # --------------------------------------------------------------------------
-# The store's data file, as src/store_i.h describes it
+# The store's data file, as src/store/store_i.h describes it
 
 class Record:
     def __init__(self, region, e):

@@ -3,7 +3,7 @@
 inode the kernel keeps used to pin an O_PATH fd in the daemon, and a plain
 walk failed with EMFILE ("Too many open files") once the daemon reached
 its limit.  Past its fd budget the daemon now closes the fds of idle
-inodes and reopens them by file handle on their next use (src/inode.c)."""
+inodes and reopens them by file handle on their next use (src/core/inode.c)."""
 import os
 
 import util

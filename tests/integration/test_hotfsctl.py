@@ -196,7 +196,7 @@ def test_bad_usage(ws):
     assert r.returncode == 1
 
 
-# The keys "hotfsctl set" takes: one list (src/ctl_keys.c), which
+# The keys "hotfsctl set" takes: one list (src/lib/ctl_keys.c), which
 # hotfsctl's usage prints; README.md and the man pages must name the same.
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))

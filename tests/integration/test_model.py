@@ -71,7 +71,7 @@ NAMES = ('a', 'b', 'c', 'e', 'd/x', 'd/y', 'd/z')
 MAXFILES = 5
 WB = 'writemode=writeback,writeback_log=16M'
 
-# the log's format (src/wblog_i.h): two header slots, then the area.
+# the log's format (src/writeback/wblog_i.h): two header slots, then the area.
 # A slot: magic, version, block, nblocks, gen, tail_pos, tail_seq,
 # epoch, epoch_seq, csum, salt, synced
 WL_SUPER = struct.Struct('<8sIIQQQQQQQQQ')
@@ -162,7 +162,7 @@ def live_records(wlog):
     while walked < nblocks:
         pos = 0 if pos == nblocks else pos
         h = WL_REC.unpack_from(buf, (2 + pos) * BLOCK)
-        # the epoch rules (src/wblog_open.c epoch_ok): a record left
+        # the epoch rules (src/writeback/wblog_open.c epoch_ok): a record left
         # from before the last open's replay is not one of the log's
         if h[0] != b'HOTFSWR3' or h[1] != seq or h[2] < min_epoch or \
                 (seq >= epoch_seq and h[2] != epoch):

@@ -313,7 +313,7 @@ def direct_io_ok(path):
 
 def test_readahead_serves_sequential_reads(ws):
     """Large sequential reads of a cached file are served from whole
-    extents read ahead with O_DIRECT (src/readahead.c); small random
+    extents read ahead with O_DIRECT (src/cache/readahead.c); small random
     reads are not, and read only the blocks they need."""
     n = 16
     write_random(os.path.join(ws.src, 'seq'), n * EXT - 777, seed=5)
@@ -413,7 +413,7 @@ def test_kernel_read_ahead(ws, opt, kb):
 def test_seqcutoff_with_concurrent_read_ahead(ws):
     """With read_ahead=4M the kernel sends a window of four 1 MiB requests
     at once, and the daemon's threads take them in any order: a pass is
-    still one sequential run (src/seqread.c), so seqcutoff= leaves all but
+    still one sequential run (src/cache/seqread.c), so seqcutoff= leaves all but
     the run's first bytes uncounted and uncached.  (Told by the exact
     start of the previous request, a reordered request started a new run,
     and its extents were counted and promoted.)"""

@@ -17,18 +17,18 @@
  *		counts; the threshold is what pol_promote() says, -T):
  *		the least any policy that keeps one-time reads out can
  *		miss;
- *   hotfs	a model of the store (src/store_region.c): regions filled in
+ *   hotfs	a model of the store (store_region.c): regions filled in
  *		log order, the oldest recycled whole, up to 5/8 of a region
  *		of its live extents copied forward when pol_keep()
  *		says so (hot = hit since written); an extent is inserted
  *		only when pol_promote() says so and, with admission, when
  *		the cache is full only if pol_admit() prefers it to a
- *		victim: pol_victim() (as src/promote.c; before any was
+ *		victim: pol_victim() (as src/cache/promote.c; before any was
  *		let go, the next extent the store will drop, as
  *		st_next_victim), the next extent the store will drop, or
  *		the oldest one (see models[]).
- *		Decisions come from src/policy.c itself, linked in, with
- *		the daemon's defaults (pol_set_cache as src/cache.c).
+ *		Decisions come from src/policy/policy.c itself, linked in, with
+ *		the daemon's defaults (pol_set_cache as src/cache/cache.c).
  *		hot/Apf is block grain's warm-up: while the store has
  *		free space every miss goes in (from the reader's bytes),
  *		then hot/Ap's rules.  hot/ApL is the daemon's: hot/Apf,
@@ -113,7 +113,7 @@ struct model {
 enum {
 	V_HEAD = 0,		/* first live extent of the oldest region */
 	V_POL,			/* pol_victim(): the last one let go, else
-				 * the next one (src/promote.c) */
+				 * the next one (src/cache/promote.c) */
 	V_NEXT,			/* the next one the store will drop */
 };
 
@@ -1136,7 +1136,7 @@ static uint32_t hs_victim(struct hsim *s, const struct model *m)
 static bool hs_admit(struct hsim *s, const struct model *m, uint32_t o,
 		     unsigned cnt)
 {
-	/* full as src/promote.c has it: every region in use, or one
+	/* full as src/cache/promote.c has it: every region in use, or one
 	 * recycled already (the room a recycling freed is the policy's) */
 	bool full = s->recycled || (!s->nfree &&
 				    (s->open == NIL || s->fill[s->open] +
@@ -1156,7 +1156,7 @@ static bool hs_admit(struct hsim *s, const struct model *m, uint32_t o,
 		return false;
 	if (!full || !m->admit)
 		return true;
-	/* as src/promote.c: the last one let go; none yet, the next one
+	/* as src/cache/promote.c: the last one let go; none yet, the next one
 	 * the store will let go (st_next_victim) */
 	if (m->victim == V_POL && pol_victim(s->pol))
 		return pol_admit(s->pol, s->h[o], pol_victim(s->pol));
@@ -1792,7 +1792,7 @@ static int run_ci(const char *gitgrep)
 	int err;
 
 	printf("hotfs: keep=%s, admission %s (victim: pol_victim(), as "
-	       "src/promote.c)\n", pol_keep_name(POL_KEEP_DEFAULT),
+	       "src/cache/promote.c)\n", pol_keep_name(POL_KEEP_DEFAULT),
 	       POL_ADMIT_DEFAULT ? "on" : "off");
 
 	/* a one-time scan inserts nothing */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for the kernel read-ahead setting (src/bdi.c).  The sysfs
+ * Unit tests for the kernel read-ahead setting (src/fuse/bdi.c).  The sysfs
  * writes go to a tree of real files under a temporary directory laid out
  * as /sys is (class/bdi/MAJ:MIN/read_ahead_kb); that the real /sys takes
  * them on a real mount is tests/integration/test_readpath.py's concern.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for src/budget.c: the SSD write budget's pace, the share
+ * Unit tests for src/cache/budget.c: the SSD write budget's pace, the share
  * admitted near it, and the day's count.
  */
 #include <setjmp.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for src/cache_insert.c: insert if still current, and the
+ * Unit tests for src/cache/cache_insert.c: insert if still current, and the
  * write notes that let a promotion through writes that missed its bytes.
  * A real store in a temporary directory; the inode is a bare struct
  * hotfs_inode (cache_insert uses its lock, write generation and notes).

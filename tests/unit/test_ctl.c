@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for the control channel's command parser (src/ctl_parse.c):
+ * Unit tests for the control channel's command parser (src/lib/ctl_parse.c):
  * the commands written to .hotfs/ctl, and "set"'s KEY=VALUE list, against
- * the list of its keys (src/ctl_keys.c).
+ * the list of its keys (src/lib/ctl_keys.c).
  */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for the file I/O helpers (src/fileio.c): pread_full reads
+ * Unit tests for the file I/O helpers (src/lib/fileio.c): pread_full reads
  * everything up to EOF and reports errors as -errno; reopen_fd opens the
  * object an O_PATH descriptor names, following it through renames; the
  * cachedir and its files are opened following no symlink, and nothing of

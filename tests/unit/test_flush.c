@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for the writeback flusher (src/flush.c) over real files: a
+ * Unit tests for the writeback flusher (flush.c) over real files: a
  * round writes the log's dirty runs into the source files and frees the
  * log; young data waits for its delay; a file gone from the source has
  * its dirty data dropped; a failing write keeps it dirty for the next

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for the change bracket (src/fop.c): the steps of a change
+ * Unit tests for the change bracket (src/fop/fop.c): the steps of a change
  * run in the order hotfs/fop.h gives, each once, the ends in reverse; a
  * hook that refuses leaves nothing to end; a step out of order is a bug
  * (the assert).  The steps are recorded through struct fop_steps

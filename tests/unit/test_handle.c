@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for open-file handles and access counting (src/handle.c):
+ * Unit tests for open-file handles and access counting (src/cache/handle.c):
  * an extent touched again by the same handle is one access; a shared
  * handle (no open) counts it again only from another run after
  * NOFH_WINDOW_NS; seqcutoff stops counting a long sequential run; and

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for the inode table (src/inode.c): lookups counted and
+ * Unit tests for the inode table (src/core/inode.c): lookups counted and
  * forgotten, forgotten inodes retained up to inode_cache, and the fd
  * budget: retained inodes let go first, then the fds of known ones closed
  * and reopened by file handle.

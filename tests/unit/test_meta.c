@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for the metadata snapshot's format (src/meta.c): what is
+ * Unit tests for the metadata snapshot's format (src/lib/meta.c): what is
  * encoded decodes to the same attributes, and any damage -- a flipped
  * bit, a truncation, a lying length, a record that contradicts its
  * parent -- rejects the whole file.

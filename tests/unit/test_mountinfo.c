@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for reading mountinfo (src/mountinfo.c): its fields, and
+ * Unit tests for reading mountinfo (src/lib/mountinfo.c): its fields, and
  * what the mounts a tree spans forbid.  The streams are mountinfo text
  * in memory; that the FUSE mount takes those flags is
  * tests/integration/test_mount.py's concern.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for the daemon's name cache (src/namecache.c): a name is
+ * Unit tests for the daemon's name cache (src/core/namecache.c): a name is
  * answered with the attributes the source gave, while younger than the
  * age asked and under the change generation it was learnt in; a change
  * through the mount, an older answer or a forgotten name is a miss;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for the daemon's negative entries (src/negcache.c): a name
+ * Unit tests for the daemon's negative entries (src/core/negcache.c): a name
  * found absent is remembered under the directory's stamp, forgotten when
  * the stamp changes, bounded per directory; and the racy rule (a stamp
  * within a clock tick of now, two seconds on whole-second clocks).

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for option parsing and validation (src/opts.c).
+ * Unit tests for option parsing and validation (src/daemon/opts.c).
  */
 #include <errno.h>
 #include <fcntl.h>

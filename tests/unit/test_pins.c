@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for the pins (src/pins.c): a pin is kept across a reopen, an
+ * Unit tests for the pins (src/cache/pins.c): a pin is kept across a reopen, an
  * unpin too, a reset forgets them all; and a pin or unpin that could not
  * be saved is not in force either (what is in force is what a restart
  * finds).

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for the promotion/admission policy (src/policy.c): counting,
+ * Unit tests for the promotion/admission policy (policy.c): counting,
  * saturation, aging, threshold, admission, reinsertion rules, the memory
  * bound, false promotions of a one-time scan, counting from several
  * threads at once, and the counts kept across restarts
- * (src/policy_state.c).
+ * (src/policy/policy_state.c).
  *
  * Extent hashes here are small integers: the policy mixes them itself.
  */
@@ -352,7 +352,7 @@ static void test_memory(void **state)
 	size_t c;
 
 	(void)state;
-	/* the bound in src/policy.c's header: 4 * counters + < 256 */
+	/* the bound in src/policy/policy.c's header: 4 * counters + < 256 */
 	assert_true(pol_memory(p) >= 4u * POL_COUNTERS_DEFAULT);
 	assert_true(pol_memory(p) < 4u * POL_COUNTERS_DEFAULT + 256);
 	assert_true(pol_memory(p) <= (4u << 20) + 256);

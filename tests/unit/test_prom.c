@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for the Prometheus exposition (src/prom.c): names, types,
+ * Unit tests for the Prometheus exposition (src/fuse/prom.c): names, types,
  * labels for reasons, one TYPE line per family before its samples, the
  * store's state as one gauge per state, escaped label values.  (The
  * integration tests parse a live mount's with prometheus_client.)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for promotion (src/promote.c) over a real store in a
+ * Unit tests for promotion (src/cache/promote.c) over a real store in a
  * temporary directory and a real source file: the queue's deduplication
  * and bounds, extents promoted from the reader's bytes or read from the
  * source, nothing cached when a write came meanwhile (insert if still

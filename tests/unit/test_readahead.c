@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for the read-ahead of cached extents (src/readahead.c) on a
+ * Unit tests for the read-ahead of cached extents (src/cache/readahead.c) on a
  * real store, a real io_uring and real O_DIRECT reads.  The store lives
  * under /var/tmp (O_DIRECT needs a disk filesystem; tmpfs refuses it);
  * where O_DIRECT or io_uring is refused the tests skip.

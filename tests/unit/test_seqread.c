@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for sequential read detection (src/seqread.c): in order, out
+ * Unit tests for sequential read detection (src/cache/seqread.c): in order, out
  * of order within the kernel's read-ahead window, seeks, small random
  * reads, the prefetch mark, and concurrent readers of one handle.
  */

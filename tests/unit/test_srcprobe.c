@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for the source probe (src/srcprobe.c): the timestamp
+ * Unit tests for the source probe (src/core/srcprobe.c): the timestamp
  * granularity of sets of stamps, the racy window, the inode-number
  * sample checked against a directory (renumbered, replaced, unchanged),
  * and the per-run keys of filesystems mounted inside the source.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Unit tests for the stamp the kernel's pages of a file go with
- * (src/stamp.c): a change behind the mount is told from the mount's own
+ * (src/core/stamp.c): a change behind the mount is told from the mount's own
  * changes, overlapping ones included.  The file is a real file; its
  * stamps are made distinct by setting its mtime explicitly.
  */

@@ -33,7 +33,7 @@
 
 #include "hotfs/log.h"
 #include "hotfs/store.h"
-#include "src/store_i.h"
+#include "src/store/store_i.h"
 
 #define EXT	(64u * 1024)
 #define RSIZE	(256u * 1024)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Unit tests for the store's compact index: the B+tree of records
- * (src/store_btree.c) against a reference, its memory a record at several
- * fills, running out of memory; and the index over it (src/store_index.c):
+ * (src/store/store_btree.c) against a reference, its memory a record at several
+ * fills, running out of memory; and the index over it (store_index.c):
  * insert, lookup, hot mark, stamps, delete, range drops, the file table's
  * growth and limit, many files and many records of one file, the packed
  * location at its limits.
@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "hotfs/store.h"
-#include "src/store_i.h"
+#include "src/store/store_i.h"
 #include "unit_util.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;

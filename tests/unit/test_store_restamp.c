@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for st_restamp (src/store_restamp.c): carrying a file's
+ * Unit tests for st_restamp (src/store/store_restamp.c): carrying a file's
  * extents over a write made through the mount.
  */
 #include <errno.h>

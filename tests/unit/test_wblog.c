@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for the writeback log (src/wblog.c) on a real file in a
+ * Unit tests for the writeback log (src/writeback/wblog.c) on a real file in a
  * private directory: what is written reads back over the file's own bytes
  * (newest wins, partial blocks joined, gaps filled), group commit,
  * replay after a reopen, a torn or foreign tail dropped, trims replayed,
@@ -33,7 +33,7 @@
 #include <cmocka.h>
 
 #include "hotfs/wblog.h"
-#include "../../src/wblog_i.h"
+#include "../../src/writeback/wblog_i.h"
 #include "unit_util.h"
 
 /* the area's first block in the file (after the two header slots) */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Unit tests for the writeback mark (src/wbmark.c): a cachedir's identity
+ * Unit tests for the writeback mark (wbmark.c): a cachedir's identity
  * made once and kept; the mark set, checked against this cachedir,
  * another, a new one and nocache (the refusal's line), and cleared.
  */

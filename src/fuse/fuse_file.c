@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * FUSE handlers for file data (see src/fuse/fuse_i.h): open, create, read,
+ * write, flush, fsync, release, fallocate, copy_file_range and lseek.
+ *
+ * Each decodes the request, calls its fop_* (hotfs/fop.h: the file
+ * operations, the write mode and the change bracket) and replies once.
+ *
+ *  - O_DIRECT is honoured by the kernel (it sends the I/O to us without
+ *    caching).
+ *  - flock() and POSIX locks are kept by the kernel for the mount: they
+ *    are coherent between processes using the mount, not with processes
+ *    that use the source directly.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "fuse_i.h"
+#include "hotfs/ctl.h"
+#include "hotfs/fop.h"
+
+/*
+ * Files without open round trips (fs->no_open).  With revalidate=never
+ * nothing is checked when a file is opened, so the daemon answers the
+ * first open ENOSYS (FUSE_CAP_NO_OPEN_SUPPORT): the kernel then sends no
+ * open and no release for the rest of the connection, and, answered
+ * ENOSYS once, no flush.  Reading a small cached file costs a lookup and
+ * a read instead of four round trips.  Requests then come with fh 0: each
+ * opens the source for itself (src/fop/fop_data.c) and closes it after;
+ * reads share the inode's handle for counting accesses, and O_TRUNC
+ * comes as a setattr (atomic_o_trunc is off).  The control files keep
+ * snapshots instead (src/fuse/ctl.c).  Handles opened before the first
+ * ENOSYS (control files) are freed at exit.
+ */
+
+void hotfs_open(fuse_req_t req, fuse_ino_t ino,
+		struct fuse_file_info *fi)
+{
+	struct hotfs *fs = hfs(req);
+	struct hotfs_inode *in;
+	int err;
+
+	if (vd_is(ino)) {
+		vd_open(req, ino, fi);
+		return;
+	}
+	in = hino(req, ino);
+	count(&fs->n_open);
+	/* see "Files without open round trips" */
+	err = fs->no_open ? -ENOSYS : fop_open(fs, in, fi);
+	if (err == 1) {
+		/* attributes only (offset < 0): the size is seen at once */
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+		err = 0;
+	}
+	if (err)
+		fuse_reply_err(req, -err);
+	else if (fuse_reply_open(req, fi) == -ENOENT)
+		fop_open_undone(in, hfh(fi));
+}
+
+/* The created file's entry and handle, in the change bracket ch: 0 or
+ * -errno (fd closed, no lookup count kept). */
+static int create_entry(fuse_req_t req, struct fop_change *ch,
+			fuse_ino_t parent, const char *name, int fd,
+			struct fuse_entry_param *e, struct fuse_file_info *fi)
+{
+	struct hotfs_inode *in;
+	struct hotfs_fh *fh = NULL;
+	int err;
+
+	err = do_lookup(req, parent, name, e);
+	/* without open the kernel sends no release: no handle to leak */
+	if (!err && !hfs(req)->no_open) {
+		fh = fh_new(fd);
+		if (!fh) {	/* the lookup's count: no reply takes it */
+			forget_one(hfs(req), e->ino, 1);
+			err = -ENOMEM;
+		}
+	}
+	if (!fh)
+		close(fd);
+	if (err)
+		return err;
+	in = hino(req, e->ino);
+	if (fh)
+		fh->append = (fi->flags & O_APPEND) != 0;
+	else
+		fi->noflush = 1;
+	if (fi->flags & O_TRUNC) {
+		/* an existing file opened with O_CREAT|O_TRUNC: no old
+		 * stamp, drop them all */
+		fop_data_begin(ch, in, NULL, 0, 0);
+		fop_data_end(ch, fs_cache(hfs(req)), 0, 0, NULL, true);
+	}
+	fi->fh = (uintptr_t)fh;
+	pthread_mutex_lock(&in->m);
+	in->nopen++;
+	pthread_mutex_unlock(&in->m);
+	return 0;
+}
+
+void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		  mode_t mode, struct fuse_file_info *fi)
+{
+	struct hotfs *fs = hfs(req);	/* req is gone once replied to */
+	struct fuse_entry_param e;
+	struct hotfs_inode *in = NULL;
+	struct fop_caller who;
+	struct fop_change ch;
+	int fd, err;
+
+	err = vd_is(parent) ? -EACCES : mark_name(parent, name) ? -EPERM :
+	      -EEXIST;
+	if (vd_is(parent) || vd_is_name(hfs(req), parent, name) ||
+	    mark_name(parent, name))
+		goto out;
+	caller_of(req, &who);
+	/* the bracket spans the new name's lookup */
+	fop_begin(&ch, hfs(req));
+	fd = fop_create(&ch, &who, hino(req, parent), name, mode, fi->flags);
+	err = fd;
+	if (fd >= 0)
+		err = create_entry(req, &ch, parent, name, fd, &e, fi);
+	if (!err)
+		in = hino(req, e.ino);
+	fop_end(&ch);
+out:
+	if (err) {
+		fuse_reply_err(req, -err);
+	} else if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		/* interrupted: the kernel took neither the handle nor the
+		 * lookup count */
+		fop_open_undone(in, hfh(fi));
+		forget_one(fs, e.ino, 1);
+	}
+}
+
+void hotfs_release(fuse_req_t req, fuse_ino_t ino,
+		   struct fuse_file_info *fi)
+{
+	if (vd_is(ino)) {	/* ctl.c replies for the control files */
+		vd_release(req, ino, fi);
+		return;
+	}
+	fop_release(hfs(req), hino(req, ino), fi->fh ? hfh(fi) : NULL,
+		    fi->flags);
+	fuse_reply_err(req, 0);
+}
+
+void hotfs_flush(fuse_req_t req, fuse_ino_t ino,
+		 struct fuse_file_info *fi)
+{
+	int err = -ENOSYS;	/* no open: no flush round trips either */
+
+	if (fi->fh)
+		err = vd_is(ino) ? 0 : fop_flush(hfs(req), hfh(fi));
+	fuse_reply_err(req, -err);
+}
+
+/* The request's handle (NULL: none, no open). */
+static struct hotfs_fh *req_fh(struct fuse_file_info *fi)
+{
+	return fi && fi->fh ? hfh(fi) : NULL;
+}
+
+void hotfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		 struct fuse_file_info *fi)
+{
+	int err = 0;
+
+	if (!vd_is(ino))
+		err = fop_sync(hfs(req), hino(req, ino), req_fh(fi),
+			       datasync != 0);
+	fuse_reply_err(req, -err);
+}
+
+void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi)
+{
+	struct hotfs *fs = hfs(req);
+	struct hotfs_inode *in;
+	struct fop_rd rd;
+	int r;
+
+	if (vd_is(ino)) {	/* ctl.c replies for the control files */
+		vd_read(req, ino, size, off, fi);
+		return;
+	}
+	in = hino(req, ino);
+	r = fop_read(fs, in, req_fh(fi), fi->flags, size, off, &rd);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_iov(req, rd.rep.iov, rd.rep.n);
+	/* (req is gone with the reply) */
+	fop_read_done(fs, in, &rd);
+}
+
+static void write_virtual(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_bufvec *in_buf, off_t off,
+			  struct fuse_file_info *fi)
+{
+	size_t len = fuse_buf_size(in_buf);
+	struct fuse_bufvec mem = FUSE_BUFVEC_INIT(len);
+	char *b = malloc(len + 1);
+	ssize_t n = -ENOMEM;
+
+	if (b) {
+		mem.buf[0].mem = b;
+		n = fuse_buf_copy(&mem, in_buf, 0);
+	}
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		vd_write(req, ino, b, (size_t)n, off, fi);
+	free(b);
+}
+
+void hotfs_write_buf(fuse_req_t req, fuse_ino_t ino,
+		     struct fuse_bufvec *in_buf, off_t off,
+		     struct fuse_file_info *fi)
+{
+	ssize_t n;
+
+	if (vd_is(ino)) {
+		write_virtual(req, ino, in_buf, off, fi);
+		return;
+	}
+	n = fop_write(hfs(req), hino(req, ino), req_fh(fi), fi->flags, in_buf,
+		      off);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+void hotfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
+		     off_t off, off_t len, struct fuse_file_info *fi)
+{
+	int err = -EPERM;
+
+	if (!vd_is(ino))
+		err = fop_fallocate(hfs(req), hino(req, ino), req_fh(fi), mode,
+				    off, len);
+	fuse_reply_err(req, -err);
+}
+
+void hotfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
+			   off_t off_in, struct fuse_file_info *fi_in,
+			   fuse_ino_t ino_out, off_t off_out,
+			   struct fuse_file_info *fi_out, size_t len,
+			   int flags)
+{
+	ssize_t n = -EXDEV;
+
+	if (!vd_is(ino_in) && !vd_is(ino_out))
+		n = fop_copy_range(hfs(req), hino(req, ino_in), req_fh(fi_in),
+				   off_in, hino(req, ino_out), req_fh(fi_out),
+				   fi_out->flags, off_out, len, flags);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+void hotfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		 struct fuse_file_info *fi)
+{
+	off_t r = -EINVAL;
+
+	if (!vd_is(ino))
+		r = fop_lseek(hfs(req), hino(req, ino), req_fh(fi), off,
+			      whence);
+	if (r < 0)
+		fuse_reply_err(req, (int)-r);
+	else
+		fuse_reply_lseek(req, r);
+}
