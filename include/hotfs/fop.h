@@ -226,26 +226,44 @@ struct fop_caller {
 };
 
 /*
- * These three run in a bracket the handler begins and ends (fop_begin,
- * fop_end), which spans its lookup of the new name: they note the
- * change of dir's names, tell the source watch the event is the mount's
- * own (hotfs/watch.h), and act as the caller.
+ * The new name's lookup, which the three operations that make one run in
+ * their bracket once the name is made (what it learns is not kept: see
+ * the order above): the FUSE layer's, whose entry the reply carries.
+ * look: 0 and *in, the inode it names (one lookup count taken for the
+ * reply), or -errno; unlook: that count given back (no reply will take
+ * it).
+ */
+struct fop_lookup {
+	int (*look)(void *arg, struct hotfs_inode **in);
+	void (*unlook)(void *arg);
+	void *arg;
+};
+
+/*
+ * These three each run one bracket that spans the lookup of the new name
+ * (lk): they note the change of dir's names, tell the source watch the
+ * event is the mount's own (hotfs/watch.h), act as the caller, and look
+ * the new name up.
  */
 /* mknod, mkdir (S_IFDIR in mode), symlink (S_IFLNK: link its target)
  * of name in dir; -errno. */
-int fop_make(struct fop_change *ch, const struct fop_caller *who,
+int fop_make(struct hotfs *fs, const struct fop_caller *who,
 	     struct hotfs_inode *dir, const char *name, mode_t mode,
-	     dev_t rdev, const char *link);
+	     dev_t rdev, const char *link, const struct fop_lookup *lk);
 /* A new name for in in dir (its new link count and ctime stamped as the
  * mount's own); -errno. */
-int fop_link(struct fop_change *ch, struct hotfs_inode *in,
-	     struct hotfs_inode *dir, const char *name);
-/* Create (or open, without O_EXCL) name in dir with the open's flags
- * (writeback's O_TRUNC: fop_create_trunc, fop_create_opened); the fd, or
- * -errno. */
-int fop_create(struct fop_change *ch, const struct fop_caller *who,
+int fop_link(struct hotfs *fs, struct hotfs_inode *in,
+	     struct hotfs_inode *dir, const char *name,
+	     const struct fop_lookup *lk);
+/* Create (or open, without O_EXCL) name in dir with fi's flags
+ * (writeback's O_TRUNC: fop_create_trunc, fop_create_opened), and the
+ * new file's handle in fi as fop_open leaves it (an existing file cut by
+ * O_TRUNC has its cached data dropped); *in: the inode the lookup named.
+ * 0 or -errno (nothing open, no lookup count kept). */
+int fop_create(struct hotfs *fs, const struct fop_caller *who,
 	       struct hotfs_inode *dir, const char *name, mode_t mode,
-	       int flags);
+	       struct fuse_file_info *fi, const struct fop_lookup *lk,
+	       struct hotfs_inode **in);
 
 /* unlink (flags 0) or rmdir (AT_REMOVEDIR) of name in dir; -errno. */
 int fop_unlink(struct hotfs *fs, struct hotfs_inode *dir, const char *name,

@@ -58,22 +58,29 @@ static int make_at(const struct fop_caller *who, int pfd, const char *name,
 	return r;
 }
 
-int fop_make(struct fop_change *ch, const struct fop_caller *who,
+int fop_make(struct hotfs *fs, const struct fop_caller *who,
 	     struct hotfs_inode *dir, const char *name, mode_t mode,
-	     dev_t rdev, const char *link)
+	     dev_t rdev, const char *link, const struct fop_lookup *lk)
 {
 	struct watch_own own = { 0 };
-	struct hotfs *fs = ch->fs;
+	struct hotfs_inode *in;
+	struct fop_change ch;
 	int pfd, err;
 
+	fop_begin(&ch, fs);
 	pfd = ino_fd(fs->it, dir);
+	err = pfd;
 	if (pfd < 0)
-		return pfd;
-	fop_note(ch, dir, NULL);
+		goto out;
+	fop_note(&ch, dir, NULL);
 	watch_own_add(fs->watch, &own, dir, name, IN_CREATE);
 	err = make_at(who, pfd, name, mode, rdev, link);
 	watch_own_end(fs->watch, &own, !err);
 	ino_fd_put(dir);
+	if (!err)
+		err = lk->look(lk->arg, &in);
+out:
+	fop_end(&ch);
 	return err;
 }
 
@@ -92,35 +99,45 @@ static int link_at(struct hotfs *fs, int fd, int pfd, const char *name)
 	return r == -1 ? -errno : 0;
 }
 
-int fop_link(struct fop_change *ch, struct hotfs_inode *in,
-	     struct hotfs_inode *dir, const char *name)
+int fop_link(struct hotfs *fs, struct hotfs_inode *in,
+	     struct hotfs_inode *dir, const char *name,
+	     const struct fop_lookup *lk)
 {
 	struct watch_own own = { 0 };
-	struct hotfs *fs = ch->fs;
+	struct hotfs_inode *nin;
+	struct fop_change ch;
 	int err, fd, pfd;
 
+	fop_begin(&ch, fs);
 	fd = ino_fd(fs->it, in);
+	err = fd;
 	if (fd < 0)
-		return fd;
+		goto out;
 	pfd = ino_fd(fs->it, dir);
 	err = pfd;
 	if (pfd >= 0) {
-		fop_note(ch, dir, in);
+		fop_note(&ch, dir, in);
 		/* its new link count and ctime are the mount's own */
-		fop_stamp(ch, in, fd);
+		fop_stamp(&ch, in, fd);
 		watch_own_add(fs->watch, &own, dir, name, IN_CREATE);
 		err = link_at(fs, fd, pfd, name);
 		watch_own_end(fs->watch, &own, !err);
-		fop_settle(ch, err);
+		fop_settle(&ch, err);
 		ino_fd_put(dir);
 	}
 	ino_fd_put(in);
+	if (!err)
+		err = lk->look(lk->arg, &nin);
+out:
+	fop_end(&ch);
 	return err;
 }
 
-int fop_create(struct fop_change *ch, const struct fop_caller *who,
-	       struct hotfs_inode *dir, const char *name, mode_t mode,
-	       int flags)
+/* name in dir created or opened with flags, as the caller, in ch: the
+ * fd or -errno. */
+static int create_at(struct fop_change *ch, const struct fop_caller *who,
+		     struct hotfs_inode *dir, const char *name, mode_t mode,
+		     int flags)
 {
 	struct watch_own own = { 0 };
 	struct hotfs *fs = ch->fs;
@@ -148,6 +165,63 @@ int fop_create(struct fop_change *ch, const struct fop_caller *who,
 	as_daemon(who, &c);
 	ino_fd_put(dir);
 	return fop_create_opened(ch, fd, after);
+}
+
+/* The created file's handle for fd (taken: closed if not kept), in the
+ * bracket ch, once the lookup named in; 0 or -errno. */
+static int create_handle(struct fop_change *ch, struct hotfs_inode *in,
+			 int fd, struct fuse_file_info *fi)
+{
+	struct hotfs *fs = ch->fs;
+	struct hotfs_fh *fh = NULL;
+
+	/* without open the kernel sends no release: no handle to leak */
+	if (!fs->no_open) {
+		fh = fh_new(fd);
+		if (!fh) {
+			close(fd);
+			return -ENOMEM;
+		}
+		fh->append = (fi->flags & O_APPEND) != 0;
+	} else {
+		close(fd);
+		fi->noflush = 1;
+	}
+	if (fi->flags & O_TRUNC) {
+		/* an existing file opened with O_CREAT|O_TRUNC: no old
+		 * stamp, drop them all */
+		fop_data_begin(ch, in, NULL, 0, 0);
+		fop_data_end(ch, fs_cache(fs), 0, 0, NULL, true);
+	}
+	fi->fh = (uintptr_t)fh;
+	pthread_mutex_lock(&in->m);
+	in->nopen++;
+	pthread_mutex_unlock(&in->m);
+	return 0;
+}
+
+int fop_create(struct hotfs *fs, const struct fop_caller *who,
+	       struct hotfs_inode *dir, const char *name, mode_t mode,
+	       struct fuse_file_info *fi, const struct fop_lookup *lk,
+	       struct hotfs_inode **in)
+{
+	struct fop_change ch;
+	int fd, err;
+
+	fop_begin(&ch, fs);
+	fd = create_at(&ch, who, dir, name, mode, fi->flags);
+	err = fd;
+	if (fd >= 0)
+		err = lk->look(lk->arg, in);
+	if (fd >= 0 && err)
+		close(fd);
+	else if (fd >= 0) {
+		err = create_handle(&ch, *in, fd, fi);
+		if (err)
+			lk->unlook(lk->arg);
+	}
+	fop_end(&ch);
+	return err;
 }
 
 /*

@@ -191,6 +191,36 @@ int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
 	return 0;
 }
 
+static int look_new(void *arg, struct hotfs_inode **in)
+{
+	struct new_entry *n = arg;
+	int err;
+
+	err = do_lookup(n->req, n->parent, n->name, &n->e);
+	if (!err)
+		*in = hino(n->req, n->e.ino);
+	return err;
+}
+
+static void unlook_new(void *arg)
+{
+	struct new_entry *n = arg;
+
+	forget_one(hfs(n->req), n->e.ino, 1);
+}
+
+void new_entry_lookup(struct new_entry *n, struct fop_lookup *lk,
+		      fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	memset(n, 0, sizeof(*n));
+	n->req = req;
+	n->parent = parent;
+	n->name = name;
+	lk->look = look_new;
+	lk->unlook = unlook_new;
+	lk->arg = n;
+}
+
 void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct hotfs_inode *dir = hino(req, parent);

@@ -63,80 +63,33 @@ void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 		fop_open_undone(in, hfh(fi));
 }
 
-/* The created file's entry and handle, in the change bracket ch: 0 or
- * -errno (fd closed, no lookup count kept). */
-static int create_entry(fuse_req_t req, struct fop_change *ch,
-			fuse_ino_t parent, const char *name, int fd,
-			struct fuse_entry_param *e, struct fuse_file_info *fi)
-{
-	struct hotfs_inode *in;
-	struct hotfs_fh *fh = NULL;
-	int err;
-
-	err = do_lookup(req, parent, name, e);
-	/* without open the kernel sends no release: no handle to leak */
-	if (!err && !hfs(req)->no_open) {
-		fh = fh_new(fd);
-		if (!fh) {	/* the lookup's count: no reply takes it */
-			forget_one(hfs(req), e->ino, 1);
-			err = -ENOMEM;
-		}
-	}
-	if (!fh)
-		close(fd);
-	if (err)
-		return err;
-	in = hino(req, e->ino);
-	if (fh)
-		fh->append = (fi->flags & O_APPEND) != 0;
-	else
-		fi->noflush = 1;
-	if (fi->flags & O_TRUNC) {
-		/* an existing file opened with O_CREAT|O_TRUNC: no old
-		 * stamp, drop them all */
-		fop_data_begin(ch, in, NULL, 0, 0);
-		fop_data_end(ch, fs_cache(hfs(req)), 0, 0, NULL, true);
-	}
-	fi->fh = (uintptr_t)fh;
-	pthread_mutex_lock(&in->m);
-	in->nopen++;
-	pthread_mutex_unlock(&in->m);
-	return 0;
-}
-
 void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  mode_t mode, struct fuse_file_info *fi)
 {
 	struct hotfs *fs = hfs(req);	/* req is gone once replied to */
-	struct fuse_entry_param e;
 	struct hotfs_inode *in = NULL;
+	struct fop_lookup lk;
 	struct fop_caller who;
-	struct fop_change ch;
-	int fd, err;
+	struct new_entry n;
+	int err;
 
+	new_entry_lookup(&n, &lk, req, parent, name);
 	err = vd_is(parent) ? -EACCES : mark_name(parent, name) ? -EPERM :
 	      -EEXIST;
 	if (vd_is(parent) || vd_is_name(hfs(req), parent, name) ||
 	    mark_name(parent, name))
 		goto out;
 	caller_of(req, &who);
-	/* the bracket spans the new name's lookup */
-	fop_begin(&ch, hfs(req));
-	fd = fop_create(&ch, &who, hino(req, parent), name, mode, fi->flags);
-	err = fd;
-	if (fd >= 0)
-		err = create_entry(req, &ch, parent, name, fd, &e, fi);
-	if (!err)
-		in = hino(req, e.ino);
-	fop_end(&ch);
+	err = fop_create(fs, &who, hino(req, parent), name, mode, fi, &lk,
+			 &in);
 out:
 	if (err) {
 		fuse_reply_err(req, -err);
-	} else if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+	} else if (fuse_reply_create(req, &n.e, fi) == -ENOENT) {
 		/* interrupted: the kernel took neither the handle nor the
 		 * lookup count */
 		fop_open_undone(in, hfh(fi));
-		forget_one(fs, e.ino, 1);
+		forget_one(fs, n.e.ino, 1);
 	}
 }
 

@@ -153,6 +153,17 @@ void forget_one(struct hotfs *fs, fuse_ino_t ino, uint64_t n);
 void reply_entry(fuse_req_t req, const struct fuse_entry_param *e);
 int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
 	      struct fuse_entry_param *e);
+/* The lookup of a new name the fop_* that make one run in their bracket
+ * (struct fop_lookup, hotfs/fop.h): do_lookup of name in parent into
+ * n->e; *lk set to run it. */
+struct new_entry {
+	fuse_req_t req;
+	fuse_ino_t parent;
+	const char *name;
+	struct fuse_entry_param e;
+};
+void new_entry_lookup(struct new_entry *n, struct fop_lookup *lk,
+		      fuse_req_t req, fuse_ino_t parent, const char *name);
 void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void hotfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
 void hotfs_forget_multi(fuse_req_t req, size_t count,

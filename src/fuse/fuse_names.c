@@ -29,11 +29,12 @@ static void reply_new(fuse_req_t req, int err,
 static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, dev_t rdev, const char *link)
 {
-	struct fuse_entry_param e;
+	struct fop_lookup lk;
 	struct fop_caller who;
-	struct fop_change ch;
+	struct new_entry n;
 	int err;
 
+	new_entry_lookup(&n, &lk, req, parent, name);
 	if (vd_is(parent) || vd_is_name(hfs(req), parent, name) ||
 	    mark_name(parent, name)) {
 		err = vd_is(parent) ? -EACCES : mark_name(parent, name) ?
@@ -41,14 +42,10 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto out;
 	}
 	caller_of(req, &who);
-	/* the bracket spans the new name's lookup */
-	fop_begin(&ch, hfs(req));
-	err = fop_make(&ch, &who, hino(req, parent), name, mode, rdev, link);
-	if (!err)
-		err = do_lookup(req, parent, name, &e);
-	fop_end(&ch);
+	err = fop_make(hfs(req), &who, hino(req, parent), name, mode, rdev,
+		       link, &lk);
 out:
-	reply_new(req, err, &e);
+	reply_new(req, err, &n.e);
 }
 
 void hotfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -72,24 +69,21 @@ void hotfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
 		const char *name)
 {
-	struct fuse_entry_param e;
-	struct fop_change ch;
+	struct fop_lookup lk;
+	struct new_entry n;
 	int err;
 
+	new_entry_lookup(&n, &lk, req, parent, name);
 	if (vd_is(ino) || vd_is(parent) ||
 	    vd_is_name(hfs(req), parent, name) || mark_name(parent, name)) {
 		err = vd_is(ino) || mark_name(parent, name) ? -EPERM :
 		      vd_is(parent) ? -EACCES : -EEXIST;
 		goto out;
 	}
-	/* the bracket spans the new name's lookup */
-	fop_begin(&ch, hfs(req));
-	err = fop_link(&ch, hino(req, ino), hino(req, parent), name);
-	if (!err)
-		err = do_lookup(req, parent, name, &e);
-	fop_end(&ch);
+	err = fop_link(hfs(req), hino(req, ino), hino(req, parent), name,
+		       &lk);
 out:
-	reply_new(req, err, &e);
+	reply_new(req, err, &n.e);
 }
 
 void hotfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
