@@ -109,6 +109,9 @@ bool fh_counts(struct hotfs_cache *c, struct hotfs_fh *fh, size_t size,
 uint64_t fh_run(struct hotfs_fh *fh, bool seq);
 /* Has this handle touched extno lately?  Remembers it if not. */
 bool fh_seen(struct hotfs_fh *fh, uint32_t extno, uint64_t run);
+/* The monotonic clock the handles read (hotfs/clock.h's unless a unit
+ * test sets its own; NULL: that one again). */
+void fh_set_clock(int64_t (*now)(void));
 
 /* An extent a read found hot and not cached: [start, end) of it read. */
 struct fh_cand {

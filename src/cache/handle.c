@@ -129,6 +129,18 @@ uint64_t fh_run(struct hotfs_fh *fh, bool seq)
 	return run;
 }
 
+static int64_t mono_now(void)
+{
+	return clock_mono_ns();
+}
+
+static int64_t (*fh_now)(void) = mono_now;
+
+void fh_set_clock(int64_t (*now)(void))
+{
+	fh_now = now ? now : mono_now;
+}
+
 /*
  * Has this handle touched extno lately?  Remembers it if not.  A shared
  * handle stands for every reader of its inode: what it touched counts
@@ -138,7 +150,7 @@ uint64_t fh_run(struct hotfs_fh *fh, bool seq)
  */
 bool fh_seen(struct hotfs_fh *fh, uint32_t extno, uint64_t run)
 {
-	int64_t now = fh->shared ? clock_mono_ns() : 0;
+	int64_t now = fh->shared ? fh_now() : 0;
 	unsigned i, slot;
 
 	pthread_mutex_lock(&fh->m);
@@ -172,7 +184,7 @@ bool fh_counts(struct hotfs_cache *c, struct hotfs_fh *fh, size_t size,
 {
 	uint64_t run, cutoff = atomic_load(&c->seqcutoff);
 
-	*seq = seq_note(&fh->seq, off, size, clock_mono_ns(), &run);
+	*seq = seq_note(&fh->seq, off, size, fh_now(), &run);
 	if (cutoff && run > cutoff) {
 		stats_add(&c->stats, STAT_NP_SEQCUTOFF, 1);
 		return false;
