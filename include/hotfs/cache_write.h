@@ -40,6 +40,10 @@ struct cache_wr {
 	bool fill;			/* set after cache_write_begin: the
 					 * written bytes become cached data
 					 * (writeback's flush) */
+	bool patch;			/* set after cache_write_begin: the
+					 * written bytes patch the cached
+					 * ones (writethrough; the file
+					 * operations decide, hotfs/fop.h) */
 	uint32_t first, last;		/* the extents it may touch */
 	struct cache_wr *next;		/* in in->wr_list, in flight */
 };

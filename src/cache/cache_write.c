@@ -69,6 +69,7 @@ void cache_write_begin(struct hotfs_cache *c, struct hotfs_itable *it,
 	pthread_mutex_lock(&in->m);
 	w->gen = ++in->write_gen;
 	w->fill = false;
+	w->patch = false;
 	in->wr_inflight++;
 	w->next = in->wr_list;
 	in->wr_list = w;
@@ -289,7 +290,7 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	 * another change moved it (the stamp taken below says) */
 	wt_size = have_base && pbase.size > off + len ? pbase.size :
 		  off + len;
-	if (have_base && c->writemode == HOTFS_WRITETHROUGH && data && len &&
+	if (have_base && w->patch && data && len &&
 	    len != CACHE_WR_TO_END && off + len > off)
 		wt_build(c, &k, &pbase, off, len, data, wt_size, &wt);
 	/* writeback's flush: its bytes become cached data, if the store

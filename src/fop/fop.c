@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <string.h>
 
+#include "hotfs/cache.h"
 #include "hotfs/fop.h"
 #include "hotfs/meta_fs.h"
 #include "hotfs/namecache.h"
@@ -173,6 +174,9 @@ void fop_data_end(struct fop_change *ch, struct hotfs_cache *c,
 	assert(ch->data && ch->step == STEP_DATA);
 	if (no_old)
 		ch->w.have_old = false;
+	/* writethrough: the bytes written patch the cached ones; else
+	 * (writearound, writeback's source changes) they are dropped */
+	ch->w.patch = c && atomic_load(&c->writemode) == HOTFS_WRITETHROUGH;
 	steps->cache_write_end(c, ch->data_in, &ch->w, off, len, data);
 	ch->data = false;
 	/* another hook and data pair may follow, no stamp */

@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "hotfs/cache.h"
 #include "hotfs/fop.h"
 
 /* The steps run, as "name" or "name:arg", one string. */
@@ -150,8 +151,8 @@ static void t_cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 {
 	(void)c;
 	(void)data;
-	rec(w->have_old ? "cw_end" : "cw_end_noold",
-	    num(in) * 1000 + (long)off * 10 + (long)len);
+	rec(w->have_old ? (w->patch ? "cw_end_patch" : "cw_end") :
+	    "cw_end_noold", num(in) * 1000 + (long)off * 10 + (long)len);
 }
 
 static const struct fop_steps rec_steps = {
@@ -236,6 +237,37 @@ static void test_write_order(void **state)
 	assert_string_equal(trace, "nc cw_begin:2043 cw_end:2042 nc");
 	assert_false(fop_writeback(&fs, &file));
 	assert_false(fop_writeback(&fs, NULL));	/* fs.wb NULL */
+}
+
+/* the write mode decided here alone: writethrough's written bytes patch
+ * the cached ones, writearound's (and no store's) do not */
+static void test_write_patches_in_writethrough_alone(void **state)
+{
+	static const enum hotfs_writemode modes[] = {
+		HOTFS_WRITETHROUGH, HOTFS_WRITEAROUND, HOTFS_WRITEBACK,
+	};
+	static const char *const want[] = {
+		"nc cw_begin:2043 cw_end_patch:2043 nc",
+		"nc cw_begin:2043 cw_end:2043 nc",
+		"nc cw_begin:2043 cw_end:2043 nc",
+	};
+	struct hotfs_cache c;
+	struct fop_change ch;
+	unsigned i;
+
+	(void)state;
+	wb_is_on = false;
+	for (i = 0; i < 4; i++) {
+		trace[0] = '\0';
+		memset(&c, 0, sizeof(c));
+		if (i < 3)
+			atomic_store(&c.writemode, modes[i]);
+		fop_begin(&ch, &fs);
+		fop_data_begin(&ch, &file, i < 3 ? &c : NULL, 4, 3);
+		fop_data_end(&ch, i < 3 ? &c : NULL, 4, 3, "abc", false);
+		fop_end(&ch);
+		assert_string_equal(trace, want[i < 3 ? i : 1]);
+	}
 }
 
 /* rename over a last link: two notes, the hook, two stamps ended the
@@ -371,6 +403,9 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_write_order, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_write_patches_in_writethrough_alone, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(test_rename_order, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
