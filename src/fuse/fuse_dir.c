@@ -71,6 +71,17 @@ static int dir_open(fuse_req_t req, fuse_ino_t ino, struct hotfs_dirp *d)
 	return fd;
 }
 
+/* An opendir the kernel did not take (interrupted): d let go, as it was
+ * before listing_open (a trusted listing, or an open stream). */
+static void dirp_undo(struct hotfs_dirp *d)
+{
+	if (d->dp)
+		closedir(d->dp);
+	else
+		listing_put(d->lst);
+	free(d);
+}
+
 void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
 		   struct fuse_file_info *fi)
 {
@@ -85,42 +96,38 @@ void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
 	/* ENOSYS is success here: the kernel sends no more opendirs */
 	err = -ENOSYS;
 	if (hfs(req)->no_opendir)
-		goto out_err;
+		goto out;
 	err = -ENOMEM;
 	d = calloc(1, sizeof(*d));
 	if (!d)
-		goto out_err;
+		goto out;
 	d->in = hino(req, ino);
 	/* a remote source's listing trusted by time: no source at all
 	 * (hotfs/dirlist.h); d->dp stays NULL until a rewind needs it */
 	d->lst = listing_trusted(hfs(req), d->in);
 	if (d->lst) {
-		fi->fh = (uintptr_t)d;
 		fi->cache_readdir = 0;
 		fi->keep_cache = 0;
-		if (fuse_reply_open(req, fi) == -ENOENT) {
-			listing_put(d->lst);
-			free(d);
+		err = 0;
+	} else {
+		fd = dir_open(req, ino, d);
+		err = fd < 0 ? fd : 0;
+		/* listings are checked against the stamp in every mode:
+		 * the kernel's own invalidation races concurrent listers */
+		if (fd >= 0) {
+			dir_keep_cache(d->in, fd, fi, false);
+			listing_open(hfs(req), d, fd);
 		}
-		return;
 	}
-	fd = dir_open(req, ino, d);
-	err = fd;
-	if (fd < 0)
-		goto out_err;
-	fi->fh = (uintptr_t)d;
-	/* listings are checked against the stamp in every mode: the
-	 * kernel's own invalidation races concurrent listers */
-	dir_keep_cache(d->in, fd, fi, false);
-	listing_open(hfs(req), d, fd);
-	if (fuse_reply_open(req, fi) == -ENOENT) {
-		closedir(d->dp);
+out:
+	if (!err)
+		fi->fh = (uintptr_t)d;
+	if (err)
+		fuse_reply_err(req, -err);
+	else if (fuse_reply_open(req, fi) == -ENOENT)
+		dirp_undo(d);
+	if (err)
 		free(d);
-	}
-	return;
-out_err:
-	fuse_reply_err(req, -err);
-	free(d);
 }
 
 static struct hotfs_dirp *dirp(struct fuse_file_info *fi)

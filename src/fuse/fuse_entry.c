@@ -234,10 +234,9 @@ void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		vd_lookup(req, parent, name);
 		return;
 	}
-	if (mark_name(parent, name)) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
+	err = -ENOENT;		/* the mark: no entry, and none kept */
+	if (mark_name(parent, name))
+		goto out;
 	count(&hfs(req)->n_lookup);
 	if (snapshot_lookup(hfs(req), dir, name, &e, &err))
 		goto reply;
@@ -270,6 +269,7 @@ reply:
 			e.entry_timeout = 0;
 		err = 0;
 	}
+out:
 	if (err)
 		fuse_reply_err(req, -err);
 	else
