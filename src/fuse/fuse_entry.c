@@ -209,6 +209,22 @@ static void unlook_new(void *arg)
 	forget_one(hfs(n->req), n->e.ino, 1);
 }
 
+/*
+ * dir's entries changed through the mount (its mtime, ctime, maybe its
+ * link count moved): its attributes invalidated before the reply.  The
+ * kernel drops them itself when the reply comes, but not the answer to a
+ * getattr another process had in flight across the change (the source
+ * read before it): applied after, that answer would stand for the whole
+ * attribute timeout.  An invalidation from here moves the inode's
+ * attribute version, and the kernel ignores an answer to a request sent
+ * before it.  Attributes only (offset < 0): the kernel takes no lock of
+ * its own for that, none that the request in flight holds.
+ */
+void dir_changed(fuse_req_t req, fuse_ino_t dir)
+{
+	fuse_lowlevel_notify_inval_inode(hfs(req)->se, dir, -1, 0);
+}
+
 void new_entry_lookup(struct new_entry *n, struct fop_lookup *lk,
 		      fuse_req_t req, fuse_ino_t parent, const char *name)
 {

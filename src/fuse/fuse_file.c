@@ -82,6 +82,8 @@ void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	caller_of(req, &who);
 	err = fop_create(fs, &who, hino(req, parent), name, mode, fi, &lk,
 			 &in);
+	if (!err)
+		dir_changed(req, parent);
 out:
 	if (err) {
 		fuse_reply_err(req, -err);

@@ -164,6 +164,9 @@ struct new_entry {
 };
 void new_entry_lookup(struct new_entry *n, struct fop_lookup *lk,
 		      fuse_req_t req, fuse_ino_t parent, const char *name);
+/* dir's entries changed through the mount: its attributes made stale
+ * before the reply (fuse_entry.c says why). */
+void dir_changed(fuse_req_t req, fuse_ino_t dir);
 void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void hotfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
 void hotfs_forget_multi(fuse_req_t req, size_t count,

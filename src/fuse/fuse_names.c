@@ -44,6 +44,8 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	caller_of(req, &who);
 	err = fop_make(hfs(req), &who, hino(req, parent), name, mode, rdev,
 		       link, &lk);
+	if (!err)
+		dir_changed(req, parent);
 out:
 	reply_new(req, err, &n.e);
 }
@@ -82,6 +84,8 @@ void hotfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
 	}
 	err = fop_link(hfs(req), hino(req, ino), hino(req, parent), name,
 		       &lk);
+	if (!err)
+		dir_changed(req, parent);
 out:
 	reply_new(req, err, &n.e);
 }
@@ -93,6 +97,8 @@ void hotfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (!vd_is(parent) && !vd_is_name(hfs(req), parent, name) &&
 	    !mark_name(parent, name))
 		err = fop_unlink(hfs(req), hino(req, parent), name, 0);
+	if (!err)
+		dir_changed(req, parent);
 	fuse_reply_err(req, -err);
 }
 
@@ -104,6 +110,8 @@ void hotfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	    !mark_name(parent, name))
 		err = fop_unlink(hfs(req), hino(req, parent), name,
 				 AT_REMOVEDIR);
+	if (!err)
+		dir_changed(req, parent);
 	fuse_reply_err(req, -err);
 }
 
@@ -119,5 +127,9 @@ void hotfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	    !mark_name(parent, name) && !mark_name(newparent, newname))
 		err = fop_rename(hfs(req), hino(req, parent), name,
 				 hino(req, newparent), newname, flags);
+	if (!err)
+		dir_changed(req, parent);
+	if (!err && newparent != parent)
+		dir_changed(req, newparent);
 	fuse_reply_err(req, -err);
 }

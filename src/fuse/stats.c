@@ -181,7 +181,9 @@ static double secs_since_real(const struct timespec *t)
 /*
  * The keys are the same whatever the store's state (a store that never
  * opened, or -o nocache, shows zeros), so that a reader of the JSON or
- * of hotfsctl stats -w never misses one.
+ * of hotfsctl stats -w never misses one.  Long because it is the one list
+ * of them, in the order they are shown: split, the order would be in
+ * several places.
  */
 static void collect(struct hotfs *fs, struct kvlist *l,
 		    struct hotfs_store_stats *ss, char *off, size_t offlen,

@@ -1493,6 +1493,46 @@ def test_attrs_not_stale(fs):
     os.close(fd)
 
 
+def test_dir_attrs_not_stale_under_concurrent_stat(fs):
+    """A directory's times through the mount are the source's once a
+    change of its entries has returned, while another thread stats it all
+    along: the answer to a getattr in flight across the change (read from
+    the source before it) must not stand for the attribute timeout.  The
+    sequence test_attrs_not_stale runs, whose last check once failed so on
+    a busy machine (the daemon now invalidates the directory's attributes
+    itself: fuse_entry.c, dir_changed)."""
+    import threading
+    m, s = fs.m, fs.s
+    stop = threading.Event()
+
+    def stat_loop():
+        while not stop.is_set():
+            os.stat(m('.'))
+    fields = ('st_mtime_ns', 'st_ctime_ns', 'st_nlink')
+    th = threading.Thread(target=stat_loop)
+    th.start()
+    try:
+        for i in range(60):
+            os.link(m('file'), m('hard'))
+            os.stat(m('file'))
+            os.link(m('hard'), m('dir/hard2'))
+            os.unlink(m('hard'))
+            os.stat(m('file'))
+            os.stat(m('dir/hard2'))
+            os.rename(m('dir/hard2'), m('moved'))
+            os.stat(m('file'))
+            os.lstat(m('moved'))
+            os.stat(m('exec'))
+            a = util.stat_fields(os.lstat(m('.')), fields)
+            b = util.stat_fields(os.lstat(s('.')), fields)
+            assert a == b, 'round %d: the root through the mount %r, in ' \
+                'the source %r' % (i, a, b)
+            os.unlink(m('moved'))
+    finally:
+        stop.set()
+        th.join()
+
+
 @pytest.mark.source_changes
 def test_source_changes_visible(fs):
     """Changes made to the source behind hotfs's back show through the
