@@ -381,6 +381,48 @@ static int parse_revalidate(struct hotfs_opts *o, char *err, size_t errlen)
 	return 0;
 }
 
+/* writemode= and writeback_delay=; 0 or -EINVAL (err said). */
+static int parse_writemode(struct hotfs_opts *o, char *err, size_t errlen)
+{
+	if (!o->writemode_str || strcmp(o->writemode_str, "writearound") == 0)
+		o->writemode = HOTFS_WRITEAROUND;
+	else if (strcmp(o->writemode_str, "writethrough") == 0)
+		o->writemode = HOTFS_WRITETHROUGH;
+	else if (strcmp(o->writemode_str, "writeback") == 0) {
+		/* the dirty data lives in the cachedir (hotfs/wblog.h) */
+		if (o->nocache || !o->cachedir) {
+			seterr(err, errlen, "writemode=writeback needs a cache "
+			       "store (-o cachedir=DIR, not nocache): the "
+			       "dirty data is kept there");
+			return -EINVAL;
+		}
+		if (o->ro) {
+			seterr(err, errlen, "writemode=writeback on a "
+			       "read-only mount (ro): nothing is written "
+			       "through it; mount without one of them");
+			return -EINVAL;
+		}
+		o->writemode = HOTFS_WRITEBACK;
+	} else {
+		seterr(err, errlen,
+		       "invalid writemode '%s': writearound, writethrough or writeback",
+		       o->writemode_str);
+		return -EINVAL;
+	}
+	o->writeback_delay = 0;
+	if (o->writeback_delay_str) {
+		if (parse_secs("writeback_delay", o->writeback_delay_str,
+			       &o->writeback_delay, err, errlen) < 0)
+			return -EINVAL;
+		if (o->writemode != HOTFS_WRITEBACK) {
+			seterr(err, errlen, "writeback_delay= applies to "
+			       "writemode=writeback only");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 int opt_parse(struct fuse_args *args, struct hotfs_opts *o,
 	      char *err, size_t errlen)
 {
@@ -438,42 +480,8 @@ int opt_parse(struct fuse_args *args, struct hotfs_opts *o,
 		if (!o->entry_timeout_str)
 			o->entry_timeout = t;
 	}
-	if (!o->writemode_str || strcmp(o->writemode_str, "writearound") == 0)
-		o->writemode = HOTFS_WRITEAROUND;
-	else if (strcmp(o->writemode_str, "writethrough") == 0)
-		o->writemode = HOTFS_WRITETHROUGH;
-	else if (strcmp(o->writemode_str, "writeback") == 0) {
-		/* the dirty data lives in the cachedir (hotfs/wblog.h) */
-		if (o->nocache || !o->cachedir) {
-			seterr(err, errlen, "writemode=writeback needs a cache "
-			       "store (-o cachedir=DIR, not nocache): the "
-			       "dirty data is kept there");
-			return -EINVAL;
-		}
-		if (o->ro) {
-			seterr(err, errlen, "writemode=writeback on a "
-			       "read-only mount (ro): nothing is written "
-			       "through it; mount without one of them");
-			return -EINVAL;
-		}
-		o->writemode = HOTFS_WRITEBACK;
-	} else {
-		seterr(err, errlen,
-		       "invalid writemode '%s': writearound, writethrough or writeback",
-		       o->writemode_str);
+	if (parse_writemode(o, err, errlen) < 0)
 		return -EINVAL;
-	}
-	o->writeback_delay = 0;
-	if (o->writeback_delay_str) {
-		if (parse_secs("writeback_delay", o->writeback_delay_str,
-			       &o->writeback_delay, err, errlen) < 0)
-			return -EINVAL;
-		if (o->writemode != HOTFS_WRITEBACK) {
-			seterr(err, errlen, "writeback_delay= applies to "
-			       "writemode=writeback only");
-			return -EINVAL;
-		}
-	}
 	if (parse_dirty(o, err, errlen) < 0)
 		return -EINVAL;
 	if (parse_sizes(o, err, errlen) < 0)
