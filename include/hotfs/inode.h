@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "hotfs/store.h"
+#include "hotfs/srcstamp.h"
 
 /*
  * A directory's entries as the source returned them, kept with the
@@ -146,9 +146,7 @@ struct hotfs_inode {
 	/* when an open last took the stamp from the source (CLOCK_MONOTONIC
 	 * ns; 0: never): revalidate=N trusts it that long */
 	int64_t stamp_checked_ns;
-	int64_t stamp_mtime_ns;
-	int64_t stamp_ctime_ns;
-	off_t stamp_size;
+	struct hotfs_stamp stamp;	/* valid if stamp_valid */
 	unsigned chg_inflight;
 	bool chg_ours;
 	/* changes behind the mount recorded by a getattr or the source

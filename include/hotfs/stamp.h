@@ -124,6 +124,14 @@ enum stamp_verdict stamp_check_ino(struct hotfs_inode *in, bool *seen);
 
 /* Is st the recorded stamp (times and size)?  m held. */
 bool stamp_same_locked(const struct hotfs_inode *in, const struct stat *st);
+/* The stamp st gives recorded as the one the kernel's pages and
+ * attributes go with (stamp_ours, stamp_settled left as they are: a
+ * directory's listing, a snapshot's record); m held.  The only writer
+ * of in->stamp but the change bracket's. */
+void stamp_take_locked(struct hotfs_inode *in, const struct stat *st);
+/* The recorded stamp as a stat's times, size and inode number (the rest
+ * of st untouched); m held. */
+void stamp_stat_locked(const struct hotfs_inode *in, struct stat *st);
 
 /* Same as stamp_check, m held. */
 enum stamp_verdict stamp_check_locked(struct hotfs_inode *in,

@@ -49,21 +49,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "hotfs/srcstamp.h"	/* struct hotfs_key, hotfs_stamp */
+
 struct hotfs_store;
 
-/* A source file: (st_dev, st_ino). */
-struct hotfs_key {
-	uint64_t dev;
-	uint64_t ino;
-};
-
-/* What a cached extent was read from; any change makes it stale. */
-struct hotfs_stamp {
-	uint64_t ino;
-	uint64_t size;
-	int64_t mtime_ns;
-	int64_t ctime_ns;
-};
 
 /*
  * Where a cached extent lives.  Filled by st_lookup; the caller may read

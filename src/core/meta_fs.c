@@ -33,6 +33,7 @@
 #include "hotfs/meta_fs.h"
 #include "meta_fs_i.h"
 #include "hotfs/srcprobe.h"
+#include "hotfs/stamp.h"
 #include "hotfs/watch.h"
 
 static struct hotfs_meta *the_meta;	/* for meta_note_write */
@@ -257,13 +258,9 @@ int meta_fs_lookup(struct hotfs *fs, struct hotfs_inode *dir,
 	if (lazy && !in->snap_st) {
 		in->snap_st = &ent->st;
 		in->snap_target = ent->target;
-		if (!in->stamp_valid) {
-			/* what an open compares the source with */
-			in->stamp_valid = true;
-			in->stamp_mtime_ns = ts_ns(&ent->st.st_mtim);
-			in->stamp_ctime_ns = ts_ns(&ent->st.st_ctim);
-			in->stamp_size = ent->st.st_size;
-		}
+		/* what an open compares the source with */
+		if (!in->stamp_valid)
+			stamp_take_locked(in, &ent->st);
 	}
 	if (ent->sub != META_NONE && !in->snap_dir1 &&
 	    !atomic_load(&m->dropped[ent->sub])) {

@@ -36,8 +36,27 @@ bool stamp_racy_now(int64_t mtime_ns, int64_t ctime_ns)
 bool stamp_same_locked(const struct hotfs_inode *in, const struct stat *st)
 {
 	return in->stamp_valid &&
-	       times_same(in->stamp_mtime_ns, in->stamp_ctime_ns, st) &&
-	       in->stamp_size == st->st_size;
+	       times_same(in->stamp.mtime_ns, in->stamp.ctime_ns, st) &&
+	       in->stamp.size == (uint64_t)st->st_size;
+}
+
+void stamp_take_locked(struct hotfs_inode *in, const struct stat *st)
+{
+	in->stamp_valid = true;
+	in->stamp.ino = (uint64_t)st->st_ino;
+	in->stamp.mtime_ns = ts_ns(&st->st_mtim);
+	in->stamp.ctime_ns = ts_ns(&st->st_ctim);
+	in->stamp.size = (uint64_t)st->st_size;
+}
+
+void stamp_stat_locked(const struct hotfs_inode *in, struct stat *st)
+{
+	st->st_ino = in->ino;
+	st->st_size = (off_t)in->stamp.size;
+	st->st_mtim.tv_sec = in->stamp.mtime_ns / 1000000000;
+	st->st_mtim.tv_nsec = in->stamp.mtime_ns % 1000000000;
+	st->st_ctim.tv_sec = in->stamp.ctime_ns / 1000000000;
+	st->st_ctim.tv_nsec = in->stamp.ctime_ns % 1000000000;
 }
 
 static void record(struct hotfs_inode *in, const struct stat *st, bool ours)
@@ -46,9 +65,7 @@ static void record(struct hotfs_inode *in, const struct stat *st, bool ours)
 	in->stamp_ours = ours;
 	in->stamp_settled = !stamp_racy_now(ts_ns(&st->st_mtim),
 					    ts_ns(&st->st_ctim));
-	in->stamp_mtime_ns = ts_ns(&st->st_mtim);
-	in->stamp_ctime_ns = ts_ns(&st->st_ctim);
-	in->stamp_size = st->st_size;
+	stamp_take_locked(in, st);
 }
 
 enum stamp_verdict stamp_check_locked(struct hotfs_inode *in,

@@ -22,6 +22,7 @@
 
 #include "hotfs/fileio.h"
 #include "hotfs/fop.h"
+#include "hotfs/stamp.h"
 #include "hotfs/wb.h"
 
 /* The source file of handle fh (opened now if lazy), or without one a
@@ -94,12 +95,7 @@ static bool read_stored(struct hotfs *fs, struct hotfs_inode *in,
 		return false;
 	pthread_mutex_lock(&in->m);
 	ok = fop_stamp_trusted_locked(fs, in);
-	st.st_ino = in->ino;
-	st.st_size = in->stamp_size;
-	st.st_mtim.tv_sec = in->stamp_mtime_ns / 1000000000;
-	st.st_mtim.tv_nsec = in->stamp_mtime_ns % 1000000000;
-	st.st_ctim.tv_sec = in->stamp_ctime_ns / 1000000000;
-	st.st_ctim.tv_nsec = in->stamp_ctime_ns % 1000000000;
+	stamp_stat_locked(in, &st);
 	pthread_mutex_unlock(&in->m);
 	return ok && cache_read_stored(c, in, fh, &st, size, off, rep) == 0;
 }

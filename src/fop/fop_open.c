@@ -56,8 +56,8 @@ static bool set_keep_cache(struct hotfs_inode *in, int fd,
 	 * now, the ones read from here on are of the version the stamp
 	 * names once the tick is over */
 	if (!fi->keep_cache && v == STAMP_SAME && in->stamp_valid)
-		in->stamp_settled = !stamp_racy_now(in->stamp_mtime_ns,
-						       in->stamp_ctime_ns);
+		in->stamp_settled = !stamp_racy_now(in->stamp.mtime_ns,
+						       in->stamp.ctime_ns);
 	in->nopen++;
 	pthread_mutex_unlock(&in->m);
 	return (v == STAMP_CHANGED || pending) && !never;

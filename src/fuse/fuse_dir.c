@@ -40,10 +40,7 @@ static void dir_keep_cache(struct hotfs_inode *in, int fd,
 	pthread_mutex_lock(&in->m);
 	fi->cache_readdir = 1;
 	fi->keep_cache = never || stamp_same_locked(in, &st);
-	in->stamp_valid = true;
-	in->stamp_mtime_ns = ts_ns(&st.st_mtim);
-	in->stamp_ctime_ns = ts_ns(&st.st_ctim);
-	in->stamp_size = st.st_size;
+	stamp_take_locked(in, &st);
 	pthread_mutex_unlock(&in->m);
 }
 

@@ -114,9 +114,9 @@ static void test_own_change(void **state)
 	modify(f);
 	/* in flight: taken as the mount's own, not recorded yet */
 	assert_int_equal(check(f), STAMP_SAME);
-	assert_true(f->in.stamp_mtime_ns != (int64_t)f->t * 1000000000LL);
+	assert_true(f->in.stamp.mtime_ns != (int64_t)f->t * 1000000000LL);
 	end(f);
-	assert_int_equal(f->in.stamp_mtime_ns, (int64_t)f->t * 1000000000LL);
+	assert_int_equal(f->in.stamp.mtime_ns, (int64_t)f->t * 1000000000LL);
 	assert_int_equal(check(f), STAMP_SAME);
 	assert_int_equal(f->in.chg_inflight, 0);
 }
@@ -132,12 +132,12 @@ static void test_overlapping_changes(void **state)
 	begin(f);			/* B, after A landed */
 	modify(f);
 	end(f);				/* A ends: B still in flight */
-	first = f->in.stamp_mtime_ns;
+	first = f->in.stamp.mtime_ns;
 	assert_true(first != (int64_t)f->t * 1000000000LL);
 	modify(f);			/* B lands more */
 	assert_int_equal(check(f), STAMP_SAME);
 	end(f);				/* B, the last: recorded */
-	assert_int_equal(f->in.stamp_mtime_ns, (int64_t)f->t * 1000000000LL);
+	assert_int_equal(f->in.stamp.mtime_ns, (int64_t)f->t * 1000000000LL);
 	assert_int_equal(check(f), STAMP_SAME);
 }
 
