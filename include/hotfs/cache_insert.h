@@ -4,7 +4,7 @@
  * the store (a promotion, hotfsctl warm, a writethrough's patched
  * extent).  The bytes were read at a stamp, with the inode's write
  * generation gen seen before the read; they are cached only if no write
- * through the mount began since (a write bumps in->write_gen before it
+ * through the mount began since (a write bumps in->cw.write_gen before it
  * reaches the source, and again when it ends), so that old bytes are
  * never cached under a stamp a racing write cannot change (a write within
  * one clock tick of the source's timestamps).
@@ -32,7 +32,7 @@
 
 /*
  * 0, -ESTALE (a write came: nothing cached) or the store's -errno.  On
- * success in->cached_extents_hint covers extno.  Writes through the mount
+ * success in->cw.cached_extents_hint covers extno.  Writes through the mount
  * since gen that missed the record's bytes do not stop it: the bytes are
  * then cached under the stamp the last of them left (each write's
  * stamps before and after must chain, hotfs_wr_notes in hotfs/inode.h);
@@ -45,7 +45,7 @@ int cache_insert(struct hotfs_store *st, struct hotfs_inode *in,
 		 const void *buf, size_t len);
 /*
  * cache_write_end: a write that began at write_gen gen (its own bump)
- * ended (in->write_gen bumped again), with in->m held.  known: it
+ * ended (in->cw.write_gen bumped again), with in->m held.  known: it
  * dropped the records holding [lo, hi) and carried the others from stamp
  * old to now; false: the file's records were dropped, or the write is not
  * known well enough to carry a promotion over it.

@@ -30,7 +30,7 @@
 #include "hotfs/inode.h"
 
 struct cache_wr {
-	uint64_t gen;			/* in->write_gen after the bump */
+	uint64_t gen;			/* in->cw.write_gen after the bump */
 	bool have_old;			/* false: its end drops every
 					 * record of the file (the source's
 					 * stamp before it is not known) */
@@ -45,7 +45,7 @@ struct cache_wr {
 					 * ones (writethrough; the file
 					 * operations decide, hotfs/fop.h) */
 	uint32_t first, last;		/* the extents it may touch */
-	struct cache_wr *next;		/* in in->wr_list, in flight */
+	struct cache_wr *next;		/* in in->cw.wr_list, in flight */
 };
 
 #define CACHE_WR_TO_END UINT64_MAX

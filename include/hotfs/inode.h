@@ -103,6 +103,106 @@ struct hotfs_wr_notes {
 
 struct cache_wr;
 
+/*
+ * The parts of an inode each module owns, under the inode's m unless a
+ * field says otherwise.  The fields of struct hotfs_inode outside them
+ * are the table's own (inode.c), and the open handles' count and shared
+ * handle (fop_open.c, handle.c).
+ */
+
+/* stamp.c's (hotfs/stamp.h): the source stamp the kernel's pages and
+ * attributes go with, and the mount's changes in flight. */
+struct ino_stamps {
+	/* an open that finds the same stamp keeps the kernel's page
+	 * cache */
+	bool stamp_valid;
+	bool stamp_ours;	/* recorded at the end of a change of ours */
+	/* the stamp was recorded, or the kernel's pages dropped, once it
+	 * was no longer racy (hotfs/srcprobe.h): the pages are of the
+	 * version the stamp names, not of an older one of the same tick */
+	bool stamp_settled;
+	/* when an open last took the stamp from the source (CLOCK_MONOTONIC
+	 * ns; 0: never): revalidate=N trusts it that long */
+	int64_t stamp_checked_ns;
+	struct hotfs_stamp stamp;	/* valid if stamp_valid */
+	unsigned chg_inflight;
+	bool chg_ours;
+	/* changes behind the mount recorded by a getattr or the source
+	 * watch whose invalidation has not reached the kernel yet */
+	unsigned inval_pending;
+	pthread_cond_t inval_cv;	/* signalled when inval_pending drops */
+	/* changes behind the mount found (STAMP_CHANGED): writeback tells
+	 * a conflict with its dirty data by it (hotfs/wb.h) */
+	uint32_t behind;
+};
+
+/* The cache's (hotfs/cache_write.h, hotfs/cache_insert.h): the writes
+ * through the mount in flight and what the store may hold of the
+ * file. */
+struct ino_cached {
+	uint64_t write_gen;		/* bumped by every write/truncate */
+	/* Writes through the mount in flight (cache_write_begin to
+	 * cache_write_end), each with the extents it may touch
+	 * (hotfs/cache_write.h).  A read of those extents is not served
+	 * from the store meanwhile: its copy may predate a write that has
+	 * landed on the source.  Each write drops the records it touched
+	 * when it ends, whatever stamp they were carried to meanwhile. */
+	unsigned wr_inflight;
+	struct cache_wr *wr_list;
+	/* the stamp the store's records of the file are filed under while
+	 * writes are in flight (wr_base_ok): the source's as the first of
+	 * them found it, then as each one that ended found it (they are
+	 * carried over to it).  A read meanwhile looks them up under it:
+	 * the source's own stamp may show writes still in flight, and a
+	 * lookup under another stamp would drop every record of the file. */
+	struct hotfs_stamp wr_base;
+	bool wr_base_ok;
+	/* The last writes through the mount, for promotions queued before
+	 * them (hotfs/cache_insert.h); NULL until the first write to the
+	 * file while it is larger than one extent (about 700 bytes).
+	 * Under m. */
+	struct hotfs_wr_notes *wr_notes;
+	/* Extents of this file that may be in the store, as a count from
+	 * extent 0 (0 = none): a write invalidates that many.  Unknown after
+	 * a restart, so it starts at "the whole file". */
+	uint64_t cached_extents_hint;
+};
+
+/* The metadata snapshot's (hotfs/meta_fs.h; lazy_parent and lazy_name:
+ * inode.c's, which opens the inode by them). */
+struct ino_snap {
+	/* Made from the metadata snapshot (hotfs/meta_fs.h) without asking
+	 * the source: fd is -1 until ino_fd() opens it by name in its
+	 * parent, which is held (ino_hold) until then.  Under m. */
+	struct hotfs_inode *lazy_parent;
+	char *lazy_name;
+	/* The snapshot's attributes, answered while fd is -1; the record
+	 * (index + 1, 0: none) of the directory it was found in, and for a
+	 * directory its own record and whether it is trusted yet. */
+	const struct stat *snap_st;
+	const char *snap_target;	/* a symlink's */
+	_Atomic uint32_t snap_pdir1;
+	_Atomic uint32_t snap_dir1;
+	_Atomic int snap_state;		/* enum meta_state */
+};
+
+/* A directory's caches (listing.c, negcache.c, namecache.c). */
+struct ino_dir {
+	struct hotfs_listing *listing;	/* the last listing */
+	struct hotfs_neg *neg;		/* names found absent */
+	struct hotfs_names *names;	/* names found, with their
+					 * attributes (namecache.h) */
+};
+
+/* The source watch's (hotfs/watch.h). */
+struct ino_watch {
+	/* the directory's inotify watch (0: not decided yet, -1: not
+	 * watched), and whether a change to this object's attributes
+	 * raises an event hotfs sees.  Set under m, read without it. */
+	_Atomic int wd;
+	_Atomic bool covered;
+};
+
 struct hotfs_inode {
 	_Atomic int fd;			/* O_PATH on the source object, or
 					 * -1: see lazy_parent and fh.
@@ -133,84 +233,19 @@ struct hotfs_inode {
 	struct hotfs_inode *lru_prev, *lru_next;
 	struct hotfs_inode *next;	/* hash chain, protected by table lock */
 
-	pthread_mutex_t m;		/* protects the fields below */
-	/* The source stamp the kernel's pages and attributes go with, and
-	 * the mount's own changes in flight (hotfs/stamp.h): an open that
-	 * finds the same stamp keeps the kernel's page cache. */
-	bool stamp_valid;
-	bool stamp_ours;	/* recorded at the end of a change of ours */
-	/* the stamp was recorded, or the kernel's pages dropped, once it
-	 * was no longer racy (hotfs/srcprobe.h): the pages are of the
-	 * version the stamp names, not of an older one of the same tick */
-	bool stamp_settled;
-	/* when an open last took the stamp from the source (CLOCK_MONOTONIC
-	 * ns; 0: never): revalidate=N trusts it that long */
-	int64_t stamp_checked_ns;
-	struct hotfs_stamp stamp;	/* valid if stamp_valid */
-	unsigned chg_inflight;
-	bool chg_ours;
-	/* changes behind the mount recorded by a getattr or the source
-	 * watch whose invalidation has not reached the kernel yet */
-	unsigned inval_pending;
-	pthread_cond_t inval_cv;	/* signalled when inval_pending drops */
-	/* changes behind the mount found (STAMP_CHANGED): writeback tells
-	 * a conflict with its dirty data by it (hotfs/wb.h) */
-	uint32_t behind;
-	uint64_t write_gen;		/* bumped by every write/truncate */
-	/* Writes through the mount in flight (cache_write_begin to
-	 * cache_write_end), each with the extents it may touch
-	 * (hotfs/cache_write.h).  A read of those extents is not served
-	 * from the store meanwhile: its copy may predate a write that has
-	 * landed on the source.  Each write drops the records it touched
-	 * when it ends, whatever stamp they were carried to meanwhile. */
-	unsigned wr_inflight;
-	struct cache_wr *wr_list;
-	/* the stamp the store's records of the file are filed under while
-	 * writes are in flight (wr_base_ok): the source's as the first of
-	 * them found it, then as each one that ended found it (they are
-	 * carried over to it).  A read meanwhile looks them up under it:
-	 * the source's own stamp may show writes still in flight, and a
-	 * lookup under another stamp would drop every record of the file. */
-	struct hotfs_stamp wr_base;
-	bool wr_base_ok;
-	/* The last writes through the mount, for promotions queued before
-	 * them (hotfs/cache_insert.h); NULL until the first write to the
-	 * file while it is larger than one extent (about 700 bytes).
-	 * Under m. */
-	struct hotfs_wr_notes *wr_notes;
-	/* Extents of this file that may be in the store, as a count from
-	 * extent 0 (0 = none): a write invalidates that many.  Unknown after
-	 * a restart, so it starts at "the whole file". */
-	uint64_t cached_extents_hint;
+	pthread_mutex_t m;		/* protects the parts below */
+	struct ino_stamps sp;		/* stamp.c's */
+	struct ino_cached cw;		/* the cache's */
 	unsigned nopen;			/* open file handles */
 	/* Without open round trips (revalidate=never): the handle all
 	 * reads of this file share (struct hotfs_fh, cache.h), made by the
 	 * first; freed with the inode by the table's nofh_free. */
 	void *nofh;
-	struct hotfs_listing *listing;	/* directories: the last listing */
-	struct hotfs_neg *neg;		/* directories: names found absent */
-	struct hotfs_names *names;	/* directories: names found, with
-					 * their attributes (namecache.h) */
+	struct ino_dir dir;		/* directories: their caches' */
 
-	/* Source watching (hotfs/watch.h): the directory's inotify watch
-	 * (0: not decided yet, -1: not watched), and whether a change to this object's attributes
-	 * raises an event hotfs sees.  Set under m, read without it. */
-	_Atomic int wd;
-	_Atomic bool covered;
+	struct ino_watch watch;		/* the source watch's */
 
-	/* Made from the metadata snapshot (hotfs/meta_fs.h) without asking
-	 * the source: fd is -1 until ino_fd() opens it by name in its
-	 * parent, which is held (ino_hold) until then.  Under m. */
-	struct hotfs_inode *lazy_parent;
-	char *lazy_name;
-	/* The snapshot's attributes, answered while fd is -1; the record
-	 * (index + 1, 0: none) of the directory it was found in, and for a
-	 * directory its own record and whether it is trusted yet. */
-	const struct stat *snap_st;
-	const char *snap_target;	/* a symlink's */
-	_Atomic uint32_t snap_pdir1;
-	_Atomic uint32_t snap_dir1;
-	_Atomic int snap_state;		/* enum meta_state */
+	struct ino_snap snap;		/* the metadata snapshot's */
 };
 
 struct hotfs_itable;

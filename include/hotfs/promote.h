@@ -24,7 +24,7 @@ struct pr_item {
 	struct hotfs_key key;
 	uint32_t extno;
 	struct hotfs_stamp stamp;	/* of the source when queued */
-	uint64_t gen;			/* in->write_gen when queued */
+	uint64_t gen;			/* in->cw.write_gen when queued */
 	uint64_t h;			/* pol_hash(key, extno) */
 	void *buf;			/* the extent's data, or NULL */
 	uint32_t len;			/* bytes in buf */

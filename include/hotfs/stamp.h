@@ -105,7 +105,7 @@ void stamp_wait_inval_locked(struct hotfs_inode *in);
 /* m held. */
 static inline bool stamp_inval_pending(const struct hotfs_inode *in)
 {
-	return in->inval_pending != 0;
+	return in->sp.inval_pending != 0;
 }
 
 /*
@@ -160,13 +160,13 @@ void stamp_end(struct hotfs_inode *in, int fd);
 /* Is the change about to end the last in flight?  m held. */
 static inline bool stamp_change_last(const struct hotfs_inode *in)
 {
-	return in->chg_inflight == 1;
+	return in->sp.chg_inflight == 1;
 }
 
 /* Is a change of the mount's own in flight?  m held. */
 static inline bool stamp_change_busy(const struct hotfs_inode *in)
 {
-	return in->chg_inflight != 0;
+	return in->sp.chg_inflight != 0;
 }
 
 #endif

@@ -122,7 +122,7 @@ int cache_warm(struct hotfs_cache *c, struct hotfs_inode *in,
 		if (st_lookup(c->st, &k, e, &stamp, &loc) == 0)
 			continue;
 		pthread_mutex_lock(&in->m);
-		gen = in->write_gen;
+		gen = in->cw.write_gen;
 		pthread_mutex_unlock(&in->m);
 		n = pread_full(fd, buf, len, (off_t)e << c->ext_shift);
 		if (n < 0) {

@@ -19,7 +19,7 @@ void __cache_note_write(struct hotfs_inode *in, bool known, uint64_t gen,
 			uint64_t lo, uint64_t hi, const struct hotfs_stamp *old,
 			const struct hotfs_stamp *now)
 {
-	struct hotfs_wr_notes *w = in->wr_notes;
+	struct hotfs_wr_notes *w = in->cw.wr_notes;
 	struct hotfs_wr_note *n;
 
 	if (!w) {
@@ -29,11 +29,11 @@ void __cache_note_write(struct hotfs_inode *in, bool known, uint64_t gen,
 		if (!w)
 			return;		/* nothing is ever carried */
 		w->from = gen - 1;
-		in->wr_notes = w;
+		in->cw.wr_notes = w;
 	}
 	if (!known) {
 		/* nothing before this write can be vouched for */
-		w->from = in->write_gen;
+		w->from = in->cw.write_gen;
 		w->count = 0;
 		return;
 	}
@@ -45,7 +45,7 @@ void __cache_note_write(struct hotfs_inode *in, bool known, uint64_t gen,
 		w->count++;
 	}
 	w->next = (w->next + 1) % WR_NOTES;
-	n->gen_end = in->write_gen;
+	n->gen_end = in->cw.write_gen;
 	n->lo = lo;
 	n->hi = hi;
 	n->old = *old;
@@ -63,10 +63,10 @@ static bool carried(const struct hotfs_inode *in, uint64_t gen, uint64_t lo,
 		    uint64_t hi, uint32_t len, uint32_t max,
 		    const struct hotfs_stamp *stamp, struct hotfs_stamp *cur)
 {
-	const struct hotfs_wr_notes *w = in->wr_notes;
+	const struct hotfs_wr_notes *w = in->cw.wr_notes;
 	unsigned i, used = 0;
 
-	if (!w || in->wr_inflight || gen < w->from)
+	if (!w || in->cw.wr_inflight || gen < w->from)
 		return false;	/* no notes: a write ended, unnoted */
 	*cur = *stamp;
 	for (i = 0; i < w->count; i++) {
@@ -98,7 +98,7 @@ int __cache_insert(struct hotfs_store *st, struct hotfs_inode *in,
 	struct hotfs_stamp cur = *stamp;
 	int r;
 
-	if (in->write_gen != gen) {
+	if (in->cw.write_gen != gen) {
 		uint32_t ext = st_extent(st);
 		uint64_t lo = st_rec_off(extno, ext);
 
@@ -109,8 +109,8 @@ int __cache_insert(struct hotfs_store *st, struct hotfs_inode *in,
 	r = st_insert(st, k, extno, &cur, buf, len);
 	if (r < 0)
 		return r;
-	if (in->cached_extents_hint <= extno)
-		in->cached_extents_hint = (uint64_t)extno + 1;
+	if (in->cw.cached_extents_hint <= extno)
+		in->cw.cached_extents_hint = (uint64_t)extno + 1;
 	return 0;
 }
 

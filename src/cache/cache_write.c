@@ -67,38 +67,38 @@ void cache_write_begin(struct hotfs_cache *c, struct hotfs_itable *it,
 	 * meanwhile (before m: ino_fd takes it) */
 	w->fd = ino_fd(it, in);
 	pthread_mutex_lock(&in->m);
-	w->gen = ++in->write_gen;
+	w->gen = ++in->cw.write_gen;
 	w->fill = false;
 	w->patch = false;
-	in->wr_inflight++;
-	w->next = in->wr_list;
-	in->wr_list = w;
+	in->cw.wr_inflight++;
+	w->next = in->cw.wr_list;
+	in->cw.wr_list = w;
 	/* under m: a change that ends meanwhile has recorded its stamp */
 	have = stat_inode(w, &st);
 	stamp_change_begin(in, have ? &st : NULL);
-	if (in->wr_inflight == 1) {
-		in->wr_base_ok = have;
+	if (in->cw.wr_inflight == 1) {
+		in->cw.wr_base_ok = have;
 		if (have)
-			cache_stamp(&st, &in->wr_base);
+			cache_stamp(&st, &in->cw.wr_base);
 	}
 	pthread_mutex_unlock(&in->m);
 	w->have_old = c && have;
 }
 
 /* The end of a change of the mount's own (hotfs/stamp.h), w out of
- * in->wr_list; m held. */
+ * in->cw.wr_list; m held. */
 static void change_end(struct hotfs_inode *in, struct cache_wr *w)
 {
 	struct cache_wr **p;
 	struct stat st;
 	bool have;
 
-	for (p = &in->wr_list; *p; p = &(*p)->next)
+	for (p = &in->cw.wr_list; *p; p = &(*p)->next)
 		if (*p == w) {
 			*p = w->next;
 			break;
 		}
-	in->wr_inflight--;
+	in->cw.wr_inflight--;
 	have = stamp_change_last(in) && stat_inode(w, &st);
 	stamp_change_end(in, have ? &st : NULL);
 }
@@ -108,7 +108,7 @@ bool cache_write_busy(const struct hotfs_inode *in, uint32_t first,
 {
 	const struct cache_wr *w;
 
-	for (w = in->wr_list; w; w = w->next)
+	for (w = in->cw.wr_list; w; w = w->next)
 		if (first <= w->last && last >= w->first)
 			return true;
 	return false;
@@ -255,8 +255,8 @@ static bool end_stamp(const struct cache_wr *w, struct hotfs_stamp *now)
 static bool records_stamp(const struct hotfs_inode *in,
 			  struct hotfs_stamp *st)
 {
-	*st = in->wr_base;
-	return in->wr_base_ok;
+	*st = in->cw.wr_base;
+	return in->cw.wr_base_ok;
 }
 
 void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
@@ -332,14 +332,14 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	/* another write may have ended meanwhile, the records carried over
 	 * to its stamp */
 	have_base = records_stamp(in, &base);
-	if (in->cached_extents_hint) {
+	if (in->cw.cached_extents_hint) {
 		if (!have_now || !have_base) {
 			st_invalidate(c->st, &k, 0, 0, ST_INVAL_WRITE);
-			in->cached_extents_hint = 0;
+			in->cw.cached_extents_hint = 0;
 		} else if (st_restamp(c->st, &k, &base, &now, d_lo,
 				      d_hi == UINT64_MAX ? ST_TO_END :
 				      d_hi - d_lo) == 0) {
-			in->cached_extents_hint = 0;
+			in->cw.cached_extents_hint = 0;
 		}
 		/* the patched records, unless another write came since */
 		for (i = 0; i < wt.n; i++)
@@ -349,20 +349,20 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 		stats_add(&c->stats, STAT_INVAL_WRITE, 1);
 	}
 	/* the records are now filed under this write's stamp */
-	in->wr_base_ok = have_now;
+	in->cw.wr_base_ok = have_now;
 	if (have_now)
-		in->wr_base = now;
+		in->cw.wr_base = now;
 	/* alone: another change in flight may leave the file otherwise
 	 * than this write's bytes say */
-	if (fill && in->wr_inflight == 1)
+	if (fill && in->cw.wr_inflight == 1)
 		fill_records(c, in, &k, w, off, len, data, &now);
 	/* a read that began during the write may hold bytes from before it
 	 * landed: promotions it queued must not be inserted, unless this
 	 * write missed their bytes (the note says which it touched) */
-	in->write_gen++;
+	in->cw.write_gen++;
 	/* a file of one extent has nothing a write misses worth the notes'
 	 * memory (a write there touches the record a promotion makes) */
-	if (in->wr_notes || (have_now && have_base &&
+	if (in->cw.wr_notes || (have_now && have_base &&
 			     (now.size > c->extent || base.size > c->extent)))
 		__cache_note_write(in, have_now && have_base, w->gen, d_lo,
 				   d_hi, &base, &now);

@@ -389,7 +389,7 @@ struct plan {
 	struct hotfs_inode *in;
 	struct hotfs_key k;
 	struct hotfs_stamp stamp;
-	uint64_t gen;		/* in->write_gen before the lookups */
+	uint64_t gen;		/* in->cw.write_gen before the lookups */
 	uint64_t end;		/* of the read, within the file */
 	struct seg *s;
 	unsigned n, hits, promos;
@@ -420,7 +420,7 @@ static int plan_lookup(struct hotfs_cache *c, const struct plan *p,
 	if (r != -ESTALE || p->peek)
 		return r;
 	pthread_mutex_lock(&in->m);
-	if (in->write_gen == p->gen && !in->wr_inflight)
+	if (in->cw.write_gen == p->gen && !in->cw.wr_inflight)
 		r = st_lookup(c->st, &p->k, g->extno, &p->stamp, &g->loc);
 	pthread_mutex_unlock(&in->m);
 	return r;
@@ -838,16 +838,17 @@ static bool cacheable_at(struct hotfs_cache *c, struct hotfs_inode *in,
 	e1 = (uint32_t)((p->end - 1) >> c->ext_shift);
 	p->in = in;
 	pthread_mutex_lock(&in->m);
-	p->gen = in->write_gen;
+	p->gen = in->cw.write_gen;
 	/* a write in flight there: the store's copy may predate it, under
 	 * a stamp that does not show it yet (same clock tick) */
 	busy = cache_write_busy(in, e0, e1);
 	/* elsewhere: the records are valid under the stamp they are filed
 	 * under while writes are in flight (the source's may show some of
 	 * them already; hotfs/inode.h) */
-	if (in->wr_inflight && !busy) {
-		busy = !in->wr_base_ok || in->wr_base.size != p->stamp.size;
-		p->stamp = in->wr_base;
+	if (in->cw.wr_inflight && !busy) {
+		busy = !in->cw.wr_base_ok ||
+		       in->cw.wr_base.size != p->stamp.size;
+		p->stamp = in->cw.wr_base;
 	}
 	pthread_mutex_unlock(&in->m);
 	return !busy;
@@ -868,7 +869,7 @@ static bool cacheable(struct hotfs_cache *c, struct hotfs_inode *in,
 	uint64_t gen;
 
 	pthread_mutex_lock(&in->m);
-	gen = in->write_gen;
+	gen = in->cw.write_gen;
 	pthread_mutex_unlock(&in->m);
 	if (fstat(src, &st) == -1 || !cacheable_at(c, in, &st, size, off, p))
 		return false;

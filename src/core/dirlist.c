@@ -43,7 +43,7 @@ struct hotfs_listing *listing_trusted(struct hotfs *fs,
 	if (!fs->listings || !by_time(fs))
 		return NULL;
 	pthread_mutex_lock(&in->m);
-	l = in->listing;
+	l = in->dir.listing;
 	if (l && l->made_ns && l->nc_gen == nc_gen() &&
 	    clock_mono_ns() - l->made_ns < limit)
 		atomic_fetch_add(&l->refs, 1);
@@ -73,7 +73,7 @@ void listing_open(struct hotfs *fs, struct hotfs_dirp *d, int fd)
 	d->ctime_ns = ts_ns(&st.st_ctim);
 	d->size = st.st_size;
 	pthread_mutex_lock(&d->in->m);
-	l = d->in->listing;
+	l = d->in->dir.listing;
 	if (l && listing_fresh(l, &st)) {
 		atomic_fetch_add(&l->refs, 1);
 		d->lst = l;
@@ -325,7 +325,7 @@ struct hotfs_listing *stateless_listing(struct hotfs *fs,
 		return NULL;
 	}
 	pthread_mutex_lock(&in->m);
-	l = in->listing;
+	l = in->dir.listing;
 	if (l && (off != 0 ? l->gen == gen : listing_fresh(l, &st)))
 		atomic_fetch_add(&l->refs, 1);
 	else
@@ -344,7 +344,7 @@ struct hotfs_listing *stateless_listing(struct hotfs *fs,
 	if (!l)
 		return NULL;
 	pthread_mutex_lock(&in->m);
-	old = in->listing;
+	old = in->dir.listing;
 	if (old)
 		atomic_fetch_add(&old->refs, 1);
 	pthread_mutex_unlock(&in->m);

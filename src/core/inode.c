@@ -123,7 +123,7 @@ int ino_table_new(struct hotfs_itable **tp, int root_fd)
 	t->root.type = S_IFDIR;
 	t->root.nlookup = 2;
 	pthread_mutex_init(&t->root.m, NULL);
-	pthread_cond_init(&t->root.inval_cv, NULL);
+	pthread_cond_init(&t->root.sp.inval_cv, NULL);
 	t->buckets[hash_key(st.st_dev, st.st_ino, t->nbuckets)] = &t->root;
 	t->count = 1;
 	*tp = t;
@@ -136,19 +136,19 @@ static void free_inode(struct hotfs_itable *t, struct hotfs_inode *in)
 		t->on_free(t->on_free_arg, in);
 	if (in->nofh && t->nofh_free)
 		t->nofh_free(in->nofh);
-	listing_put(in->listing);
-	neg_free(in->neg);
-	nc_free(in->names);
+	listing_put(in->dir.listing);
+	neg_free(in->dir.neg);
+	nc_free(in->dir.names);
 	if (in->fd >= 0) {
 		close(in->fd);
 		atomic_fetch_sub(&t->nfds, 1);
 	}
-	if (in->lazy_parent && !t->dying)
-		ino_unhold(t, in->lazy_parent);
-	free(in->lazy_name);
-	free(in->wr_notes);
+	if (in->snap.lazy_parent && !t->dying)
+		ino_unhold(t, in->snap.lazy_parent);
+	free(in->snap.lazy_name);
+	free(in->cw.wr_notes);
 	free(in->fh);
-	pthread_cond_destroy(&in->inval_cv);
+	pthread_cond_destroy(&in->sp.inval_cv);
 	pthread_mutex_destroy(&in->m);
 	free(in);
 }
@@ -169,13 +169,13 @@ void ino_table_free(struct hotfs_itable *t)
 				free_inode(t, in);
 		}
 	}
-	listing_put(t->root.listing);
-	neg_free(t->root.neg);
-	nc_free(t->root.names);
+	listing_put(t->root.dir.listing);
+	neg_free(t->root.dir.neg);
+	nc_free(t->root.dir.names);
 	close(t->root.fd);
 	if (t->mount_fd >= 0)
 		close(t->mount_fd);
-	pthread_cond_destroy(&t->root.inval_cv);
+	pthread_cond_destroy(&t->root.sp.inval_cv);
 	pthread_mutex_destroy(&t->root.m);
 	pthread_mutex_destroy(&t->lock);
 	free(t->buckets);
@@ -268,8 +268,8 @@ static struct hotfs_inode *get(struct hotfs_itable *t, int fd,
 	/* Allocate outside the lock; usually the inode is new. */
 	nin = calloc(1, sizeof(*nin));
 	if (nin && name) {
-		nin->lazy_name = strdup(name);
-		if (!nin->lazy_name) {
+		nin->snap.lazy_name = strdup(name);
+		if (!nin->snap.lazy_name) {
 			free(nin);
 			nin = NULL;
 		}
@@ -288,8 +288,8 @@ static struct hotfs_inode *get(struct hotfs_itable *t, int fd,
 				in->fd = fd;
 				fd = -1;
 				atomic_fetch_add(&t->nfds, 1);
-				lazy = in->lazy_parent;
-				in->lazy_parent = NULL;
+				lazy = in->snap.lazy_parent;
+				in->snap.lazy_parent = NULL;
 			}
 			pthread_mutex_unlock(&in->m);
 		}
@@ -302,7 +302,7 @@ static struct hotfs_inode *get(struct hotfs_itable *t, int fd,
 		if (fd >= 0)
 			close(fd);
 		if (nin)
-			free(nin->lazy_name);
+			free(nin->snap.lazy_name);
 		free(nin);
 		shrink(t);
 		return in;
@@ -320,15 +320,16 @@ static struct hotfs_inode *get(struct hotfs_itable *t, int fd,
 		atomic_fetch_add(&t->nfds, 1);
 	if (parent) {
 		parent->holds++;
-		nin->lazy_parent = parent;
+		nin->snap.lazy_parent = parent;
 	}
 	nin->dev = st->st_dev;
 	nin->ino = st->st_ino;
 	nin->type = st->st_mode & S_IFMT;
 	nin->nlookup = 1;
-	nin->cached_extents_hint = UINT64_MAX;	/* unknown: assume all */
+	/* unknown: assume all */
+	nin->cw.cached_extents_hint = UINT64_MAX;
 	pthread_mutex_init(&nin->m, NULL);
-	pthread_cond_init(&nin->inval_cv, NULL);
+	pthread_cond_init(&nin->sp.inval_cv, NULL);
 	nin->next = t->buckets[h];
 	t->buckets[h] = nin;
 	if (++t->count > t->nbuckets)
@@ -464,10 +465,10 @@ int ino_fd(struct hotfs_itable *t, struct hotfs_inode *in)
 		pthread_mutex_unlock(&in->m);
 		return fd;
 	}
-	p = in->lazy_parent;
+	p = in->snap.lazy_parent;
 	fh = in->fh;		/* set once, freed with the inode */
 	if (!fh && p)
-		name = strdup(in->lazy_name);
+		name = strdup(in->snap.lazy_name);
 	pthread_mutex_unlock(&in->m);
 	if (fh) {
 		fd = reopen(t, in, fh);
@@ -492,8 +493,8 @@ int ino_fd(struct hotfs_itable *t, struct hotfs_inode *in)
 	} else {
 		in->fd = fd;
 		atomic_fetch_add(&t->nfds, 1);
-		lazy = in->lazy_parent;
-		in->lazy_parent = NULL;
+		lazy = in->snap.lazy_parent;
+		in->snap.lazy_parent = NULL;
 	}
 	in->fd_users++;
 	in->fd_ref = true;
@@ -603,8 +604,8 @@ static void drop_fd(struct hotfs_itable *t, struct hotfs_inode *in)
 	if (in->fd == fd && !in->fd_users && !in->nopen) {
 		in->fd = -1;
 		/* opened once: the snapshot's attributes no longer count */
-		in->snap_st = NULL;
-		in->snap_target = NULL;
+		in->snap.snap_st = NULL;
+		in->snap.snap_target = NULL;
 		dropped = true;
 	}
 	pthread_mutex_unlock(&in->m);

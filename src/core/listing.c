@@ -51,8 +51,8 @@ bool listing_try_install(struct hotfs_inode *in, struct hotfs_listing *l)
 		return false;
 	atomic_fetch_add(&all_listing_bytes, l->bytes);
 	pthread_mutex_lock(&in->m);
-	old = in->listing;
-	in->listing = l;
+	old = in->dir.listing;
+	in->dir.listing = l;
 	pthread_mutex_unlock(&in->m);
 	listing_put(old);
 	return true;

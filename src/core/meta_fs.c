@@ -65,9 +65,9 @@ static void drop(struct hotfs_meta *m, uint32_t idx, _Atomic uint64_t *why)
 static void drop_dir(struct hotfs_meta *m, struct hotfs_inode *dir,
 		     _Atomic uint64_t *why)
 {
-	uint32_t d1 = dir->snap_dir1;
+	uint32_t d1 = dir->snap.snap_dir1;
 
-	atomic_store(&dir->snap_state, META_ST_NONE);
+	atomic_store(&dir->snap.snap_state, META_ST_NONE);
 	if (d1)
 		drop(m, d1 - 1, why);
 }
@@ -77,8 +77,8 @@ static void on_stale(void *arg, struct hotfs_inode *in)
 {
 	struct hotfs_meta *m = arg;
 
-	if (in->snap_pdir1)
-		drop(m, in->snap_pdir1 - 1, &m->stale);
+	if (in->snap.snap_pdir1)
+		drop(m, in->snap.snap_pdir1 - 1, &m->stale);
 }
 
 void meta_fs_open(struct hotfs *fs)
@@ -159,8 +159,9 @@ void meta_fs_open(struct hotfs *fs)
 	/* the file is current until the first change */
 	m->clean = true;
 	if (m->snap->dirs[0].parent == META_NONE) {
-		ino_root(fs->it)->snap_dir1 = 1;
-		atomic_store(&ino_root(fs->it)->snap_state, META_ST_UNCHECKED);
+		ino_root(fs->it)->snap.snap_dir1 = 1;
+		atomic_store(&ino_root(fs->it)->snap.snap_state,
+			     META_ST_UNCHECKED);
 	}
 }
 
@@ -179,13 +180,13 @@ static const struct meta_dir *trusted(struct hotfs *fs, struct hotfs_inode *dir)
 
 	if (!m || !m->snap)
 		return NULL;
-	s = atomic_load(&dir->snap_state);
-	if (s == META_ST_NONE || !dir->snap_dir1)
+	s = atomic_load(&dir->snap.snap_state);
+	if (s == META_ST_NONE || !dir->snap.snap_dir1)
 		return NULL;
-	idx = dir->snap_dir1 - 1;
+	idx = dir->snap.snap_dir1 - 1;
 	d = &m->snap->dirs[idx];
 	if (atomic_load(&m->dropped[idx])) {
-		atomic_store(&dir->snap_state, META_ST_NONE);
+		atomic_store(&dir->snap.snap_state, META_ST_NONE);
 		return NULL;
 	}
 	if (s == META_ST_TRUSTED && fs->o->revalidate == HOTFS_REVAL_NEVER)
@@ -204,7 +205,7 @@ static const struct meta_dir *trusted(struct hotfs *fs, struct hotfs_inode *dir)
 			return NULL;
 		}
 	}
-	atomic_store(&dir->snap_state, META_ST_TRUSTED);
+	atomic_store(&dir->snap.snap_state, META_ST_TRUSTED);
 	return d;
 }
 
@@ -213,15 +214,15 @@ void meta_fs_attach(struct hotfs *fs, struct hotfs_inode *dir)
 	struct hotfs_meta *m = fs->meta;
 	uint32_t idx;
 
-	if (!m || !m->snap || dir->snap_dir1)
+	if (!m || !m->snap || dir->snap.snap_dir1)
 		return;
 	idx = find_byid(m, dir->dev, dir->ino);
 	if (idx == META_NONE || atomic_load(&m->dropped[idx]))
 		return;
 	pthread_mutex_lock(&dir->m);
-	if (!dir->snap_dir1) {
-		dir->snap_dir1 = idx + 1;
-		atomic_store(&dir->snap_state, META_ST_UNCHECKED);
+	if (!dir->snap.snap_dir1) {
+		dir->snap.snap_dir1 = idx + 1;
+		atomic_store(&dir->snap.snap_state, META_ST_UNCHECKED);
 	}
 	pthread_mutex_unlock(&dir->m);
 }
@@ -253,19 +254,19 @@ int meta_fs_lookup(struct hotfs *fs, struct hotfs_inode *dir,
 		return 1;
 	pthread_mutex_lock(&in->m);
 	lazy = ino_lazy(in);
-	if (!in->snap_pdir1)
-		in->snap_pdir1 = dir->snap_dir1;
-	if (lazy && !in->snap_st) {
-		in->snap_st = &ent->st;
-		in->snap_target = ent->target;
+	if (!in->snap.snap_pdir1)
+		in->snap.snap_pdir1 = dir->snap.snap_dir1;
+	if (lazy && !in->snap.snap_st) {
+		in->snap.snap_st = &ent->st;
+		in->snap.snap_target = ent->target;
 		/* what an open compares the source with */
-		if (!in->stamp_valid)
+		if (!in->sp.stamp_valid)
 			stamp_take_locked(in, &ent->st);
 	}
-	if (ent->sub != META_NONE && !in->snap_dir1 &&
+	if (ent->sub != META_NONE && !in->snap.snap_dir1 &&
 	    !atomic_load(&m->dropped[ent->sub])) {
-		in->snap_dir1 = ent->sub + 1;
-		atomic_store(&in->snap_state, META_ST_UNCHECKED);
+		in->snap.snap_dir1 = ent->sub + 1;
+		atomic_store(&in->snap.snap_state, META_ST_UNCHECKED);
 	}
 	pthread_mutex_unlock(&in->m);
 	fd = -1;
@@ -293,7 +294,7 @@ int meta_fs_lookup(struct hotfs *fs, struct hotfs_inode *dir,
 	 * (fuse_entry.c's do_lookup): a change behind the mount in a
 	 * directory reached through the snapshot is seen at once too */
 	if (S_ISDIR(ent->st.st_mode) && fd >= 0)
-		in->covered = watch_dir(fs->watch, in);
+		in->watch.covered = watch_dir(fs->watch, in);
 	e->ino = (uintptr_t)in;
 	e->attr_timeout = fs->o->attr_timeout;
 	e->entry_timeout = fs->o->entry_timeout;
@@ -310,8 +311,8 @@ bool meta_fs_getattr(struct hotfs *fs, struct hotfs_inode *in,
 	if (!fs->meta)
 		return false;
 	pthread_mutex_lock(&in->m);
-	if (ino_lazy(in) && in->snap_st) {
-		*st = *in->snap_st;
+	if (ino_lazy(in) && in->snap.snap_st) {
+		*st = *in->snap.snap_st;
 		ok = true;
 	}
 	pthread_mutex_unlock(&in->m);
@@ -328,7 +329,7 @@ const char *meta_fs_readlink(struct hotfs *fs, struct hotfs_inode *in)
 		return NULL;
 	pthread_mutex_lock(&in->m);
 	if (ino_lazy(in))
-		t = in->snap_target;
+		t = in->snap.snap_target;
 	pthread_mutex_unlock(&in->m);
 	if (t)
 		count(&fs->meta->hits);
@@ -394,7 +395,7 @@ struct hotfs_listing *meta_fs_listing(struct hotfs *fs,
 	if (!d)
 		return NULL;
 	pthread_mutex_lock(&dir->m);
-	l = dir->listing;
+	l = dir->dir.listing;
 	if (l && (off != 0 ? l->gen == gen :
 		  (!l->racy && l->mtime_ns == ts_ns(&d->st.st_mtim) &&
 		   l->ctime_ns == ts_ns(&d->st.st_ctim) &&
@@ -428,8 +429,8 @@ void meta_fs_change(struct hotfs *fs, struct hotfs_inode *dir,
 		return;
 	if (dir)
 		drop_dir(m, dir, &m->ndropped);
-	if (in && in->snap_pdir1)
-		drop(m, in->snap_pdir1 - 1, &m->ndropped);
+	if (in && in->snap.snap_pdir1)
+		drop(m, in->snap.snap_pdir1 - 1, &m->ndropped);
 }
 
 void meta_fs_drop_changing(struct hotfs *fs,

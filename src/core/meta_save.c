@@ -212,7 +212,7 @@ static void save_dir(struct hotfs_meta *m, struct meta_enc *enc,
 		pthread_mutex_lock(&in->m);
 		if (in->fd >= 0) {
 			fd = dup(in->fd);
-			l = in->listing;
+			l = in->dir.listing;
 			if (l)
 				atomic_fetch_add(&l->refs, 1);
 		}

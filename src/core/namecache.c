@@ -139,9 +139,9 @@ void nc_add(struct hotfs_inode *dir, const char *name, const struct stat *st,
 	memcpy(e->name, name, len);
 	atomic_fetch_add(&all_bytes, bytes);
 	pthread_mutex_lock(&dir->m);
-	t = dir->names;
+	t = dir->dir.names;
 	if (!t)
-		t = dir->names = calloc(1, sizeof(*t));
+		t = dir->dir.names = calloc(1, sizeof(*t));
 	if (t && t->gen != gen) {
 		clear(t);
 		t->gen = gen;
@@ -177,8 +177,8 @@ bool nc_get(struct hotfs_inode *dir, const char *name, uint64_t gen,
 	bool hit = false;
 
 	pthread_mutex_lock(&dir->m);
-	if (dir->names && dir->names->gen == gen) {
-		p = find(dir->names, name);
+	if (dir->dir.names && dir->dir.names->gen == gen) {
+		p = find(dir->dir.names, name);
 		hit = p && now_ns - (*p)->at_ns < max_ns;
 		if (hit)
 			*st = (*p)->st;
@@ -192,11 +192,11 @@ void nc_forget(struct hotfs_inode *dir, const char *name)
 	struct nc_ent **p, *e = NULL;
 
 	pthread_mutex_lock(&dir->m);
-	p = find(dir->names, name);
+	p = find(dir->dir.names, name);
 	if (p) {
 		e = *p;
 		*p = e->next;
-		dir->names->n--;
+		dir->dir.names->n--;
 	}
 	pthread_mutex_unlock(&dir->m);
 	if (e)
@@ -208,7 +208,7 @@ size_t nc_count(struct hotfs_inode *dir)
 	size_t n;
 
 	pthread_mutex_lock(&dir->m);
-	n = dir->names ? dir->names->n : 0;
+	n = dir->dir.names ? dir->dir.names->n : 0;
 	pthread_mutex_unlock(&dir->m);
 	return n;
 }

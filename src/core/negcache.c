@@ -17,7 +17,7 @@ bool neg_hit(struct hotfs_inode *dir, const struct stat *st,
 	unsigned i;
 
 	pthread_mutex_lock(&dir->m);
-	n = dir->neg;
+	n = dir->dir.neg;
 	if (n && times_same(n->mtime_ns, n->ctime_ns, st))
 		for (i = 0; i < n->n && !hit; i++)
 			hit = strcmp(n->names[i], name) == 0;
@@ -34,13 +34,13 @@ void neg_add(struct hotfs_inode *dir, const struct stat *st,
 	if (!copy)
 		return;
 	pthread_mutex_lock(&dir->m);
-	n = dir->neg;
+	n = dir->dir.neg;
 	if (n && !times_same(n->mtime_ns, n->ctime_ns, st)) {
 		stale = n;		/* the directory changed: start over */
-		n = dir->neg = NULL;
+		n = dir->dir.neg = NULL;
 	}
 	if (!n)
-		n = dir->neg = calloc(1, sizeof(*n));
+		n = dir->dir.neg = calloc(1, sizeof(*n));
 	if (n) {
 		n->mtime_ns = ts_ns(&st->st_mtim);
 		n->ctime_ns = ts_ns(&st->st_ctim);

@@ -35,35 +35,35 @@ bool stamp_racy_now(int64_t mtime_ns, int64_t ctime_ns)
 
 bool stamp_same_locked(const struct hotfs_inode *in, const struct stat *st)
 {
-	return in->stamp_valid &&
-	       times_same(in->stamp.mtime_ns, in->stamp.ctime_ns, st) &&
-	       in->stamp.size == (uint64_t)st->st_size;
+	return in->sp.stamp_valid &&
+	       times_same(in->sp.stamp.mtime_ns, in->sp.stamp.ctime_ns, st) &&
+	       in->sp.stamp.size == (uint64_t)st->st_size;
 }
 
 void stamp_take_locked(struct hotfs_inode *in, const struct stat *st)
 {
-	in->stamp_valid = true;
-	in->stamp.ino = (uint64_t)st->st_ino;
-	in->stamp.mtime_ns = ts_ns(&st->st_mtim);
-	in->stamp.ctime_ns = ts_ns(&st->st_ctim);
-	in->stamp.size = (uint64_t)st->st_size;
+	in->sp.stamp_valid = true;
+	in->sp.stamp.ino = (uint64_t)st->st_ino;
+	in->sp.stamp.mtime_ns = ts_ns(&st->st_mtim);
+	in->sp.stamp.ctime_ns = ts_ns(&st->st_ctim);
+	in->sp.stamp.size = (uint64_t)st->st_size;
 }
 
 void stamp_stat_locked(const struct hotfs_inode *in, struct stat *st)
 {
 	st->st_ino = in->ino;
-	st->st_size = (off_t)in->stamp.size;
-	st->st_mtim.tv_sec = in->stamp.mtime_ns / 1000000000;
-	st->st_mtim.tv_nsec = in->stamp.mtime_ns % 1000000000;
-	st->st_ctim.tv_sec = in->stamp.ctime_ns / 1000000000;
-	st->st_ctim.tv_nsec = in->stamp.ctime_ns % 1000000000;
+	st->st_size = (off_t)in->sp.stamp.size;
+	st->st_mtim.tv_sec = in->sp.stamp.mtime_ns / 1000000000;
+	st->st_mtim.tv_nsec = in->sp.stamp.mtime_ns % 1000000000;
+	st->st_ctim.tv_sec = in->sp.stamp.ctime_ns / 1000000000;
+	st->st_ctim.tv_nsec = in->sp.stamp.ctime_ns % 1000000000;
 }
 
 static void record(struct hotfs_inode *in, const struct stat *st, bool ours)
 {
-	in->stamp_valid = true;
-	in->stamp_ours = ours;
-	in->stamp_settled = !stamp_racy_now(ts_ns(&st->st_mtim),
+	in->sp.stamp_valid = true;
+	in->sp.stamp_ours = ours;
+	in->sp.stamp_settled = !stamp_racy_now(ts_ns(&st->st_mtim),
 					    ts_ns(&st->st_ctim));
 	stamp_take_locked(in, st);
 }
@@ -71,13 +71,13 @@ static void record(struct hotfs_inode *in, const struct stat *st, bool ours)
 enum stamp_verdict stamp_check_locked(struct hotfs_inode *in,
 				      const struct stat *st)
 {
-	bool valid = in->stamp_valid;
+	bool valid = in->sp.stamp_valid;
 
-	if (in->chg_inflight || stamp_same_locked(in, st))
+	if (in->sp.chg_inflight || stamp_same_locked(in, st))
 		return STAMP_SAME;
 	record(in, st, false);
 	if (valid)
-		in->behind++;
+		in->sp.behind++;
 	return valid ? STAMP_CHANGED : STAMP_NEW;
 }
 
@@ -97,10 +97,10 @@ enum stamp_verdict stamp_check_fd(struct hotfs_inode *in, int fd)
 	struct stat st;
 
 	pthread_mutex_lock(&in->m);
-	if (!in->chg_inflight && fstatat(fd, "", &st, AT_EMPTY_PATH) == 0)
+	if (!in->sp.chg_inflight && fstatat(fd, "", &st, AT_EMPTY_PATH) == 0)
 		v = stamp_check_locked(in, &st);
 	if (v == STAMP_CHANGED)
-		in->inval_pending++;
+		in->sp.inval_pending++;
 	pthread_mutex_unlock(&in->m);
 	return v;
 }
@@ -108,8 +108,8 @@ enum stamp_verdict stamp_check_fd(struct hotfs_inode *in, int fd)
 void stamp_inval_sent(struct hotfs_inode *in)
 {
 	pthread_mutex_lock(&in->m);
-	if (in->inval_pending && --in->inval_pending == 0)
-		pthread_cond_broadcast(&in->inval_cv);
+	if (in->sp.inval_pending && --in->sp.inval_pending == 0)
+		pthread_cond_broadcast(&in->sp.inval_cv);
 	pthread_mutex_unlock(&in->m);
 }
 
@@ -119,8 +119,8 @@ void stamp_wait_inval_locked(struct hotfs_inode *in)
 
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += 1;
-	while (in->inval_pending &&
-	       pthread_cond_timedwait(&in->inval_cv, &in->m, &until) == 0)
+	while (in->sp.inval_pending &&
+	       pthread_cond_timedwait(&in->sp.inval_cv, &in->m, &until) == 0)
 		;
 }
 
@@ -133,13 +133,13 @@ enum stamp_verdict stamp_check_ino(struct hotfs_inode *in, bool *seen)
 	*seen = false;
 	pthread_mutex_lock(&in->m);
 	fd = atomic_load(&in->fd);
-	if (!in->chg_inflight && fd >= 0 &&
+	if (!in->sp.chg_inflight && fd >= 0 &&
 	    fstatat(fd, "", &st, AT_EMPTY_PATH) == 0) {
 		v = stamp_check_locked(in, &st);
-		*seen = v == STAMP_SAME && !in->stamp_ours;
+		*seen = v == STAMP_SAME && !in->sp.stamp_ours;
 	}
 	if (v == STAMP_CHANGED)
-		in->inval_pending++;
+		in->sp.inval_pending++;
 	pthread_mutex_unlock(&in->m);
 	return v;
 }
@@ -149,15 +149,15 @@ void stamp_change_begin(struct hotfs_inode *in, const struct stat *st)
 	/* the first of a burst decides: did it start from what the
 	 * kernel's pages go with?  (If not, the file changed behind the
 	 * mount before, and the next open or check must see that.) */
-	if (!in->chg_inflight++)
-		in->chg_ours = st && stamp_same_locked(in, st);
+	if (!in->sp.chg_inflight++)
+		in->sp.chg_ours = st && stamp_same_locked(in, st);
 }
 
 void stamp_change_end(struct hotfs_inode *in, const struct stat *st)
 {
-	if (!in->chg_inflight)
+	if (!in->sp.chg_inflight)
 		return;
-	if (--in->chg_inflight == 0 && in->chg_ours && st)
+	if (--in->sp.chg_inflight == 0 && in->sp.chg_ours && st)
 		record(in, st, true);
 }
 

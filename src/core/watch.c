@@ -212,7 +212,7 @@ bool watch_dir(struct hotfs_watch *w, struct hotfs_inode *in)
 
 	if (!w)
 		return false;
-	wd = atomic_load_explicit(&in->wd, memory_order_relaxed);
+	wd = atomic_load_explicit(&in->watch.wd, memory_order_relaxed);
 	if (wd != 0)			/* decided already */
 		return wd > 0;
 	/* before w->m: ino_fd may free inodes, whose free hook takes it */
@@ -220,10 +220,10 @@ bool watch_dir(struct hotfs_watch *w, struct hotfs_inode *in)
 	if (ifd < 0)
 		return false;
 	pthread_mutex_lock(&w->m);
-	if (in->wd != 0) {		/* another thread was first */
+	if (in->watch.wd != 0) {		/* another thread was first */
 		pthread_mutex_unlock(&w->m);
 		ino_fd_put(in);
-		return in->wd > 0;
+		return in->watch.wd > 0;
 	}
 	if (fstatfs(ifd, &sfs) == 0 && srcprobe_fs_remote(sfs.f_type))
 		goto unwatched;
@@ -248,12 +248,12 @@ bool watch_dir(struct hotfs_watch *w, struct hotfs_inode *in)
 	e->next = w->buckets[bucket(wd)];
 	w->buckets[bucket(wd)] = e;
 	w->ndirs++;
-	in->wd = wd;
+	in->watch.wd = wd;
 	pthread_mutex_unlock(&w->m);
 	ino_fd_put(in);
 	return true;
 unwatched:
-	in->wd = -1;			/* not asked again for this inode */
+	in->watch.wd = -1;	/* not asked again for this inode */
 	pthread_mutex_unlock(&w->m);
 	ino_fd_put(in);
 	atomic_fetch_add_explicit(&w->unwatched, 1, memory_order_relaxed);
@@ -324,7 +324,7 @@ void watch_drop(struct hotfs_watch *w, struct hotfs_inode *in)
 	struct wentry *e = NULL;
 	uint64_t id;
 	unsigned i;
-	int wd = in->wd;
+	int wd = in->watch.wd;
 
 	if (!w)
 		return;
@@ -342,7 +342,7 @@ void watch_drop(struct hotfs_watch *w, struct hotfs_inode *in)
 		e = unmap(w, wd);
 		if (e)
 			inotify_rm_watch(w->ifd, wd);
-		in->wd = 0;
+		in->watch.wd = 0;
 		pthread_mutex_unlock(&w->m);
 	}
 	/* nothing can queue id now (its entry is gone, and nobody holds
@@ -382,7 +382,7 @@ void watch_own_add(struct hotfs_watch *w, struct watch_own *o,
 	size_t len;
 
 	if (!w || !w->started || o->n == WATCH_OWN_MAX ||
-	    atomic_load_explicit(&dir->wd, memory_order_relaxed) <= 0)
+	    atomic_load_explicit(&dir->watch.wd, memory_order_relaxed) <= 0)
 		return;
 	len = strlen(name);
 	e = malloc(sizeof(*e) + len + 1);

@@ -41,7 +41,7 @@ static bool set_keep_cache(struct hotfs_inode *in, int fd,
 	 * remote source (close-to-open: another client's close is seen) */
 	if (srcprobe_stat_sync(fd, &st) == 0) {
 		v = stamp_check_locked(in, &st);
-		in->stamp_checked_ns = clock_mono_ns();
+		in->sp.stamp_checked_ns = clock_mono_ns();
 	}
 	/* a getattr or the source watch saw the change first and its
 	 * invalidation is on its way: this open must not keep what it
@@ -50,14 +50,14 @@ static bool set_keep_cache(struct hotfs_inode *in, int fd,
 	if (pending)
 		stamp_wait_inval_locked(in);
 	fi->keep_cache = never || (v == STAMP_SAME && !pending &&
-				   in->stamp_settled);
+				   in->sp.stamp_settled);
 	/* the same stamp, recorded within its clock tick: the kernel's
 	 * pages may hold a version written earlier in that tick; dropped
 	 * now, the ones read from here on are of the version the stamp
 	 * names once the tick is over */
-	if (!fi->keep_cache && v == STAMP_SAME && in->stamp_valid)
-		in->stamp_settled = !stamp_racy_now(in->stamp.mtime_ns,
-						       in->stamp.ctime_ns);
+	if (!fi->keep_cache && v == STAMP_SAME && in->sp.stamp_valid)
+		in->sp.stamp_settled = !stamp_racy_now(in->sp.stamp.mtime_ns,
+						       in->sp.stamp.ctime_ns);
 	in->nopen++;
 	pthread_mutex_unlock(&in->m);
 	return (v == STAMP_CHANGED || pending) && !never;
@@ -68,9 +68,10 @@ bool fop_stamp_trusted_locked(struct hotfs *fs, struct hotfs_inode *in)
 	int64_t limit = (int64_t)(fs->o->revalidate_secs * 1e9);
 
 	return fs->o->revalidate == HOTFS_REVAL_SECONDS &&
-	       in->stamp_valid && in->stamp_settled && in->stamp_checked_ns &&
-	       clock_mono_ns() - in->stamp_checked_ns < limit &&
-	       !in->chg_inflight && !in->wr_inflight &&
+	       in->sp.stamp_valid && in->sp.stamp_settled &&
+	       in->sp.stamp_checked_ns &&
+	       clock_mono_ns() - in->sp.stamp_checked_ns < limit &&
+	       !in->sp.chg_inflight && !in->cw.wr_inflight &&
 	       !stamp_inval_pending(in);
 }
 

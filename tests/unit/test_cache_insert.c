@@ -57,7 +57,7 @@ static int teardown(void **state)
 	char cmd[128];
 
 	st_close(f->st);
-	free(f->in.wr_notes);
+	free(f->in.cw.wr_notes);
 	pthread_mutex_destroy(&f->in.m);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
 	assert_int_equal(system(cmd), 0);
@@ -80,8 +80,8 @@ static void write_(struct fx *f, bool known, uint64_t lo, uint64_t hi,
 	uint64_t gen;
 
 	pthread_mutex_lock(&f->in.m);
-	gen = ++f->in.write_gen;
-	f->in.write_gen++;
+	gen = ++f->in.cw.write_gen;
+	f->in.cw.write_gen++;
 	__cache_note_write(&f->in, known, gen, lo, hi, old, now);
 	pthread_mutex_unlock(&f->in.m);
 }
@@ -99,7 +99,7 @@ static void test_no_write_inserts(void **state)
 	struct hotfs_stamp s0 = stamp_at(100, 1 << 20);
 
 	assert_int_equal(cache_insert(f->st, &f->in, &key, BLK(3), &s0,
-				      f->in.write_gen, f->buf, 4096), 0);
+				      f->in.cw.write_gen, f->buf, 4096), 0);
 	assert_true(cached(f, BLK(3), &s0));
 }
 
@@ -110,7 +110,7 @@ static void test_writes_elsewhere_carry_it(void **state)
 	struct hotfs_stamp s0 = stamp_at(100, 1 << 20);
 	struct hotfs_stamp s1 = stamp_at(200, 1 << 20);
 	struct hotfs_stamp s2 = stamp_at(300, 1 << 20);
-	uint64_t gen = f->in.write_gen;
+	uint64_t gen = f->in.cw.write_gen;
 
 	write_(f, true, 0, 4096, &s0, &s1);
 	write_(f, true, 40960, 40961, &s1, &s2);
@@ -130,7 +130,7 @@ static void test_write_over_it_stops_it(void **state)
 	struct fx *f = *state;
 	struct hotfs_stamp s0 = stamp_at(100, 1 << 20);
 	struct hotfs_stamp s1 = stamp_at(200, 1 << 20);
-	uint64_t gen = f->in.write_gen;
+	uint64_t gen = f->in.cw.write_gen;
 
 	write_(f, true, 3 * 4096 + 4095, 3 * 4096 + 4096 + 10, &s0, &s1);
 	assert_int_equal(cache_insert(f->st, &f->in, &key, BLK(3), &s0, gen,
@@ -149,7 +149,7 @@ static void test_broken_chain_stops_it(void **state)
 	struct hotfs_stamp s0 = stamp_at(100, 1 << 20);
 	struct hotfs_stamp other = stamp_at(150, 1 << 20);
 	struct hotfs_stamp s1 = stamp_at(200, 1 << 20);
-	uint64_t gen = f->in.write_gen;
+	uint64_t gen = f->in.cw.write_gen;
 
 	write_(f, true, 0, 10, &other, &s1);
 	assert_int_equal(cache_insert(f->st, &f->in, &key, BLK(3), &s0, gen,
@@ -167,18 +167,18 @@ static void test_unknown_or_forgotten_write_stops_it(void **state)
 
 	for (i = 0; i < WR_NOTES + 2; i++)
 		s[i] = stamp_at(100 * (i + 1), 1 << 20);
-	gen = f->in.write_gen;
+	gen = f->in.cw.write_gen;
 	write_(f, false, 0, 10, &s[0], &s[1]);
 	write_(f, true, 0, 10, &s[1], &s[2]);
 	assert_int_equal(cache_insert(f->st, &f->in, &key, BLK(3), &s[0],
 				      gen, f->buf, 4096), -ESTALE);
 	/* read after the unknown write: fine */
-	gen = f->in.write_gen;
+	gen = f->in.cw.write_gen;
 	write_(f, true, 0, 10, &s[2], &s[3]);
 	assert_int_equal(cache_insert(f->st, &f->in, &key, BLK(3), &s[2],
 				      gen, f->buf, 4096), 0);
 	assert_true(cached(f, BLK(3), &s[3]));
-	gen = f->in.write_gen;
+	gen = f->in.cw.write_gen;
 	for (i = 3; i < WR_NOTES + 1; i++)
 		write_(f, true, 0, 10, &s[i], &s[i + 1]);
 	assert_int_equal(cache_insert(f->st, &f->in, &key, BLK(4), &s[3],
@@ -195,7 +195,7 @@ static void test_size_change_and_inflight(void **state)
 	struct fx *f = *state;
 	struct hotfs_stamp s0 = stamp_at(100, 10 * 4096 + 100);
 	struct hotfs_stamp s1 = stamp_at(200, 20 * 4096);
-	uint64_t gen = f->in.write_gen;
+	uint64_t gen = f->in.cw.write_gen;
 
 	write_(f, true, 10 * 4096 + 100, 20 * 4096, &s0, &s1);
 	/* the old tail block (100 bytes) is partial: not carried */
@@ -203,11 +203,11 @@ static void test_size_change_and_inflight(void **state)
 				      f->buf, 100), -ESTALE);
 	assert_int_equal(cache_insert(f->st, &f->in, &key, BLK(2), &s0, gen,
 				      f->buf, 4096), 0);
-	f->in.wr_inflight = 1;
-	gen = f->in.write_gen - 2;
+	f->in.cw.wr_inflight = 1;
+	gen = f->in.cw.write_gen - 2;
 	assert_int_equal(cache_insert(f->st, &f->in, &key, BLK(4), &s0, gen,
 				      f->buf, 4096), -ESTALE);
-	f->in.wr_inflight = 0;
+	f->in.cw.wr_inflight = 0;
 }
 
 int main(void)

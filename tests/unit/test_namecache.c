@@ -32,7 +32,7 @@ static struct hotfs_inode *dir_new(void)
 
 static void dir_free(struct hotfs_inode *d)
 {
-	nc_free(d->names);
+	nc_free(d->dir.names);
 	pthread_mutex_destroy(&d->m);
 	free(d);
 }

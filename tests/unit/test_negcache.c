@@ -48,9 +48,9 @@ static void test_remembered_under_the_stamp(void **state)
 		snprintf(name, sizeof(name), "n%u", i);
 		neg_add(&dir, &st, name);
 	}
-	assert_int_equal(dir.neg->n, HOTFS_NEG_MAX);
+	assert_int_equal(dir.dir.neg->n, HOTFS_NEG_MAX);
 	assert_true(neg_hit(&dir, &st, "n1"));
-	neg_free(dir.neg);
+	neg_free(dir.dir.neg);
 	pthread_mutex_destroy(&dir.m);
 }
 

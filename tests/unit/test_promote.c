@@ -181,7 +181,7 @@ static void test_promotes_readers_bytes_and_source_reads(void **state)
 	assert_int_equal(stats_get(&f->c.stats, STAT_PROMO_SRC_READS), 1);
 	assert_true(cached(f, 0));
 	assert_true(cached(f, 3));
-	assert_true(f->in->cached_extents_hint >= 4);
+	assert_true(f->in->cw.cached_extents_hint >= 4);
 }
 
 static void test_write_meanwhile_caches_nothing(void **state)
@@ -190,7 +190,7 @@ static void test_write_meanwhile_caches_nothing(void **state)
 
 	assert_int_equal(pr_new(&f->c.pr, &f->c, 0), 0);
 	/* queued at generation 0; a write has moved it on since */
-	f->in->write_gen = 2;
+	f->in->cw.write_gen = 2;
 	assert_int_equal(pr_start(f->c.pr), 0);
 	assert_true(queue(f, 1, true, 0));
 	wait_promoted(f, 1, STAT_NP_RACE);

@@ -41,7 +41,7 @@ static int setup(void **state)
 	assert_true(f->fd >= 0);
 	f->t = 1000000;
 	pthread_mutex_init(&f->in.m, NULL);
-	pthread_cond_init(&f->in.inval_cv, NULL);
+	pthread_cond_init(&f->in.sp.inval_cv, NULL);
 	atomic_store(&f->in.fd, -1);
 	*state = f;
 	return 0;
@@ -53,7 +53,7 @@ static int teardown(void **state)
 
 	close(f->fd);
 	unlink(f->path);
-	pthread_cond_destroy(&f->in.inval_cv);
+	pthread_cond_destroy(&f->in.sp.inval_cv);
 	pthread_mutex_destroy(&f->in.m);
 	free(f);
 	return 0;
@@ -114,11 +114,11 @@ static void test_own_change(void **state)
 	modify(f);
 	/* in flight: taken as the mount's own, not recorded yet */
 	assert_int_equal(check(f), STAMP_SAME);
-	assert_true(f->in.stamp.mtime_ns != (int64_t)f->t * 1000000000LL);
+	assert_true(f->in.sp.stamp.mtime_ns != (int64_t)f->t * 1000000000LL);
 	end(f);
-	assert_int_equal(f->in.stamp.mtime_ns, (int64_t)f->t * 1000000000LL);
+	assert_int_equal(f->in.sp.stamp.mtime_ns, (int64_t)f->t * 1000000000LL);
 	assert_int_equal(check(f), STAMP_SAME);
-	assert_int_equal(f->in.chg_inflight, 0);
+	assert_int_equal(f->in.sp.chg_inflight, 0);
 }
 
 static void test_overlapping_changes(void **state)
@@ -132,12 +132,12 @@ static void test_overlapping_changes(void **state)
 	begin(f);			/* B, after A landed */
 	modify(f);
 	end(f);				/* A ends: B still in flight */
-	first = f->in.stamp.mtime_ns;
+	first = f->in.sp.stamp.mtime_ns;
 	assert_true(first != (int64_t)f->t * 1000000000LL);
 	modify(f);			/* B lands more */
 	assert_int_equal(check(f), STAMP_SAME);
 	end(f);				/* B, the last: recorded */
-	assert_int_equal(f->in.stamp.mtime_ns, (int64_t)f->t * 1000000000LL);
+	assert_int_equal(f->in.sp.stamp.mtime_ns, (int64_t)f->t * 1000000000LL);
 	assert_int_equal(check(f), STAMP_SAME);
 }
 
@@ -161,7 +161,7 @@ static void test_end_without_begin(void **state)
 
 	assert_int_equal(check(f), STAMP_NEW);
 	end(f);				/* tolerated: nothing in flight */
-	assert_int_equal(f->in.chg_inflight, 0);
+	assert_int_equal(f->in.sp.chg_inflight, 0);
 	modify(f);
 	assert_int_equal(check(f), STAMP_CHANGED);
 }
@@ -194,9 +194,9 @@ static void test_watch_seen(void **state)
 	modify(f);				/* behind the mount */
 	assert_int_equal(stamp_check_ino(&f->in, &seen), STAMP_CHANGED);
 	assert_false(seen);
-	assert_true(f->in.inval_pending == 1);
+	assert_true(f->in.sp.inval_pending == 1);
 	stamp_inval_sent(&f->in);
-	assert_true(f->in.inval_pending == 0);
+	assert_true(f->in.sp.inval_pending == 0);
 	atomic_store(&f->in.fd, -1);
 }
 
@@ -220,20 +220,20 @@ static void test_wait_inval(void **state)
 	pthread_t th;
 
 	pthread_mutex_lock(&f->in.m);
-	f->in.inval_pending = 1;
+	f->in.sp.inval_pending = 1;
 	assert_int_equal(pthread_create(&th, NULL, send_later, &f->in), 0);
 	stamp_wait_inval_locked(&f->in);
-	assert_true(f->in.inval_pending == 0);
+	assert_true(f->in.sp.inval_pending == 0);
 	pthread_mutex_unlock(&f->in.m);
 	pthread_join(th, NULL);
 
 	pthread_mutex_lock(&f->in.m);
-	f->in.inval_pending = 1;
+	f->in.sp.inval_pending = 1;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	stamp_wait_inval_locked(&f->in);
 	clock_gettime(CLOCK_MONOTONIC, &b);
-	assert_true(f->in.inval_pending == 1);	/* nobody sent it */
-	f->in.inval_pending = 0;
+	assert_true(f->in.sp.inval_pending == 1);	/* nobody sent it */
+	f->in.sp.inval_pending = 0;
 	pthread_mutex_unlock(&f->in.m);
 	assert_true((b.tv_sec - a.tv_sec) * 1000000000L +
 		    (b.tv_nsec - a.tv_nsec) >= 900000000L);
@@ -257,14 +257,14 @@ static void test_settled(void **state)
 	ts[1].tv_sec = time(NULL) + 30;
 	assert_int_equal(futimens(f->fd, ts), 0);
 	assert_int_equal(check(f), STAMP_NEW);
-	assert_false(f->in.stamp_settled);
+	assert_false(f->in.sp.stamp_settled);
 	/* the same on a local source with fine stamps: settled */
 	hotfs_src.remote = false;
 	hotfs_src.gran_ns = 1;
 	ts[1].tv_sec++;
 	assert_int_equal(futimens(f->fd, ts), 0);
 	assert_int_equal(check(f), STAMP_CHANGED);
-	assert_true(f->in.stamp_settled);
+	assert_true(f->in.sp.stamp_settled);
 	hotfs_src = saved;
 }
 
