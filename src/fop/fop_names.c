@@ -4,9 +4,9 @@
  * create, as the caller; unlink, rmdir and rename, in the change bracket
  * (fop.c): the objects whose names go pinned first (an inode made from
  * the metadata snapshot is opened by the name it had), writeback's hook
- * for a last link, the stamps of the
- * objects whose ctime moves, the mount's own events for the source
- * watch (hotfs/watch.h).
+ * for a last link, the stamps of the objects whose ctime moves, the
+ * mount's own events for the source watch (hotfs/watch.h).  Those that
+ * make a name run their bracket over its lookup (struct fop_lookup).
  */
 #include <errno.h>
 #include <fcntl.h>
