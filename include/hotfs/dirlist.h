@@ -55,7 +55,20 @@ struct hotfs_dirp {
 	size_t rn, rcap;
 	char *rnames;
 	size_t rnlen, rncap;
+	struct hotfs_dirp *prev, *next;	/* among the open ones */
 };
+
+/*
+ * An open directory's state (opendir to releasedir), and its end.  The
+ * open ones are kept in a list and freed by dir_free_all at exit: when
+ * the kernel unmounts it ends the background requests still queued
+ * (a releasedir sent as a lister closed the directory just before)
+ * without sending them.  NULL if out of memory.
+ */
+struct hotfs_dirp *dirp_new(struct hotfs_inode *in);
+void dirp_free(struct hotfs_dirp *d);
+/* How many are open now. */
+size_t dirp_open_count(void);
 
 /* Is l the directory's current listing, by its stamp st? */
 bool listing_fresh(const struct hotfs_listing *l, const struct stat *st);
@@ -79,7 +92,8 @@ void rec_done(struct hotfs_dirp *d);
 struct hotfs_listing *stateless_listing(struct hotfs *fs,
 					struct hotfs_inode *in, off_t off,
 					int *err);
-/* Free what handle-less directory reads keep (at exit). */
+/* Free what handle-less directory reads keep, and the directories still
+ * open (at exit). */
 void dir_free_all(void);
 
 #endif

@@ -236,10 +236,62 @@ static void transient_add(struct hotfs_inode *in, struct hotfs_listing *l)
 	listing_put(old);
 }
 
+static pthread_mutex_t open_dirs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct hotfs_dirp *open_dirs;	/* under open_dirs_lock */
+
+struct hotfs_dirp *dirp_new(struct hotfs_inode *in)
+{
+	struct hotfs_dirp *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->in = in;
+	pthread_mutex_lock(&open_dirs_lock);
+	d->next = open_dirs;
+	if (open_dirs)
+		open_dirs->prev = d;
+	open_dirs = d;
+	pthread_mutex_unlock(&open_dirs_lock);
+	return d;
+}
+
+void dirp_free(struct hotfs_dirp *d)
+{
+	if (!d)
+		return;
+	pthread_mutex_lock(&open_dirs_lock);
+	if (d->prev)
+		d->prev->next = d->next;
+	else
+		open_dirs = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	pthread_mutex_unlock(&open_dirs_lock);
+	if (d->dp)
+		closedir(d->dp);
+	listing_put(d->lst);
+	rec_stop(d);
+	free(d);
+}
+
+size_t dirp_open_count(void)
+{
+	struct hotfs_dirp *d;
+	size_t n = 0;
+
+	pthread_mutex_lock(&open_dirs_lock);
+	for (d = open_dirs; d; d = d->next)
+		n++;
+	pthread_mutex_unlock(&open_dirs_lock);
+	return n;
+}
+
 void dir_free_all(void)
 {
 	unsigned i;
 
+	while (open_dirs)
+		dirp_free(open_dirs);
 	for (i = 0; i < NTRANSIENT; i++) {
 		listing_put(transient[i].l);
 		transient[i].l = NULL;

@@ -68,17 +68,6 @@ static int dir_open(fuse_req_t req, fuse_ino_t ino, struct hotfs_dirp *d)
 	return fd;
 }
 
-/* An opendir the kernel did not take (interrupted): d let go, as it was
- * before listing_open (a trusted listing, or an open stream). */
-static void dirp_undo(struct hotfs_dirp *d)
-{
-	if (d->dp)
-		closedir(d->dp);
-	else
-		listing_put(d->lst);
-	free(d);
-}
-
 void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
 		   struct fuse_file_info *fi)
 {
@@ -95,10 +84,9 @@ void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
 	if (hfs(req)->no_opendir)
 		goto out;
 	err = -ENOMEM;
-	d = calloc(1, sizeof(*d));
+	d = dirp_new(hino(req, ino));
 	if (!d)
 		goto out;
-	d->in = hino(req, ino);
 	/* a remote source's listing trusted by time: no source at all
 	 * (hotfs/dirlist.h); d->dp stays NULL until a rewind needs it */
 	d->lst = listing_trusted(hfs(req), d->in);
@@ -119,12 +107,11 @@ void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
 out:
 	if (!err)
 		fi->fh = (uintptr_t)d;
+	/* an opendir the kernel did not take (interrupted): d let go */
 	if (err)
 		fuse_reply_err(req, -err);
-	else if (fuse_reply_open(req, fi) == -ENOENT)
-		dirp_undo(d);
-	if (err)
-		free(d);
+	if (err || fuse_reply_open(req, fi) == -ENOENT)
+		dirp_free(d);
 }
 
 static struct hotfs_dirp *dirp(struct fuse_file_info *fi)
@@ -375,13 +362,7 @@ void hotfs_releasedir(fuse_req_t req, fuse_ino_t ino,
 		vd_releasedir(req, ino, fi);
 		return;
 	}
-	if (d) {
-		if (d->dp)
-			closedir(d->dp);
-		listing_put(d->lst);
-		rec_stop(d);
-		free(d);
-	}
+	dirp_free(d);
 	fuse_reply_err(req, 0);
 }
 
