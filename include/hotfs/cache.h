@@ -98,10 +98,7 @@ static inline void cache_key(const struct hotfs_cache *c, dev_t dev,
 /* The stamp cached data of the file st describes goes with. */
 static inline void cache_stamp(const struct stat *st, struct hotfs_stamp *s)
 {
-	s->ino = (uint64_t)st->st_ino;
-	s->size = (uint64_t)st->st_size;
-	s->mtime_ns = ts_ns(&st->st_mtim);
-	s->ctime_ns = ts_ns(&st->st_ctim);
+	srcstamp_of(st, s);
 }
 
 static inline bool cache_stamp_eq(const struct hotfs_stamp *a,

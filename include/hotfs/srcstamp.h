@@ -9,6 +9,9 @@
 #define HOTFS_SRCSTAMP_H
 
 #include <stdint.h>
+#include <sys/stat.h>
+
+#include "hotfs/clock.h"
 
 /* A source file: (st_dev, st_ino). */
 struct hotfs_key {
@@ -25,5 +28,14 @@ struct hotfs_stamp {
 	int64_t mtime_ns;
 	int64_t ctime_ns;
 };
+
+/* The version of the file st describes. */
+static inline void srcstamp_of(const struct stat *st, struct hotfs_stamp *s)
+{
+	s->ino = (uint64_t)st->st_ino;
+	s->size = (uint64_t)st->st_size;
+	s->mtime_ns = clock_ts_ns(&st->st_mtim);
+	s->ctime_ns = clock_ts_ns(&st->st_ctim);
+}
 
 #endif

@@ -43,10 +43,7 @@ bool stamp_same_locked(const struct hotfs_inode *in, const struct stat *st)
 void stamp_take_locked(struct hotfs_inode *in, const struct stat *st)
 {
 	in->sp.stamp_valid = true;
-	in->sp.stamp.ino = (uint64_t)st->st_ino;
-	in->sp.stamp.mtime_ns = ts_ns(&st->st_mtim);
-	in->sp.stamp.ctime_ns = ts_ns(&st->st_ctim);
-	in->sp.stamp.size = (uint64_t)st->st_size;
+	srcstamp_of(st, &in->sp.stamp);
 }
 
 void stamp_stat_locked(const struct hotfs_inode *in, struct stat *st)
