@@ -54,11 +54,11 @@ void __cache_note_write(struct hotfs_inode *in, bool known, uint64_t gen,
 			uint64_t lo, uint64_t hi, const struct hotfs_stamp *old,
 			const struct hotfs_stamp *now);
 /*
- * write_budget= (hotfs/budget.h): may one more candidate be written to
- * the store now (a random draw for the share admitted near the pace)?
- * Asked before the insert, without in->m.
+ * write_budget= (hotfs/budget.h): may one more candidate of len bytes be
+ * written to the store now (a random draw for the share admitted near
+ * the pace)?  Asked before each insert, with or without in->m.
  */
-bool cache_within_budget(struct hotfs_cache *c);
+bool cache_within_budget(struct hotfs_cache *c, uint32_t len);
 /* The same with in->m held. */
 int __cache_insert(struct hotfs_store *st, struct hotfs_inode *in,
 		   const struct hotfs_key *k, uint32_t extno,

@@ -203,6 +203,7 @@ struct hotfs_store_stats {
 	uint64_t invalidations[ST_INVAL_NR];
 	uint64_t stale_reads;	/* st_verify saw the region reused */
 	uint64_t commits;
+	uint64_t uncommitted;	/* records inserted since the last commit */
 	uint64_t regions_dropped; /* torn/corrupt at recovery */
 	uint64_t extents_recovered;
 	uint64_t entries_max;	/* records the capacity could hold */
@@ -324,6 +325,15 @@ int st_commit(struct hotfs_store *st);
 int st_tick(struct hotfs_store *st);
 
 void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s);
+/*
+ * What an insert of len bytes now would add to bytes_written, with the
+ * commit it owes: the record and its padding, the summary blocks the
+ * next commit writes (those of the inserts not yet committed too), and
+ * where the open region has no room, sealing it and the next region (a
+ * whole region's size if that one is recycled: what it keeps is copied
+ * forward).  For the write budget; an upper bound.
+ */
+uint64_t st_insert_cost(struct hotfs_store *st, uint32_t len);
 /* Has the store room left that no insert has used yet: no region was
  * recycled to make room, nor found full by st_next_victim, since one was
  * last freed (or since the store opened with a free one)?  No locks: a

@@ -55,7 +55,7 @@ uint64_t budget_pace(const struct hotfs_budget *b, uint64_t now)
 }
 
 bool budget_admit(struct hotfs_budget *b, uint64_t now, uint64_t written,
-		  double r)
+		  uint64_t cost, double r)
 {
 	uint64_t pace, used, soft;
 
@@ -65,11 +65,14 @@ bool budget_admit(struct hotfs_budget *b, uint64_t now, uint64_t written,
 	/* a budget so small that its pace is 0 bytes admits nothing */
 	pace = budget_pace(b, now);
 	used = budget_used(b);
+	if (cost > UINT64_MAX - used)
+		return false;
+	used += cost;
 	soft = pace - pace / 10;
 	if (used < soft)
 		return true;
 	if (used >= pace)
 		return false;
-	/* from all at 90% of the pace to none at the pace */
+	/* from all at 90% of the pace to none at it */
 	return r < (double)(pace - used) / (double)(pace - soft);
 }

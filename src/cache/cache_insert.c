@@ -127,7 +127,7 @@ int cache_insert(struct hotfs_store *st, struct hotfs_inode *in,
 	return r;
 }
 
-bool cache_within_budget(struct hotfs_cache *c)
+bool cache_within_budget(struct hotfs_cache *c, uint32_t len)
 {
 	struct hotfs_store_stats ss;
 
@@ -135,6 +135,6 @@ bool cache_within_budget(struct hotfs_cache *c)
 		return true;
 	st_get_stats(c->st, &ss);
 	return budget_admit(&c->budget, (uint64_t)time(NULL),
-			    ss.bytes_written,
+			    ss.bytes_written, st_insert_cost(c->st, len),
 			    (double)(random() & 0xffffff) / (double)0x1000000);
 }

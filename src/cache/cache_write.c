@@ -194,7 +194,8 @@ static void wt_build(struct hotfs_cache *c, const struct hotfs_key *k,
  * writeback's flush (w->fill): the records data covers whole, inserted
  * under now with the write's generation (in->m held, before the write
  * ends): each extent it covers, and of the extents it covers in part,
- * the blocks it covers.  Stops at the store's first refusal.
+ * the blocks it covers.  Stops at the store's or the write budget's
+ * first refusal.
  */
 static void fill_records(struct hotfs_cache *c, struct hotfs_inode *in,
 			 const struct hotfs_key *k, const struct cache_wr *w,
@@ -211,7 +212,8 @@ static void fill_records(struct hotfs_cache *c, struct hotfs_inode *in,
 		if (!n)
 			return;
 		if (es >= off && es + n <= end) {
-			if (__cache_insert(c->st, in, k, (uint32_t)e, now,
+			if (!cache_within_budget(c, n) ||
+			    __cache_insert(c->st, in, k, (uint32_t)e, now,
 					   w->gen, data + (es - off), n) < 0)
 				return;
 			continue;
@@ -225,7 +227,8 @@ static void fill_records(struct hotfs_cache *c, struct hotfs_inode *in,
 
 			if (!bn || b * ST_BLOCK + bn > hi)
 				break;
-			if (__cache_insert(c->st, in, k, r, now, w->gen,
+			if (!cache_within_budget(c, bn) ||
+			    __cache_insert(c->st, in, k, r, now, w->gen,
 					   data + (b * ST_BLOCK - off),
 					   bn) < 0)
 				return;
@@ -294,10 +297,9 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	    len != CACHE_WR_TO_END && off + len > off)
 		wt_build(c, &k, &pbase, off, len, data, wt_size, &wt);
 	/* writeback's flush: its bytes become cached data, if the store
-	 * takes data now and the write budget admits them */
+	 * takes data now (and the write budget admits them: each record) */
 	fill = w->fill && data && len && len != CACHE_WR_TO_END &&
-	       off + len > off && st_state(c->st) == ST_OK &&
-	       cache_within_budget(c);
+	       off + len > off && st_state(c->st) == ST_OK;
 	/*
 	 * Under the inode lock, like a promotion's insert: the hint then
 	 * says truly whether anything of the file is left, and a promotion

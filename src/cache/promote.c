@@ -275,7 +275,7 @@ static void promote_one(struct hotfs_promoter *pr, struct pr_item *it)
 		stats_add(&c->stats, STAT_NP_ADMISSION, 1);
 		return;
 	}
-	if (!cache_within_budget(c)) {
+	if (!cache_within_budget(c, (uint32_t)n)) {
 		stats_add(&c->stats, STAT_NP_BUDGET, 1);
 		return;
 	}

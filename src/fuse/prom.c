@@ -161,6 +161,8 @@ static const struct pm table[] = {
 	  NULL, "Bytes written to the cache device over bytes inserted." },
 	{ "store_commits", "hotfs_store_commits_total", 'c', NULL,
 	  "Store index commits." },
+	{ "store_uncommitted", "hotfs_store_uncommitted", 'g', NULL,
+	  "Records inserted since the last commit." },
 	{ "recovered_extents", "hotfs_recovered_extents", 'g', NULL,
 	  "Extents found in the store when it opened." },
 	{ "recovery_dropped_regions", "hotfs_recovery_dropped_regions", 'g',

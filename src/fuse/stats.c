@@ -305,6 +305,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_f(l, "write_amplification",
 	      ratio(ss->bytes_written, ss->bytes_inserted));
 	add_u(l, "store_commits", ss->commits);
+	add_u(l, "store_uncommitted", ss->uncommitted);
 	add_u(l, "recovered_extents", ss->extents_recovered);
 	add_u(l, "recovery_dropped_regions", ss->regions_dropped);
 	add_u(l, "index_bytes", ss->index_bytes);

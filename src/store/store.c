@@ -724,6 +724,8 @@ void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s)
 		s->invalidations[i] = CNT_GET(st, inval[i]);
 	s->stale_reads = CNT_GET(st, stale_reads);
 	s->commits = CNT_GET(st, commits);
+	s->uncommitted = atomic_load_explicit(&st->uncommitted,
+					      memory_order_relaxed);
 	s->regions_dropped = CNT_GET(st, regions_dropped);
 	s->extents_recovered = CNT_GET(st, extents_recovered);
 }

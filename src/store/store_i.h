@@ -312,6 +312,7 @@ struct hotfs_store {
 	uint32_t open;			/* ST_NIL = none */
 	struct st_sument *sum;		/* its summary, [sum_max] */
 	uint32_t nsum, nsum_disk, sum_max;
+	_Atomic uint32_t uncommitted;	/* nsum - nsum_disk, for the stats */
 	uint64_t pend_bytes;
 	uint64_t last_commit_ns;
 	bool dirty;			/* written since the last fdatasync */
@@ -406,6 +407,14 @@ static inline uint64_t st_rec_ext(const struct hotfs_store *st, uint32_t rec)
 {
 	return st_rec_is_block(rec) ?
 	       st_rec_off(rec, st->g.extent) / st->g.extent : rec;
+}
+
+/* The summary entries changed (st->nsum or st->nsum_disk): the stats'
+ * count of those not yet committed.  Under st->lock. */
+static inline void st_sum_moved(struct hotfs_store *st)
+{
+	atomic_store_explicit(&st->uncommitted, st->nsum - st->nsum_disk,
+			      memory_order_relaxed);
 }
 
 /* Change a region's state, keeping st->nused (regions holding data). */

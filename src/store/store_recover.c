@@ -349,6 +349,7 @@ static void resume_newest(struct hotfs_store *st, uint32_t r)
 	reg->data_end = res.data_end;
 	st->open = r;
 	st->nsum_disk = st->nsum;
+	st_sum_moved(st);
 	return;
 no:
 	st->nsum = 0;

@@ -124,6 +124,7 @@ int __st_commit(struct hotfs_store *st, bool seal)
 	if (err)
 		return err;
 	st->nsum_disk = st->nsum;
+	st_sum_moved(st);
 	st->pend_bytes = 0;
 	st->last_commit_ns = st_now_ns();
 	CNT_ADD(st, commits, 1);
@@ -136,6 +137,7 @@ int __st_commit(struct hotfs_store *st, bool seal)
 		}
 		st->open = ST_NIL;
 		st->nsum = st->nsum_disk = 0;
+		st_sum_moved(st);
 	}
 	return 0;
 }
@@ -212,6 +214,7 @@ static void start_region(struct hotfs_store *st, uint32_t r)
 	reg->data_end = 0;
 	st->open = r;
 	st->nsum = st->nsum_disk = 0;
+	st_sum_moved(st);
 	st->pend_bytes = 0;
 	atomic_store(&reg->gen, reg->seq);
 }
@@ -413,6 +416,7 @@ static int append(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 		return err;
 
 	se = &st->sum[st->nsum++];
+	st_sum_moved(st);
 	sument_init(se, dev, ino, extno, len, 0);
 	se->off = off;
 	se->size = size;
@@ -448,6 +452,7 @@ int __st_tombstone(struct hotfs_store *st, uint64_t dev, uint64_t ino,
 	if (err)
 		return err;
 	sument_init(&st->sum[st->nsum++], dev, ino, first, count, ST_SE_TOMB);
+	st_sum_moved(st);
 	return 0;
 }
 
@@ -774,6 +779,41 @@ static bool must_recycle(const struct hotfs_store *st, uint32_t len)
 	/* nused: regions OPEN or SEALED; the others are FREE or HOLE */
 	return atomic_load(&st->nused) >= st->nregions &&
 	       !open_has_room(st, st_reclen(len), st_align_of(len));
+}
+
+/* Summary blocks a commit of the open region writes, with n entries. */
+static uint64_t sum_blocks_owed(const struct hotfs_store *st, uint32_t n,
+				bool seal)
+{
+	uint32_t first = st->nsum_disk / ST_EPB, last = (n + ST_EPB - 1) / ST_EPB;
+
+	if (seal && n && first == last)
+		first--;
+	return last > first ? (uint64_t)(last - first) * ST_BLOCK : 0;
+}
+
+uint64_t st_insert_cost(struct hotfs_store *st, uint32_t len)
+{
+	uint32_t reclen = st_reclen(len), align = st_align_of(len);
+	uint64_t cost;
+
+	pthread_mutex_lock(&st->lock);
+	if (open_has_room(st, reclen, align)) {
+		const struct st_region *reg = &st->regions[st->open];
+
+		cost = st_roundup(reg->data_end, align) - reg->data_end +
+		       reclen + sum_blocks_owed(st, st->nsum + 1, false);
+	} else {
+		/* the open region sealed, and a new one: in a region
+		 * recycled, what it keeps is copied to its front (at most
+		 * the region) */
+		cost = st->open == ST_NIL ? 0 :
+		       sum_blocks_owed(st, st->nsum, true);
+		cost += must_recycle(st, len) ? st->g.rsize :
+			reclen + ST_BLOCK;
+	}
+	pthread_mutex_unlock(&st->lock);
+	return cost;
 }
 
 int st_next_victim(struct hotfs_store *st, uint32_t len,

@@ -721,6 +721,51 @@ static void test_evict_fifo(void **state)
 	assert_int_equal(s.extents, present);
 }
 
+/*
+ * st_insert_cost bounds what an insert and the commit it owes write:
+ * records of every size, commits now and then, regions sealed, opened
+ * and recycled; and the uncommitted count follows.
+ */
+static void test_insert_cost(void **state)
+{
+	static const uint32_t lens[] = { 4096, 20000, 3000, EXT, 512, 4096 };
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	uint64_t before, cost, exact = 0;
+	uint32_t i, n = 600, pending = 0;
+
+	open_store(f);
+	for (i = 0; i < n; i++) {
+		uint32_t len = lens[i % 6];
+
+		get_stats(f, &s);
+		assert_int_equal(s.uncommitted, pending);
+		before = s.bytes_written;
+		cost = st_insert_cost(f->st, len);
+		assert_true(cost >= len);
+		assert_int_equal(insert(f, 1 + i, 0, 0, len), 0);
+		pending++;
+		if (i % 7 == 6) {
+			assert_int_equal(st_commit(f->st), 0);
+			pending = 0;
+		}
+		get_stats(f, &s);
+		/* a region sealed commits what it held */
+		if (pending)
+			assert_in_range(s.uncommitted, 1, pending);
+		else
+			assert_int_equal(s.uncommitted, 0);
+		pending = (uint32_t)s.uncommitted;
+		/* without the commit, an insert writes no more */
+		assert_true(s.bytes_written - before <= cost);
+		exact += s.bytes_written - before + 2 * ST_BLOCK >= cost;
+	}
+	get_stats(f, &s);
+	assert_true(s.evictions > 0);
+	/* a bound, not a guess: most are within two summary blocks */
+	assert_true(exact > n / 2);
+}
+
 static int count_iter(void *arg, const struct hotfs_extent_info *x)
 {
 	uint64_t *sum = arg;
@@ -2157,6 +2202,7 @@ int main(void)
 		T(test_kill9),
 		T(test_index_growth),
 		T(test_evict_fifo),
+		T(test_insert_cost),
 		T(test_evict_big_file),
 		T(test_evict_reinsert_hot),
 		T(test_evict_damaged_keeper),
