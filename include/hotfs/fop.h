@@ -147,20 +147,21 @@ struct fop_steps {
 	void (*nc_changed)(void);
 	void (*meta_change)(struct hotfs *fs, struct hotfs_inode *dir,
 			    struct hotfs_inode *in);
-	bool (*wb_on)(struct hotfs *fs, struct hotfs_inode *in);
-	int (*wb_unlink_begin)(struct hotfs *fs, struct hotfs_inode *in,
+	bool (*wb_on)(struct hotfs_wb *wb, struct hotfs_inode *in);
+	int (*wb_unlink_begin)(struct hotfs_wb *wb, bool known,
 			       const struct stat *st, bool *drop);
-	void (*wb_unlink_end)(struct hotfs *fs, const struct stat *st,
+	void (*wb_unlink_end)(struct hotfs_wb *wb, const struct stat *st,
 			      bool drop, int err);
 	int (*ino_fd)(struct hotfs_itable *it, struct hotfs_inode *in);
 	void (*ino_fd_put)(struct hotfs_inode *in);
 	void (*stamp_begin)(struct hotfs_inode *in, int fd);
 	void (*stamp_end)(struct hotfs_inode *in, int fd);
-	int (*wb_truncate)(struct hotfs *fs, struct hotfs_inode *in,
+	int (*wb_truncate)(struct hotfs_wb *wb, struct hotfs_inode *in,
 			   uint64_t size);
-	int (*wb_flush)(struct hotfs *fs, struct hotfs_inode *in);
-	int (*wb_trunc_st)(struct hotfs *fs, const struct stat *st);
-	int (*wb_trunc_fd)(struct hotfs *fs, int fd, const struct stat *st);
+	int (*wb_flush)(struct hotfs_wb *wb, struct hotfs_inode *in);
+	int (*wb_trunc_st)(struct hotfs_wb *wb, const struct stat *st);
+	int (*wb_trunc_fd)(struct hotfs_wb *wb, int fd,
+			   const struct stat *st);
 	void (*cache_write_begin)(struct hotfs_cache *c,
 				  struct hotfs_itable *it,
 				  struct hotfs_inode *in, struct cache_wr *w,

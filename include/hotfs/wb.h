@@ -62,10 +62,33 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-struct hotfs;
+struct hotfs_cache;
 struct hotfs_inode;
+struct hotfs_itable;
+struct hotfs_opts;
 struct rp_reply;
 struct hotfs_wb;
+
+/*
+ * What writeback meets of the rest of the daemon, given at wb_open and
+ * kept: no struct hotfs, no FUSE call in src/writeback/.  The flusher's
+ * runs bracket themselves with the cache's (cache_write_begin, _end);
+ * the two callbacks are the mount's (src/daemon/main.c).
+ */
+struct wb_host {
+	const struct hotfs_opts *o;	/* source, cachedir, the options */
+	struct hotfs_itable *it;	/* the inodes the kernel knows */
+	struct hotfs_cache *cache;	/* the store, in whose cachedir the
+					 * log is */
+	int root_fd;			/* the source's root (O_PATH) */
+	/* a change behind the mount the flusher found: the kernel's pages
+	 * and attributes of in are stale (a notification, no reply) */
+	void (*inval)(void *arg, struct hotfs_inode *in);
+	/* the flusher wrote a file no inode names: the metadata snapshot
+	 * no longer describes the tree */
+	void (*changed)(void *arg);
+	void *arg;
+};
 
 
 /*
@@ -80,7 +103,8 @@ struct hotfs_wb;
  * if the replayed log holds dirty data, and removed by wb_stop and
  * wb_drain once everything is on the source.
  */
-int wb_open(struct hotfs *fs, char *err, size_t errlen);
+int wb_open(struct hotfs_wb **wbp, const struct wb_host *h, char *err,
+	    size_t errlen);
 /*
  * A mount in another write mode over a cachedir whose log may hold dirty
  * data (wb_leftover: a replay that writes nothing finds some, or cannot
@@ -90,26 +114,31 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen);
  * nothing dirty is left as it is.
  */
 bool wb_leftover(const char *cachedir);
-int wb_drain(struct hotfs *fs, char *err, size_t errlen);
+int wb_drain(const struct wb_host *h, char *err, size_t errlen);
 /*
  * After the metadata snapshot is read (meta_fs_open): its records of the
- * files the replayed log holds dirty data of are dropped.  They hold the
- * source's attributes, which the flush changes, maybe before anything
- * looks the file up (the change is then noted by no inode's record).
+ * files the replayed log holds dirty data of are dropped
+ * (meta_fs_drop_changing asks wb_holds_dirty, if wb_dirty_files).  They
+ * hold the source's attributes, which the flush changes, maybe before
+ * anything looks the file up (the change is then noted by no inode's
+ * record).
  */
-void wb_snapshot_replayed(struct hotfs *fs);
-/* Start the flusher (after daemonizing). */
-int wb_start(struct hotfs *fs);
+uint64_t wb_dirty_files(struct hotfs_wb *wb);
+bool wb_holds_dirty(void *wb, const struct stat *st);
+/* Start the flusher (after daemonizing: proc_self_fd, the daemon's
+ * /proc/self/fd, reopens files from here on). */
+int wb_start(struct hotfs_wb *wb, int proc_self_fd);
 /* Stop it, flushing everything (the session is over): 0, or -errno with
  * the data kept in the log for the next mount (said in the log). */
-int wb_stop(struct hotfs *fs);
-void wb_close(struct hotfs *fs);
+int wb_stop(struct hotfs_wb *wb);
+void wb_close(struct hotfs_wb *wb);
 
 /* dirty_high=, dirty_low= changed while mounted (hotfsctl set). */
-void wb_set_watermarks(struct hotfs *fs, unsigned high, unsigned low);
+void wb_set_watermarks(struct hotfs_wb *wb, unsigned high, unsigned low);
 
-/* Writes to in go to the log. */
-bool wb_on(struct hotfs *fs, struct hotfs_inode *in);
+/* Writes to in go to the log (wb: NULL in another write mode; each
+ * call below takes NULL as writeback off). */
+bool wb_on(struct hotfs_wb *wb, struct hotfs_inode *in);
 /*
  * The log watched (the tick's, every TICK_MS; also at each fsync and
  * O_SYNC write): deleted, replaced, no longer at CACHEDIR/wlog (the
@@ -119,45 +148,46 @@ bool wb_on(struct hotfs *fs, struct hotfs_inode *in);
  * once; said in one line and in the state (writeback_state
  * writethrough, and why: src/writeback/wb_fail.c).
  */
-void wb_tick(struct hotfs *fs);
+void wb_tick(struct hotfs_wb *wb);
 /* The log has failed (wb_tick): writes go to the source. */
-bool wb_failed(struct hotfs *fs);
+bool wb_failed(struct hotfs_wb *wb);
 
 /* Write len bytes at off; bytes written or -errno; -EXDEV: the log has
  * failed (wb_failed), the file's dirty data is on the source (but for
  * bytes lost): write it there. */
-ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
-		 size_t len, off_t off, bool sync);
+ssize_t wb_write(struct hotfs_wb *wb, struct hotfs_inode *in,
+		 const void *buf, size_t len, off_t off, bool sync);
 /* Before a read of in: the generation wb_read_fix checks. */
-uint64_t wb_read_gen(struct hotfs *fs, struct hotfs_inode *in);
+uint64_t wb_read_gen(struct hotfs_wb *wb, struct hotfs_inode *in);
 /* After it: lay the dirty bytes over rep (src: the source file, for its
  * size).  0, 1: read again (a flush ended meanwhile), or -errno. */
-int wb_read_fix(struct hotfs *fs, struct hotfs_inode *in, int src,
+int wb_read_fix(struct hotfs_wb *wb, struct hotfs_inode *in, int src,
 		size_t size, off_t off, struct rp_reply *rep, uint64_t gen);
 /* The size and times through the mount into st (a source file's
  * stat). */
-void wb_fix_attr(struct hotfs *fs, struct stat *st);
+void wb_fix_attr(struct hotfs_wb *wb, struct stat *st);
 /* fsync, fdatasync: the log durable; once it failed, in's dirty data on
  * the source (-EIO if some of it is lost). */
-int wb_sync(struct hotfs *fs, struct hotfs_inode *in);
+int wb_sync(struct hotfs_wb *wb, struct hotfs_inode *in);
 /* Before in is cut to size on the source. */
-int wb_truncate(struct hotfs *fs, struct hotfs_inode *in, uint64_t size);
+int wb_truncate(struct hotfs_wb *wb, struct hotfs_inode *in, uint64_t size);
 /* Cut the file fd (st: its stat) to 0, in the log first: an open with
  * O_CREAT|O_TRUNC that found it (opened without O_TRUNC).  0 or -errno. */
-int wb_trunc_fd(struct hotfs *fs, int fd, const struct stat *st);
+int wb_trunc_fd(struct hotfs_wb *wb, int fd, const struct stat *st);
 /* The same in the log alone (O_RDONLY|O_TRUNC: the source is cut by the
  * open that follows). */
-int wb_trunc_st(struct hotfs *fs, const struct stat *st);
+int wb_trunc_st(struct hotfs_wb *wb, const struct stat *st);
 /* Flush and seal in's dirty data (before fallocate, setting times). */
-int wb_flush_inode(struct hotfs *fs, struct hotfs_inode *in);
+int wb_flush_inode(struct hotfs_wb *wb, struct hotfs_inode *in);
 /*
- * Around the removal of a name of st's file (in: its inode if known):
+ * Around the removal of a name of st's file (known: the kernel may reach
+ * the file after it, by an inode it knows or an open without OPEN):
  * wb_unlink_begin before (0 or -errno: do not remove it), wb_unlink_end
  * after with the removal's result.
  */
-int wb_unlink_begin(struct hotfs *fs, struct hotfs_inode *in,
-		    const struct stat *st, bool *drop);
-void wb_unlink_end(struct hotfs *fs, const struct stat *st, bool drop,
+int wb_unlink_begin(struct hotfs_wb *wb, bool known, const struct stat *st,
+		    bool *drop);
+void wb_unlink_end(struct hotfs_wb *wb, const struct stat *st, bool drop,
 		   int err);
 
 /*
@@ -169,8 +199,8 @@ void wb_unlink_end(struct hotfs *fs, const struct stat *st, bool drop,
  * dirty record (0: none); lost dirty bytes (never written) are not in
  * *left.  0 or the source's -errno; -EBADMSG if what is left is lost.
  */
-int wb_flush_some(struct hotfs *fs, struct hotfs_inode *in, int64_t since_ns,
-		  uint64_t max, uint64_t *done, uint64_t *left,
+int wb_flush_some(struct hotfs_wb *wb, struct hotfs_inode *in,
+		  int64_t since_ns, uint64_t max, uint64_t *done, uint64_t *left,
 		  uint64_t *oldest_ns);
 
 /* The counters of .hotfs/stats (all 0 without writeback; the state
@@ -192,6 +222,6 @@ struct wb_stats {
 	char reason[WB_REASON_MAX];	/* why degraded or writethrough */
 	uint64_t state_since;		/* wall clock, s (0: off) */
 };
-void wb_stats(struct hotfs *fs, struct wb_stats *st);
+void wb_stats(struct hotfs_wb *wb, struct wb_stats *st);
 
 #endif

@@ -256,6 +256,24 @@ static void probe_source(int root_fd, const struct hotfs_opts *o)
 		close(dfd);
 }
 
+/* writeback's host (hotfs/wb.h): the flusher found a change behind the
+ * mount, the kernel's copy of in is stale */
+static void wb_host_inval(void *arg, struct hotfs_inode *in)
+{
+	struct hotfs *fs = arg;
+
+	if (fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se,
+			in == ino_root(fs->it) ? FUSE_ROOT_ID :
+			(uintptr_t)in, 0, 0);
+}
+
+/* the flusher wrote a file no inode names */
+static void wb_host_changed(void *arg)
+{
+	meta_fs_change(arg, NULL, NULL);
+}
+
 /*
  * Open the store.  A cache must never make the tree unavailable: without
  * a usable store the mount goes on (the store off, said on stderr and in
@@ -271,6 +289,7 @@ static int open_cache(struct hotfs *fs, const struct hotfs_opts *o)
 	 * writeback mount would replay them over newer ones) */
 	bool left = o->writemode != HOTFS_WRITEBACK &&
 		    wb_leftover(o->cachedir);
+	struct wb_host h;
 	char err[512];
 	int r;
 
@@ -302,9 +321,12 @@ static int open_cache(struct hotfs *fs, const struct hotfs_opts *o)
 	/* the store is the daemon's: the source's sample goes beside it
 	 * (hotfs/srcprobe.h) */
 	srcprobe_save(fs->cache->dirfd, &hotfs_src);
+	h = (struct wb_host){ .o = o, .it = fs->it, .cache = fs->cache,
+			      .root_fd = fs->root_fd, .inval = wb_host_inval,
+			      .changed = wb_host_changed, .arg = fs };
 	if (o->writemode == HOTFS_WRITEBACK ?
-	    wb_open(fs, err, sizeof(err)) < 0 :
-	    left && wb_drain(fs, err, sizeof(err)) < 0) {
+	    wb_open(&fs->wb, &h, err, sizeof(err)) < 0 :
+	    left && wb_drain(&h, err, sizeof(err)) < 0) {
 		fprintf(stderr, "hotfs: %s\n", err);
 		return -1;
 	}
@@ -339,7 +361,7 @@ static int start_threads(struct hotfs *fs, struct hotfs_tick **tick)
 			return r;
 		}
 	}
-	r = wb_start(fs);
+	r = wb_start(fs->wb, fs->proc_self_fd);
 	if (r < 0) {
 		hotfs_log(LOG_ERR, "writeback flusher: %s\n", strerror(-r));
 		return r;
@@ -459,7 +481,10 @@ static void prepare(struct hotfs *fs, const struct hotfs_opts *o)
 	 * listings */
 	if (fs->listings && !hotfs_src.remote) {
 		meta_fs_open(fs);
-		wb_snapshot_replayed(fs);
+		/* the snapshot's records of the files the replayed log
+		 * holds dirty data of go (hotfs/wb.h) */
+		if (wb_dirty_files(fs->wb))
+			meta_fs_drop_changing(fs, wb_holds_dirty, fs->wb);
 	}
 	fs->as_root = geteuid() == 0;
 	fs->ctldir = o->ctldir;
@@ -605,7 +630,7 @@ out5:
 	fuse_session_unmount(se);
 	/* no request comes any more: the dirty data to the source, before
 	 * the daemon exits (the source is then whole) */
-	if (wb_stop(&fs) < 0 && !ret)
+	if (wb_stop(fs.wb) < 0 && !ret)
 		ret = 1;
 out4:
 	fuse_remove_signal_handlers(se);
@@ -617,7 +642,8 @@ out3:
 	dir_free_all();
 	/* before the table: it holds inodes ("store on" may have opened
 	 * it; the session's threads are gone) */
-	wb_close(&fs);
+	wb_close(fs.wb);
+	fs.wb = NULL;
 	cache_close(fs_cache(&fs));
 	watch_free(fs.watch);
 	ino_table_free(fs.it);

@@ -46,7 +46,7 @@ static void *tick_main(void *arg)
 		vd_expire(t->fs);
 		if (c)
 			st_tick(c->st);
-		wb_tick(t->fs);
+		wb_tick(t->fs->wb);
 		if (c && now - last_sweep >= TICK_SWEEP_MS * 1000000LL) {
 			last_sweep = now;
 			ino_sweep(t->fs->it);

@@ -52,7 +52,7 @@ bool fop_writeback(struct hotfs *fs, struct hotfs_inode *in)
 {
 	if (!in)
 		return fs->wb != NULL;
-	return steps->wb_on(fs, in);
+	return steps->wb_on(fs->wb, in);
 }
 
 /* Step to may follow the step run last (<=: the repeatable ones). */
@@ -80,10 +80,16 @@ void fop_note(struct fop_change *ch, struct hotfs_inode *dir,
 int fop_unlink_hook(struct fop_change *ch, struct hotfs_inode *in,
 		    const struct stat *st)
 {
+	struct hotfs *fs = ch->fs;
+	bool known;
 	int r;
 
 	step(ch, STEP_UNLINK);
-	r = steps->wb_unlink_begin(ch->fs, in, st, &ch->drop);
+	/* the kernel may reach the file once the name is gone: by an inode
+	 * it knows, or by an open it sends no OPEN for */
+	known = !fs->wb || in || fs->no_open ||
+		ino_find(fs->it, st->st_dev, st->st_ino) != NULL;
+	r = steps->wb_unlink_begin(fs->wb, known, st, &ch->drop);
 	if (r == 0) {
 		ch->unlinking = true;
 		ch->unlink_st = st;
@@ -116,8 +122,9 @@ int fop_wb_hook(struct fop_change *ch, struct hotfs_inode *in,
 	step(ch, STEP_HOOK);
 	if (!fop_writeback(ch->fs, in))
 		return 0;
-	return hook == FOP_WB_TRUNCATE ? steps->wb_truncate(ch->fs, in, size) :
-	       steps->wb_flush(ch->fs, in);
+	return hook == FOP_WB_TRUNCATE ?
+	       steps->wb_truncate(ch->fs->wb, in, size) :
+	       steps->wb_flush(ch->fs->wb, in);
 }
 
 int fop_create_trunc(struct fop_change *ch, int pfd, const char *name,
@@ -138,7 +145,7 @@ int fop_create_trunc(struct fop_change *ch, int pfd, const char *name,
 	 * the file the name holds now, cut in the log first */
 	if (fop_writeback(ch->fs, NULL) && (*flags & O_TRUNC) &&
 	    fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		return steps->wb_trunc_st(ch->fs, &st);
+		return steps->wb_trunc_st(ch->fs->wb, &st);
 	return 0;
 }
 
@@ -150,7 +157,7 @@ int fop_create_opened(struct fop_change *ch, int fd, bool after)
 	step(ch, STEP_HOOK);
 	if (fd < 0 || !after || fstat(fd, &st) != 0 || st.st_size < 0)
 		return fd;
-	r = steps->wb_trunc_fd(ch->fs, fd, &st);
+	r = steps->wb_trunc_fd(ch->fs->wb, fd, &st);
 	if (r < 0) {
 		close(fd);
 		return r;
@@ -198,7 +205,7 @@ void fop_settle(struct fop_change *ch, int err)
 	}
 	ch->nstamp = 0;
 	if (ch->unlinking)
-		steps->wb_unlink_end(ch->fs, ch->unlink_st, ch->drop, err);
+		steps->wb_unlink_end(ch->fs->wb, ch->unlink_st, ch->drop, err);
 	ch->unlinking = false;
 }
 

@@ -111,7 +111,7 @@ static int read_from(struct hotfs *fs, struct hotfs_inode *in,
 	int r;
 
 	for (;;) {
-		uint64_t gen = wb_read_gen(fs, in);
+		uint64_t gen = wb_read_gen(fs->wb, in);
 
 		if (c && fh)
 			r = cache_read(c, in, fh, src, size, off, rep);
@@ -121,7 +121,7 @@ static int read_from(struct hotfs *fs, struct hotfs_inode *in,
 		 * flush ended under the read */
 		if (r < 0 || !wb)
 			return r;
-		r = wb_read_fix(fs, in, src, size, off, rep, gen);
+		r = wb_read_fix(fs->wb, in, src, size, off, rep, gen);
 		if (r != 1)
 			return r;
 		rp_done(rep);
@@ -197,7 +197,7 @@ static ssize_t write_back(struct hotfs *fs, struct hotfs_inode *in,
 		len = (size_t)n;
 		data = b;
 	}
-	n = len ? wb_write(fs, in, data, len, off,
+	n = len ? wb_write(fs->wb, in, data, len, off,
 			   (flags & (O_SYNC | O_DSYNC)) != 0) : 0;
 	free(b);
 	return n;
@@ -371,8 +371,8 @@ int fop_sync(struct hotfs *fs, struct hotfs_inode *in, struct hotfs_fh *fh,
 	/* writeback: the log durable (group commit); the source's data is
 	 * the flusher's, its size changes need fsync */
 	if (fop_writeback(fs, in)) {
-		err = wb_sync(fs, in);
-		if (err || (datasync && !wb_failed(fs)))
+		err = wb_sync(fs->wb, in);
+		if (err || (datasync && !wb_failed(fs->wb)))
 			return err;
 	}
 	fd = src_fd(fs, in, fh, O_RDONLY, &tmp);

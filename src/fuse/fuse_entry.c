@@ -134,7 +134,7 @@ static int snapshot_lookup(struct hotfs *fs, struct hotfs_inode *dir,
 	if (!meta_fs_lookup(fs, dir, name, e, err))
 		return 0;
 	if (!*err)
-		wb_fix_attr(fs, &e->attr);
+		wb_fix_attr(fs->wb, &e->attr);
 	return 1;
 }
 
@@ -174,7 +174,7 @@ int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
 		close(fd);
 		return err;
 	}
-	wb_fix_attr(fs, &e->attr);	/* the dirty end (hotfs/wb.h) */
+	wb_fix_attr(fs->wb, &e->attr);	/* the dirty end (hotfs/wb.h) */
 	in = ino_get(fs->it, fd, &e->attr, &err);
 	if (!in)
 		return err;
@@ -343,7 +343,7 @@ static int get_attr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	if (!err && !S_ISDIR(st->st_mode) && st->st_nlink != 1)
 		in->watch.covered = false;  /* a link elsewhere */
 	if (!err)
-		wb_fix_attr(fs, st);	/* the dirty end (hotfs/wb.h) */
+		wb_fix_attr(fs->wb, st);	/* the dirty end (hotfs/wb.h) */
 	if (!err)
 		*changed = fresh && S_ISREG(st->st_mode) &&
 			   fs->o->revalidate != HOTFS_REVAL_NEVER &&

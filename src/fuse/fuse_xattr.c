@@ -146,7 +146,7 @@ static int ctl_request(struct hotfs *fs, uid_t uid, struct hotfs_inode *in,
 				(int64_t)io->off;
 
 		memset(io, 0, sizeof(*io));
-		return wb_flush_some(fs, root ? NULL : in, since, max,
+		return wb_flush_some(fs->wb, root ? NULL : in, since, max,
 				     &io->done, &io->bytes, &io->size);
 	}
 	if (!S_ISREG(in->type))

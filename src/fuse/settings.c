@@ -91,7 +91,7 @@ int fs_set(struct hotfs *fs, const struct ctl_set *set, char *msg,
 		}
 		o->dirty_high = high;
 		o->dirty_low = low;
-		wb_set_watermarks(fs, high, low);
+		wb_set_watermarks(fs->wb, high, low);
 	}
 	if (set->mask & CTL_SET_THRESHOLD) {
 		o->threshold = (int)set->threshold;

@@ -113,7 +113,7 @@ static void add_watch(struct hotfs *fs, struct kvlist *l)
 static void add_writeback(struct hotfs *fs, struct kvlist *l,
 			  struct wb_stats *w)
 {
-	wb_stats(fs, w);
+	wb_stats(fs->wb, w);
 	add_s(l, "writeback_state", w->state);
 	add_s(l, "writeback_reason", w->reason);
 	add_u(l, "writeback_state_since", w->state_since);

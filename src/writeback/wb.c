@@ -23,7 +23,9 @@
 #include "hotfs/clock.h"
 #include "hotfs/fileio.h"
 #include "hotfs/flush.h"
-#include "hotfs/fs.h"
+#include "hotfs/cache.h"
+#include "hotfs/inode.h"
+#include "hotfs/opts.h"
 #include "hotfs/log.h"
 #include "hotfs/meta_fs.h"
 #include "hotfs/readpath.h"
@@ -52,7 +54,7 @@ static int open_rd_fd(int dfd, const char *path, void *arg)
 	struct hotfs_wb *wb = arg;
 
 	(void)path;
-	return reopen_fd(wb->fs->proc_self_fd, dfd,
+	return reopen_fd(wb->proc_fd, dfd,
 			 O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 }
 
@@ -73,7 +75,7 @@ static int fd_get(struct hotfs_wb *wb, struct hotfs_inode *in,
 		return 0;
 	}
 	pthread_mutex_unlock(&wb->m);
-	fd = ino_fd(wb->fs->it, in);
+	fd = ino_fd(wb->h.it, in);
 	if (fd < 0)
 		return fd;
 	dup = fcntl(fd, F_DUPFD_CLOEXEC, 0);
@@ -158,7 +160,6 @@ static void fd_forget(struct hotfs_wb *wb, uint64_t ino, bool drop)
  * inode table; -ENOENT if neither knows it. */
 static int open_ino(struct hotfs_wb *wb, uint64_t ino, int flags)
 {
-	struct hotfs *fs = wb->fs;
 	struct hotfs_inode *in;
 	struct wb_fdent *e;
 	int fd = -ENOENT, pfd;
@@ -166,21 +167,21 @@ static int open_ino(struct hotfs_wb *wb, uint64_t ino, int flags)
 	pthread_mutex_lock(&wb->m);
 	e = *wb_fd_slot(wb, ino);
 	if (e)
-		fd = reopen_fd(fs->proc_self_fd, e->fd, flags);
+		fd = reopen_fd(wb->proc_fd, e->fd, flags);
 	pthread_mutex_unlock(&wb->m);
 	if (e)
 		return fd;
-	in = ino_find_hold(fs->it, wb->root_dev, (ino_t)ino);
+	in = ino_find_hold(wb->h.it, wb->root_dev, (ino_t)ino);
 	if (!in)
 		return -ENOENT;
-	pfd = ino_fd(fs->it, in);
+	pfd = ino_fd(wb->h.it, in);
 	if (pfd >= 0) {
-		fd = reopen_fd(fs->proc_self_fd, pfd, flags);
+		fd = reopen_fd(wb->proc_fd, pfd, flags);
 		ino_fd_put(in);
 	} else {
 		fd = pfd;
 	}
-	ino_unhold(fs->it, in);
+	ino_unhold(wb->h.it, in);
 	return fd;
 }
 
@@ -207,17 +208,14 @@ struct wb_cookie {
  */
 static void conflict(struct hotfs_wb *wb, struct hotfs_inode *in)
 {
-	struct hotfs *fs = wb->fs;
 	char path[PATH_MAX];
 	struct wb_fdent *e;
 	uint32_t now, was = 0;
 	bool seen, known;
 
 	if (stamp_check_ino(in, &seen) == STAMP_CHANGED) {
-		if (fs->se)
-			fuse_lowlevel_notify_inval_inode(fs->se,
-				in == ino_root(fs->it) ? FUSE_ROOT_ID :
-				(uintptr_t)in, 0, 0);
+		if (wb->h.inval)
+			wb->h.inval(wb->h.arg, in);
 		stamp_inval_sent(in);
 	}
 	pthread_mutex_lock(&in->m);
@@ -248,27 +246,27 @@ static void *op_begin(void *arg, const struct wb_fid *fid, uint64_t off,
 		      uint64_t len)
 {
 	struct hotfs_wb *wb = arg;
-	struct hotfs *fs = wb->fs;
 	struct wb_cookie *ck;
 	struct hotfs_inode *in;
 
-	in = ino_find_hold(fs->it, wb->root_dev, (ino_t)fid->ino);
+	in = ino_find_hold(wb->h.it, wb->root_dev, (ino_t)fid->ino);
 	if (!in) {
 		/* the metadata snapshot's file no longer describes the
 		 * tree (cache_write_begin says so of a known inode); its
 		 * records of this file went when the write was logged, or
-		 * at mount (wb_snapshot_replayed) */
-		meta_fs_change(fs, NULL, NULL);
+		 * at mount (wb_holds_dirty) */
+		if (wb->h.changed)
+			wb->h.changed(wb->h.arg);
 		return NULL;
 	}
 	conflict(wb, in);
 	ck = calloc(1, sizeof(*ck));
 	if (!ck) {
-		ino_unhold(fs->it, in);
+		ino_unhold(wb->h.it, in);
 		return NULL;
 	}
 	ck->in = in;
-	cache_write_begin(fs_cache(fs), fs->it, in, &ck->w, off, len);
+	cache_write_begin(wb->h.cache, wb->h.it, in, &ck->w, off, len);
 	ck->w.fill = true;
 	return ck;
 }
@@ -277,8 +275,7 @@ static void op_end(void *arg, void *cookie, const struct wb_fid *fid,
 		   uint64_t off, uint64_t len, const void *data, int err)
 {
 	struct hotfs_wb *wb = arg;
-	struct hotfs *fs = wb->fs;
-	struct hotfs_cache *c = fs_cache(fs);
+	struct hotfs_cache *c = wb->h.cache;
 	struct wb_cookie *ck = cookie;
 	struct hotfs_key k;
 
@@ -287,7 +284,7 @@ static void op_end(void *arg, void *cookie, const struct wb_fid *fid,
 		/* written and durable: its bytes become clean cached data
 		 * (data is NULL if not) */
 		cache_write_end(c, ck->in, &ck->w, off, len, data);
-		ino_unhold(fs->it, ck->in);
+		ino_unhold(wb->h.it, ck->in);
 		free(ck);
 	} else if (c) {
 		/* not in the table: no promotion of it in flight; what the
@@ -328,7 +325,7 @@ static void op_done(void *arg, const struct wb_fid *fid)
 static int64_t op_idle(void *arg)
 {
 	struct hotfs_wb *wb = arg;
-	struct hotfs_cache *c = fs_cache(wb->fs);
+	struct hotfs_cache *c = wb->h.cache;
 	int64_t now = clock_mono_ns();
 	uint64_t n = atomic_load_explicit(&wb->fills, memory_order_relaxed);
 
@@ -353,9 +350,11 @@ static const struct wb_flush_ops wb_ops = {
 /*----------------------------------------------------------------*/
 /* open, replay, start, stop */
 
-int wb_open(struct hotfs *fs, char *err, size_t errlen)
+int wb_open(struct hotfs_wb **wbp, const struct wb_host *h, char *err,
+	    size_t errlen)
 {
-	struct hotfs_cache *c = fs_cache(fs);
+	struct hotfs_cache *c = h->cache;
+	const struct hotfs_opts *o = h->o;
 	pthread_rwlockattr_t ra;
 	struct wblog_stats s;
 	struct hotfs_wb *wb;
@@ -374,7 +373,8 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 	wb = calloc(1, sizeof(*wb));
 	if (!wb)
 		return -ENOMEM;
-	wb->fs = fs;
+	wb->h = *h;
+	wb->proc_fd = -1;
 	wb->root_dev = c->root_dev;
 	wb->src_dir = -1;
 	pthread_mutex_init(&wb->m, NULL);
@@ -387,8 +387,8 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 	pthread_rwlock_init(&wb->gone, &ra);
 	pthread_rwlockattr_destroy(&ra);
 	/* another mode's (a drain): the log at its own size */
-	r = wblog_open(c->dirfd, fs->o->writemode != HOTFS_WRITEBACK ? 0 :
-		       fs->o->writeback_log ? fs->o->writeback_log :
+	r = wblog_open(c->dirfd, o->writemode != HOTFS_WRITEBACK ? 0 :
+		       o->writeback_log ? o->writeback_log :
 		       HOTFS_WBLOG_DEFAULT, &wb->wl, err, errlen);
 	if (r < 0) {
 		pthread_rwlock_destroy(&wb->gone);
@@ -397,29 +397,39 @@ int wb_open(struct hotfs *fs, char *err, size_t errlen)
 		free(wb);
 		return r;
 	}
-	fs->wb = wb;
 	wb_watch_init(wb);
 	r = wb_mark_open(wb, err, errlen);
 	if (!r)
 		r = wb_mark_orphans(wb, err, errlen);
 	if (r < 0) {
-		wb_close(fs);
+		wb_close(wb);
 		return r;
 	}
-	wb_find_files(wb, fs->o->source);
+	*wbp = wb;
+	wb_find_files(wb, o->source);
 	wb_report_replay(wb);
 	/* a log of an earlier mount left dirty data: the source says so */
 	wblog_stats(wb->wl, &s);
 	r = s.dirty_bytes ? wb_mark_dirty(wb) : 0;
 	if (r < 0)
 		snprintf(err, errlen, "writeback: the mark %s/%s could not be "
-			 "set: %s", fs->o->source, WBMARK_NAME, strerror(-r));
+			 "set: %s", o->source, WBMARK_NAME, strerror(-r));
 	return r;
+}
+
+uint64_t wb_dirty_files(struct hotfs_wb *wb)
+{
+	struct wblog_stats s;
+
+	if (!wb)
+		return 0;
+	wblog_stats(wb->wl, &s);
+	return s.dirty_files;
 }
 
 /* meta_fs_drop_changing's question: does the log hold dirty data of st's
  * file? */
-static bool replayed(void *arg, const struct stat *st)
+bool wb_holds_dirty(void *arg, const struct stat *st)
 {
 	struct hotfs_wb *wb = arg;
 	struct wb_fid f = fid_of((uint64_t)st->st_ino);
@@ -427,32 +437,23 @@ static bool replayed(void *arg, const struct stat *st)
 	return st->st_dev == wb->root_dev && wblog_dirty_end(wb->wl, &f);
 }
 
-void wb_snapshot_replayed(struct hotfs *fs)
+int wb_start(struct hotfs_wb *wb, int proc_self_fd)
 {
-	struct wblog_stats s;
-
-	if (!fs->wb)
-		return;
-	wblog_stats(fs->wb->wl, &s);
-	if (s.dirty_files)
-		meta_fs_drop_changing(fs, replayed, fs->wb);
-}
-
-int wb_start(struct hotfs *fs)
-{
-	struct hotfs_wb *wb = fs->wb;
-	int64_t delay = (int64_t)(fs->o->writeback_delay * 1e9);
-	int64_t every = delay > 0 && delay < 1000000000 ? delay : 100000000;
+	const struct hotfs_opts *o;
+	int64_t delay, every;
 
 	if (!wb)
 		return 0;
+	o = wb->h.o;
+	delay = (int64_t)(o->writeback_delay * 1e9);
+	every = delay > 0 && delay < 1000000000 ? delay : 100000000;
+	wb->proc_fd = proc_self_fd;
 	return wbf_start(wb->wl, &wb_ops, wb, delay, every,
-			 fs->o->dirty_high, fs->o->dirty_low, &wb->fl);
+			 o->dirty_high, o->dirty_low, &wb->fl);
 }
 
-int wb_stop(struct hotfs *fs)
+int wb_stop(struct hotfs_wb *wb)
 {
-	struct hotfs_wb *wb = fs->wb;
 	struct wblog_stats before, s;
 	uint64_t flushed;
 	int r;
@@ -511,15 +512,14 @@ int wb_stop(struct hotfs *fs)
 	return 0;
 }
 
-void wb_set_watermarks(struct hotfs *fs, unsigned high, unsigned low)
+void wb_set_watermarks(struct hotfs_wb *wb, unsigned high, unsigned low)
 {
-	if (fs->wb && fs->wb->fl)
-		wbf_set_watermarks(fs->wb->fl, high, low);
+	if (wb && wb->fl)
+		wbf_set_watermarks(wb->fl, high, low);
 }
 
-void wb_close(struct hotfs *fs)
+void wb_close(struct hotfs_wb *wb)
 {
-	struct hotfs_wb *wb = fs->wb;
 	unsigned i;
 
 	if (!wb)
@@ -539,15 +539,14 @@ void wb_close(struct hotfs *fs)
 	pthread_mutex_destroy(&wb->grow_m);
 	pthread_mutex_destroy(&wb->m);
 	free(wb);
-	fs->wb = NULL;
 }
 
 /*----------------------------------------------------------------*/
 /* the requests */
 
-bool wb_on(struct hotfs *fs, struct hotfs_inode *in)
+bool wb_on(struct hotfs_wb *wb, struct hotfs_inode *in)
 {
-	return fs->wb && in->dev == fs->wb->root_dev && S_ISREG(in->type);
+	return wb && in->dev == wb->root_dev && S_ISREG(in->type);
 }
 
 /* The file's own bytes (the source's; zeros past its end). */
@@ -657,10 +656,9 @@ static int flush_now(struct hotfs_wb *wb, const struct wb_fid *f)
 	return !r && wblog_dirty_blocks(wb->wl, f, &lost) ? -EIO : r;
 }
 
-ssize_t wb_write(struct hotfs *fs, struct hotfs_inode *in, const void *buf,
-		 size_t len, off_t off, bool sync)
+ssize_t wb_write(struct hotfs_wb *wb, struct hotfs_inode *in,
+		 const void *buf, size_t len, off_t off, bool sync)
 {
-	struct hotfs_wb *wb = fs->wb;
 	struct wb_fid f = fid_of(in->ino);
 	struct wbf_waiter ww = { 0 };
 	uint64_t seq = 0;
@@ -730,17 +728,16 @@ failed:
 	return n;
 }
 
-uint64_t wb_read_gen(struct hotfs *fs, struct hotfs_inode *in)
+uint64_t wb_read_gen(struct hotfs_wb *wb, struct hotfs_inode *in)
 {
 	struct wb_fid f = fid_of(in->ino);
 
-	return fs->wb ? wblog_forget_gen(fs->wb->wl, &f) : 0;
+	return wb ? wblog_forget_gen(wb->wl, &f) : 0;
 }
 
-int wb_read_fix(struct hotfs *fs, struct hotfs_inode *in, int src,
+int wb_read_fix(struct hotfs_wb *wb, struct hotfs_inode *in, int src,
 		size_t size, off_t off, struct rp_reply *rep, uint64_t gen)
 {
-	struct hotfs_wb *wb = fs->wb;
 	struct wb_fid f = fid_of(in->ino);
 	uint64_t end = wblog_dirty_end(wb->wl, &f), msize;
 	size_t want, got = 0;
@@ -786,15 +783,15 @@ int wb_read_fix(struct hotfs *fs, struct hotfs_inode *in, int src,
 	return 0;
 }
 
-void wb_fix_attr(struct hotfs *fs, struct stat *st)
+void wb_fix_attr(struct hotfs_wb *wb, struct stat *st)
 {
 	struct wb_fid f = fid_of((uint64_t)st->st_ino);
 	int64_t mt;
 	uint64_t end;
 
-	if (!fs->wb || !S_ISREG(st->st_mode) || st->st_dev != fs->wb->root_dev)
+	if (!wb || !S_ISREG(st->st_mode) || st->st_dev != wb->root_dev)
 		return;
-	end = wblog_dirty_info(fs->wb->wl, &f, &mt);
+	end = wblog_dirty_info(wb->wl, &f, &mt);
 	if (end > (uint64_t)st->st_size) {
 		st->st_size = (off_t)end;
 		if ((blkcnt_t)((end + 511) / 512) > st->st_blocks)
@@ -812,65 +809,64 @@ void wb_fix_attr(struct hotfs *fs, struct stat *st)
 	}
 }
 
-int wb_sync(struct hotfs *fs, struct hotfs_inode *in)
+int wb_sync(struct hotfs_wb *wb, struct hotfs_inode *in)
 {
 	struct wb_fid f = fid_of(in->ino);
 	int err;
 
-	if (!fs->wb)
+	if (!wb)
 		return 0;
-	err = wblog_sync(fs->wb->wl, 0);
+	err = wblog_sync(wb->wl, 0);
 	/* durable in a log that is still there, or the file's dirty data on
 	 * the source */
-	if (wb_log_check(fs->wb))
-		err = flush_now(fs->wb, &f);
+	if (wb_log_check(wb))
+		err = flush_now(wb, &f);
 	return err;
 }
 
-int wb_truncate(struct hotfs *fs, struct hotfs_inode *in, uint64_t size)
+int wb_truncate(struct hotfs_wb *wb, struct hotfs_inode *in, uint64_t size)
 {
 	struct wb_fid f = fid_of(in->ino);
 
-	if (!fs->wb || in->dev != fs->wb->root_dev || !S_ISREG(in->type))
+	if (!wb || in->dev != wb->root_dev || !S_ISREG(in->type))
 		return 0;
-	return wblog_trim(fs->wb->wl, &f, size);
+	return wblog_trim(wb->wl, &f, size);
 }
 
-int wb_trunc_st(struct hotfs *fs, const struct stat *st)
+int wb_trunc_st(struct hotfs_wb *wb, const struct stat *st)
 {
 	struct wb_fid f = fid_of((uint64_t)st->st_ino);
 
 	/* empty and nothing dirty: new, or cut already (a trim record is in
 	 * the log if it ever held records of it) */
-	if (fs->wb && S_ISREG(st->st_mode) && st->st_dev == fs->wb->root_dev &&
-	    (st->st_size > 0 || wblog_dirty_end(fs->wb->wl, &f)))
-		return wblog_trim(fs->wb->wl, &f, 0);
+	if (wb && S_ISREG(st->st_mode) && st->st_dev == wb->root_dev &&
+	    (st->st_size > 0 || wblog_dirty_end(wb->wl, &f)))
+		return wblog_trim(wb->wl, &f, 0);
 	return 0;
 }
 
-int wb_trunc_fd(struct hotfs *fs, int fd, const struct stat *st)
+int wb_trunc_fd(struct hotfs_wb *wb, int fd, const struct stat *st)
 {
-	int r = wb_trunc_st(fs, st);
+	int r = wb_trunc_st(wb, st);
 
 	if (!r && st->st_size > 0 && ftruncate(fd, 0))
 		r = -errno;
 	return r;
 }
 
-int wb_flush_inode(struct hotfs *fs, struct hotfs_inode *in)
+int wb_flush_inode(struct hotfs_wb *wb, struct hotfs_inode *in)
 {
 	struct wb_fid f = fid_of(in->ino);
 
-	if (!fs->wb || in->dev != fs->wb->root_dev || !S_ISREG(in->type))
+	if (!wb || in->dev != wb->root_dev || !S_ISREG(in->type))
 		return 0;
-	return wbf_flush_file(fs->wb->wl, &wb_ops, fs->wb, &f);
+	return wbf_flush_file(wb->wl, &wb_ops, wb, &f);
 }
 
-int wb_flush_some(struct hotfs *fs, struct hotfs_inode *in, int64_t since_ns,
-		  uint64_t max, uint64_t *done, uint64_t *left,
+int wb_flush_some(struct hotfs_wb *wb, struct hotfs_inode *in,
+		  int64_t since_ns, uint64_t max, uint64_t *done, uint64_t *left,
 		  uint64_t *oldest_ns)
 {
-	struct hotfs_wb *wb = fs->wb;
 	struct wblog_stats s;
 	struct wb_fid f;
 	uint64_t lost;
@@ -878,7 +874,7 @@ int wb_flush_some(struct hotfs *fs, struct hotfs_inode *in, int64_t since_ns,
 	int r = 0;
 
 	*done = *left = *oldest_ns = 0;
-	if (!wb || (in && !wb_on(fs, in)))
+	if (!wb || (in && !wb_on(wb, in)))
 		return 0;
 	if (in)
 		f = fid_of(in->ino);
@@ -902,10 +898,9 @@ int wb_flush_some(struct hotfs *fs, struct hotfs_inode *in, int64_t since_ns,
 	return !r && lost && !*left ? -EBADMSG : r;
 }
 
-int wb_unlink_begin(struct hotfs *fs, struct hotfs_inode *in,
-		    const struct stat *st, bool *drop)
+int wb_unlink_begin(struct hotfs_wb *wb, bool known, const struct stat *st,
+		    bool *drop)
 {
-	struct hotfs_wb *wb = fs->wb;
 
 	*drop = false;
 	if (!wb || !S_ISREG(st->st_mode) || st->st_dev != wb->root_dev ||
@@ -921,18 +916,16 @@ int wb_unlink_begin(struct hotfs *fs, struct hotfs_inode *in,
 	 * kernel holds the directory while the name is removed: no lookup of
 	 * it meanwhile): dropped.
 	 */
-	if (fs->no_open || in ||
-	    ino_find(fs->it, st->st_dev, st->st_ino) != NULL)
+	if (known)
 		return 0;
 	pthread_rwlock_wrlock(&wb->gone);
 	*drop = true;
 	return 0;
 }
 
-void wb_unlink_end(struct hotfs *fs, const struct stat *st, bool drop,
+void wb_unlink_end(struct hotfs_wb *wb, const struct stat *st, bool drop,
 		   int err)
 {
-	struct hotfs_wb *wb = fs->wb;
 	struct wb_fid f = fid_of((uint64_t)st->st_ino);
 	int r;
 

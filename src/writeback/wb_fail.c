@@ -46,7 +46,7 @@ void wb_watch_init(struct hotfs_wb *wb)
 	/* the state's since (src/writeback/wb_lost.c) */
 	wb->shown_since = clock_real_ns() / 1000000000;
 	snprintf(wb->log_path, sizeof(wb->log_path), "%s/%s",
-		 wb->fs->o->cachedir, WB_LOG_NAME);
+		 wb->h.o->cachedir, WB_LOG_NAME);
 	if (!wblog_stat(wb->wl, &st)) {
 		wb->log_dev = st.st_dev;
 		wb->log_ino = st.st_ino;
@@ -168,13 +168,13 @@ void wb_fail_clean(struct hotfs_wb *wb)
 	pthread_mutex_unlock(&wb->mark_m);
 }
 
-void wb_tick(struct hotfs *fs)
+void wb_tick(struct hotfs_wb *wb)
 {
-	if (fs->wb && wb_log_check(fs->wb))
-		wb_fail_clean(fs->wb);
+	if (wb && wb_log_check(wb))
+		wb_fail_clean(wb);
 }
 
-bool wb_failed(struct hotfs *fs)
+bool wb_failed(struct hotfs_wb *wb)
 {
-	return fs->wb && atomic_load(&fs->wb->failed);
+	return wb && atomic_load(&wb->failed);
 }

@@ -17,7 +17,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "hotfs/fs.h"
+#include "hotfs/cache.h"
+#include "hotfs/opts.h"
 #include "hotfs/wb.h"
 #include "hotfs/wblog.h"
 
@@ -39,7 +40,9 @@ struct wb_fdent {
 };
 
 struct hotfs_wb {
-	struct hotfs *fs;
+	struct wb_host h;	/* the rest of the daemon (hotfs/wb.h) */
+	int proc_fd;		/* the daemon's /proc/self/fd (wb_start),
+				 * or -1 */
 	struct wblog *wl;
 	struct wb_flusher *fl;
 	dev_t root_dev;

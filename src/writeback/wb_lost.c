@@ -22,7 +22,6 @@
 #include <unistd.h>
 
 #include "hotfs/clock.h"
-#include "hotfs/fs.h"
 #include "hotfs/log.h"
 #include "hotfs/wb.h"
 #include "hotfs/wblog.h"
@@ -45,10 +44,10 @@ void wb_ino_path(struct hotfs_wb *wb, uint64_t ino, char *path, size_t len,
 	}
 	/* (before the daemon opened its /proc/self/fd: at mount) */
 	if (e) {
-		snprintf(link, sizeof(link), "%s%d", wb->fs->proc_self_fd < 0 ?
+		snprintf(link, sizeof(link), "%s%d", wb->proc_fd < 0 ?
 			 "/proc/self/fd/" : "", e->fd);
-		n = readlinkat(wb->fs->proc_self_fd < 0 ? AT_FDCWD :
-			       wb->fs->proc_self_fd, link, path, len - 1);
+		n = readlinkat(wb->proc_fd < 0 ? AT_FDCWD :
+			       wb->proc_fd, link, path, len - 1);
 	}
 	pthread_mutex_unlock(&wb->m);
 	if (n < 0)

@@ -26,22 +26,21 @@
 
 int wb_mark_open(struct hotfs_wb *wb, char *err, size_t errlen)
 {
-	struct hotfs *fs = wb->fs;
 	bool had_id;
 	int r;
 
 	pthread_mutex_init(&wb->mark_m, NULL);
 	/* a cachedir with no identity yet: its log (if any) was written by
 	 * a daemon that set no mark (wb_mark_orphans leaves it alone) */
-	had_id = wbmark_id(fs_cache(fs)->dirfd, 0, wb->id) == 0;
-	wb->src_dir = openat(fs->root_fd, ".",
+	had_id = wbmark_id(wb->h.cache->dirfd, 0, wb->id) == 0;
+	wb->src_dir = openat(wb->h.root_fd, ".",
 			     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	r = wb->src_dir < 0 ? -errno :
-	    wbmark_id(fs_cache(fs)->dirfd, 1, wb->id);
+	    wbmark_id(wb->h.cache->dirfd, 1, wb->id);
 	if (r < 0) {
 		snprintf(err, errlen, "writemode=writeback: the cachedir's "
 			 "identity (%s/%s) or the source's root: %s",
-			 fs->o->cachedir, WBMARK_ID_NAME, strerror(-r));
+			 wb->h.o->cachedir, WBMARK_ID_NAME, strerror(-r));
 		return r;
 	}
 	/* one left by an earlier mount of this cachedir (main checked
@@ -75,7 +74,7 @@ int wb_mark_orphans(struct hotfs_wb *wb, char *err, size_t errlen)
 		snprintf(err, errlen, "writeback: the cachedir's log holds "
 			 "dirty data that %s/%s no longer claims (it is on "
 			 "the source, or was given up), and the log cannot "
-			 "be emptied of it: %s", wb->fs->o->source,
+			 "be emptied of it: %s", wb->h.o->source,
 			 WBMARK_NAME, strerror(-r));
 		return r;
 	}
@@ -89,7 +88,7 @@ int wb_mark_orphans(struct hotfs_wb *wb, char *err, size_t errlen)
 		  "them\n",
 		  (unsigned long long)s.dirty_bytes,
 		  (unsigned long long)s.dirty_files,
-		  (unsigned long long)s.dirty_records, bad, wb->fs->o->source,
+		  (unsigned long long)s.dirty_records, bad, wb->h.o->source,
 		  WBMARK_NAME);
 	return 0;
 }
@@ -102,13 +101,13 @@ int wb_mark_dirty(struct hotfs_wb *wb)
 		return 0;
 	pthread_mutex_lock(&wb->mark_m);
 	if (!atomic_load(&wb->marked)) {
-		r = wbmark_set(wb->src_dir, wb->id, wb->fs->o->cachedir);
+		r = wbmark_set(wb->src_dir, wb->id, wb->h.o->cachedir);
 		if (!r)
 			atomic_store(&wb->marked, true);
 		else if (!wb->mark_said++)
 			hotfs_log(LOG_ERR, "writeback: the mark %s/%s could "
 				  "not be set (%s): no write is taken\n",
-				  wb->fs->o->source, WBMARK_NAME,
+				  wb->h.o->source, WBMARK_NAME,
 				  strerror(-r));
 	}
 	pthread_mutex_unlock(&wb->mark_m);
@@ -126,7 +125,7 @@ void wb_mark_clean(struct hotfs_wb *wb)
 	if (r < 0)
 		hotfs_log(LOG_ERR, "writeback: the mark %s/%s could not be "
 			  "removed (%s): the source is whole; remove it by "
-			  "hand\n", wb->fs->o->source, WBMARK_NAME,
+			  "hand\n", wb->h.o->source, WBMARK_NAME,
 			  strerror(-r));
 	else
 		atomic_store(&wb->marked, false);
@@ -149,9 +148,8 @@ void wb_mark_close(struct hotfs_wb *wb)
 void wb_keep_outside(struct hotfs_wb *wb, const char *path,
 		     const struct stat *st, int64_t dirty_ns)
 {
-	struct hotfs *fs = wb->fs;
 	char name[NAME_MAX + 1], base[PATH_MAX], buf[65536];
-	int dfd = fs_cache(fs)->dirfd, in, out, r = 0;
+	int dfd = wb->h.cache->dirfd, in, out, r = 0;
 	ssize_t n;
 
 	atomic_fetch_add_explicit(&wb->conflicts, 1, memory_order_relaxed);
@@ -191,6 +189,6 @@ void wb_keep_outside(struct hotfs_wb *wb, const char *path,
 		  "log's bytes are written over it; the source's version %s "
 		  "%s/%s/%s%s%s\n", path, (long long)st->st_ctime,
 		  (long long)(dirty_ns / 1000000000), r ? "could not be "
-		  "kept in" : "is kept as", fs->o->cachedir, WB_CONFLICT_DIR,
+		  "kept in" : "is kept as", wb->h.o->cachedir, WB_CONFLICT_DIR,
 		  name, r ? ": " : "", r ? strerror(-r) : "");
 }

@@ -17,17 +17,17 @@
 #include "hotfs/wb.h"
 #include "wb_i.h"
 
-void wb_stats(struct hotfs *fs, struct wb_stats *st)
+void wb_stats(struct hotfs_wb *wb, struct wb_stats *st)
 {
 	struct wblog_stats s;
 	int64_t now = clock_real_ns();
 
 	memset(st, 0, sizeof(*st));
-	st->state = wb_state_of(fs->wb, st->reason, sizeof(st->reason),
+	st->state = wb_state_of(wb, st->reason, sizeof(st->reason),
 				&st->state_since);
-	if (!fs->wb)
+	if (!wb)
 		return;
-	wblog_stats(fs->wb->wl, &s);
+	wblog_stats(wb->wl, &s);
 	st->dirty_bytes = s.dirty_bytes;
 	st->dirty_records = s.dirty_records;
 	st->dirty_files = s.dirty_files;
@@ -38,11 +38,11 @@ void wb_stats(struct hotfs *fs, struct wb_stats *st)
 	st->lost = s.lost_bytes;
 	st->lost_files = s.lost_files;
 	st->csum_failures = s.csum_failures;
-	st->conflicts = atomic_load_explicit(&fs->wb->conflicts,
+	st->conflicts = atomic_load_explicit(&wb->conflicts,
 					     memory_order_relaxed);
 	st->log_used = s.log_used;
 	st->log_capacity = s.log_capacity;
-	st->flush_rate = wbf_flush_rate(fs->wb->fl);
+	st->flush_rate = wbf_flush_rate(wb->fl);
 	st->oldest_dirty_age = s.oldest_dirty_ns && now > s.oldest_dirty_ns ?
 			       (double)(now - s.oldest_dirty_ns) / 1e9 : 0;
 }
@@ -69,17 +69,18 @@ bool wb_leftover(const char *cachedir)
 	return r < 0 || bytes > 0;
 }
 
-int wb_drain(struct hotfs *fs, char *err, size_t errlen)
+int wb_drain(const struct wb_host *h, char *err, size_t errlen)
 {
+	struct hotfs_wb *wb = NULL;
 	struct wblog_stats s;
-	int r = wb_open(fs, err, errlen);
+	int r = wb_open(&wb, h, err, errlen);
 
 	if (r < 0)
 		return r;
 	/* before daemonizing: the flush reopens files through this one
 	 * (main opens the daemon's own after the fork) */
-	fs->proc_self_fd = open("/proc/self/fd", O_PATH | O_CLOEXEC);
-	wblog_stats(fs->wb->wl, &s);
+	wb->proc_fd = open("/proc/self/fd", O_PATH | O_CLOEXEC);
+	wblog_stats(wb->wl, &s);
 	if (s.lost_blocks) {
 		/* never written: this mount would show the source's older
 		 * bytes where the log holds them lost */
@@ -89,7 +90,7 @@ int wb_drain(struct hotfs *fs, char *err, size_t errlen)
 			 "until the files are written over them, truncated or "
 			 "removed), or move %s/%s away to drop all its dirty "
 			 "data", (unsigned long long)s.lost_held_bytes,
-			 (unsigned long long)s.lost_files, fs->o->cachedir,
+			 (unsigned long long)s.lost_files, h->o->cachedir,
 			 WB_LOG_NAME);
 		r = -EIO;
 	} else if (s.dirty_bytes) {
@@ -99,7 +100,7 @@ int wb_drain(struct hotfs *fs, char *err, size_t errlen)
 			  "them to the source before this mount\n",
 			  (unsigned long long)s.dirty_bytes,
 			  (unsigned long long)s.dirty_files);
-		r = wb_stop(fs);
+		r = wb_stop(wb);
 		if (r < 0)
 			snprintf(err, errlen, "the cachedir's log holds %llu "
 				 "dirty bytes the source did not take (%s); "
@@ -107,7 +108,7 @@ int wb_drain(struct hotfs *fs, char *err, size_t errlen)
 				 "(they are flushed while mounted), or move "
 				 "%s/%s away to drop them",
 				 (unsigned long long)s.dirty_bytes,
-				 strerror(-r), fs->o->cachedir, WB_LOG_NAME);
+				 strerror(-r), h->o->cachedir, WB_LOG_NAME);
 		else
 			hotfs_log(LOG_NOTICE, "writeback: the %llu dirty "
 				  "bytes are on the source\n",
@@ -116,10 +117,9 @@ int wb_drain(struct hotfs *fs, char *err, size_t errlen)
 	/* the mark goes once nothing of the log is dirty (it may be left
 	 * by a crash after everything was flushed) */
 	if (r >= 0)
-		wb_mark_clean(fs->wb);
-	wb_close(fs);
-	if (fs->proc_self_fd >= 0)
-		close(fs->proc_self_fd);
-	fs->proc_self_fd = -1;
+		wb_mark_clean(wb);
+	if (wb->proc_fd >= 0)
+		close(wb->proc_fd);
+	wb_close(wb);
 	return r;
 }

@@ -57,27 +57,27 @@ static void t_meta_change(struct hotfs *fs, struct hotfs_inode *dir,
 	rec("meta", (dir ? num(dir) : 0) * 10 + (in ? num(in) : 0));
 }
 
-static bool t_wb_on(struct hotfs *fs, struct hotfs_inode *in)
+static bool t_wb_on(struct hotfs_wb *wb, struct hotfs_inode *in)
 {
-	(void)fs;
+	(void)wb;
 	(void)in;
 	return wb_is_on;
 }
 
-static int t_wb_unlink_begin(struct hotfs *fs, struct hotfs_inode *in,
+static int t_wb_unlink_begin(struct hotfs_wb *wb, bool known,
 			     const struct stat *st, bool *drop)
 {
-	(void)fs;
-	(void)in;
+	(void)wb;
+	(void)known;
 	*drop = true;
 	rec("unlink_begin", (long)st->st_ino);
 	return refuse;
 }
 
-static void t_wb_unlink_end(struct hotfs *fs, const struct stat *st,
+static void t_wb_unlink_end(struct hotfs_wb *wb, const struct stat *st,
 			    bool drop, int err)
 {
-	(void)fs;
+	(void)wb;
 	assert_true(drop);
 	rec("unlink_end", (long)st->st_ino * 100 - err);
 }
@@ -104,31 +104,32 @@ static void t_stamp_end(struct hotfs_inode *in, int fd)
 	rec("stamp_end", num(in) * 100 + fd);
 }
 
-static int t_wb_truncate(struct hotfs *fs, struct hotfs_inode *in,
+static int t_wb_truncate(struct hotfs_wb *wb, struct hotfs_inode *in,
 			 uint64_t size)
 {
-	(void)fs;
+	(void)wb;
 	rec("wb_truncate", num(in) * 100 + (long)size);
 	return refuse;
 }
 
-static int t_wb_flush(struct hotfs *fs, struct hotfs_inode *in)
+static int t_wb_flush(struct hotfs_wb *wb, struct hotfs_inode *in)
 {
-	(void)fs;
+	(void)wb;
 	rec("wb_flush", num(in));
 	return refuse;
 }
 
-static int t_wb_trunc_st(struct hotfs *fs, const struct stat *st)
+static int t_wb_trunc_st(struct hotfs_wb *wb, const struct stat *st)
 {
-	(void)fs;
+	(void)wb;
 	rec("wb_trunc_st", (long)st->st_ino);
 	return refuse;
 }
 
-static int t_wb_trunc_fd(struct hotfs *fs, int fd, const struct stat *st)
+static int t_wb_trunc_fd(struct hotfs_wb *wb, int fd,
+			 const struct stat *st)
 {
-	(void)fs;
+	(void)wb;
 	(void)st;
 	rec("wb_trunc_fd", fd);
 	return refuse;
