@@ -61,5 +61,10 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 /* Is a write that may touch extents [first, last] in flight?  m held. */
 bool cache_write_busy(const struct hotfs_inode *in, uint32_t first,
 		      uint32_t last);
+/* Is any write of the file in flight?  m held. */
+static inline bool cache_write_busy_locked(const struct hotfs_inode *in)
+{
+	return in->cw.wr_inflight != 0;
+}
 
 #endif

@@ -169,4 +169,38 @@ static inline bool stamp_change_busy(const struct hotfs_inode *in)
 	return in->sp.chg_inflight != 0;
 }
 
+/* Is a stamp recorded (by an open, a getattr, a listing or the
+ * snapshot)?  m held. */
+static inline bool stamp_known_locked(const struct hotfs_inode *in)
+{
+	return in->sp.stamp_valid;
+}
+
+/* The count of changes behind the mount seen so far (hotfs/inode.h);
+ * m held. */
+static inline uint32_t stamp_behind_locked(const struct hotfs_inode *in)
+{
+	return in->sp.behind;
+}
+
+/*
+ * An open's look at the source through fd, m held (a write of the
+ * mount's own that ends meanwhile has recorded its stamp): may the
+ * kernel keep its pages (*keep; never: always)?  An invalidation on its
+ * way (a getattr or the source watch saw a change first) is waited for:
+ * the open must not keep what it will drop, nor return before the
+ * kernel's copy is gone.  True if the file changed behind the mount
+ * since it was last seen (close-to-open then drops the kernel's cached
+ * attributes too), unless never.
+ */
+bool stamp_open_locked(struct hotfs_inode *in, int fd, bool never,
+		       bool *keep);
+/*
+ * revalidate=N's trust in the recorded stamp without asking the source:
+ * recorded and settled, taken from the source by an open less than
+ * limit_ns ago, no change of the mount's own in flight and no
+ * invalidation on its way.  m held.
+ */
+bool stamp_fresh_locked(const struct hotfs_inode *in, int64_t limit_ns);
+
 #endif

@@ -25,6 +25,7 @@
 #ifndef HOTFS_WATCH_H
 #define HOTFS_WATCH_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/inotify.h>
@@ -62,6 +63,33 @@ void watch_free(struct hotfs_watch *w);
 
 /* Watch the directory in (idempotent); true if it is watched. */
 bool watch_dir(struct hotfs_watch *w, struct hotfs_inode *in);
+
+/* The directory in watched (watch_dir) and its attributes covered by
+ * the watch, as a lookup or the snapshot reaches it. */
+static inline void watch_cover_dir(struct hotfs_watch *w,
+				   struct hotfs_inode *in)
+{
+	atomic_store(&in->watch.covered, watch_dir(w, in));
+}
+
+/* A file's attributes covered by the watch: its parent is watched and
+ * it has no link elsewhere (false: a link elsewhere, or not known). */
+static inline void watch_cover_file(struct hotfs_inode *in, bool covered)
+{
+	atomic_store(&in->watch.covered, covered);
+}
+
+/* Does a change of in's attributes raise an event the watch sees? */
+static inline bool watch_covers(const struct hotfs_inode *in)
+{
+	return atomic_load(&in->watch.covered);
+}
+
+/* Is the directory in watched (its changes of names seen)? */
+static inline bool watch_watched(const struct hotfs_inode *in)
+{
+	return atomic_load(&in->watch.wd) > 0;
+}
 /* The inode is being freed: drop its watch, and the notifications
  * queued for it (called by the table for every inode). */
 void watch_drop(struct hotfs_watch *w, struct hotfs_inode *in);

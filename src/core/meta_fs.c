@@ -260,7 +260,7 @@ int meta_fs_lookup(struct hotfs *fs, struct hotfs_inode *dir,
 		in->snap.snap_st = &ent->st;
 		in->snap.snap_target = ent->target;
 		/* what an open compares the source with */
-		if (!in->sp.stamp_valid)
+		if (!stamp_known_locked(in))
 			stamp_take_locked(in, &ent->st);
 	}
 	if (ent->sub != META_NONE && !in->snap.snap_dir1 &&
@@ -294,7 +294,7 @@ int meta_fs_lookup(struct hotfs *fs, struct hotfs_inode *dir,
 	 * (fuse_entry.c's do_lookup): a change behind the mount in a
 	 * directory reached through the snapshot is seen at once too */
 	if (S_ISDIR(ent->st.st_mode) && fd >= 0)
-		in->watch.covered = watch_dir(fs->watch, in);
+		watch_cover_dir(fs->watch, in);
 	e->ino = (uintptr_t)in;
 	e->attr_timeout = fs->o->attr_timeout;
 	e->entry_timeout = fs->o->entry_timeout;

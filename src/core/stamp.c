@@ -180,3 +180,38 @@ void stamp_end(struct hotfs_inode *in, int fd)
 	stamp_change_end(in, have ? &st : NULL);
 	pthread_mutex_unlock(&in->m);
 }
+
+bool stamp_open_locked(struct hotfs_inode *in, int fd, bool never,
+		       bool *keep)
+{
+	enum stamp_verdict v = STAMP_NEW;	/* unknown: drop them */
+	struct stat st;
+	bool pending;
+
+	/* from the server on a remote source (close-to-open: another
+	 * client's close is seen) */
+	if (srcprobe_stat_sync(fd, &st) == 0) {
+		v = stamp_check_locked(in, &st);
+		in->sp.stamp_checked_ns = clock_mono_ns();
+	}
+	pending = stamp_inval_pending(in);
+	if (pending)
+		stamp_wait_inval_locked(in);
+	*keep = never || (v == STAMP_SAME && !pending && in->sp.stamp_settled);
+	/* the same stamp, recorded within its clock tick: the kernel's
+	 * pages may hold a version written earlier in that tick; dropped
+	 * now, the ones read from here on are of the version the stamp
+	 * names once the tick is over */
+	if (!*keep && v == STAMP_SAME && in->sp.stamp_valid)
+		in->sp.stamp_settled = !stamp_racy_now(in->sp.stamp.mtime_ns,
+						       in->sp.stamp.ctime_ns);
+	return (v == STAMP_CHANGED || pending) && !never;
+}
+
+bool stamp_fresh_locked(const struct hotfs_inode *in, int64_t limit_ns)
+{
+	return in->sp.stamp_valid && in->sp.stamp_settled &&
+	       in->sp.stamp_checked_ns &&
+	       clock_mono_ns() - in->sp.stamp_checked_ns < limit_ns &&
+	       !in->sp.chg_inflight && !stamp_inval_pending(in);
+}

@@ -467,8 +467,7 @@ static void prepare(struct hotfs *fs, const struct hotfs_opts *o)
 			hotfs_log(LOG_WARNING, "source watch: %s\n",
 				  strerror(-r));
 		else
-			ino_root(fs->it)->watch.covered =
-				watch_dir(fs->watch, ino_root(fs->it));
+			watch_cover_dir(fs->watch, ino_root(fs->it));
 	}
 	/* listings live in retained inodes (swept by the promotion
 	 * thread's tick): both or neither; on a remote source, whose

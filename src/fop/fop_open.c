@@ -10,10 +10,9 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
-#include "hotfs/clock.h"
+#include "hotfs/cache_write.h"
 #include "hotfs/fileio.h"
 #include "hotfs/fop.h"
-#include "hotfs/srcprobe.h"
 #include "hotfs/stamp.h"
 #include "hotfs/wb.h"
 
@@ -31,48 +30,22 @@ int fop_backing_flags(int flags)
 static bool set_keep_cache(struct hotfs_inode *in, int fd,
 			   struct fuse_file_info *fi, bool never)
 {
-	enum stamp_verdict v = STAMP_NEW;	/* unknown: drop them */
-	struct stat st;
-	bool pending;
+	bool keep, changed;
 
 	pthread_mutex_lock(&in->m);
-	/* under m: a write of the mount's own that ends meanwhile has
-	 * recorded its stamp (hotfs/stamp.h); from the server on a
-	 * remote source (close-to-open: another client's close is seen) */
-	if (srcprobe_stat_sync(fd, &st) == 0) {
-		v = stamp_check_locked(in, &st);
-		in->sp.stamp_checked_ns = clock_mono_ns();
-	}
-	/* a getattr or the source watch saw the change first and its
-	 * invalidation is on its way: this open must not keep what it
-	 * will drop, nor return before the kernel's copy is gone */
-	pending = stamp_inval_pending(in);
-	if (pending)
-		stamp_wait_inval_locked(in);
-	fi->keep_cache = never || (v == STAMP_SAME && !pending &&
-				   in->sp.stamp_settled);
-	/* the same stamp, recorded within its clock tick: the kernel's
-	 * pages may hold a version written earlier in that tick; dropped
-	 * now, the ones read from here on are of the version the stamp
-	 * names once the tick is over */
-	if (!fi->keep_cache && v == STAMP_SAME && in->sp.stamp_valid)
-		in->sp.stamp_settled = !stamp_racy_now(in->sp.stamp.mtime_ns,
-						       in->sp.stamp.ctime_ns);
+	changed = stamp_open_locked(in, fd, never, &keep);
+	fi->keep_cache = keep;
 	in->nopen++;
 	pthread_mutex_unlock(&in->m);
-	return (v == STAMP_CHANGED || pending) && !never;
+	return changed;
 }
 
 bool fop_stamp_trusted_locked(struct hotfs *fs, struct hotfs_inode *in)
 {
-	int64_t limit = (int64_t)(fs->o->revalidate_secs * 1e9);
-
 	return fs->o->revalidate == HOTFS_REVAL_SECONDS &&
-	       in->sp.stamp_valid && in->sp.stamp_settled &&
-	       in->sp.stamp_checked_ns &&
-	       clock_mono_ns() - in->sp.stamp_checked_ns < limit &&
-	       !in->sp.chg_inflight && !in->cw.wr_inflight &&
-	       !stamp_inval_pending(in);
+	       stamp_fresh_locked(in,
+				  (int64_t)(fs->o->revalidate_secs * 1e9)) &&
+	       !cache_write_busy_locked(in);
 }
 
 /*

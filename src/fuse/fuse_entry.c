@@ -38,7 +38,7 @@ int stat_fd(int fd, struct stat *st)
 bool watched(struct hotfs *fs, fuse_ino_t dir)
 {
 	return fs->watch && !vd_is(dir) &&
-	       hino_fs(fs, dir)->watch.wd > 0;
+	       watch_watched(hino_fs(fs, dir));
 }
 
 double entry_timeout(struct hotfs *fs, bool dir_watched)
@@ -50,7 +50,7 @@ double entry_timeout(struct hotfs *fs, bool dir_watched)
 
 double attr_timeout(struct hotfs *fs, struct hotfs_inode *in)
 {
-	if (fs->watch && in->watch.covered && !fs->o->attr_timeout_str)
+	if (fs->watch && watch_covers(in) && !fs->o->attr_timeout_str)
 		return HOTFS_WATCH_TIMEOUT;
 	return fs->o->attr_timeout;
 }
@@ -106,7 +106,7 @@ static bool names_answer(struct hotfs *fs, struct hotfs_inode *dir,
 	if (!in)
 		return false;
 	pthread_mutex_lock(&in->m);
-	ok = !S_ISREG(st.st_mode) || !in->sp.stamp_valid ||
+	ok = !S_ISREG(st.st_mode) || !stamp_known_locked(in) ||
 	     stamp_same_locked(in, &st);
 	pthread_mutex_unlock(&in->m);
 	if (!ok) {
@@ -179,11 +179,11 @@ int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (!in)
 		return err;
 	if (S_ISDIR(e->attr.st_mode)) {
-		in->watch.covered = watch_dir(fs->watch, in);
+		watch_cover_dir(fs->watch, in);
 		meta_fs_attach(fs, in);
 	}
 	else
-		in->watch.covered = pw && e->attr.st_nlink == 1;
+		watch_cover_file(in, pw && e->attr.st_nlink == 1);
 	e->attr_timeout = attr_timeout(fs, in);
 	e->ino = (uintptr_t)in;
 	if (names_kept(fs))
@@ -341,7 +341,7 @@ static int get_attr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		err = fd < 0 ? fd : stat_fd(fd, st);
 	}
 	if (!err && !S_ISDIR(st->st_mode) && st->st_nlink != 1)
-		in->watch.covered = false;  /* a link elsewhere */
+		watch_cover_file(in, false);	/* a link elsewhere */
 	if (!err)
 		wb_fix_attr(fs->wb, st);	/* the dirty end (hotfs/wb.h) */
 	if (!err)

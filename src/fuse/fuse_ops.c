@@ -15,6 +15,7 @@
 #include "fuse_i.h"
 #include "hotfs/bdi.h"
 #include "hotfs/log.h"
+#include "hotfs/watch.h"
 
 
 
@@ -83,7 +84,7 @@ static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 	 * (and the user did not set the timeouts, asking for checks) */
 	if (fs->listings && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) &&
 	    (fs->o->revalidate == HOTFS_REVAL_NEVER ||
-	     (fs->watch && ino_root(fs->it)->watch.wd > 0 &&
+	     (fs->watch && watch_watched(ino_root(fs->it)) &&
 	      !fs->o->attr_timeout_str && !fs->o->entry_timeout_str)))
 		fs->no_opendir = true;
 	/* with default_permissions the kernel checks access: let it see

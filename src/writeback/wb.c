@@ -90,7 +90,7 @@ static int fd_get(struct hotfs_wb *wb, struct hotfs_inode *in,
 	e->ino = in->ino;
 	e->fd = dup;
 	pthread_mutex_lock(&in->m);
-	e->behind = in->sp.behind;
+	e->behind = stamp_behind_locked(in);
 	pthread_mutex_unlock(&in->m);
 	e->birth = wb_birth_of(dup, "", AT_EMPTY_PATH, open_rd_fd, wb);
 	pthread_mutex_lock(&wb->m);
@@ -219,7 +219,7 @@ static void conflict(struct hotfs_wb *wb, struct hotfs_inode *in)
 		stamp_inval_sent(in);
 	}
 	pthread_mutex_lock(&in->m);
-	now = in->sp.behind;
+	now = stamp_behind_locked(in);
 	pthread_mutex_unlock(&in->m);
 	pthread_mutex_lock(&wb->m);
 	e = *wb_fd_slot(wb, in->ino);
