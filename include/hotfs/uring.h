@@ -19,7 +19,12 @@ struct io_uring;
  * reason in why (refused by the kernel, or not built).
  */
 bool ur_probe(char *why, size_t whylen);
-/* This thread's ring, or NULL if io_uring is unavailable. */
+/*
+ * This thread's ring, or NULL if io_uring is unavailable.  The store's
+ * data_fd is registered as fixed file 0 at the first call that can
+ * (*fixed), and stays for the ring's life: the daemon opens one store
+ * per process (a test that opens another calls ur_discard first).
+ */
 struct io_uring *ur_ring(int data_fd, bool *fixed);
 /* Drop this thread's ring after an error; the next ur_ring makes one. */
 void ur_discard(void);
