@@ -146,7 +146,7 @@ if [ $quick = 0 ]; then
 	export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=0 exitcode=66"
 	checked_test -C build-tsan --print-errorlogs unit.policy unit.opts \
 		unit.store unit.wblog unit.flush unit.inode unit.namecache \
-		unit.seqread unit.watch
+		unit.seqread unit.watch unit.wb unit.readpath
 	HOTFS_BIN=$PWD/build-tsan/hotfs HOTFSCTL_BIN=$PWD/build-tsan/hotfsctl \
 	HOTFS_NO_URING=$PWD/build-tsan/tests/integration/no_uring \
 		sanitizer_loops /usr/bin/python3 tests/integration/run_pytest.py \
