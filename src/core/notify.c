@@ -161,8 +161,11 @@ static void send_note(struct hotfs_notify *n, const struct note *nt)
 	if (nt->entry) {
 		r = fuse_lowlevel_notify_expire_entry(n->se, nt->node,
 						      nt->name,
-						      strlen(nt->name),
-						      FUSE_LL_EXPIRE_ONLY);
+						      strlen(nt->name)
+#if FUSE_VERSION < FUSE_MAKE_VERSION(3, 16)
+						      , FUSE_LL_EXPIRE_ONLY /* 3.16: implied */
+#endif
+						      );
 		if (r == -ENOSYS)	/* a kernel without it: the older way */
 			fuse_lowlevel_notify_inval_entry(n->se, nt->node,
 							 nt->name,

@@ -216,6 +216,8 @@ static int parse_args(struct fuse_args *args, struct fuse_cmdline_opts *copts,
 	}
 	if (o->show_version || copts->show_version) {
 		printf("hotfs version %s\n", HOTFS_VERSION);
+		/* the system's or the bundled one (meson -Dlibfuse=) */
+		printf("libfuse version %s\n", fuse_pkgversion());
 		/* before fusermount3, which prints its own line from a
 		 * child process */
 		fflush(stdout);
