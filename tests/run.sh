@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Run every test of hotfs: unit tests (cmocka) and integration tests that
 # mount a real hotfs (pytest), first in a normal build, followed by the
-# benchmark harness's smoke run against that build's daemon; then the tests
+# benchmark harness's smoke run against that build's daemon, a build without
+# io_uring and one against libfuse 3.18; then the tests
 # again in a build with AddressSanitizer and UndefinedBehaviorSanitizer;
 # then the concurrency and crash tests under ThreadSanitizer, and a short
 # run of the libFuzzer targets.
@@ -115,6 +116,24 @@ if [ $quick = 0 ]; then
 		--suite unit
 	checked_test -C build-nouring --print-errorlogs integration.readpath \
 		integration.cache
+	# against libfuse 3.18, built statically from Debian's fuse3 source
+	# (contrib/libfuse/fetch.sh; README): it must build, and the daemon
+	# behave the same (the whole suite runs against the system's 3.14)
+	stage "libfuse 3.18 build (-Dlibfuse=bundled)"
+	if [ ! -f build-fuse318/build.ninja ]; then
+		meson setup build-fuse318 -Dwerror=true -Dlibfuse=bundled \
+			>/dev/null
+	fi
+	ninja -C build-fuse318 >/dev/null
+	v=$(build-fuse318/hotfs --version | sed -n 's/^libfuse version //p')
+	if ! dpkg --compare-versions "${v:-0}" ge 3.18; then
+		echo "FAILED: build-fuse318/hotfs runs libfuse '$v', not >= 3.18"
+		exit 1
+	fi
+	checked_test -C build-fuse318 --print-errorlogs --num-processes 2 \
+		--suite unit
+	checked_test -C build-fuse318 --print-errorlogs integration.mount \
+		integration.noopen
 fi
 # The sanitizer builds' stages run the long loops shorter (each step
 # costs them several times as much; the normal build runs them whole):
