@@ -52,19 +52,8 @@
 #include "hotfs/stamp.h"
 #include "hotfs/watch.h"
 
-#define WAIT_NS		(20 * 1000000000LL)	/* for a condition, at most */
 #define OWN_TTL_NS	(2000 * 1000000LL)	/* watch.c's OWN_TTL_MS */
 
-/* Poll cond every millisecond until it holds (the test fails if it does
- * not within WAIT_NS). */
-#define WAIT_UNTIL(cond)						\
-	do {								\
-		int64_t until_ = clock_mono_ns() + WAIT_NS;		\
-									\
-		while (!(cond) && clock_mono_ns() < until_)		\
-			poll(NULL, 0, 1);				\
-		assert_true(cond);					\
-	} while (0)
 
 struct fx {
 	char dir[64];

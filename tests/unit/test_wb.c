@@ -68,18 +68,7 @@
 #include "src/writeback/wb_i.h"
 
 #define MAXIN	8
-#define WAIT_NS	(20 * 1000000000LL)	/* for a condition, at most */
 
-/* Poll cond every millisecond until it holds (the test fails if it does
- * not within WAIT_NS). */
-#define WAIT_UNTIL(cond)						\
-	do {								\
-		int64_t until_ = clock_mono_ns() + WAIT_NS;		\
-									\
-		while (!(cond) && clock_mono_ns() < until_)		\
-			poll(NULL, 0, 1);				\
-		assert_true(cond);					\
-	} while (0)
 /* the source files' mtime before the mount writes them (2001) */
 #define OLD_S	1000000000
 

@@ -6,11 +6,26 @@
 #ifndef HOTFS_UNIT_UTIL_H
 #define HOTFS_UNIT_UTIL_H
 
+#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "hotfs/clock.h"
 #include "hotfs/inode.h"
+
+#define UT_WAIT_NS	(20 * 1000000000LL)	/* for a condition, at most */
+
+/* Poll cond every millisecond until it holds (the test fails if it does
+ * not within UT_WAIT_NS); include cmocka.h before. */
+#define WAIT_UNTIL(cond)						\
+	do {								\
+		int64_t until_ = clock_mono_ns() + UT_WAIT_NS;		\
+									\
+		while (!(cond) && clock_mono_ns() < until_)		\
+			poll(NULL, 0, 1);				\
+		assert_true(cond);					\
+	} while (0)
 
 /* mkdtemp of /tmp/hotfs-TAG-XXXXXX into buf (len bytes); buf, or NULL. */
 char *ut_tmpdir(const char *tag, char *buf, size_t len);
