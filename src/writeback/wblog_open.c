@@ -448,6 +448,15 @@ static void mark_lost(struct wblog *wl, const struct rec *r)
 	wl->csum_failures += r->nbad;
 }
 
+/* The replay stops at seq: what follows is damage that names no file,
+ * said as such (hotfs/wblog.h). */
+static void cut_at(struct wblog *wl, uint64_t seq, uint64_t synced)
+{
+	wl->rp.cut = true;
+	wl->rp.cut_seq = seq;
+	wl->rp.cut_synced = synced;
+}
+
 /*
  * Read the records from the tail on into the map (include/hotfs/wblog.h:
  * what replay takes, drops as a torn tail, and counts as damage).  r and
@@ -491,12 +500,14 @@ static int replay_recs(struct wblog *wl, const struct wl_super *s,
 			/* damage that names no file: on from the next */
 			if (!find_next(wl, s, start, seq, min_epoch, &np,
 				       &nq)) {
-				wl->rp.cut = true;
-				wl->rp.cut_seq = seq;
-				wl->rp.cut_synced = synced;
+				cut_at(wl, seq, synced);
 				break;
 			}
 			n = span(wl, start, np);
+			if (seen + n > wl->nblocks) {
+				cut_at(wl, seq, synced);
+				break;
+			}
 			err = wl_rq_push(wl, start, n, 0);
 			for (q = seq + 1; !err && q < nq; q++)
 				err = wl_rq_push(wl, np, 0, 0);
@@ -508,10 +519,16 @@ static int replay_recs(struct wblog *wl, const struct wl_super *s,
 			seq = nq;
 			continue;
 		}
+		n = r->h.type == WR_PAD ? wl->nblocks - start : 1 + r->h.nblk;
+		/* a record past where the replay began (a header whose tail
+		 * is not the log's): what follows is not the log's either */
+		if (seen + n > wl->nblocks) {
+			cut_at(wl, seq, synced);
+			break;
+		}
 		err = apply(wl, r, start);
 		if (!err && k == REC_DATA_BAD)
 			mark_lost(wl, r);
-		n = r->h.type == WR_PAD ? wl->nblocks - start : 1 + r->h.nblk;
 		seen += n;
 		pos = start + n;
 		min_epoch = r->h.epoch;
