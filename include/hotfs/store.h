@@ -334,6 +334,8 @@ void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s);
  * forward).  For the write budget; an upper bound.
  */
 uint64_t st_insert_cost(struct hotfs_store *st, uint32_t len);
+/* bytes_written of st_get_stats alone (no locks). */
+uint64_t st_bytes_written(struct hotfs_store *st);
 /* Has the store room left that no insert has used yet: no region was
  * recycled to make room, nor found full by st_next_victim, since one was
  * last freed (or since the store opened with a free one)?  No locks: a

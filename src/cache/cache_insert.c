@@ -129,12 +129,10 @@ int cache_insert(struct hotfs_store *st, struct hotfs_inode *in,
 
 bool cache_within_budget(struct hotfs_cache *c, uint32_t len)
 {
-	struct hotfs_store_stats ss;
-
 	if (!atomic_load_explicit(&c->budget.per_day, memory_order_relaxed))
 		return true;
-	st_get_stats(c->st, &ss);
+	/* the count alone: asked per candidate, and per record of a flush */
 	return budget_admit(&c->budget, (uint64_t)time(NULL),
-			    ss.bytes_written, st_insert_cost(c->st, len),
+			    st_bytes_written(c->st), st_insert_cost(c->st, len),
 			    (double)(random() & 0xffffff) / (double)0x1000000);
 }

@@ -692,6 +692,11 @@ int st_tick(struct hotfs_store *st)
 	return err < 0 ? err : 0;
 }
 
+uint64_t st_bytes_written(struct hotfs_store *st)
+{
+	return CNT_GET(st, bytes_written);
+}
+
 void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s)
 {
 	int i;
