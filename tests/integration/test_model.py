@@ -167,6 +167,11 @@ def live_records(wlog):
         if h[0] != b'HOTFSWR3' or h[1] != seq or h[2] < min_epoch or \
                 (seq >= epoch_seq and h[2] != epoch):
             break
+        # a record's blocks lie in the area (a padding record fills its
+        # end): a header damaged by an earlier event, which the replay
+        # read around by its checksum, may name more; the walk ends there
+        if h[3] != WR_PAD and pos + 1 + h[4] > nblocks:
+            break
         min_epoch = h[2]
         r = Rec()
         r.pos, r.seq, r.type, r.nblk = pos, seq, h[3], h[4]
