@@ -73,8 +73,8 @@
  * coalesced into one run; wblog_flush_done forgets the blocks that were
  * not rewritten meanwhile, once the caller has made them durable on the
  * source; wblog_release then moves the log's tail past the records left
- * with no dirty block (the header is written and synced), and their space
- * is reused.  Flushed data is forgotten here (the mount caches it in the
+ * with no dirty block (every record appended synced first, then the
+ * header written and synced), and their space is reused.  Flushed data is forgotten here (the mount caches it in the
  * store: src/writeback/wb.c, cache_write.h's fill).  A record replayed after a
  * crash whose bytes had been flushed before is flushed again: the same
  * bytes.
@@ -252,7 +252,9 @@ int wblog_flush_next_by(struct wblog *wl, int64_t min_age_ns, size_t max,
  */
 void wblog_flush_done(struct wblog *wl, struct wb_run *r, int err);
 /* Move the log's tail past the records with no dirty block left: their
- * space is reused.  The records' bytes must be durable on the source. */
+ * space is reused.  The records' bytes must be durable on the source (or
+ * held by later records: every record appended is synced before the
+ * header moves the tail). */
 int wblog_release(struct wblog *wl);
 
 /*

@@ -232,8 +232,6 @@ int wblog_release(struct wblog *wl)
 		blocks += r->nblk;
 		n++;
 	}
-	/* the records up to the head must be durable before the tail
-	 * passes them: a replay must find the sequence it names */
 	tail_seq = wl->rq_seq + n;
 	tail_pos = n < wl->rq_n ?
 		   wl->rq[(wl->rq_head + n) % wl->rq_cap].start : wl->head;
@@ -243,8 +241,17 @@ int wblog_release(struct wblog *wl)
 		return err;
 	}
 	wl->releasing = true;
-	/* and the cleaner's copies of live blocks the passed records held */
-	sync_to = wl->clean_seq > tail_seq - 1 ? wl->clean_seq : tail_seq - 1;
+	/*
+	 * Every record appended so far durable before the header says the
+	 * tail passed the records with nothing live: the records up to the
+	 * new tail (a replay must find the sequence it names), the
+	 * cleaner's copies of the blocks they held, and the later records
+	 * that made them dead, which hold their blocks' bytes anew (a
+	 * write's record holds the block's whole dirty range) or cut them.
+	 * A header that reached the device before those records would pass
+	 * an acknowledged write whose only durable copy it was.
+	 */
+	sync_to = wl->appended;
 	pthread_mutex_unlock(&wl->m);
 	err = wblog_sync(wl, sync_to);
 	if (!err)

@@ -19,7 +19,7 @@
  * (nothing newer exists, else the old record would not hold it live), so
  * a replay that finds both the old record and its copy ends with the same
  * bytes; the tail passes the old records only once the copies are durable
- * (wblog_release syncs up to clean_seq first).  A copy keeps its oldest
+ * (wblog_release syncs every record appended first).  A copy keeps its oldest
  * record's time (the data's age, for writeback_delay=).
  *
  * The reserve: writes' records leave wl->reserve blocks free for the
@@ -173,7 +173,6 @@ static int copy_group(struct wblog *wl, const struct cl_item *it,
 		wl->absorbed -= m;
 		for (k = 0; k < m; k++)
 			wl->cleaned += l[k].hi - l[k].lo;
-		wl->clean_seq = h.seq;
 		it += m;
 		len -= m;
 	}

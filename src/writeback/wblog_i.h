@@ -204,7 +204,6 @@ struct wblog {
 	bool releasing;
 	/* the cleaner (wblog_clean.c) */
 	uint64_t reserve;	/* blocks a write's record leaves free */
-	uint64_t clean_seq;	/* its last copy: durable before a release */
 	uint64_t cleaned;	/* bytes it copied */
 	bool cleaning;
 	/* counters */

@@ -779,12 +779,16 @@ int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 				 "; give a smaller writeback_log=" : "");
 		goto fail;
 	}
-	/* the replayed records durable, then a new epoch from here */
+	/* the replayed records durable (after a kill they may be in the
+	 * page cache alone: the header that says they are synced must not
+	 * reach the device before them), then a new epoch from here */
 	wl->epoch++;
 	wl->epoch_seq = wl->appended + 1;
 	wl->synced = wl->appended;
-	rc = wl_super_write(wl, wl->rq_n ? wl->rq[wl->rq_head].start : wl->head,
-			    wl->rq_seq, wl->synced);
+	rc = fdatasync(wl->fd) ? -errno : 0;
+	if (!rc)
+		rc = wl_super_write(wl, wl->rq_n ? wl->rq[wl->rq_head].start :
+				    wl->head, wl->rq_seq, wl->synced);
 	/* its name durable too (made by this open, or by one a power loss
 	 * interrupted before the directory reached the device) */
 	if (!rc && fsync(dirfd))

@@ -13,7 +13,10 @@
  * bytes past a damaged trim; a log emptied without a flush), a
  * torn tail past the last sync dropped, dirty blocks checked at every
  * read (lost: an error, never flushed, carried by the cleaner), a log of
- * format 3 replayed.
+ * format 3 replayed; power loss (the states a loss right after a header
+ * write may leave, built from the log's recorded writes and syncs): the
+ * tail passes no record whose bytes are not durable elsewhere, and an
+ * open vouches for no replayed record that is not durable.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -1446,6 +1449,221 @@ static void test_discard(void **state)
 }
 
 /*
+ * Power loss (this test is linked with --wrap=fdatasync,pwrite64:
+ * tests/meson.build).  While pl.ino names the log's file, each fdatasync
+ * of it takes the file as the device then holds at the least
+ * (pl.durable); once pl.armed, the first write of a header slot keeps the
+ * state a power loss right after it may leave: the durable bytes and that
+ * header block, none of the log's other writes since the last fdatasync
+ * (pl.state).
+ */
+static struct {
+	dev_t dev;
+	ino_t ino;
+	bool armed;
+	char *durable, *state;
+	size_t durable_n, state_n;
+} pl;
+
+int __real_fdatasync(int fd);
+int __wrap_fdatasync(int fd);
+ssize_t __real_pwrite64(int fd, const void *buf, size_t n, off_t off);
+ssize_t __wrap_pwrite64(int fd, const void *buf, size_t n, off_t off);
+
+/* fd is the recorded log's */
+static bool pl_log(int fd)
+{
+	struct stat st;
+
+	return pl.ino && !fstat(fd, &st) && st.st_ino == pl.ino &&
+	       st.st_dev == pl.dev;
+}
+
+static void pl_snapshot(int fd)
+{
+	struct stat st;
+
+	assert_int_equal(fstat(fd, &st), 0);
+	free(pl.durable);
+	pl.durable_n = (size_t)st.st_size;
+	pl.durable = malloc(pl.durable_n);
+	assert_non_null(pl.durable);
+	assert_int_equal(pread(fd, pl.durable, pl.durable_n, 0),
+			 (ssize_t)pl.durable_n);
+}
+
+int __wrap_fdatasync(int fd)
+{
+	int r = __real_fdatasync(fd);
+
+	if (!r && pl_log(fd))
+		pl_snapshot(fd);
+	return r;
+}
+
+ssize_t __wrap_pwrite64(int fd, const void *buf, size_t n, off_t off)
+{
+	if (pl.armed && !pl.state && off < (off_t)AREA && pl_log(fd)) {
+		pl.state_n = pl.durable_n;
+		pl.state = malloc(pl.state_n);
+		assert_non_null(pl.state);
+		memcpy(pl.state, pl.durable, pl.state_n);
+		assert_true((size_t)off + n <= pl.state_n);
+		memcpy(pl.state + off, buf, n);
+	}
+	return __real_pwrite64(fd, buf, n, off);
+}
+
+/* Record the log of x from now: the file as it is now is durable (the
+ * open synced it). */
+static void pl_start(struct fx *x)
+{
+	struct stat st;
+
+	assert_int_equal(fstat(x->wl->fd, &st), 0);
+	pl.dev = st.st_dev;
+	pl.ino = st.st_ino;
+	pl.armed = false;
+	pl.state = NULL;
+	pl_snapshot(x->wl->fd);
+}
+
+/* The state kept at the header's write, opened as a log of its own in
+ * dir (made): the log, NULL if no header was written. */
+static struct wblog *pl_open_state(char *dir, size_t len, int *dfd)
+{
+	struct wblog *wl = NULL;
+	char err[200];
+	int fd;
+
+	pl.ino = 0;
+	if (!pl.state)
+		return NULL;
+	assert_true(ut_tmpdir("wblog-pl", dir, len));
+	*dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(*dfd >= 0);
+	fd = openat(*dfd, WB_LOG_NAME, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, pl.state, pl.state_n, 0),
+			 (ssize_t)pl.state_n);
+	close(fd);
+	free(pl.state);
+	free(pl.durable);
+	pl.state = pl.durable = NULL;
+	assert_int_equal(wblog_open(*dfd, CAP, &wl, err, sizeof(err)), 0);
+	return wl;
+}
+
+static void pl_close_state(struct wblog *wl, char *dir, int dfd)
+{
+	wblog_close(wl);
+	close(dfd);
+	ut_rm_tree(dir);
+}
+
+/*
+ * The tail passes a record only once whatever made it dead is durable:
+ * a record whose block a later, not yet synced write holds anew (that
+ * record holds the block's bytes of both writes) is passed by a header
+ * that a power loss may keep without the later record.  A synced write
+ * is then never lost: block 0 reads the synced write or the later one.
+ */
+static void test_tail_passes_durable_only(void **state)
+{
+	struct fx *x = *state;
+	struct wblog *wl;
+	char dir[64], *b;
+	int dfd;
+
+	pl_start(x);
+	wr_sync(x->wl, &F1, 0, 'a', WB_BLOCK);	/* acknowledged */
+	wr(x->wl, &F1, 0, 'b', WB_BLOCK);	/* the first is dead */
+	pl.armed = true;
+	assert_int_equal(wblog_release(x->wl), 0);
+	wl = pl_open_state(dir, sizeof(dir), &dfd);
+	assert_non_null(wl);		/* the release wrote the header */
+	b = rd(wl, &F1, 0, WB_BLOCK);
+	if (b[0] != 'b')
+		expect_run(b, 0, WB_BLOCK, 'a');
+	else
+		expect_run(b, 0, WB_BLOCK, 'b');
+	free(b);
+	pl_close_state(wl, dir, dfd);
+}
+
+/* The same through the cleaner: a batch of synced records with no live
+ * block left (each written again since, block 0 by a record not synced)
+ * is passed only once the records that hold their blocks now are
+ * durable. */
+static void test_cleaner_tail_durable_only(void **state)
+{
+	struct fx *x = *state;
+	struct wblog *wl;
+	char dir[64], *b;
+	unsigned i;
+	int dfd;
+
+	/* an empty log takes the small capacity: 56 blocks for writes */
+	wblog_close(x->wl);
+	assert_int_equal(wblog_open(x->dfd, SMALL, &x->wl, NULL, 0), 0);
+	pl_start(x);
+	wr_sync(x->wl, &F1, 0, 'a', WB_BLOCK);	/* acknowledged */
+	for (i = 1; i <= 8; i++)
+		wr(x->wl, &F1, (uint64_t)i * WB_BLOCK, 'c', WB_BLOCK);
+	assert_int_equal(wblog_sync(x->wl, 0), 0);
+	wr(x->wl, &F1, 0, 'b', WB_BLOCK);	/* the first is dead */
+	pl.armed = true;
+	/* blocks 1-8 written again until the log is full: the cleaner's
+	 * batch from the tail (block 0's first record and those of blocks
+	 * 1-8) has nothing live, and the tail passes it */
+	for (i = 0; i < 200 && !pl.state; i++)
+		wr(x->wl, &F1, (uint64_t)(i % 8 + 1) * WB_BLOCK, 'd',
+		   WB_BLOCK);
+	wl = pl_open_state(dir, sizeof(dir), &dfd);
+	assert_non_null(wl);		/* the cleaner moved the tail */
+	b = rd(wl, &F1, 0, WB_BLOCK);
+	if (b[0] != 'b')
+		expect_run(b, 0, WB_BLOCK, 'a');
+	else
+		expect_run(b, 0, WB_BLOCK, 'b');
+	free(b);
+	pl_close_state(wl, dir, dfd);
+}
+
+/*
+ * An open after a kill replays records the kill left in the page cache
+ * alone, and its header says they are synced: they must be durable
+ * before that header is.  Else a power loss right after the header's
+ * write leaves them missing where the header vouches for them, and the
+ * next replay takes a torn tail, never acknowledged, for damage to
+ * acknowledged records: the writes after it reported lost.
+ */
+static void test_open_header_after_replayed(void **state)
+{
+	struct fx *x = *state;
+	struct wblog_replay rp;
+	struct wblog *wl;
+	char dir[64], *b;
+	int dfd;
+
+	pl_start(x);
+	wr_sync(x->wl, &F1, 0, 'a', WB_BLOCK);		/* acknowledged */
+	wr(x->wl, &F1, WB_BLOCK, 'b', WB_BLOCK);	/* in the page cache */
+	pl.armed = true;
+	reopen(x);			/* a kill, and the mount again */
+	wl = pl_open_state(dir, sizeof(dir), &dfd);
+	assert_non_null(wl);		/* the open wrote its header */
+	wblog_replay_report(wl, &rp);
+	assert_false(rp.cut);
+	assert_int_equal(rp.damaged_records, 0);
+	assert_int_equal(rp.lost_bytes, 0);
+	b = rd(wl, &F1, 0, WB_BLOCK);
+	expect_run(b, 0, WB_BLOCK, 'a');
+	free(b);
+	pl_close_state(wl, dir, dfd);
+}
+
+/*
  * Torn tails: a bad record past the last sync any record attests is
  * dropped with all after it (a power loss within a group commit: the
  * records of that commit, whole or not), counted, nothing lost.
@@ -1658,6 +1876,9 @@ int main(int argc, char **argv)
 		T(test_reborn_not_laid_over),
 		T(test_discard),
 		T(test_torn_past_last_sync),
+		T(test_tail_passes_durable_only),
+		T(test_cleaner_tail_durable_only),
+		T(test_open_header_after_replayed),
 		T(test_damage_cut),
 		T(test_checksum_on_read),
 		T(test_lost_carried_by_cleaner),
