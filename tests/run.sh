@@ -166,14 +166,20 @@ if [ $quick = 0 ]; then
 	checked_test -C build-tsan --print-errorlogs unit.policy unit.opts \
 		unit.store unit.wblog unit.flush unit.inode unit.namecache \
 		unit.seqread unit.watch unit.wb unit.readpath
+	# meson's integration tests of this build run its daemon, two files
+	# at a time, those that drop the machine's caches alone
+	sanitizer_loops checked_test -C build-tsan --print-errorlogs \
+		--num-processes 2 \
+		integration.concurrency integration.crash integration.readpath \
+		integration.cache integration.hotfsctl integration.control \
+		integration.faults integration.noopen integration.watch \
+		integration.watch.alone integration.blockgrain \
+		integration.writeback integration.writeback.alone \
+		integration.wbfaults integration.wbleft integration.revalidate \
+		integration.revalidate.alone integration.ownwrites
 	HOTFS_BIN=$PWD/build-tsan/hotfs HOTFSCTL_BIN=$PWD/build-tsan/hotfsctl \
 	HOTFS_NO_URING=$PWD/build-tsan/tests/integration/no_uring \
 		sanitizer_loops /usr/bin/python3 tests/integration/run_pytest.py \
-		test_concurrency.py test_crash.py test_readpath.py \
-		test_cache.py test_hotfsctl.py test_control.py test_faults.py \
-		test_noopen.py test_watch.py test_blockgrain.py test_writeback.py \
-		test_wbfaults.py test_wbleft.py test_revalidate.py \
-		test_ownwrites.py \
 		test_network.py::test_revalidate_seconds_daemon_keeps_names \
 		test_network.py::test_revalidate_seconds_cached_file_from_store_alone
 	unset TSAN_OPTIONS

@@ -26,6 +26,9 @@ import util
 
 def pytest_configure(config):
     config.addinivalue_line('markers', 'slow: takes more than a second')
+    config.addinivalue_line('markers', 'drops_caches: drops the machine\'s '
+                            'caches (util.drop_caches): meson runs it alone '
+                            '(tests/integration/meson.build)')
     config.addinivalue_line('markers', 'source_changes: changes the source '
                             'behind the mount (not run with revalidate=never)')
 

@@ -407,10 +407,10 @@ class Corruptor:
         assert self.proc.poll() is None, 'hotfs died, seed %d' % SEED
 
     def two_passes(self):
-        """Pass 1 buffered (page cache dropped), pass 2 O_DIRECT; the
-        checksum failures each pass counted."""
+        """Pass 1 buffered (each file's page cache dropped by read_cold:
+        every byte from the daemon), pass 2 O_DIRECT; the checksum
+        failures each pass counted."""
         c0 = stats(self.mnt)['checksum_failures']
-        util.drop_caches()
         self.read_all(direct=False)
         c1 = stats(self.mnt)['checksum_failures']
         # the failed extents are promoted again at their next read

@@ -12,6 +12,9 @@ import pytest
 
 import util
 
+# every test here drops the machine's caches: meson runs the file alone
+pytestmark = pytest.mark.drops_caches
+
 
 def make_tree(root):
     for d in range(20):

@@ -21,6 +21,9 @@ import pytest
 
 import util
 
+# most tests here drop the machine's caches: meson runs the file alone
+pytestmark = pytest.mark.drops_caches
+
 NDIRS = 12
 NFILES = 40
 

@@ -604,6 +604,7 @@ def test_revalidate_seconds_cached_file_from_store_alone(net):
         assert same(f.read(), want)
 
 
+@pytest.mark.drops_caches
 def test_revalidate_seconds_daemon_keeps_names(net):
     """revalidate=N: the names and attributes the source gave are kept by
     the daemon for N seconds past the kernel's own caches (drop_caches),

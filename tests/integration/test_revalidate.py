@@ -318,6 +318,7 @@ def test_nowatch_stat_sees_a_change_behind_the_mount(ws):
         os.close(fd)
 
 
+@pytest.mark.drops_caches
 def test_seconds_mode_names_expire(ws):
     """revalidate=N: a change behind the mount is seen once the N seconds
     are over, also after the kernel dropped its caches (the daemon keeps

@@ -264,6 +264,7 @@ def test_no_notification_for_a_node_the_kernel_lost(ws, mode):
     assert 'writing device' not in log, log[-2000:]
 
 
+@pytest.mark.drops_caches
 def test_snapshot_remount_watches_every_directory(ws):
     """After a remount that loads the metadata snapshot, the directories
     the kernel reaches are watched as on a fresh mount: a file replaced

@@ -208,6 +208,7 @@ def test_unmount_flush_refused(ws, ext4):  # noqa: F811
     ws.stop(proc)
 
 
+@pytest.mark.drops_caches
 @pytest.mark.slow
 def test_flushed_after_the_inode_was_forgotten(ws):
     """A file written through the mount in a directory the snapshot holds,

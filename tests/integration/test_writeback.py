@@ -1407,6 +1407,7 @@ def test_damaged_log_block_replayed_around(ws):
         assert read(os.path.join(ws.src, n)) == data, n
 
 
+@pytest.mark.drops_caches
 def test_damaged_dirty_data_not_read_nor_flushed(ws):
     """14 bytes of a file's dirty data overwritten in the log while
     mounted, the page cache dropped: a read of them answers EIO (never the

@@ -600,11 +600,12 @@ def cache_drops():
 
 def drop_caches():
     """Write back, then drop the page cache, dentries and inodes: the
-    whole machine's, so a test file that does is one meson runs alone
-    (tests/integration/meson.build, integration_alone)."""
+    whole machine's, so a test that does is marked drops_caches, and meson
+    runs it alone (tests/integration/meson.build)."""
     if os.environ.get('HOTFS_TEST_SHARED') == '1':
-        pytest.fail('drop_caches in a test file that meson runs beside '
-                    'others: list it in integration_alone '
+        pytest.fail('drop_caches in a test that meson runs beside others: '
+                    'mark it @pytest.mark.drops_caches, and list its file '
+                    'in integration_split or integration_alone '
                     '(tests/integration/meson.build)')
     subprocess.run(['sync'])
     with open('/proc/sys/vm/drop_caches', 'w') as f:
