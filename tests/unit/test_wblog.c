@@ -1561,6 +1561,22 @@ static void pl_close_state(struct wblog *wl, char *dir, int dfd)
 	ut_rm_tree(dir);
 }
 
+/* A header was written, and in the state kept then, block 0 of F1 is
+ * all older or all newer (the synced write, or the later one). */
+static void pl_expect_block0(int older, int newer)
+{
+	struct wblog *wl;
+	char dir[64], *b;
+	int dfd;
+
+	wl = pl_open_state(dir, sizeof(dir), &dfd);
+	assert_non_null(wl);
+	b = rd(wl, &F1, 0, WB_BLOCK);
+	expect_run(b, 0, WB_BLOCK, b[0] == newer ? newer : older);
+	free(b);
+	pl_close_state(wl, dir, dfd);
+}
+
 /*
  * The tail passes a record only once whatever made it dead is durable:
  * a record whose block a later, not yet synced write holds anew (that
@@ -1571,24 +1587,13 @@ static void pl_close_state(struct wblog *wl, char *dir, int dfd)
 static void test_tail_passes_durable_only(void **state)
 {
 	struct fx *x = *state;
-	struct wblog *wl;
-	char dir[64], *b;
-	int dfd;
 
 	pl_start(x);
 	wr_sync(x->wl, &F1, 0, 'a', WB_BLOCK);	/* acknowledged */
 	wr(x->wl, &F1, 0, 'b', WB_BLOCK);	/* the first is dead */
 	pl.armed = true;
 	assert_int_equal(wblog_release(x->wl), 0);
-	wl = pl_open_state(dir, sizeof(dir), &dfd);
-	assert_non_null(wl);		/* the release wrote the header */
-	b = rd(wl, &F1, 0, WB_BLOCK);
-	if (b[0] != 'b')
-		expect_run(b, 0, WB_BLOCK, 'a');
-	else
-		expect_run(b, 0, WB_BLOCK, 'b');
-	free(b);
-	pl_close_state(wl, dir, dfd);
+	pl_expect_block0('a', 'b');	/* the release wrote a header */
 }
 
 /* The same through the cleaner: a batch of synced records with no live
@@ -1598,10 +1603,7 @@ static void test_tail_passes_durable_only(void **state)
 static void test_cleaner_tail_durable_only(void **state)
 {
 	struct fx *x = *state;
-	struct wblog *wl;
-	char dir[64], *b;
 	unsigned i;
-	int dfd;
 
 	/* an empty log takes the small capacity: 56 blocks for writes */
 	wblog_close(x->wl);
@@ -1619,15 +1621,7 @@ static void test_cleaner_tail_durable_only(void **state)
 	for (i = 0; i < 200 && !pl.state; i++)
 		wr(x->wl, &F1, (uint64_t)(i % 8 + 1) * WB_BLOCK, 'd',
 		   WB_BLOCK);
-	wl = pl_open_state(dir, sizeof(dir), &dfd);
-	assert_non_null(wl);		/* the cleaner moved the tail */
-	b = rd(wl, &F1, 0, WB_BLOCK);
-	if (b[0] != 'b')
-		expect_run(b, 0, WB_BLOCK, 'a');
-	else
-		expect_run(b, 0, WB_BLOCK, 'b');
-	free(b);
-	pl_close_state(wl, dir, dfd);
+	pl_expect_block0('a', 'b');	/* the cleaner moved the tail */
 }
 
 /*
