@@ -12,6 +12,10 @@
  * notification calls, which a thread of their own sends (hotfs/notify.h).
  * A change the mount makes itself is told to the kernel by the reply,
  * not again: the requests that change names say so (watch_own_add).
+ * A watched directory removed behind the mount raises no event of its
+ * own while hotfs holds it open: after its parent's event, the watched
+ * directories with no link left are found by their descriptors and
+ * their attributes invalidated.
  * Directories on network
  * filesystems (NFS, SMB, FUSE, ...) are not watched: other clients'
  * changes raise no event there.

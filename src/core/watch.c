@@ -95,6 +95,7 @@ struct wentry {
 	int wd;
 	int fd;				/* O_PATH on the directory */
 	uint64_t nodeid;
+	bool removed;			/* found removed (scan_removed) */
 	struct wentry *next;
 };
 
@@ -133,6 +134,8 @@ struct hotfs_watch {
 	/* the mount's own name events to come */
 	struct watch_own_ent *own[OWN_BUCKETS];
 	unsigned nown;
+	/* a directory removed behind the mount since the last scan */
+	bool dir_removed;
 
 	_Atomic uint64_t unwatched, events, overflows, own_events;
 };
@@ -245,6 +248,7 @@ bool watch_dir(struct hotfs_watch *w, struct hotfs_inode *in)
 	e->wd = wd;
 	e->fd = fd;
 	e->nodeid = nodeid_of(w, in);
+	e->removed = false;
 	e->next = w->buckets[bucket(wd)];
 	w->buckets[bucket(wd)] = e;
 	w->ndirs++;
@@ -605,6 +609,10 @@ static void handle(struct hotfs_watch *w, const struct inotify_event *ev)
 	}
 	if (ev->mask & IN_IGNORED)
 		gone = unmap(w, ev->wd);	/* the directory went */
+	/* a directory removed, or renamed over another (which goes) */
+	if (name_ev && !own && (ev->mask & IN_ISDIR) &&
+	    (ev->mask & (IN_DELETE | IN_MOVED_TO)))
+		w->dir_removed = true;
 	if (name_ev && !own) {
 		name_changed(w, dir, ev->name);
 		if (w->dcount == NDEFER)
@@ -638,6 +646,36 @@ static void handle(struct hotfs_watch *w, const struct inotify_event *ev)
 			stamp_inval_sent(child);
 		ino_unhold(w->it, child);
 	}
+}
+
+/*
+ * A watched directory removed behind the mount raises no event of its
+ * own (IN_DELETE_SELF, IN_IGNORED) while a descriptor holds it, and its
+ * entry's fd and the inode's do as long as it is watched: only its
+ * parent's IN_DELETE comes, which names it but cannot give its inode.
+ * So after the events that removed a directory, the watched ones with
+ * no link left are found by their fds and their attributes dropped (the
+ * kernel would keep their link count for the covered timeout); each
+ * once.  Their entries stay until their inodes are freed (watch_drop:
+ * the inode holds the wd, which inotify may give again once removed).
+ */
+static void scan_removed(struct hotfs_watch *w)
+{
+	struct wentry *e;
+	struct stat st;
+	unsigned b;
+
+	ntf_wait_room(w->ntf);
+	pthread_mutex_lock(&w->m);
+	w->dir_removed = false;
+	for (b = 0; b < NBUCKETS; b++)
+		for (e = w->buckets[b]; e; e = e->next)
+			if (!e->removed && fstat(e->fd, &st) == 0 &&
+			    st.st_nlink == 0) {
+				e->removed = true;
+				ntf_inval(w->ntf, e->nodeid, -1, NULL, NULL);
+			}
+	pthread_mutex_unlock(&w->m);
 }
 
 static void *watch_thread(void *arg)
@@ -682,6 +720,8 @@ static void *watch_thread(void *arg)
 			handle(w, ev);
 			q += sizeof(*ev) + ev->len;
 		}
+		if (w->dir_removed)	/* the thread's own flag */
+			scan_removed(w);
 	}
 	defer_flush(w, true);
 	return NULL;
