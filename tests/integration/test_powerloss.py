@@ -41,6 +41,11 @@ one of its words is there, so is each of its others in that block (or a
 later write's); then after a clean unmount the source is byte for byte
 what the mount showed.
 
+The cuts: a third after durability points, a third right after writes
+of the log's header (where the tail moves past records, and an open
+vouches for the records it replayed: the header may reach the device
+while the writes since the last sync do not), the rest anywhere.
+
 HOTFS_POWERLOSS_STATES sets the number of states (default 150, the CI run;
 contrib/ci/soak.sh uses 1000), HOTFS_POWERLOSS_WRITES the workload's
 writes (default 300), HOTFS_POWERLOSS_SEED replays a run's workload and
@@ -371,14 +376,20 @@ def check(ow, wl, cut_pos):
     return bad
 
 
-def cut_points(events, files, n, rng):
-    """n cuts: after durability points of the modelled files (the first
-    half, or all of them if fewer), the rest anywhere."""
+def cut_points(events, files, n, rng, log):
+    """n cuts: after durability points of the modelled files (a third,
+    or all of them if fewer), right after writes of the log's header (a
+    third: where the tail moves past records and an open vouches for
+    them; the header may be kept while the writes since the last sync
+    are not), the rest anywhere."""
     sync = [i + 1 for i, e in enumerate(events)
             if e.path in files and e.type in DURABLE]
-    k = min(len(sync), n // 2)
-    cuts = rng.sample(sync, k)
-    cuts += [rng.randrange(len(events) + 1) for _ in range(n - k)]
+    hdr = [i + 1 for i, e in enumerate(events)
+           if e.path == log and e.type == LW_WRITE and e.off < 2 * BLOCK]
+    k = min(len(sync), n // 3)
+    h = min(len(hdr), n // 3)
+    cuts = rng.sample(sync, k) + rng.sample(hdr, h)
+    cuts += [rng.randrange(len(events) + 1) for _ in range(n - k - h)]
     return sorted(cuts)
 
 
@@ -560,7 +571,7 @@ def test_powerloss_states(ws, monkeypatch, log):
     mark_on, mark_off = mark_span(events, os.path.realpath(ws.src))
     totals = {'kept': 0, 'dropped': 0, 'torn': 0}
     violations = []
-    for s, cut in enumerate(cut_points(events, files, STATES, rng)):
+    for s, cut in enumerate(cut_points(events, files, STATES, rng, rwlog)):
         imgs, n = build_state(events, files, cut, rng)
         for k in totals:
             totals[k] += n[k]
