@@ -74,7 +74,8 @@
  * not rewritten meanwhile, once the caller has made them durable on the
  * source; wblog_release then moves the log's tail past the records left
  * with no dirty block (every record appended synced first, then the
- * header written and synced), and their space is reused.  Flushed data is forgotten here (the mount caches it in the
+ * header written and synced), and their space is reused.  Flushed data
+ * is forgotten here (the mount caches it in the
  * store: src/writeback/wb.c, cache_write.h's fill).  A record replayed after a
  * crash whose bytes had been flushed before is flushed again: the same
  * bytes.

@@ -19,8 +19,8 @@
  * (nothing newer exists, else the old record would not hold it live), so
  * a replay that finds both the old record and its copy ends with the same
  * bytes; the tail passes the old records only once the copies are durable
- * (wblog_release syncs every record appended first).  A copy keeps its oldest
- * record's time (the data's age, for writeback_delay=).
+ * (wblog_release syncs every record appended first).  A copy keeps its
+ * oldest record's time (the data's age, for writeback_delay=).
  *
  * The reserve: writes' records leave wl->reserve blocks free for the
  * cleaner's copies and for trims.  The copies of a batch of records never
