@@ -66,6 +66,8 @@ static int setup(void **state)
 	return 0;
 }
 
+static void pl_cleanup(void);
+
 static int teardown(void **state)
 {
 	struct fx *x = *state;
@@ -74,6 +76,7 @@ static int teardown(void **state)
 	close(x->dfd);
 	ut_rm_tree(x->dir);
 	free(x);
+	pl_cleanup();
 	return 0;
 }
 
@@ -1463,6 +1466,7 @@ static struct {
 	bool armed;
 	char *durable, *state;
 	size_t durable_n, state_n;
+	char dir[64];		/* the state's directory (teardown's too) */
 } pl;
 
 int __real_fdatasync(int fd);
@@ -1529,7 +1533,8 @@ static void pl_start(struct fx *x)
 }
 
 /* The state kept at the header's write, opened as a log of its own in
- * dir (made): the log, NULL if no header was written. */
+ * dir (made; pl.dir names it until pl_close_state): the log, NULL if no
+ * header was written. */
 static struct wblog *pl_open_state(char *dir, size_t len, int *dfd)
 {
 	struct wblog *wl = NULL;
@@ -1540,6 +1545,7 @@ static struct wblog *pl_open_state(char *dir, size_t len, int *dfd)
 	if (!pl.state)
 		return NULL;
 	assert_true(ut_tmpdir("wblog-pl", dir, len));
+	snprintf(pl.dir, sizeof(pl.dir), "%s", dir);
 	*dfd = open(dir, O_RDONLY | O_DIRECTORY);
 	assert_true(*dfd >= 0);
 	fd = openat(*dfd, WB_LOG_NAME, O_WRONLY | O_CREAT | O_EXCL, 0600);
@@ -1554,11 +1560,26 @@ static struct wblog *pl_open_state(char *dir, size_t len, int *dfd)
 	return wl;
 }
 
+/* What a failed power-loss test left (its asserts jump past
+ * pl_close_state): the state's directory, the recorder's buffers. */
+static void pl_cleanup(void)
+{
+	if (pl.dir[0])
+		ut_rm_tree(pl.dir);
+	pl.dir[0] = 0;
+	pl.ino = 0;
+	pl.armed = false;
+	free(pl.state);
+	free(pl.durable);
+	pl.state = pl.durable = NULL;
+}
+
 static void pl_close_state(struct wblog *wl, char *dir, int dfd)
 {
 	wblog_close(wl);
 	close(dfd);
 	ut_rm_tree(dir);
+	pl.dir[0] = 0;
 }
 
 /* A header was written, and in the state kept then, block 0 of F1 is
