@@ -425,11 +425,16 @@ class Corruptor:
             return
         if phase == 'unmounted':
             self.stop()         # commits
-        elif target == 'data':
+        else:
+            # whatever the target: the last case's evictions may be
+            # committed and its fresh copies not yet (a commit follows a
+            # tombstone, not a promotion), which would leave the store's
+            # summaries holding nothing
             self.sync_store()
         before = snapshot(self.ws.cache)
         records, chains = parse_store(before.get('data', b''))
-        assert records, 'nothing cached in the store before the damage'
+        assert records, 'nothing cached in the store before the damage ' \
+            '(%s, %s, %s), seed %d' % (phase, kind, target, SEED)
         what = damage(self.rng, path, kind, records, chains)
         after = snapshot(self.ws.cache)
         old, new = before[target], after.get(target)
