@@ -202,35 +202,40 @@ static void ventry(struct hotfs *fs, fuse_ino_t ino,
 	vstat(fs, ino, &e->attr);
 }
 
+/* The control inode of name in parent, or 0. */
+static fuse_ino_t vfind(fuse_ino_t parent, const char *name)
+{
+	fuse_ino_t i;
+
+	if (parent == FUSE_ROOT_ID)
+		return VINO_DIR;
+	for (i = VINO_STATS; i < VINO__END; i++)
+		if (strcmp(name, vnames[i]) == 0)
+			return i;
+	return 0;
+}
+
 void vd_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fuse_entry_param e;
-	fuse_ino_t i;
+	fuse_ino_t i = vfind(parent, name);
 
-	if (parent == FUSE_ROOT_ID) {
-		ventry(vfs(req), VINO_DIR, &e);
+	if (i)
+		ventry(vfs(req), i, &e);
+	if (!i)
+		fuse_reply_err(req, ENOENT);
+	else
 		fuse_reply_entry(req, &e);
-		return;
-	}
-	for (i = VINO_STATS; i < VINO__END; i++)
-		if (strcmp(name, vnames[i]) == 0) {
-			ventry(vfs(req), i, &e);
-			fuse_reply_entry(req, &e);
-			return;
-		}
-	fuse_reply_err(req, ENOENT);
 }
 
 void vd_getattr(fuse_req_t req, fuse_ino_t ino)
 {
 	struct hotfs *fs = vfs(req);
 	struct stat st;
-	int r;
+	int r = fs->no_open ? snap_render(fs, ino) : 0;
 
-	if (fs->no_open && (r = snap_render(fs, ino)) < 0) {
-		fuse_reply_err(req, -r);
-		return;
-	}
+	if (r < 0)
+		goto out;
 	/*
 	 * The read that asked must not find the last snapshot's pages (or
 	 * ctl's written command) in the kernel's cache.  A new size in the
@@ -248,7 +253,12 @@ void vd_getattr(fuse_req_t req, fuse_ino_t ino)
 			fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
 	}
 	vstat(fs, ino, &st);
-	fuse_reply_attr(req, &st, fs->no_open && ino != VINO_DIR ? 0.0 : 1.0);
+out:
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st,
+				fs->no_open && ino != VINO_DIR ? 0.0 : 1.0);
 }
 
 static bool may_control(fuse_req_t req)
@@ -258,38 +268,47 @@ static bool may_control(fuse_req_t req)
 	return ctx->uid == 0 || ctx->uid == vfs(req)->owner_uid;
 }
 
-void vd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* A control file's open handle in *hp (its snapshot taken, but for
+ * ctl's): 0 or -errno. */
+static int vopen(fuse_req_t req, fuse_ino_t ino, int flags, struct vfh **hp)
 {
 	struct vfh *h;
-	int acc = fi->flags & O_ACCMODE, r;
+	int r;
 
-	if (ino == VINO_DIR) {
-		fuse_reply_err(req, EISDIR);
-		return;
-	}
-	if (ino == VINO_CTL ? !may_control(req) : acc != O_RDONLY) {
-		fuse_reply_err(req, EACCES);
-		return;
-	}
+	if (ino == VINO_DIR)
+		return -EISDIR;
+	if (ino == VINO_CTL ? !may_control(req) :
+	    (flags & O_ACCMODE) != O_RDONLY)
+		return -EACCES;
 	h = calloc(1, sizeof(*h));
-	if (!h) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
+	if (!h)
+		return -ENOMEM;
 	pthread_mutex_init(&h->m, NULL);
 	vfh_link(h);
 	if (ino != VINO_CTL) {
 		r = stats_render(vfs(req), vfmt(ino), &h->buf, &h->len);
 		if (r < 0) {
 			vfh_free(h);
-			fuse_reply_err(req, -r);
-			return;
+			return r;
 		}
 	}
-	fi->fh = (uintptr_t)h;
-	fi->direct_io = 1;
-	fi->nonseekable = 0;
-	if (fuse_reply_open(req, fi) == -ENOENT)
+	*hp = h;
+	return 0;
+}
+
+void vd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct vfh *h = NULL;
+	int r = vopen(req, ino, fi->flags, &h);
+
+	if (!r) {
+		fi->fh = (uintptr_t)h;
+		fi->direct_io = 1;
+		fi->nonseekable = 0;
+	}
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else if (fuse_reply_open(req, fi) == -ENOENT)
 		vfh_free(h);
 }
 
@@ -314,13 +333,12 @@ void vd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	     struct fuse_file_info *fi)
 {
 	struct vfh *h = (struct vfh *)(uintptr_t)fi->fh;
-	char *copy;
+	char *copy = NULL;
+	int r = 0;
 
-	if (!h) {	/* without open: the last snapshot */
-		if (ino == VINO_CTL && !may_control(req)) {
-			fuse_reply_err(req, EACCES);
-			return;
-		}
+	if (!h && ino == VINO_CTL && !may_control(req)) {
+		r = -EACCES;
+	} else if (!h) {	/* without open: the last snapshot */
 		/* a read from the start: a new snapshot (a read within the
 		 * size the kernel knows comes without the getattr that would
 		 * make one), unless a getattr just made one */
@@ -345,8 +363,10 @@ void vd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		copy = copy_out(h->buf, h->len, &size, off);
 		pthread_mutex_unlock(&h->m);
 	}
-	if (size && !copy)
-		fuse_reply_err(req, ENOMEM);
+	if (!r && size && !copy)
+		r = -ENOMEM;
+	if (r < 0)
+		fuse_reply_err(req, -r);
 	else
 		fuse_reply_buf(req, copy, size);
 	free(copy);
@@ -482,29 +502,24 @@ static char *run_cmd(struct hotfs *fs, int r, const char *cmd, bool *ok)
 	return n < 0 ? NULL : ans;
 }
 
-void vd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
-	      off_t off, struct fuse_file_info *fi)
+/* A command written to ctl (h: its open handle, or NULL) run, and its
+ * answer kept for the reads that follow: 0 or -errno (-EINVAL: the
+ * command failed, its answer says why). */
+static int vwrite(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		  size_t size, struct vfh *h)
 {
-	struct vfh *h = (struct vfh *)(uintptr_t)fi->fh;
 	char cmd[4096], *ans;
 	bool ok;
 	int r;
 
-	(void)off;
-	if (ino != VINO_CTL || (!h && !may_control(req))) {
-		fuse_reply_err(req, EACCES);
-		return;
-	}
+	if (ino != VINO_CTL || (!h && !may_control(req)))
+		return -EACCES;
 	r = ctl_parse_cmd(buf, size, cmd, sizeof(cmd));
-	if (r == -E2BIG) {
-		fuse_reply_err(req, E2BIG);
-		return;
-	}
+	if (r == -E2BIG)
+		return r;
 	ans = run_cmd(vfs(req), r, cmd, &ok);
-	if (!ans) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
+	if (!ans)
+		return -ENOMEM;
 	if (!h) {	/* without open: the answer is the file's snapshot */
 		snap_set(VINO_CTL, ans, strlen(ans));
 	} else {
@@ -514,10 +529,19 @@ void vd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		h->len = strlen(ans);
 		pthread_mutex_unlock(&h->m);
 	}
-	if (ok)
-		fuse_reply_write(req, size);
+	return ok ? 0 : -EINVAL;
+}
+
+void vd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+	      off_t off, struct fuse_file_info *fi)
+{
+	int r = vwrite(req, ino, buf, size, (struct vfh *)(uintptr_t)fi->fh);
+
+	(void)off;
+	if (r < 0)
+		fuse_reply_err(req, -r);
 	else
-		fuse_reply_err(req, EINVAL);
+		fuse_reply_write(req, size);
 }
 
 void vd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -532,28 +556,23 @@ void vd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 void vd_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if (ino != VINO_DIR) {
-		fuse_reply_err(req, ENOTDIR);
-		return;
-	}
 	fi->fh = 0;
-	fuse_reply_open(req, fi);
+	if (ino != VINO_DIR)
+		fuse_reply_err(req, ENOTDIR);
+	else
+		fuse_reply_open(req, fi);
 }
 
-void vd_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		struct fuse_file_info *fi, bool plus)
+/* The control directory's entries from off into buf (size bytes): the
+ * bytes filled. */
+static size_t vfill(fuse_req_t req, char *buf, size_t size, off_t off,
+		    bool plus)
 {
 	struct hotfs *fs = vfs(req);
-	char *buf = calloc(1, size), *p = buf;
 	size_t rem = size;
+	char *p = buf;
 	fuse_ino_t i;
 
-	(void)ino;
-	(void)fi;
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
 	/* offsets: 1 ".", 2 "..", then 3.. the files */
 	for (i = (fuse_ino_t)off + 1; i < 3 + (VINO__END - VINO_STATS); i++) {
 		struct fuse_entry_param e;
@@ -586,7 +605,20 @@ void vd_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		p += sz;
 		rem -= sz;
 	}
-	fuse_reply_buf(req, buf, size - rem);
+	return size - rem;
+}
+
+void vd_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi, bool plus)
+{
+	char *buf = calloc(1, size);
+
+	(void)ino;
+	(void)fi;
+	if (!buf)
+		fuse_reply_err(req, ENOMEM);
+	else
+		fuse_reply_buf(req, buf, vfill(req, buf, size, off, plus));
 	free(buf);
 }
 

@@ -108,10 +108,12 @@ out:
 	if (!err)
 		fi->fh = (uintptr_t)d;
 	/* an opendir the kernel did not take (interrupted): d let go */
-	if (err)
+	if (err) {
 		fuse_reply_err(req, -err);
-	if (err || fuse_reply_open(req, fi) == -ENOENT)
 		dirp_free(d);
+	} else if (fuse_reply_open(req, fi) == -ENOENT) {
+		dirp_free(d);
+	}
 }
 
 static struct hotfs_dirp *dirp(struct fuse_file_info *fi)
@@ -300,7 +302,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 {
 	struct hotfs_dirp *d = dirp(fi), tmp;
 	char *buf = NULL;
-	ssize_t n;
+	ssize_t n = 0;
 	int err = 0;
 
 	if (!d) {		/* no opendir: see stateless_listing() */
@@ -323,16 +325,15 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 		goto out_put;
 	n = fill_dir(req, ino, d, buf, size, plus);
 	err = n < 0 ? (int)n : 0;
-	if (!err)
-		fuse_reply_buf(req, buf, (size_t)n);
 out_put:
 	if (d == &tmp)
 		listing_put(tmp.lst);
-	free(buf);
-	if (!err)
-		return;
 out_err:
-	fuse_reply_err(req, -err);
+	if (err)
+		fuse_reply_err(req, -err);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
 }
 
 void hotfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
