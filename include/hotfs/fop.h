@@ -75,6 +75,14 @@
 
 /* The write mode (see above): in NULL asks about the mount. */
 bool fop_writeback(struct hotfs *fs, struct hotfs_inode *in);
+/* Whether the source's times change only at the mount's requests: not
+ * with writeback, whose flusher changes them behind the requests (names
+ * are then not kept for revalidate=N, hotfs/namecache.h). */
+bool fop_times_ours(struct hotfs *fs);
+/* The attributes through the mount into st (the source's stat of a file,
+ * or the metadata snapshot's): writeback's dirty end over them
+ * (hotfs/wb.h); every answer of attributes goes through it. */
+void fop_attr(struct hotfs *fs, struct stat *st);
 
 /* ---- the change bracket ---- */
 

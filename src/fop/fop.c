@@ -55,6 +55,16 @@ bool fop_writeback(struct hotfs *fs, struct hotfs_inode *in)
 	return steps->wb_on(fs->wb, in);
 }
 
+bool fop_times_ours(struct hotfs *fs)
+{
+	return !fop_writeback(fs, NULL);
+}
+
+void fop_attr(struct hotfs *fs, struct stat *st)
+{
+	wb_fix_attr(fs->wb, st);
+}
+
 /* Step to may follow the step run last (<=: the repeatable ones). */
 static void step(struct fop_change *ch, int to)
 {

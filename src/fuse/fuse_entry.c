@@ -20,7 +20,6 @@
 #include "hotfs/negcache.h"
 #include "hotfs/srcprobe.h"
 #include "hotfs/stamp.h"
-#include "hotfs/wb.h"
 #include "hotfs/watch.h"
 
 
@@ -82,7 +81,7 @@ void reply_entry(fuse_req_t req, const struct fuse_entry_param *e)
 static bool names_kept(struct hotfs *fs)
 {
 	return fs->o->revalidate == HOTFS_REVAL_SECONDS &&
-	       !fop_writeback(fs, NULL);
+	       fop_times_ours(fs);
 }
 
 /*
@@ -124,7 +123,7 @@ static bool names_answer(struct hotfs *fs, struct hotfs_inode *dir,
 
 /*
  * name in dir from the metadata snapshot (hotfs/meta_fs.h), with the
- * dirty end over the source's attributes it holds (hotfs/wb.h), as every
+ * dirty end over the source's attributes it holds (fop_attr), as every
  * answer has it: 1 if answered (e filled, or *err), 0: ask the source.
  */
 static int snapshot_lookup(struct hotfs *fs, struct hotfs_inode *dir,
@@ -134,7 +133,7 @@ static int snapshot_lookup(struct hotfs *fs, struct hotfs_inode *dir,
 	if (!meta_fs_lookup(fs, dir, name, e, err))
 		return 0;
 	if (!*err)
-		wb_fix_attr(fs->wb, &e->attr);
+		fop_attr(fs, &e->attr);
 	return 1;
 }
 
@@ -174,7 +173,7 @@ int do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name,
 		close(fd);
 		return err;
 	}
-	wb_fix_attr(fs->wb, &e->attr);	/* the dirty end (hotfs/wb.h) */
+	fop_attr(fs, &e->attr);
 	in = ino_get(fs->it, fd, &e->attr, &err);
 	if (!in)
 		return err;
@@ -343,7 +342,7 @@ static int get_attr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	if (!err && !S_ISDIR(st->st_mode) && st->st_nlink != 1)
 		watch_cover_file(in, false);	/* a link elsewhere */
 	if (!err)
-		wb_fix_attr(fs->wb, st);	/* the dirty end (hotfs/wb.h) */
+		fop_attr(fs, st);
 	if (!err)
 		*changed = fresh && S_ISREG(st->st_mode) &&
 			   fs->o->revalidate != HOTFS_REVAL_NEVER &&
