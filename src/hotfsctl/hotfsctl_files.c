@@ -257,98 +257,120 @@ fail:
 	return -1;
 }
 
-static int one_file(const char *path)
+/* warm of one file, step by step at warm_rate; -1 with errno */
+static int warm_file(int fd)
 {
 	struct hotfs_ioc io;
 	uint64_t off, step = chunk();
-	int fd;
 
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		fprintf(stderr, "%shotfsctl: %s: %s\n", prog.tty ? "\n" : "",
-			path, strerror(errno));
-		failures++;
+	for (off = 0;; off += step) {
+		memset(&io, 0, sizeof(io));
+		io.off = off;
+		io.len = step;
+		if (do_ioctl(fd, HOTFS_IOC_WARM, &io) < 0)
+			return -1;
+		prog.bytes += off + step < io.size ? step :
+			      io.size > off ? io.size - off : 0;
+		prog.copied += io.done;
+		show_progress(false);
+		if (off + step >= io.size || interrupted)
+			break;
+		pace();
+	}
+	pace();
+	prog.files++;
+	return 0;
+}
+
+/* pin or unpin of one file: a pinned file is promoted now; -1 with errno */
+static int pin_file(int fd)
+{
+	struct hotfs_ioc io;
+	int e;
+
+	memset(&io, 0, sizeof(io));
+	if (do_ioctl(fd, cur_cmd == F_PIN ? HOTFS_IOC_PIN : HOTFS_IOC_UNPIN,
+		     &io) < 0)
+		return -1;
+	if (cur_cmd == F_UNPIN) {
+		tot.files++;
 		return 0;
 	}
+	if (warm_file(fd) == 0)
+		return 0;
+	/* a pin that could not be made good is not kept */
+	e = errno;
+	memset(&io, 0, sizeof(io));
+	do_ioctl(fd, HOTFS_IOC_UNPIN, &io);
+	errno = e;
+	return -1;
+}
+
+/*
+ * The commands of one ioctl a file: evict, info and pins, and what flush
+ * and warm count before and after their work; -1 with errno.
+ */
+static int ask_file(const char *path, int fd)
+{
+	struct hotfs_ioc io;
+
 	memset(&io, 0, sizeof(io));
 	switch (cur_cmd) {
-	case F_PIN:
-	case F_UNPIN:
-		if (do_ioctl(fd, cur_cmd == F_PIN ? HOTFS_IOC_PIN :
-			     HOTFS_IOC_UNPIN, &io) < 0)
-			goto pin_fail;
-		if (cur_cmd == F_UNPIN) {
-			tot.files++;
-			break;
-		}
-		/* a pinned file is promoted now */
-		__attribute__((fallthrough));
-	case F_WARM:
-		for (off = 0;; off += step) {
-			memset(&io, 0, sizeof(io));
-			io.off = off;
-			io.len = step;
-			if (do_ioctl(fd, HOTFS_IOC_WARM, &io) < 0)
-				goto warm_fail;
-			prog.bytes += off + step < io.size ? step :
-				      io.size > off ? io.size - off : 0;
-			prog.copied += io.done;
-			show_progress(false);
-			if (off + step >= io.size || interrupted)
-				break;
-			pace();
-		}
-		pace();
-		prog.files++;
-		break;
 	case F_EVICT:
 		if (do_ioctl(fd, HOTFS_IOC_EVICT, &io) < 0)
-			goto fail;
+			return -1;
 		tot.files++;
 		tot.bytes += io.done;
 		break;
 	case F_INFO:
 		if (info(fd, &io) < 0)
-			goto fail;
+			return -1;
 		report_file(path, &io);
 		break;
 	case F_PINS:
 		if (info(fd, &io) < 0)
-			goto fail;
+			return -1;
 		if (io.flags & HOTFS_IOC_F_PINNED)
 			report_file(path, &io);
 		break;
 	case F_DIRTY:	/* before flush: how much of it is dirty */
 		io.len = 0;
 		if (do_ioctl(fd, HOTFS_IOC_FLUSH, &io) < 0)
-			goto fail;
+			return -1;
 		prog.total_bytes += io.bytes;
-		break;
-	case F_FLUSH:
-		if (flush_file(fd) < 0)
-			goto flush_fail;
-		prog.files++;
 		break;
 	case F_CHECK:	/* after warm: how much of it is cached now */
 		if (info(fd, &io) < 0)
-			goto fail;
+			return -1;
 		tot.files++;
 		tot.size += io.size;
 		tot.bytes += io.bytes;
 		break;
+	default:
+		break;
 	}
-	close(fd);
 	return 0;
-warm_fail:
-	/* a pin that could not be made good is not kept */
-	if (cur_cmd == F_PIN) {
-		int e = errno;
+}
 
-		memset(&io, 0, sizeof(io));
-		do_ioctl(fd, HOTFS_IOC_UNPIN, &io);
-		errno = e;
-	}
-pin_fail:
+/*
+ * A file's failure (errno), said and counted: each of these closes fd
+ * and gives one_file's return, 1 where every file would fail the same
+ * way (the walk stops).
+ */
+static int flush_failed(const char *path, int fd)
+{
+	fprintf(stderr, "%shotfsctl: %s: flush failed: %s\n",
+		prog.tty ? "\n" : "", path, errno == ENOTTY ?
+		"not on a hotfs mount" : errno == EBADMSG ? LOST_MSG :
+		strerror(errno));
+	failures++;
+	close(fd);
+	return errno == EACCES ? 1 : 0;
+}
+
+/* warm's and pin's: their other errors are said as flush's are */
+static int store_failed(const char *path, int fd)
+{
 	/* warm reads the source and writes the store, pin the cachedir's
 	 * list: these are the store's */
 	if (errno == EROFS || errno == ENOSPC || errno == EDQUOT) {
@@ -358,15 +380,12 @@ pin_fail:
 		close(fd);
 		return 0;
 	}
-flush_fail:
-	fprintf(stderr, "%shotfsctl: %s: flush failed: %s\n",
-		prog.tty ? "\n" : "", path, errno == ENOTTY ?
-		"not on a hotfs mount" : errno == EBADMSG ? LOST_MSG :
-		strerror(errno));
-	failures++;
-	close(fd);
-	return errno == EACCES ? 1 : 0;
-fail:
+	return flush_failed(path, fd);
+}
+
+/* ask_file's: no store is said as such, and stops the walk */
+static int ask_failed(const char *path, int fd)
+{
 	fprintf(stderr, "%shotfsctl: %s: %s\n", prog.tty ? "\n" : "", path,
 		errno == ENOTTY ? "not on a hotfs mount" :
 		errno == EOPNOTSUPP ? "the mount has no cache store" :
@@ -376,6 +395,41 @@ fail:
 	/* EACCES: the control channel is refused for every file; no store:
 	 * for every file too */
 	return errno == EACCES || errno == EOPNOTSUPP ? 1 : 0;
+}
+
+static int one_file(const char *path)
+{
+	int fd;
+
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "%shotfsctl: %s: %s\n", prog.tty ? "\n" : "",
+			path, strerror(errno));
+		failures++;
+		return 0;
+	}
+	switch (cur_cmd) {
+	case F_PIN:
+	case F_UNPIN:
+		if (pin_file(fd) < 0)
+			return store_failed(path, fd);
+		break;
+	case F_WARM:
+		if (warm_file(fd) < 0)
+			return store_failed(path, fd);
+		break;
+	case F_FLUSH:
+		if (flush_file(fd) < 0)
+			return flush_failed(path, fd);
+		prog.files++;
+		break;
+	default:
+		if (ask_file(path, fd) < 0)
+			return ask_failed(path, fd);
+		break;
+	}
+	close(fd);
+	return 0;
 }
 
 static int count_cb(const char *path, const struct stat *st, int type,
