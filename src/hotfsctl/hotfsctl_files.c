@@ -616,15 +616,16 @@ static void warm_summary(const struct paths *p, const char *mount,
 		fprintf(stderr, "warm: all %s asked is cached\n", b);
 }
 
-int cmd_files(enum fcmd c, int argc, char **argv)
+/*
+ * cmd_files' arguments into p: --rate (warm and pin), --files-from (all
+ * but pins) and the paths; 0, 1 (a list not read, or no memory) or 2
+ * (bad usage).
+ */
+static int files_args(enum fcmd c, int argc, char **argv, struct paths *p,
+		      bool *rate_given)
 {
-	struct paths p = { 0 };
-	char *mount = NULL, *j;
-	bool rate_given = false, fits = true;
-	double cap = 0;
-	int i, r = 0, ret;
+	int i, r = 0;
 
-	cur_cmd = c;
 	for (i = 0; i < argc; i++) {
 		if ((c == F_WARM || c == F_PIN) &&
 		    strcmp(argv[i], "--rate") == 0 && i + 1 < argc) {
@@ -634,18 +635,140 @@ int cmd_files(enum fcmd c, int argc, char **argv)
 					argv[i]);
 				r = 2;
 			}
-			rate_given = true;
+			*rate_given = true;
 		} else if (c != F_PINS &&
 			   strcmp(argv[i], "--files-from") == 0 &&
 			   i + 1 < argc) {
-			if (read_list(&p, argv[++i]) < 0)
+			if (read_list(p, argv[++i]) < 0)
 				r = 1;
-		} else if (paths_add(&p, argv[i]) < 0) {
+		} else if (paths_add(p, argv[i]) < 0) {
 			r = 1;
 		}
 	}
-	if (!r && (!p.n || (c == F_PINS && p.n != 1)))
+	if (!r && (!p->n || (c == F_PINS && p->n != 1)))
 		r = 2;
+	return r;
+}
+
+/*
+ * The first path's mount, once every path is found on one (and, for warm
+ * and pin, the files and bytes they ask for counted); NULL, said, if one
+ * is not.
+ */
+static char *files_mount(enum fcmd c, const struct paths *p)
+{
+	char *mount = NULL;
+
+	for (size_t k = 0; k < p->n; k++) {
+		char *m = need_mount(p->v[k]);
+
+		if (!m) {
+			free(mount);
+			return NULL;
+		}
+		if (!mount)
+			mount = m;
+		else
+			free(m);
+		if (c == F_WARM || c == F_PIN)
+			nftw(p->v[k], count_cb, 64, FTW_PHYS | FTW_MOUNT);
+	}
+	return mount;
+}
+
+/*
+ * Before warm or pin: the rate (the mount's promote_rate unless --rate
+ * gave one) and the cache's capacity into *cap; false, said, when what
+ * is asked is more than the cache holds.
+ */
+static bool warm_prepare(const char *mount, bool rate_given, double *cap)
+{
+	char h1[32], h2[32], *j;
+
+	if (!rate_given)
+		warm_rate = mount_rate(mount);
+	j = mount_stats(mount);
+	*cap = j ? num(j, "capacity_bytes") : 0;
+	free(j);
+	if (*cap > 0 && (double)prog.total_bytes > *cap) {
+		human(h1, sizeof(h1), (double)prog.total_bytes);
+		human(h2, sizeof(h2), *cap);
+		fprintf(stderr, "hotfsctl: %s asked, but the cache "
+			"holds %s: not all of it can stay cached\n",
+			h1, h2);
+		return false;
+	}
+	return true;
+}
+
+/* info's and pins' JSON, up to their array of files */
+static void json_open(enum fcmd c, const char *mount)
+{
+	printf("{");
+	if (c == F_PINS) {
+		printf("\"mountpoint\": ");
+		jput(stdout, mount);
+		printf(", ");
+	}
+	printf("\"files\": [");
+}
+
+/* The files the store refused (store_refused), in one line. */
+static void report_refused(enum fcmd c, const char *mount)
+{
+	fprintf(stderr, "%shotfsctl: %u file%s not %s: the cache store "
+		"refused %s (%s); 'hotfsctl status %s' says why\n",
+		prog.tty ? "\n" : "", store_refused,
+		store_refused == 1 ? "" : "s",
+		c == F_PIN ? "pinned" : "cached",
+		store_refused == 1 ? "it" : "them",
+		strerror(store_err), mount);
+}
+
+/*
+ * After info or pins: the total, and for pins (of path) the mount's pins
+ * that are not files under path.
+ */
+static void info_summary(enum fcmd c, const char *mount, const char *path)
+{
+	double inmount = 0;
+	char *j;
+
+	if (c == F_PINS) {
+		j = mount_stats(mount);
+		inmount = j ? num(j, "pinned_files") : 0;
+		free(j);
+	}
+	if (json) {
+		printf("%s],\n  ", tot.any ? "\n  " : "");
+		json_total();
+		if (c == F_PINS)
+			printf(",\n  \"pinned_files\": %.0f, "
+			       "\"not_found\": %.0f",
+			       inmount, inmount > (double)tot.pinned ?
+			       inmount - (double)tot.pinned : 0);
+		printf(",\n  \"errors\": %d\n}\n", failures);
+	} else {
+		human_total();
+	}
+	if (c == F_PINS && inmount > (double)tot.pinned)
+		fprintf(stderr, "hotfsctl: %.0f of the mount's %.0f "
+			"pins are not files under %s (a pin follows "
+			"the file, which may be elsewhere on the "
+			"mount, or deleted)\n",
+			inmount - (double)tot.pinned, inmount, path);
+}
+
+int cmd_files(enum fcmd c, int argc, char **argv)
+{
+	struct paths p = { 0 };
+	char *mount;
+	bool rate_given = false, fits = true;
+	double cap = 0;
+	int r, ret;
+
+	cur_cmd = c;
+	r = files_args(c, argc, argv, &p, &rate_given);
 	if (r) {
 		if (r == 2)
 			usage(stderr);
@@ -654,90 +777,26 @@ int cmd_files(enum fcmd c, int argc, char **argv)
 	}
 	signal(SIGINT, on_sigint);
 	prog.tty = (c == F_WARM || c == F_PIN) && isatty(2);
-	for (size_t k = 0; k < p.n; k++) {
-		char *m = need_mount(p.v[k]);
-
-		if (!m) {
-			free(mount);
-			paths_free(&p);
-			return 1;
-		}
-		if (!mount)
-			mount = m;
-		else
-			free(m);
-		if (c == F_WARM || c == F_PIN)
-			nftw(p.v[k], count_cb, 64, FTW_PHYS | FTW_MOUNT);
+	mount = files_mount(c, &p);
+	if (!mount) {
+		paths_free(&p);
+		return 1;
 	}
-	if (c == F_WARM || c == F_PIN) {
-		char h1[32], h2[32];
-
-		if (!rate_given)
-			warm_rate = mount_rate(mount);
-		j = mount_stats(mount);
-		cap = j ? num(j, "capacity_bytes") : 0;
-		free(j);
-		if (cap > 0 && (double)prog.total_bytes > cap) {
-			fits = false;
-			human(h1, sizeof(h1), (double)prog.total_bytes);
-			human(h2, sizeof(h2), cap);
-			fprintf(stderr, "hotfsctl: %s asked, but the cache "
-				"holds %s: not all of it can stay cached\n",
-				h1, h2);
-		}
-	}
-	if (json && (c == F_INFO || c == F_PINS)) {
-		printf("{");
-		if (c == F_PINS) {
-			printf("\"mountpoint\": ");
-			jput(stdout, mount);
-			printf(", ");
-		}
-		printf("\"files\": [");
-	}
+	if (c == F_WARM || c == F_PIN)
+		fits = warm_prepare(mount, rate_given, &cap);
+	if (json && (c == F_INFO || c == F_PINS))
+		json_open(c, mount);
 	prog.start = now_s();
 	r = walk(&p);
 	if (c == F_WARM || c == F_PIN)
 		show_progress(true);
 	ret = interrupted ? 130 : r < 0 ? 1 : failures ? 1 : 0;
 	if (store_refused)
-		fprintf(stderr, "%shotfsctl: %u file%s not %s: the cache store "
-			"refused %s (%s); 'hotfsctl status %s' says why\n",
-			prog.tty ? "\n" : "", store_refused,
-			store_refused == 1 ? "" : "s",
-			c == F_PIN ? "pinned" : "cached",
-			store_refused == 1 ? "it" : "them",
-			strerror(store_err), mount);
+		report_refused(c, mount);
 	if (c == F_WARM || c == F_PIN)
 		warm_summary(&p, mount, fits, cap, now_s() - prog.start, ret);
-	if (c == F_INFO || c == F_PINS) {
-		double inmount = 0;
-
-		if (c == F_PINS) {
-			j = mount_stats(mount);
-			inmount = j ? num(j, "pinned_files") : 0;
-			free(j);
-		}
-		if (json) {
-			printf("%s],\n  ", tot.any ? "\n  " : "");
-			json_total();
-			if (c == F_PINS)
-				printf(",\n  \"pinned_files\": %.0f, "
-				       "\"not_found\": %.0f",
-				       inmount, inmount > (double)tot.pinned ?
-				       inmount - (double)tot.pinned : 0);
-			printf(",\n  \"errors\": %d\n}\n", failures);
-		} else {
-			human_total();
-		}
-		if (c == F_PINS && inmount > (double)tot.pinned)
-			fprintf(stderr, "hotfsctl: %.0f of the mount's %.0f "
-				"pins are not files under %s (a pin follows "
-				"the file, which may be elsewhere on the "
-				"mount, or deleted)\n",
-				inmount - (double)tot.pinned, inmount,
-				p.v[0]);
-	}
+	if (c == F_INFO || c == F_PINS)
+		info_summary(c, mount, p.v[0]);
 	if (json && (c == F_EVICT || c == F_UNPIN))
 		printf("{\"files\": %llu, \"dropped_bytes\": %llu, "
 		       "\"errors\": %d}\n", (unsigned long long)tot.files,
