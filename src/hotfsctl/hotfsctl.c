@@ -268,24 +268,21 @@ static void status_writeback(const char *j)
 	}
 }
 
-static void status_human(const char *j)
+/* one string of the stats, as it is */
+static void status_str(const char *j, const char *key)
 {
-	static const char *const strs[] = {
-		"mountpoint", "source", "cachedir", "options", "store_state",
-		"store_reason",
-	};
-	double since = num(j, "store_state_since"), up;
-	double cap = num(j, "capacity_bytes"), regions = num(j, "regions");
-	double used = num(j, "regions_used"), foot, bytes;
-	char line[256], a[32], b[32];
-	unsigned i;
+	char *s = jstr(j, key);
 
-	for (i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
-		char *s = jstr(j, strs[i]);
+	status_line(key, s ? s : "");
+	free(s);
+}
 
-		status_line(strs[i], s ? s : "");
-		free(s);
-	}
+/* when the store came to its state, and how long ago */
+static void status_since(const char *j)
+{
+	double since = num(j, "store_state_since");
+	char line[256];
+
 	if (since > 0) {
 		time_t t = (time_t)since;
 		char when[64];
@@ -296,21 +293,15 @@ static void status_human(const char *j)
 			 difftime(time(NULL), t));
 		status_line("store_state_since", line);
 	}
-	{
-		static const char *const more[] = {
-			"read_engine", "restarts", "restarts_why",
-		};
+}
 
-		for (i = 0; i < sizeof(more) / sizeof(more[0]); i++) {
-			char *s = jstr(j, more[i]);
+/* what the store holds and was given, and the space its regions take */
+static void status_store(const char *j)
+{
+	double cap = num(j, "capacity_bytes"), regions = num(j, "regions");
+	double used = num(j, "regions_used"), foot, bytes;
+	char line[256], a[32], b[32];
 
-			status_line(more[i], s ? s : "");
-			free(s);
-		}
-	}
-	snprintf(line, sizeof(line), "%.0f",
-		 num(j, "source_time_granularity_ns"));
-	status_line("source_time_granularity_ns", line);
 	bytes = num(j, "cached_bytes");
 	human_of(line, sizeof(line), bytes, cap);
 	snprintf(line + strlen(line), sizeof(line) - strlen(line),
@@ -336,6 +327,51 @@ static void status_human(const char *j)
 		 "of it live data", a, used, regions,
 		 foot > 0 ? 100.0 * bytes / foot : 0.0);
 	status_line("footprint", line);
+}
+
+/* writemode=writeback: what waits for the flusher, and the log's state */
+static void status_dirty(const char *j)
+{
+	double age = num(j, "oldest_dirty_age");
+	char line[256], a[32], b[32];
+
+	human(a, sizeof(a), num(j, "dirty_bytes"));
+	snprintf(line, sizeof(line), "%s in %.0f files", a,
+		 num(j, "dirty_files"));
+	status_line("dirty", line);
+	snprintf(line, sizeof(line), "%.1f s", age > 0 ? age : 0);
+	status_line("oldest_dirty_age", line);
+	human(a, sizeof(a), num(j, "wlog_used_bytes"));
+	human(b, sizeof(b), num(j, "wlog_capacity_bytes"));
+	snprintf(line, sizeof(line), "%s of %s (%.1f%%)", a, b,
+		 100.0 * num(j, "wlog_used_bytes") /
+		 num(j, "wlog_capacity_bytes"));
+	status_line("writeback_log", line);
+	status_writeback(j);
+}
+
+static void status_human(const char *j)
+{
+	static const char *const strs[] = {
+		"mountpoint", "source", "cachedir", "options", "store_state",
+		"store_reason",
+	};
+	static const char *const more[] = {
+		"read_engine", "restarts", "restarts_why",
+	};
+	double up;
+	char line[256], a[32], b[32];
+	unsigned i;
+
+	for (i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+		status_str(j, strs[i]);
+	status_since(j);
+	for (i = 0; i < sizeof(more) / sizeof(more[0]); i++)
+		status_str(j, more[i]);
+	snprintf(line, sizeof(line), "%.0f",
+		 num(j, "source_time_granularity_ns"));
+	status_line("source_time_granularity_ns", line);
+	status_store(j);
 	snprintf(line, sizeof(line), "%.0f", num(j, "pinned_files"));
 	status_line("pinned_files", line);
 	snprintf(line, sizeof(line), "%.0f extents",
@@ -345,34 +381,13 @@ static void status_human(const char *j)
 	human(b, sizeof(b), num(j, "policy_bytes"));
 	snprintf(line, sizeof(line), "index %s, policy %s", a, b);
 	status_line("memory", line);
-	/* writemode=writeback: what waits for the flusher */
-	if (num(j, "wlog_capacity_bytes") > 0) {
-		double age = num(j, "oldest_dirty_age");
-
-		human(a, sizeof(a), num(j, "dirty_bytes"));
-		snprintf(line, sizeof(line), "%s in %.0f files", a,
-			 num(j, "dirty_files"));
-		status_line("dirty", line);
-		snprintf(line, sizeof(line), "%.1f s", age > 0 ? age : 0);
-		status_line("oldest_dirty_age", line);
-		human(a, sizeof(a), num(j, "wlog_used_bytes"));
-		human(b, sizeof(b), num(j, "wlog_capacity_bytes"));
-		snprintf(line, sizeof(line), "%s of %s (%.1f%%)", a, b,
-			 100.0 * num(j, "wlog_used_bytes") /
-			 num(j, "wlog_capacity_bytes"));
-		status_line("writeback_log", line);
-		status_writeback(j);
-	}
+	if (num(j, "wlog_capacity_bytes") > 0)
+		status_dirty(j);
 	up = num(j, "uptime_seconds");
 	snprintf(line, sizeof(line), "%dd %02d:%02d:%02d", (int)(up / 86400),
 		 (int)up / 3600 % 24, (int)up / 60 % 60, (int)up % 60);
 	status_line("uptime", line);
-	{
-		char *s = jstr(j, "version");
-
-		status_line("version", s ? s : "");
-		free(s);
-	}
+	status_str(j, "version");
 }
 
 static int cmd_status(int argc, char **argv)

@@ -257,98 +257,120 @@ fail:
 	return -1;
 }
 
-static int one_file(const char *path)
+/* warm of one file, step by step at warm_rate; -1 with errno */
+static int warm_file(int fd)
 {
 	struct hotfs_ioc io;
 	uint64_t off, step = chunk();
-	int fd;
 
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		fprintf(stderr, "%shotfsctl: %s: %s\n", prog.tty ? "\n" : "",
-			path, strerror(errno));
-		failures++;
+	for (off = 0;; off += step) {
+		memset(&io, 0, sizeof(io));
+		io.off = off;
+		io.len = step;
+		if (do_ioctl(fd, HOTFS_IOC_WARM, &io) < 0)
+			return -1;
+		prog.bytes += off + step < io.size ? step :
+			      io.size > off ? io.size - off : 0;
+		prog.copied += io.done;
+		show_progress(false);
+		if (off + step >= io.size || interrupted)
+			break;
+		pace();
+	}
+	pace();
+	prog.files++;
+	return 0;
+}
+
+/* pin or unpin of one file: a pinned file is promoted now; -1 with errno */
+static int pin_file(int fd)
+{
+	struct hotfs_ioc io;
+	int e;
+
+	memset(&io, 0, sizeof(io));
+	if (do_ioctl(fd, cur_cmd == F_PIN ? HOTFS_IOC_PIN : HOTFS_IOC_UNPIN,
+		     &io) < 0)
+		return -1;
+	if (cur_cmd == F_UNPIN) {
+		tot.files++;
 		return 0;
 	}
+	if (warm_file(fd) == 0)
+		return 0;
+	/* a pin that could not be made good is not kept */
+	e = errno;
+	memset(&io, 0, sizeof(io));
+	do_ioctl(fd, HOTFS_IOC_UNPIN, &io);
+	errno = e;
+	return -1;
+}
+
+/*
+ * The commands of one ioctl a file: evict, info and pins, and what flush
+ * and warm count before and after their work; -1 with errno.
+ */
+static int ask_file(const char *path, int fd)
+{
+	struct hotfs_ioc io;
+
 	memset(&io, 0, sizeof(io));
 	switch (cur_cmd) {
-	case F_PIN:
-	case F_UNPIN:
-		if (do_ioctl(fd, cur_cmd == F_PIN ? HOTFS_IOC_PIN :
-			     HOTFS_IOC_UNPIN, &io) < 0)
-			goto pin_fail;
-		if (cur_cmd == F_UNPIN) {
-			tot.files++;
-			break;
-		}
-		/* a pinned file is promoted now */
-		__attribute__((fallthrough));
-	case F_WARM:
-		for (off = 0;; off += step) {
-			memset(&io, 0, sizeof(io));
-			io.off = off;
-			io.len = step;
-			if (do_ioctl(fd, HOTFS_IOC_WARM, &io) < 0)
-				goto warm_fail;
-			prog.bytes += off + step < io.size ? step :
-				      io.size > off ? io.size - off : 0;
-			prog.copied += io.done;
-			show_progress(false);
-			if (off + step >= io.size || interrupted)
-				break;
-			pace();
-		}
-		pace();
-		prog.files++;
-		break;
 	case F_EVICT:
 		if (do_ioctl(fd, HOTFS_IOC_EVICT, &io) < 0)
-			goto fail;
+			return -1;
 		tot.files++;
 		tot.bytes += io.done;
 		break;
 	case F_INFO:
 		if (info(fd, &io) < 0)
-			goto fail;
+			return -1;
 		report_file(path, &io);
 		break;
 	case F_PINS:
 		if (info(fd, &io) < 0)
-			goto fail;
+			return -1;
 		if (io.flags & HOTFS_IOC_F_PINNED)
 			report_file(path, &io);
 		break;
 	case F_DIRTY:	/* before flush: how much of it is dirty */
 		io.len = 0;
 		if (do_ioctl(fd, HOTFS_IOC_FLUSH, &io) < 0)
-			goto fail;
+			return -1;
 		prog.total_bytes += io.bytes;
-		break;
-	case F_FLUSH:
-		if (flush_file(fd) < 0)
-			goto flush_fail;
-		prog.files++;
 		break;
 	case F_CHECK:	/* after warm: how much of it is cached now */
 		if (info(fd, &io) < 0)
-			goto fail;
+			return -1;
 		tot.files++;
 		tot.size += io.size;
 		tot.bytes += io.bytes;
 		break;
+	default:
+		break;
 	}
-	close(fd);
 	return 0;
-warm_fail:
-	/* a pin that could not be made good is not kept */
-	if (cur_cmd == F_PIN) {
-		int e = errno;
+}
 
-		memset(&io, 0, sizeof(io));
-		do_ioctl(fd, HOTFS_IOC_UNPIN, &io);
-		errno = e;
-	}
-pin_fail:
+/*
+ * A file's failure (errno), said and counted: each of these closes fd
+ * and gives one_file's return, 1 where every file would fail the same
+ * way (the walk stops).
+ */
+static int flush_failed(const char *path, int fd)
+{
+	fprintf(stderr, "%shotfsctl: %s: flush failed: %s\n",
+		prog.tty ? "\n" : "", path, errno == ENOTTY ?
+		"not on a hotfs mount" : errno == EBADMSG ? LOST_MSG :
+		strerror(errno));
+	failures++;
+	close(fd);
+	return errno == EACCES ? 1 : 0;
+}
+
+/* warm's and pin's: their other errors are said as flush's are */
+static int store_failed(const char *path, int fd)
+{
 	/* warm reads the source and writes the store, pin the cachedir's
 	 * list: these are the store's */
 	if (errno == EROFS || errno == ENOSPC || errno == EDQUOT) {
@@ -358,15 +380,12 @@ pin_fail:
 		close(fd);
 		return 0;
 	}
-flush_fail:
-	fprintf(stderr, "%shotfsctl: %s: flush failed: %s\n",
-		prog.tty ? "\n" : "", path, errno == ENOTTY ?
-		"not on a hotfs mount" : errno == EBADMSG ? LOST_MSG :
-		strerror(errno));
-	failures++;
-	close(fd);
-	return errno == EACCES ? 1 : 0;
-fail:
+	return flush_failed(path, fd);
+}
+
+/* ask_file's: no store is said as such, and stops the walk */
+static int ask_failed(const char *path, int fd)
+{
 	fprintf(stderr, "%shotfsctl: %s: %s\n", prog.tty ? "\n" : "", path,
 		errno == ENOTTY ? "not on a hotfs mount" :
 		errno == EOPNOTSUPP ? "the mount has no cache store" :
@@ -376,6 +395,41 @@ fail:
 	/* EACCES: the control channel is refused for every file; no store:
 	 * for every file too */
 	return errno == EACCES || errno == EOPNOTSUPP ? 1 : 0;
+}
+
+static int one_file(const char *path)
+{
+	int fd;
+
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "%shotfsctl: %s: %s\n", prog.tty ? "\n" : "",
+			path, strerror(errno));
+		failures++;
+		return 0;
+	}
+	switch (cur_cmd) {
+	case F_PIN:
+	case F_UNPIN:
+		if (pin_file(fd) < 0)
+			return store_failed(path, fd);
+		break;
+	case F_WARM:
+		if (warm_file(fd) < 0)
+			return store_failed(path, fd);
+		break;
+	case F_FLUSH:
+		if (flush_file(fd) < 0)
+			return flush_failed(path, fd);
+		prog.files++;
+		break;
+	default:
+		if (ask_file(path, fd) < 0)
+			return ask_failed(path, fd);
+		break;
+	}
+	close(fd);
+	return 0;
 }
 
 static int count_cb(const char *path, const struct stat *st, int type,
@@ -562,15 +616,16 @@ static void warm_summary(const struct paths *p, const char *mount,
 		fprintf(stderr, "warm: all %s asked is cached\n", b);
 }
 
-int cmd_files(enum fcmd c, int argc, char **argv)
+/*
+ * cmd_files' arguments into p: --rate (warm and pin), --files-from (all
+ * but pins) and the paths; 0, 1 (a list not read, or no memory) or 2
+ * (bad usage).
+ */
+static int files_args(enum fcmd c, int argc, char **argv, struct paths *p,
+		      bool *rate_given)
 {
-	struct paths p = { 0 };
-	char *mount = NULL, *j;
-	bool rate_given = false, fits = true;
-	double cap = 0;
-	int i, r = 0, ret;
+	int i, r = 0;
 
-	cur_cmd = c;
 	for (i = 0; i < argc; i++) {
 		if ((c == F_WARM || c == F_PIN) &&
 		    strcmp(argv[i], "--rate") == 0 && i + 1 < argc) {
@@ -580,18 +635,140 @@ int cmd_files(enum fcmd c, int argc, char **argv)
 					argv[i]);
 				r = 2;
 			}
-			rate_given = true;
+			*rate_given = true;
 		} else if (c != F_PINS &&
 			   strcmp(argv[i], "--files-from") == 0 &&
 			   i + 1 < argc) {
-			if (read_list(&p, argv[++i]) < 0)
+			if (read_list(p, argv[++i]) < 0)
 				r = 1;
-		} else if (paths_add(&p, argv[i]) < 0) {
+		} else if (paths_add(p, argv[i]) < 0) {
 			r = 1;
 		}
 	}
-	if (!r && (!p.n || (c == F_PINS && p.n != 1)))
+	if (!r && (!p->n || (c == F_PINS && p->n != 1)))
 		r = 2;
+	return r;
+}
+
+/*
+ * The first path's mount, once every path is found on one (and, for warm
+ * and pin, the files and bytes they ask for counted); NULL, said, if one
+ * is not.
+ */
+static char *files_mount(enum fcmd c, const struct paths *p)
+{
+	char *mount = NULL;
+
+	for (size_t k = 0; k < p->n; k++) {
+		char *m = need_mount(p->v[k]);
+
+		if (!m) {
+			free(mount);
+			return NULL;
+		}
+		if (!mount)
+			mount = m;
+		else
+			free(m);
+		if (c == F_WARM || c == F_PIN)
+			nftw(p->v[k], count_cb, 64, FTW_PHYS | FTW_MOUNT);
+	}
+	return mount;
+}
+
+/*
+ * Before warm or pin: the rate (the mount's promote_rate unless --rate
+ * gave one) and the cache's capacity into *cap; false, said, when what
+ * is asked is more than the cache holds.
+ */
+static bool warm_prepare(const char *mount, bool rate_given, double *cap)
+{
+	char h1[32], h2[32], *j;
+
+	if (!rate_given)
+		warm_rate = mount_rate(mount);
+	j = mount_stats(mount);
+	*cap = j ? num(j, "capacity_bytes") : 0;
+	free(j);
+	if (*cap > 0 && (double)prog.total_bytes > *cap) {
+		human(h1, sizeof(h1), (double)prog.total_bytes);
+		human(h2, sizeof(h2), *cap);
+		fprintf(stderr, "hotfsctl: %s asked, but the cache "
+			"holds %s: not all of it can stay cached\n",
+			h1, h2);
+		return false;
+	}
+	return true;
+}
+
+/* info's and pins' JSON, up to their array of files */
+static void json_open(enum fcmd c, const char *mount)
+{
+	printf("{");
+	if (c == F_PINS) {
+		printf("\"mountpoint\": ");
+		jput(stdout, mount);
+		printf(", ");
+	}
+	printf("\"files\": [");
+}
+
+/* The files the store refused (store_refused), in one line. */
+static void report_refused(enum fcmd c, const char *mount)
+{
+	fprintf(stderr, "%shotfsctl: %u file%s not %s: the cache store "
+		"refused %s (%s); 'hotfsctl status %s' says why\n",
+		prog.tty ? "\n" : "", store_refused,
+		store_refused == 1 ? "" : "s",
+		c == F_PIN ? "pinned" : "cached",
+		store_refused == 1 ? "it" : "them",
+		strerror(store_err), mount);
+}
+
+/*
+ * After info or pins: the total, and for pins (of path) the mount's pins
+ * that are not files under path.
+ */
+static void info_summary(enum fcmd c, const char *mount, const char *path)
+{
+	double inmount = 0;
+	char *j;
+
+	if (c == F_PINS) {
+		j = mount_stats(mount);
+		inmount = j ? num(j, "pinned_files") : 0;
+		free(j);
+	}
+	if (json) {
+		printf("%s],\n  ", tot.any ? "\n  " : "");
+		json_total();
+		if (c == F_PINS)
+			printf(",\n  \"pinned_files\": %.0f, "
+			       "\"not_found\": %.0f",
+			       inmount, inmount > (double)tot.pinned ?
+			       inmount - (double)tot.pinned : 0);
+		printf(",\n  \"errors\": %d\n}\n", failures);
+	} else {
+		human_total();
+	}
+	if (c == F_PINS && inmount > (double)tot.pinned)
+		fprintf(stderr, "hotfsctl: %.0f of the mount's %.0f "
+			"pins are not files under %s (a pin follows "
+			"the file, which may be elsewhere on the "
+			"mount, or deleted)\n",
+			inmount - (double)tot.pinned, inmount, path);
+}
+
+int cmd_files(enum fcmd c, int argc, char **argv)
+{
+	struct paths p = { 0 };
+	char *mount;
+	bool rate_given = false, fits = true;
+	double cap = 0;
+	int r, ret;
+
+	cur_cmd = c;
+	r = files_args(c, argc, argv, &p, &rate_given);
 	if (r) {
 		if (r == 2)
 			usage(stderr);
@@ -600,90 +777,26 @@ int cmd_files(enum fcmd c, int argc, char **argv)
 	}
 	signal(SIGINT, on_sigint);
 	prog.tty = (c == F_WARM || c == F_PIN) && isatty(2);
-	for (size_t k = 0; k < p.n; k++) {
-		char *m = need_mount(p.v[k]);
-
-		if (!m) {
-			free(mount);
-			paths_free(&p);
-			return 1;
-		}
-		if (!mount)
-			mount = m;
-		else
-			free(m);
-		if (c == F_WARM || c == F_PIN)
-			nftw(p.v[k], count_cb, 64, FTW_PHYS | FTW_MOUNT);
+	mount = files_mount(c, &p);
+	if (!mount) {
+		paths_free(&p);
+		return 1;
 	}
-	if (c == F_WARM || c == F_PIN) {
-		char h1[32], h2[32];
-
-		if (!rate_given)
-			warm_rate = mount_rate(mount);
-		j = mount_stats(mount);
-		cap = j ? num(j, "capacity_bytes") : 0;
-		free(j);
-		if (cap > 0 && (double)prog.total_bytes > cap) {
-			fits = false;
-			human(h1, sizeof(h1), (double)prog.total_bytes);
-			human(h2, sizeof(h2), cap);
-			fprintf(stderr, "hotfsctl: %s asked, but the cache "
-				"holds %s: not all of it can stay cached\n",
-				h1, h2);
-		}
-	}
-	if (json && (c == F_INFO || c == F_PINS)) {
-		printf("{");
-		if (c == F_PINS) {
-			printf("\"mountpoint\": ");
-			jput(stdout, mount);
-			printf(", ");
-		}
-		printf("\"files\": [");
-	}
+	if (c == F_WARM || c == F_PIN)
+		fits = warm_prepare(mount, rate_given, &cap);
+	if (json && (c == F_INFO || c == F_PINS))
+		json_open(c, mount);
 	prog.start = now_s();
 	r = walk(&p);
 	if (c == F_WARM || c == F_PIN)
 		show_progress(true);
 	ret = interrupted ? 130 : r < 0 ? 1 : failures ? 1 : 0;
 	if (store_refused)
-		fprintf(stderr, "%shotfsctl: %u file%s not %s: the cache store "
-			"refused %s (%s); 'hotfsctl status %s' says why\n",
-			prog.tty ? "\n" : "", store_refused,
-			store_refused == 1 ? "" : "s",
-			c == F_PIN ? "pinned" : "cached",
-			store_refused == 1 ? "it" : "them",
-			strerror(store_err), mount);
+		report_refused(c, mount);
 	if (c == F_WARM || c == F_PIN)
 		warm_summary(&p, mount, fits, cap, now_s() - prog.start, ret);
-	if (c == F_INFO || c == F_PINS) {
-		double inmount = 0;
-
-		if (c == F_PINS) {
-			j = mount_stats(mount);
-			inmount = j ? num(j, "pinned_files") : 0;
-			free(j);
-		}
-		if (json) {
-			printf("%s],\n  ", tot.any ? "\n  " : "");
-			json_total();
-			if (c == F_PINS)
-				printf(",\n  \"pinned_files\": %.0f, "
-				       "\"not_found\": %.0f",
-				       inmount, inmount > (double)tot.pinned ?
-				       inmount - (double)tot.pinned : 0);
-			printf(",\n  \"errors\": %d\n}\n", failures);
-		} else {
-			human_total();
-		}
-		if (c == F_PINS && inmount > (double)tot.pinned)
-			fprintf(stderr, "hotfsctl: %.0f of the mount's %.0f "
-				"pins are not files under %s (a pin follows "
-				"the file, which may be elsewhere on the "
-				"mount, or deleted)\n",
-				inmount - (double)tot.pinned, inmount,
-				p.v[0]);
-	}
+	if (c == F_INFO || c == F_PINS)
+		info_summary(c, mount, p.v[0]);
 	if (json && (c == F_EVICT || c == F_UNPIN))
 		printf("{\"files\": %llu, \"dropped_bytes\": %llu, "
 		       "\"errors\": %d}\n", (unsigned long long)tot.files,
