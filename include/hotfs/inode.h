@@ -168,6 +168,17 @@ struct ino_cached {
 	uint64_t cached_extents_hint;
 };
 
+/* The file operations' (hotfs/fop.h): the file's open handles.  Under m
+ * (inode.c reads n: an open file's descriptor is never closed for the
+ * budget; and frees nofh with the inode). */
+struct ino_opens {
+	unsigned n;			/* open file handles */
+	/* Without open round trips (revalidate=never): the handle all
+	 * reads of this file share (struct hotfs_fh, cache.h), made by the
+	 * first; freed with the inode by the table's nofh_free. */
+	void *nofh;
+};
+
 /* The metadata snapshot's (hotfs/meta_fs.h; lazy_parent and lazy_name:
  * inode.c's, which opens the inode by them). */
 struct ino_snap {
@@ -236,11 +247,7 @@ struct hotfs_inode {
 	pthread_mutex_t m;		/* protects the parts below */
 	struct ino_stamps sp;		/* stamp.c's */
 	struct ino_cached cw;		/* the cache's */
-	unsigned nopen;			/* open file handles */
-	/* Without open round trips (revalidate=never): the handle all
-	 * reads of this file share (struct hotfs_fh, cache.h), made by the
-	 * first; freed with the inode by the table's nofh_free. */
-	void *nofh;
+	struct ino_opens op;		/* the file operations' (fop/) */
 	struct ino_dir dir;		/* directories: their caches' */
 
 	struct ino_watch watch;		/* the source watch's */

@@ -26,7 +26,7 @@
  * source root's mount, checking that (st_dev, st_ino) still match.  A
  * handle survives renames; it does not survive deletion (ESTALE), so
  * files with no link left keep their fds, as do inodes with open handles
- * (nopen), background work (holds), the root, objects on another mount
+ * (op.n), background work (holds), the root, objects on another mount
  * than the root's, and everything if the source has no handles or the
  * daemon lacks CAP_DAC_READ_SEARCH (probed once, logged once).
  *
@@ -134,8 +134,8 @@ static void free_inode(struct hotfs_itable *t, struct hotfs_inode *in)
 {
 	if (t->on_free)
 		t->on_free(t->on_free_arg, in);
-	if (in->nofh && t->nofh_free)
-		t->nofh_free(in->nofh);
+	if (in->op.nofh && t->nofh_free)
+		t->nofh_free(in->op.nofh);
 	listing_put(in->dir.listing);
 	neg_free(in->dir.neg);
 	nc_free(in->dir.names);
@@ -601,7 +601,7 @@ static void drop_fd(struct hotfs_itable *t, struct hotfs_inode *in)
 		in->fh = fh;
 		fh = NULL;
 	}
-	if (in->fd == fd && !in->fd_users && !in->nopen) {
+	if (in->fd == fd && !in->fd_users && !in->op.n) {
 		in->fd = -1;
 		/* opened once: the snapshot's attributes no longer count */
 		in->snap.snap_st = NULL;

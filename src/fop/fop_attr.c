@@ -254,8 +254,8 @@ void fop_release(struct hotfs *fs, struct hotfs_inode *in,
 		fop_begin(&ch, fs);
 	if (fh) {		/* none: made by create without open */
 		pthread_mutex_lock(&in->m);
-		if (in->nopen)
-			in->nopen--;
+		if (in->op.n)
+			in->op.n--;
 		pthread_mutex_unlock(&in->m);
 		fh_release(fs_cache(fs), in, fh);
 		fh_free(fh);

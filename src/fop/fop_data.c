@@ -68,9 +68,9 @@ static struct hotfs_fh *shared_fh(struct hotfs_inode *in)
 	struct hotfs_fh *fh;
 
 	pthread_mutex_lock(&in->m);
-	if (!in->nofh)
-		in->nofh = fh_new_shared();
-	fh = in->nofh;
+	if (!in->op.nofh)
+		in->op.nofh = fh_new_shared();
+	fh = in->op.nofh;
 	pthread_mutex_unlock(&in->m);
 	return fh;
 }

@@ -195,7 +195,7 @@ static int create_handle(struct fop_change *ch, struct hotfs_inode *in,
 	}
 	fi->fh = (uintptr_t)fh;
 	pthread_mutex_lock(&in->m);
-	in->nopen++;
+	in->op.n++;
 	pthread_mutex_unlock(&in->m);
 	return 0;
 }

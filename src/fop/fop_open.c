@@ -35,7 +35,7 @@ static bool set_keep_cache(struct hotfs_inode *in, int fd,
 	pthread_mutex_lock(&in->m);
 	changed = stamp_open_locked(in, fd, never, &keep);
 	fi->keep_cache = keep;
-	in->nopen++;
+	in->op.n++;
 	pthread_mutex_unlock(&in->m);
 	return changed;
 }
@@ -69,7 +69,7 @@ static bool open_trusted(struct hotfs *fs, struct hotfs_inode *in,
 	pthread_mutex_lock(&in->m);
 	ok = fop_stamp_trusted_locked(fs, in);
 	if (ok)
-		in->nopen++;
+		in->op.n++;
 	pthread_mutex_unlock(&in->m);
 	if (!ok)
 		return false;
@@ -77,7 +77,7 @@ static bool open_trusted(struct hotfs *fs, struct hotfs_inode *in,
 	fh = fh_new(-1);
 	if (!fh) {
 		pthread_mutex_lock(&in->m);
-		in->nopen--;
+		in->op.n--;
 		pthread_mutex_unlock(&in->m);
 		return false;
 	}
@@ -151,7 +151,7 @@ int fop_open(struct hotfs *fs, struct hotfs_inode *in,
 void fop_open_undone(struct hotfs_inode *in, struct hotfs_fh *fh)
 {
 	pthread_mutex_lock(&in->m);
-	in->nopen--;
+	in->op.n--;
 	pthread_mutex_unlock(&in->m);
 	fh_free(fh);
 }
