@@ -510,6 +510,21 @@ static void prepare(struct hotfs *fs, const struct hotfs_opts *o)
 	watch_set_max_dirs(fs->watch, nofile / 8);
 }
 
+/* The allocator's settings for a daemon of many threads, first. */
+static void tune_malloc(void)
+{
+	/* two malloc arenas, not one per thread: with a FUSE worker pool
+	 * the daemon's RSS otherwise creeps up under load (each arena keeps
+	 * its own free memory) */
+	mallopt(M_ARENA_MAX, 2);
+	/* and read buffers (up to 1 MiB per request) taken from memory the
+	 * arenas keep: with the default, dynamic thresholds each cached read
+	 * grew and trimmed the heap, and faulted its pages in afresh
+	 * (page faults and brk in the profile of a cached cp) */
+	mallopt(M_MMAP_THRESHOLD, 4 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
+}
+
 /*
  * The steps in order, and their unwinding in reverse at the labels (as
  * libfuse's passthrough_ll.c): each step is a function above, and what
@@ -527,17 +542,7 @@ int main(int argc, char *argv[])
 	char err[512];
 	int ret = 1, r, marked;
 
-	/* two malloc arenas, not one per thread: with a FUSE worker pool
-	 * the daemon's RSS otherwise creeps up under load (each arena keeps
-	 * its own free memory) */
-	mallopt(M_ARENA_MAX, 2);
-	/* and read buffers (up to 1 MiB per request) taken from memory the
-	 * arenas keep: with the default, dynamic thresholds each cached read
-	 * grew and trimmed the heap, and faulted its pages in afresh
-	 * (page faults and brk in the profile of a cached cp) */
-	mallopt(M_MMAP_THRESHOLD, 4 << 20);
-	mallopt(M_TRIM_THRESHOLD, 64 << 20);
-
+	tune_malloc();
 	log_init();
 	r = parse_args(&args, &copts, &o, argv[0]);
 	if (r) {
