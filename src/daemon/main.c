@@ -350,6 +350,40 @@ static void unmark(struct hotfs *fs, const struct hotfs_opts *o)
 			  o->source, WBMARK_NAME, strerror(-r));
 }
 
+/*
+ * The cachedir and the source's mark, then the store: a log of dirty data
+ * a mount would bypass refuses it, and the mark goes once its log is
+ * written.  0, or -1 to refuse the mount (said on stderr).
+ */
+static int setup_store(struct hotfs *fs, const struct hotfs_opts *o)
+{
+	char err[512];
+	int marked;
+
+	if (o->nocache && o->cachedir && wb_leftover(o->cachedir)) {
+		fprintf(stderr, "hotfs: the cachedir's log holds dirty data "
+			"of a writeback mount: mount without nocache (it is "
+			"written to the source first)\n");
+		return -1;
+	}
+	/* a cachedir elsewhere holds dirty data of this source: refused,
+	 * whatever the mode (hotfs/wbmark.h) */
+	marked = wbmark_check(fs->root_fd, o->source,
+			      o->nocache ? NULL : o->cachedir, err,
+			      sizeof(err));
+	if (marked < 0) {
+		fprintf(stderr, "hotfs: %s\n", err);
+		return -1;
+	}
+	if (!o->nocache && open_cache(fs, o) < 0)
+		return -1;
+	if (marked && o->writemode != HOTFS_WRITEBACK && !fs->cache_off)
+		unmark(fs, o);
+	free(hotfs_src.sample);		/* not kept: no store */
+	hotfs_src.sample = NULL;
+	return 0;
+}
+
 /* The threads, after daemonizing (threads do not survive a fork). */
 static int start_threads(struct hotfs *fs, struct hotfs_tick **tick)
 {
@@ -540,7 +574,7 @@ int main(int argc, char *argv[])
 	struct hotfs fs = { .o = &o, .root_fd = -1, .proc_self_fd = -1,
 			    .cache_lock = PTHREAD_MUTEX_INITIALIZER };
 	char err[512];
-	int ret = 1, r, marked;
+	int ret = 1, r;
 
 	tune_malloc();
 	log_init();
@@ -571,26 +605,8 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "hotfs: inode table: %s\n", strerror(-r));
 		goto out2;
 	}
-	if (o.nocache && o.cachedir && wb_leftover(o.cachedir)) {
-		fprintf(stderr, "hotfs: the cachedir's log holds dirty data "
-			"of a writeback mount: mount without nocache (it is "
-			"written to the source first)\n");
+	if (setup_store(&fs, &o) < 0)
 		goto out3;
-	}
-	/* a cachedir elsewhere holds dirty data of this source: refused,
-	 * whatever the mode (hotfs/wbmark.h) */
-	marked = wbmark_check(fs.root_fd, o.source,
-			      o.nocache ? NULL : o.cachedir, err, sizeof(err));
-	if (marked < 0) {
-		fprintf(stderr, "hotfs: %s\n", err);
-		goto out3;
-	}
-	if (!o.nocache && open_cache(&fs, &o) < 0)
-		goto out3;
-	if (marked && o.writemode != HOTFS_WRITEBACK && !fs.cache_off)
-		unmark(&fs, &o);
-	free(hotfs_src.sample);		/* not kept: no store */
-	hotfs_src.sample = NULL;
 	fs.root_fd = -1;	/* owned by the table now */
 	prepare(&fs, &o);
 
