@@ -487,6 +487,25 @@ static int run_loop(struct fuse_session *se,
 	return 1;
 }
 
+/* The mount, in the log, with what the user should know of its store. */
+static void announce(struct hotfs *fs, const struct hotfs_opts *o)
+{
+	char err[512];
+
+	hotfs_log(LOG_INFO, "mounted %s on %s\n", o->source, o->mountpoint);
+	/* said on stderr before daemonizing; now in syslog too */
+	if (!o->foreground && fs->cache_off)
+		hotfs_log(LOG_ERR, "%s; cache is off (hotfsctl store on "
+			  "MOUNT, once fixed)\n", fs->cache_off);
+	else if (!o->foreground && fs->cache &&
+		 !cache_usable(fs->cache, err, sizeof(err)))
+		hotfs_log(LOG_ERR, "%s\n", err);
+	if (!hotfs_src.ids_kept && fs->cache)
+		hotfs_log(LOG_NOTICE, "cache not kept across restarts: this "
+			  "source's inode numbers are not persistent (%s)\n",
+			  hotfs_src.why);
+}
+
 /*
  * Everything the mount needs before it is mounted: the source watch, the
  * listings and their snapshot, who may use the control files, and the
@@ -631,18 +650,7 @@ int main(int argc, char *argv[])
 	}
 	if (start_threads_quiet(&fs, &tick) < 0)
 		goto out5;
-	hotfs_log(LOG_INFO, "mounted %s on %s\n", o.source, o.mountpoint);
-	/* said on stderr before daemonizing; now in syslog too */
-	if (!o.foreground && fs.cache_off)
-		hotfs_log(LOG_ERR, "%s; cache is off (hotfsctl store on "
-			  "MOUNT, once fixed)\n", fs.cache_off);
-	else if (!o.foreground && fs.cache &&
-		 !cache_usable(fs.cache, err, sizeof(err)))
-		hotfs_log(LOG_ERR, "%s\n", err);
-	if (!hotfs_src.ids_kept && fs.cache)
-		hotfs_log(LOG_NOTICE, "cache not kept across restarts: this "
-			  "source's inode numbers are not persistent (%s)\n",
-			  hotfs_src.why);
+	announce(&fs, &o);
 
 	ret = run_loop(se, &copts, &o);
 	hotfs_log(LOG_INFO, "unmounting %s\n", o.mountpoint);
