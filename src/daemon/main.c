@@ -579,6 +579,27 @@ static void tune_malloc(void)
 }
 
 /*
+ * What the steps from the inode table on built, freed once no request
+ * comes any more: the metadata snapshot (written), the handles and
+ * listings, writeback, the store, the watch, then the table.
+ */
+static void free_fs(struct hotfs *fs)
+{
+	meta_fs_close(fs);	/* writes it: the tree is still here */
+	fh_free_all();
+	vd_free_snapshots();
+	vd_free_all();
+	dir_free_all();
+	/* before the table: it holds inodes ("store on" may have opened
+	 * it; the session's threads are gone) */
+	wb_close(fs->wb);
+	fs->wb = NULL;
+	cache_close(fs_cache(fs));
+	watch_free(fs->watch);
+	ino_table_free(fs->it);
+}
+
+/*
  * The steps in order, and their unwinding in reverse at the labels (as
  * libfuse's passthrough_ll.c): each step is a function above, and what
  * is left here is the order, which reads best in one place.
@@ -665,18 +686,7 @@ out5:
 out4:
 	fuse_remove_signal_handlers(se);
 out3:
-	meta_fs_close(&fs);	/* writes it: the tree is still here */
-	fh_free_all();
-	vd_free_snapshots();
-	vd_free_all();
-	dir_free_all();
-	/* before the table: it holds inodes ("store on" may have opened
-	 * it; the session's threads are gone) */
-	wb_close(fs.wb);
-	fs.wb = NULL;
-	cache_close(fs_cache(&fs));
-	watch_free(fs.watch);
-	ino_table_free(fs.it);
+	free_fs(&fs);
 out2:
 	if (fs.proc_self_fd != -1)
 		close(fs.proc_self_fd);
