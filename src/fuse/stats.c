@@ -178,6 +178,45 @@ static double secs_since_real(const struct timespec *t)
 	       (double)(now.tv_nsec - t->tv_nsec) / 1e9;
 }
 
+/* The store's state, with a store: its counters' ages and its engine. */
+static void add_store_on(struct hotfs_cache *c, struct kvlist *l,
+			 struct hotfs_store_stats *ss)
+{
+	struct hotfs_stats *s = &c->stats;
+
+	st_get_stats(c->st, ss);
+	add_f(l, "uptime_seconds", secs_since(&s->started));
+	add_f(l, "counters_age_seconds", secs_since(&s->reset));
+	add_s(l, "store_state", st_state_name(ss->state));
+	add_s(l, "store_reason", ss->reason);
+	add_u(l, "store_state_since", ss->state_since);
+	/* how cached bytes are read (hotfs/uring.h) */
+	add_s(l, "read_engine", c->uring ? "io_uring" : "pread");
+}
+
+/* The same keys without a store: off, and why (off: the caller's, it
+ * holds the reason). */
+static void add_store_off(struct hotfs *fs, struct kvlist *l, char *off,
+			  size_t offlen)
+{
+	uint64_t since = (uint64_t)fs->mount_time.tv_sec;
+
+	add_f(l, "uptime_seconds", secs_since_real(&fs->mount_time));
+	add_f(l, "counters_age_seconds",
+	      secs_since_real(&fs->mount_time));
+	/* "store on" may replace it meanwhile */
+	pthread_mutex_lock(&fs->cache_lock);
+	snprintf(off, offlen, "%s", fs->cache_off ? fs->cache_off :
+		 "mounted with -o nocache");
+	if (fs->cache_off)
+		since = (uint64_t)fs->cache_off_since.tv_sec;
+	pthread_mutex_unlock(&fs->cache_lock);
+	add_s(l, "store_state", "off");
+	add_s(l, "store_reason", off);
+	add_u(l, "store_state_since", since);
+	add_s(l, "read_engine", "none");
+}
+
 /*
  * The keys are the same whatever the store's state (a store that never
  * opened, or -o nocache, shows zeros), so that a reader of the JSON or
@@ -201,33 +240,10 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_s(l, "options", opts ? opts : "");
 	add_s(l, "cachedir", fs->o->cachedir ? fs->o->cachedir : "");
 	add_source(fs, l);
-	if (c) {
-		st_get_stats(c->st, ss);
-		add_f(l, "uptime_seconds", secs_since(&s->started));
-		add_f(l, "counters_age_seconds", secs_since(&s->reset));
-		add_s(l, "store_state", st_state_name(ss->state));
-		add_s(l, "store_reason", ss->reason);
-		add_u(l, "store_state_since", ss->state_since);
-		/* how cached bytes are read (hotfs/uring.h) */
-		add_s(l, "read_engine", c->uring ? "io_uring" : "pread");
-	} else {
-		add_f(l, "uptime_seconds", secs_since_real(&fs->mount_time));
-		add_f(l, "counters_age_seconds",
-		      secs_since_real(&fs->mount_time));
-		uint64_t since = (uint64_t)fs->mount_time.tv_sec;
-
-		/* "store on" may replace it meanwhile */
-		pthread_mutex_lock(&fs->cache_lock);
-		snprintf(off, offlen, "%s", fs->cache_off ? fs->cache_off :
-			 "mounted with -o nocache");
-		if (fs->cache_off)
-			since = (uint64_t)fs->cache_off_since.tv_sec;
-		pthread_mutex_unlock(&fs->cache_lock);
-		add_s(l, "store_state", "off");
-		add_s(l, "store_reason", off);
-		add_u(l, "store_state_since", since);
-		add_s(l, "read_engine", "none");
-	}
+	if (c)
+		add_store_on(c, l, ss);
+	else
+		add_store_off(fs, l, off, offlen);
 
 	reqs = stats_get(s, STAT_READ_REQS);
 	hit_r = stats_get(s, STAT_HIT_REQS);
