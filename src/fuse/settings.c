@@ -40,6 +40,38 @@ void settings_unlock(void)
 	pthread_mutex_unlock(&settings_mutex);
 }
 
+/*
+ * dirty_high and dirty_low, checked together (either may come alone) and
+ * given to the flusher, the settings lock held.  0, or -EINVAL with why
+ * in msg (nothing changed).
+ */
+static int set_watermarks(struct hotfs *fs, const struct ctl_set *set,
+			  char *msg, size_t len)
+{
+	struct hotfs_opts *o = fs->o;
+	unsigned high = set->mask & CTL_SET_DIRTY_HIGH ?
+			set->dirty_high : o->dirty_high;
+	unsigned low = set->mask & CTL_SET_DIRTY_LOW ?
+		       set->dirty_low : o->dirty_low;
+
+	if (o->writemode != HOTFS_WRITEBACK) {
+		snprintf(msg, len, "%s: applies to writemode=writeback "
+			 "only", set->mask & CTL_SET_DIRTY_HIGH ?
+			 "dirty_high" : "dirty_low");
+		return -EINVAL;
+	}
+	if (low > high) {
+		snprintf(msg, len, "dirty_low=%u would be above "
+			 "dirty_high=%u: 0 < dirty_low <= dirty_high "
+			 "< 100", low, high);
+		return -EINVAL;
+	}
+	o->dirty_high = high;
+	o->dirty_low = low;
+	wb_set_watermarks(fs->wb, high, low);
+	return 0;
+}
+
 int fs_set(struct hotfs *fs, const struct ctl_set *set, char *msg,
 	   size_t len)
 {
@@ -70,28 +102,9 @@ int fs_set(struct hotfs *fs, const struct ctl_set *set, char *msg,
 		goto out;
 	}
 	if (set->mask & (CTL_SET_DIRTY_HIGH | CTL_SET_DIRTY_LOW)) {
-		unsigned high = set->mask & CTL_SET_DIRTY_HIGH ?
-				set->dirty_high : o->dirty_high;
-		unsigned low = set->mask & CTL_SET_DIRTY_LOW ?
-			       set->dirty_low : o->dirty_low;
-
-		if (o->writemode != HOTFS_WRITEBACK) {
-			snprintf(msg, len, "%s: applies to writemode=writeback "
-				 "only", set->mask & CTL_SET_DIRTY_HIGH ?
-				 "dirty_high" : "dirty_low");
-			r = -EINVAL;
+		r = set_watermarks(fs, set, msg, len);
+		if (r < 0)
 			goto out;
-		}
-		if (low > high) {
-			snprintf(msg, len, "dirty_low=%u would be above "
-				 "dirty_high=%u: 0 < dirty_low <= dirty_high "
-				 "< 100", low, high);
-			r = -EINVAL;
-			goto out;
-		}
-		o->dirty_high = high;
-		o->dirty_low = low;
-		wb_set_watermarks(fs->wb, high, low);
 	}
 	if (set->mask & CTL_SET_THRESHOLD) {
 		o->threshold = (int)set->threshold;
