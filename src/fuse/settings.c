@@ -72,12 +72,33 @@ static int set_watermarks(struct hotfs *fs, const struct ctl_set *set,
 	return 0;
 }
 
+/* The settings now in force, one line into msg (c: the store, if any;
+ * the settings lock held). */
+static void settings_now(const struct hotfs_opts *o,
+			 const struct hotfs_cache *c, char *msg, size_t len)
+{
+	char wb_summary[64] = "";
+
+	if (o->writemode == HOTFS_WRITEBACK)
+		snprintf(wb_summary, sizeof(wb_summary),
+			 ",dirty_high=%u,dirty_low=%u", o->dirty_high,
+			 o->dirty_low);
+	snprintf(msg, len, "threshold=%d,promote_rate=%llu,write_budget=%llu,"
+		 "seqcutoff=%llu,writemode=%s,inode_cache=%llu%s%s",
+		 o->threshold, (unsigned long long)o->promote_rate,
+		 (unsigned long long)o->write_budget,
+		 (unsigned long long)o->seqcutoff,
+		 o->writemode == HOTFS_WRITETHROUGH ? "writethrough" :
+		 o->writemode == HOTFS_WRITEBACK ? "writeback" :
+		 "writearound", (unsigned long long)o->inode_cache,
+		 wb_summary, c ? "" : " (no store: they apply when it opens)");
+}
+
 int fs_set(struct hotfs *fs, const struct ctl_set *set, char *msg,
 	   size_t len)
 {
 	struct hotfs_opts *o = fs->o;
 	struct hotfs_cache *c;
-	char wb_summary[64] = "";
 	int r = 0;
 
 	pthread_mutex_lock(&settings_mutex);
@@ -136,19 +157,7 @@ int fs_set(struct hotfs *fs, const struct ctl_set *set, char *msg,
 		o->inode_cache = set->inode_cache;
 		ino_set_retain(fs->it, set->inode_cache);
 	}
-	if (o->writemode == HOTFS_WRITEBACK)
-		snprintf(wb_summary, sizeof(wb_summary),
-			 ",dirty_high=%u,dirty_low=%u", o->dirty_high,
-			 o->dirty_low);
-	snprintf(msg, len, "threshold=%d,promote_rate=%llu,write_budget=%llu,"
-		 "seqcutoff=%llu,writemode=%s,inode_cache=%llu%s%s",
-		 o->threshold, (unsigned long long)o->promote_rate,
-		 (unsigned long long)o->write_budget,
-		 (unsigned long long)o->seqcutoff,
-		 o->writemode == HOTFS_WRITETHROUGH ? "writethrough" :
-		 o->writemode == HOTFS_WRITEBACK ? "writeback" :
-		 "writearound", (unsigned long long)o->inode_cache,
-		 wb_summary, c ? "" : " (no store: they apply when it opens)");
+	settings_now(o, c, msg, len);
 	hotfs_log(LOG_NOTICE, "set: %s\n", msg);
 out:
 	pthread_mutex_unlock(&settings_mutex);
