@@ -350,6 +350,40 @@ static void unmark(struct hotfs *fs, const struct hotfs_opts *o)
 			  o->source, WBMARK_NAME, strerror(-r));
 }
 
+/*
+ * The cachedir and the source's mark, then the store: a log of dirty data
+ * a mount would bypass refuses it, and the mark goes once its log is
+ * written.  0, or -1 to refuse the mount (said on stderr).
+ */
+static int setup_store(struct hotfs *fs, const struct hotfs_opts *o)
+{
+	char err[512];
+	int marked;
+
+	if (o->nocache && o->cachedir && wb_leftover(o->cachedir)) {
+		fprintf(stderr, "hotfs: the cachedir's log holds dirty data "
+			"of a writeback mount: mount without nocache (it is "
+			"written to the source first)\n");
+		return -1;
+	}
+	/* a cachedir elsewhere holds dirty data of this source: refused,
+	 * whatever the mode (hotfs/wbmark.h) */
+	marked = wbmark_check(fs->root_fd, o->source,
+			      o->nocache ? NULL : o->cachedir, err,
+			      sizeof(err));
+	if (marked < 0) {
+		fprintf(stderr, "hotfs: %s\n", err);
+		return -1;
+	}
+	if (!o->nocache && open_cache(fs, o) < 0)
+		return -1;
+	if (marked && o->writemode != HOTFS_WRITEBACK && !fs->cache_off)
+		unmark(fs, o);
+	free(hotfs_src.sample);		/* not kept: no store */
+	hotfs_src.sample = NULL;
+	return 0;
+}
+
 /* The threads, after daemonizing (threads do not survive a fork). */
 static int start_threads(struct hotfs *fs, struct hotfs_tick **tick)
 {
@@ -453,6 +487,25 @@ static int run_loop(struct fuse_session *se,
 	return 1;
 }
 
+/* The mount, in the log, with what the user should know of its store. */
+static void announce(struct hotfs *fs, const struct hotfs_opts *o)
+{
+	char err[512];
+
+	hotfs_log(LOG_INFO, "mounted %s on %s\n", o->source, o->mountpoint);
+	/* said on stderr before daemonizing; now in syslog too */
+	if (!o->foreground && fs->cache_off)
+		hotfs_log(LOG_ERR, "%s; cache is off (hotfsctl store on "
+			  "MOUNT, once fixed)\n", fs->cache_off);
+	else if (!o->foreground && fs->cache &&
+		 !cache_usable(fs->cache, err, sizeof(err)))
+		hotfs_log(LOG_ERR, "%s\n", err);
+	if (!hotfs_src.ids_kept && fs->cache)
+		hotfs_log(LOG_NOTICE, "cache not kept across restarts: this "
+			  "source's inode numbers are not persistent (%s)\n",
+			  hotfs_src.why);
+}
+
 /*
  * Everything the mount needs before it is mounted: the source watch, the
  * listings and their snapshot, who may use the control files, and the
@@ -510,6 +563,42 @@ static void prepare(struct hotfs *fs, const struct hotfs_opts *o)
 	watch_set_max_dirs(fs->watch, nofile / 8);
 }
 
+/* The allocator's settings for a daemon of many threads, first. */
+static void tune_malloc(void)
+{
+	/* two malloc arenas, not one per thread: with a FUSE worker pool
+	 * the daemon's RSS otherwise creeps up under load (each arena keeps
+	 * its own free memory) */
+	mallopt(M_ARENA_MAX, 2);
+	/* and read buffers (up to 1 MiB per request) taken from memory the
+	 * arenas keep: with the default, dynamic thresholds each cached read
+	 * grew and trimmed the heap, and faulted its pages in afresh
+	 * (page faults and brk in the profile of a cached cp) */
+	mallopt(M_MMAP_THRESHOLD, 4 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
+}
+
+/*
+ * What the steps from the inode table on built, freed once no request
+ * comes any more: the metadata snapshot (written), the handles and
+ * listings, writeback, the store, the watch, then the table.
+ */
+static void free_fs(struct hotfs *fs)
+{
+	meta_fs_close(fs);	/* writes it: the tree is still here */
+	fh_free_all();
+	vd_free_snapshots();
+	vd_free_all();
+	dir_free_all();
+	/* before the table: it holds inodes ("store on" may have opened
+	 * it; the session's threads are gone) */
+	wb_close(fs->wb);
+	fs->wb = NULL;
+	cache_close(fs_cache(fs));
+	watch_free(fs->watch);
+	ino_table_free(fs->it);
+}
+
 /*
  * The steps in order, and their unwinding in reverse at the labels (as
  * libfuse's passthrough_ll.c): each step is a function above, and what
@@ -525,19 +614,9 @@ int main(int argc, char *argv[])
 	struct hotfs fs = { .o = &o, .root_fd = -1, .proc_self_fd = -1,
 			    .cache_lock = PTHREAD_MUTEX_INITIALIZER };
 	char err[512];
-	int ret = 1, r, marked;
+	int ret = 1, r;
 
-	/* two malloc arenas, not one per thread: with a FUSE worker pool
-	 * the daemon's RSS otherwise creeps up under load (each arena keeps
-	 * its own free memory) */
-	mallopt(M_ARENA_MAX, 2);
-	/* and read buffers (up to 1 MiB per request) taken from memory the
-	 * arenas keep: with the default, dynamic thresholds each cached read
-	 * grew and trimmed the heap, and faulted its pages in afresh
-	 * (page faults and brk in the profile of a cached cp) */
-	mallopt(M_MMAP_THRESHOLD, 4 << 20);
-	mallopt(M_TRIM_THRESHOLD, 64 << 20);
-
+	tune_malloc();
 	log_init();
 	r = parse_args(&args, &copts, &o, argv[0]);
 	if (r) {
@@ -566,26 +645,8 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "hotfs: inode table: %s\n", strerror(-r));
 		goto out2;
 	}
-	if (o.nocache && o.cachedir && wb_leftover(o.cachedir)) {
-		fprintf(stderr, "hotfs: the cachedir's log holds dirty data "
-			"of a writeback mount: mount without nocache (it is "
-			"written to the source first)\n");
+	if (setup_store(&fs, &o) < 0)
 		goto out3;
-	}
-	/* a cachedir elsewhere holds dirty data of this source: refused,
-	 * whatever the mode (hotfs/wbmark.h) */
-	marked = wbmark_check(fs.root_fd, o.source,
-			      o.nocache ? NULL : o.cachedir, err, sizeof(err));
-	if (marked < 0) {
-		fprintf(stderr, "hotfs: %s\n", err);
-		goto out3;
-	}
-	if (!o.nocache && open_cache(&fs, &o) < 0)
-		goto out3;
-	if (marked && o.writemode != HOTFS_WRITEBACK && !fs.cache_off)
-		unmark(&fs, &o);
-	free(hotfs_src.sample);		/* not kept: no store */
-	hotfs_src.sample = NULL;
 	fs.root_fd = -1;	/* owned by the table now */
 	prepare(&fs, &o);
 
@@ -610,18 +671,7 @@ int main(int argc, char *argv[])
 	}
 	if (start_threads_quiet(&fs, &tick) < 0)
 		goto out5;
-	hotfs_log(LOG_INFO, "mounted %s on %s\n", o.source, o.mountpoint);
-	/* said on stderr before daemonizing; now in syslog too */
-	if (!o.foreground && fs.cache_off)
-		hotfs_log(LOG_ERR, "%s; cache is off (hotfsctl store on "
-			  "MOUNT, once fixed)\n", fs.cache_off);
-	else if (!o.foreground && fs.cache &&
-		 !cache_usable(fs.cache, err, sizeof(err)))
-		hotfs_log(LOG_ERR, "%s\n", err);
-	if (!hotfs_src.ids_kept && fs.cache)
-		hotfs_log(LOG_NOTICE, "cache not kept across restarts: this "
-			  "source's inode numbers are not persistent (%s)\n",
-			  hotfs_src.why);
+	announce(&fs, &o);
 
 	ret = run_loop(se, &copts, &o);
 	hotfs_log(LOG_INFO, "unmounting %s\n", o.mountpoint);
@@ -636,18 +686,7 @@ out5:
 out4:
 	fuse_remove_signal_handlers(se);
 out3:
-	meta_fs_close(&fs);	/* writes it: the tree is still here */
-	fh_free_all();
-	vd_free_snapshots();
-	vd_free_all();
-	dir_free_all();
-	/* before the table: it holds inodes ("store on" may have opened
-	 * it; the session's threads are gone) */
-	wb_close(fs.wb);
-	fs.wb = NULL;
-	cache_close(fs_cache(&fs));
-	watch_free(fs.watch);
-	ino_table_free(fs.it);
+	free_fs(&fs);
 out2:
 	if (fs.proc_self_fd != -1)
 		close(fs.proc_self_fd);

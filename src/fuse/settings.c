@@ -40,12 +40,65 @@ void settings_unlock(void)
 	pthread_mutex_unlock(&settings_mutex);
 }
 
+/*
+ * dirty_high and dirty_low, checked together (either may come alone) and
+ * given to the flusher, the settings lock held.  0, or -EINVAL with why
+ * in msg (nothing changed).
+ */
+static int set_watermarks(struct hotfs *fs, const struct ctl_set *set,
+			  char *msg, size_t len)
+{
+	struct hotfs_opts *o = fs->o;
+	unsigned high = set->mask & CTL_SET_DIRTY_HIGH ?
+			set->dirty_high : o->dirty_high;
+	unsigned low = set->mask & CTL_SET_DIRTY_LOW ?
+		       set->dirty_low : o->dirty_low;
+
+	if (o->writemode != HOTFS_WRITEBACK) {
+		snprintf(msg, len, "%s: applies to writemode=writeback "
+			 "only", set->mask & CTL_SET_DIRTY_HIGH ?
+			 "dirty_high" : "dirty_low");
+		return -EINVAL;
+	}
+	if (low > high) {
+		snprintf(msg, len, "dirty_low=%u would be above "
+			 "dirty_high=%u: 0 < dirty_low <= dirty_high "
+			 "< 100", low, high);
+		return -EINVAL;
+	}
+	o->dirty_high = high;
+	o->dirty_low = low;
+	wb_set_watermarks(fs->wb, high, low);
+	return 0;
+}
+
+/* The settings now in force, one line into msg (c: the store, if any;
+ * the settings lock held). */
+static void settings_now(const struct hotfs_opts *o,
+			 const struct hotfs_cache *c, char *msg, size_t len)
+{
+	char wb_summary[64] = "";
+
+	if (o->writemode == HOTFS_WRITEBACK)
+		snprintf(wb_summary, sizeof(wb_summary),
+			 ",dirty_high=%u,dirty_low=%u", o->dirty_high,
+			 o->dirty_low);
+	snprintf(msg, len, "threshold=%d,promote_rate=%llu,write_budget=%llu,"
+		 "seqcutoff=%llu,writemode=%s,inode_cache=%llu%s%s",
+		 o->threshold, (unsigned long long)o->promote_rate,
+		 (unsigned long long)o->write_budget,
+		 (unsigned long long)o->seqcutoff,
+		 o->writemode == HOTFS_WRITETHROUGH ? "writethrough" :
+		 o->writemode == HOTFS_WRITEBACK ? "writeback" :
+		 "writearound", (unsigned long long)o->inode_cache,
+		 wb_summary, c ? "" : " (no store: they apply when it opens)");
+}
+
 int fs_set(struct hotfs *fs, const struct ctl_set *set, char *msg,
 	   size_t len)
 {
 	struct hotfs_opts *o = fs->o;
 	struct hotfs_cache *c;
-	char wb_summary[64] = "";
 	int r = 0;
 
 	pthread_mutex_lock(&settings_mutex);
@@ -70,28 +123,9 @@ int fs_set(struct hotfs *fs, const struct ctl_set *set, char *msg,
 		goto out;
 	}
 	if (set->mask & (CTL_SET_DIRTY_HIGH | CTL_SET_DIRTY_LOW)) {
-		unsigned high = set->mask & CTL_SET_DIRTY_HIGH ?
-				set->dirty_high : o->dirty_high;
-		unsigned low = set->mask & CTL_SET_DIRTY_LOW ?
-			       set->dirty_low : o->dirty_low;
-
-		if (o->writemode != HOTFS_WRITEBACK) {
-			snprintf(msg, len, "%s: applies to writemode=writeback "
-				 "only", set->mask & CTL_SET_DIRTY_HIGH ?
-				 "dirty_high" : "dirty_low");
-			r = -EINVAL;
+		r = set_watermarks(fs, set, msg, len);
+		if (r < 0)
 			goto out;
-		}
-		if (low > high) {
-			snprintf(msg, len, "dirty_low=%u would be above "
-				 "dirty_high=%u: 0 < dirty_low <= dirty_high "
-				 "< 100", low, high);
-			r = -EINVAL;
-			goto out;
-		}
-		o->dirty_high = high;
-		o->dirty_low = low;
-		wb_set_watermarks(fs->wb, high, low);
 	}
 	if (set->mask & CTL_SET_THRESHOLD) {
 		o->threshold = (int)set->threshold;
@@ -123,19 +157,7 @@ int fs_set(struct hotfs *fs, const struct ctl_set *set, char *msg,
 		o->inode_cache = set->inode_cache;
 		ino_set_retain(fs->it, set->inode_cache);
 	}
-	if (o->writemode == HOTFS_WRITEBACK)
-		snprintf(wb_summary, sizeof(wb_summary),
-			 ",dirty_high=%u,dirty_low=%u", o->dirty_high,
-			 o->dirty_low);
-	snprintf(msg, len, "threshold=%d,promote_rate=%llu,write_budget=%llu,"
-		 "seqcutoff=%llu,writemode=%s,inode_cache=%llu%s%s",
-		 o->threshold, (unsigned long long)o->promote_rate,
-		 (unsigned long long)o->write_budget,
-		 (unsigned long long)o->seqcutoff,
-		 o->writemode == HOTFS_WRITETHROUGH ? "writethrough" :
-		 o->writemode == HOTFS_WRITEBACK ? "writeback" :
-		 "writearound", (unsigned long long)o->inode_cache,
-		 wb_summary, c ? "" : " (no store: they apply when it opens)");
+	settings_now(o, c, msg, len);
 	hotfs_log(LOG_NOTICE, "set: %s\n", msg);
 out:
 	pthread_mutex_unlock(&settings_mutex);

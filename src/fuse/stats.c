@@ -178,56 +178,49 @@ static double secs_since_real(const struct timespec *t)
 	       (double)(now.tv_nsec - t->tv_nsec) / 1e9;
 }
 
-/*
- * The keys are the same whatever the store's state (a store that never
- * opened, or -o nocache, shows zeros), so that a reader of the JSON or
- * of hotfsctl stats -w never misses one.  Long because it is the one list
- * of them, in the order they are shown: split, the order would be in
- * several places.
- */
-static void collect(struct hotfs *fs, struct kvlist *l,
-		    struct hotfs_store_stats *ss, char *off, size_t offlen,
-		    const char *opts, struct wb_stats *w)
+/* The store's state, with a store: its counters' ages and its engine. */
+static void add_store_on(struct hotfs_cache *c, struct kvlist *l,
+			 struct hotfs_store_stats *ss)
 {
-	static struct hotfs_stats none;
-	struct hotfs_cache *c = fs_cache(fs);
-	struct hotfs_stats *s = c ? &c->stats : &none;
+	struct hotfs_stats *s = &c->stats;
+
+	st_get_stats(c->st, ss);
+	add_f(l, "uptime_seconds", secs_since(&s->started));
+	add_f(l, "counters_age_seconds", secs_since(&s->reset));
+	add_s(l, "store_state", st_state_name(ss->state));
+	add_s(l, "store_reason", ss->reason);
+	add_u(l, "store_state_since", ss->state_since);
+	/* how cached bytes are read (hotfs/uring.h) */
+	add_s(l, "read_engine", c->uring ? "io_uring" : "pread");
+}
+
+/* The same keys without a store: off, and why (off: the caller's, it
+ * holds the reason). */
+static void add_store_off(struct hotfs *fs, struct kvlist *l, char *off,
+			  size_t offlen)
+{
+	uint64_t since = (uint64_t)fs->mount_time.tv_sec;
+
+	add_f(l, "uptime_seconds", secs_since_real(&fs->mount_time));
+	add_f(l, "counters_age_seconds",
+	      secs_since_real(&fs->mount_time));
+	/* "store on" may replace it meanwhile */
+	pthread_mutex_lock(&fs->cache_lock);
+	snprintf(off, offlen, "%s", fs->cache_off ? fs->cache_off :
+		 "mounted with -o nocache");
+	if (fs->cache_off)
+		since = (uint64_t)fs->cache_off_since.tv_sec;
+	pthread_mutex_unlock(&fs->cache_lock);
+	add_s(l, "store_state", "off");
+	add_s(l, "store_reason", off);
+	add_u(l, "store_state_since", since);
+	add_s(l, "read_engine", "none");
+}
+
+/* Reads: hits, partial hits and misses, in requests and bytes. */
+static void add_reads(struct hotfs_stats *s, struct kvlist *l)
+{
 	uint64_t hit_r, part_r, miss_r, hit_b, miss_b, reqs;
-	struct ra_counts rc;
-
-	add_s(l, "version", HOTFS_VERSION);
-	add_s(l, "mountpoint", fs->o->mountpoint);
-	add_s(l, "source", fs->o->source);
-	add_s(l, "options", opts ? opts : "");
-	add_s(l, "cachedir", fs->o->cachedir ? fs->o->cachedir : "");
-	add_source(fs, l);
-	if (c) {
-		st_get_stats(c->st, ss);
-		add_f(l, "uptime_seconds", secs_since(&s->started));
-		add_f(l, "counters_age_seconds", secs_since(&s->reset));
-		add_s(l, "store_state", st_state_name(ss->state));
-		add_s(l, "store_reason", ss->reason);
-		add_u(l, "store_state_since", ss->state_since);
-		/* how cached bytes are read (hotfs/uring.h) */
-		add_s(l, "read_engine", c->uring ? "io_uring" : "pread");
-	} else {
-		add_f(l, "uptime_seconds", secs_since_real(&fs->mount_time));
-		add_f(l, "counters_age_seconds",
-		      secs_since_real(&fs->mount_time));
-		uint64_t since = (uint64_t)fs->mount_time.tv_sec;
-
-		/* "store on" may replace it meanwhile */
-		pthread_mutex_lock(&fs->cache_lock);
-		snprintf(off, offlen, "%s", fs->cache_off ? fs->cache_off :
-			 "mounted with -o nocache");
-		if (fs->cache_off)
-			since = (uint64_t)fs->cache_off_since.tv_sec;
-		pthread_mutex_unlock(&fs->cache_lock);
-		add_s(l, "store_state", "off");
-		add_s(l, "store_reason", off);
-		add_u(l, "store_state_since", since);
-		add_s(l, "read_engine", "none");
-	}
 
 	reqs = stats_get(s, STAT_READ_REQS);
 	hit_r = stats_get(s, STAT_HIT_REQS);
@@ -244,7 +237,12 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_u(l, "read_miss_bytes", miss_b);
 	add_f(l, "hit_ratio", ratio(hit_r, hit_r + part_r + miss_r));
 	add_f(l, "byte_hit_ratio", ratio(hit_b, hit_b + miss_b));
+}
 
+/* Promotions, and the extents not promoted by reason. */
+static void add_promotions(struct hotfs_cache *c, struct hotfs_stats *s,
+			   struct kvlist *l)
+{
 	add_u(l, "extent_accesses", stats_get(s, STAT_ACCESSES));
 	add_u(l, "promotions", stats_get(s, STAT_PROMOTIONS));
 	add_u(l, "promoted_bytes", stats_get(s, STAT_PROMO_BYTES));
@@ -267,6 +265,14 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_u(l, "not_promoted_racy", stats_get(s, STAT_NP_RACY));
 	add_u(l, "not_promoted_budget", stats_get(s, STAT_NP_BUDGET));
 	add_u(l, "promotion_rate_waits", stats_get(s, STAT_NP_RATE));
+}
+
+/* Evictions, invalidations by reason, errors, and the read-ahead. */
+static void add_evictions(struct hotfs_cache *c, struct hotfs_stats *s,
+			  struct kvlist *l,
+			  const struct hotfs_store_stats *ss)
+{
+	struct ra_counts rc;
 
 	add_u(l, "evictions", ss->evicted_extents);
 	add_u(l, "evicted_regions", ss->evictions);
@@ -287,7 +293,12 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_u(l, "readahead_served", rc.served);
 	add_u(l, "readahead_waits", rc.waited);
 	add_u(l, "readahead_failures", rc.failed);
+}
 
+/* What the store holds and has written, and the memory it uses. */
+static void add_usage(struct hotfs_cache *c, struct kvlist *l,
+		      const struct hotfs_store_stats *ss)
+{
 	add_u(l, "cached_extents", ss->extents);
 	add_u(l, "cached_bytes", ss->bytes);
 	add_u(l, "capacity_bytes", ss->capacity);
@@ -310,6 +321,36 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_u(l, "recovery_dropped_regions", ss->regions_dropped);
 	add_u(l, "index_bytes", ss->index_bytes);
 	add_u(l, "policy_bytes", c ? pol_memory(c->pol) : 0);
+}
+
+/*
+ * The keys are the same whatever the store's state (a store that never
+ * opened, or -o nocache, shows zeros), so that a reader of the JSON or
+ * of hotfsctl stats -w never misses one.  The order they are shown in is
+ * the order of the calls here, one group of keys each.
+ */
+static void collect(struct hotfs *fs, struct kvlist *l,
+		    struct hotfs_store_stats *ss, char *off, size_t offlen,
+		    const char *opts, struct wb_stats *w)
+{
+	static struct hotfs_stats none;
+	struct hotfs_cache *c = fs_cache(fs);
+	struct hotfs_stats *s = c ? &c->stats : &none;
+
+	add_s(l, "version", HOTFS_VERSION);
+	add_s(l, "mountpoint", fs->o->mountpoint);
+	add_s(l, "source", fs->o->source);
+	add_s(l, "options", opts ? opts : "");
+	add_s(l, "cachedir", fs->o->cachedir ? fs->o->cachedir : "");
+	add_source(fs, l);
+	if (c)
+		add_store_on(c, l, ss);
+	else
+		add_store_off(fs, l, off, offlen);
+	add_reads(s, l);
+	add_promotions(c, s, l);
+	add_evictions(c, s, l, ss);
+	add_usage(c, l, ss);
 	add_u(l, "inodes", ino_count(fs->it));
 	add_u(l, "retained_inodes", ino_retained(fs->it));
 	add_inode_fds(fs, l);
