@@ -133,7 +133,7 @@ if [ $quick = 0 ]; then
 	checked_test -C build-fuse318 --print-errorlogs --num-processes 2 \
 		--suite unit
 	checked_test -C build-fuse318 --print-errorlogs integration.mount \
-		integration.noopen
+		integration.noopen integration.fuseuring
 fi
 # The sanitizer builds' stages run the long loops shorter (each step
 # costs them several times as much; the normal build runs them whole):

@@ -74,6 +74,14 @@
 #            file read through each hotfs target must have the checksum of
 #            its file on the disk.  Not in the default list: name it
 #            (fiomix names both; about 40 min at full size, estimated)
+#   directrand  4 KiB random reads of the large file with O_DIRECT at
+#            queue depth 1 (fio psync, RAND_SECS), page cache dropped: a
+#            file partly cached by the passes before.  Not in the default
+#            list: name it
+#   untar    a tar of the Go tree (without .git, on the SSD) extracted
+#            into the target, each pass into an empty directory: a
+#            create-heavy job (seconds; the tar's entries must all be
+#            there after).  Not in the default list: name it
 #
 # Every pass of a hotfs target with the cache on also records the daemon's
 # read counters (.hotfs/stats, before and after the pass): hits, partial
@@ -97,6 +105,11 @@
 #   hotfs-wa@hdd, hotfs-wt@hdd  hotfs -o writemode=writearound and
 #                             writemode=writethrough, cachedir on the SSD
 #                             (fiomix only)
+#   hotfs-uring@hdd           hotfs -o fuse_uring=on (FUSE over io_uring),
+#                             with BENCH_FUSE_URING=1 only, in gitgrep,
+#                             gitstatus, directrand and untar: needs a
+#                             hotfs built against libfuse 3.18 (HOTFS_BIN)
+#                             and the kernel's enable_uring set (man hotfs)
 #   hotfs-nocache@ssd, hotfs@ssd   the same over the SSD tree (FUSE overhead
 #                             against a fast source; seq, rand and meta;
 #                             hotfs-nocache@ssd, a plain FUSE passthrough
@@ -201,7 +214,7 @@ for w in "${workloads[@]}"; do
 	wbrand|wbsync|fiowb-[1-9]|fiowb-[1-9][0-9]) wl_list+=("$w") ;;
 	fiomix) wl_list+=(fiomix-aio fiomix-psync) ;;
 	fiomix-aio|fiomix-psync) wl_list+=("$w") ;;
-	seq|rand|meta-find|meta-gitstatus|cp|gitgrep|gitstatus|coldgrep|scan|restart) wl_list+=("$w") ;;
+	seq|rand|meta-find|meta-gitstatus|cp|gitgrep|gitstatus|coldgrep|scan|restart|directrand|untar) wl_list+=("$w") ;;
 	*) bench_die "unknown workload: $w" ;;
 	esac
 done
@@ -218,7 +231,8 @@ if (( smoke )); then
 	HDD_SIZE=1G SSD_SIZE=1G BIG_MIB=64 RAND_SECS=1 BENCH_VERIFY_SECS=2
 	TREE_SUB=src/image
 	declare -A PASSES=([seq]=1 [rand]=1 [meta-find]=1 [meta-gitstatus]=1
-			   [cp]=2 [gitgrep]=2 [gitstatus]=2 [coldgrep]=2 [scan]=5 [restart]=4)
+			   [cp]=2 [gitgrep]=2 [gitstatus]=2 [coldgrep]=2 [scan]=5 [restart]=4
+			   [directrand]=2 [untar]=2)
 	FIO_SECS=${BENCH_FIO_SECS:-0.3}
 	FIO_REPS=${BENCH_FIO_PASSES:-2}
 	# read-only, mixed and write-only: each path once, in the time the
@@ -230,7 +244,8 @@ else
 	HDD_SIZE=8G SSD_SIZE=16G BIG_MIB=1024 RAND_SECS=20 BENCH_VERIFY_SECS=3
 	TREE_SUB=.
 	declare -A PASSES=([seq]=3 [rand]=3 [meta-find]=5 [meta-gitstatus]=5
-			   [cp]=8 [gitgrep]=8 [gitstatus]=8 [coldgrep]=8 [scan]=5 [restart]=4)
+			   [cp]=8 [gitgrep]=8 [gitstatus]=8 [coldgrep]=8 [scan]=5 [restart]=4
+			   [directrand]=3 [untar]=3)
 	FIO_SECS=${BENCH_FIO_SECS:-30}
 	FIO_REPS=${BENCH_FIO_PASSES:-3}
 	read -r -a FIO_MIXES <<< "${BENCH_FIO_MIXES:-100 70 50 0}"
@@ -329,6 +344,8 @@ bench_can_throttle "$work" || skip "$BENCH_WHY"
 # -------------------------------------------------------------- targets --
 
 ALL_TARGETS=(hdd ssd hotfs-nocache@hdd hotfs@hdd hotfs-nocache@ssd hotfs@ssd)
+URING_TARGETS=()
+[ "${BENCH_FUSE_URING:-0}" = 0 ] || URING_TARGETS=(hotfs-uring@hdd)
 META_TARGETS=(hdd ssd hotfs-nocache@hdd hotfs@hdd hotfs-never@hdd
 	      hotfs-nocache@ssd)
 
@@ -348,7 +365,8 @@ targets_for()
 	wbsync) list=(hdd ssd hotfs-nocache@hdd hotfs-nocache@ssd hotfs-wb@hdd) ;;
 	fiowb-*) list=(hotfs-wb@hdd) ;;
 	fiomix-*) list=(hdd ssd hotfs-wa@hdd hotfs-wt@hdd) ;;
-	gitgrep|gitstatus) list=("${META_TARGETS[@]}") ;;
+	gitgrep|gitstatus) list=("${META_TARGETS[@]}" "${URING_TARGETS[@]}") ;;
+	directrand|untar) list=(hdd ssd hotfs@hdd "${URING_TARGETS[@]}") ;;
 	meta-*) list=("${ALL_TARGETS[@]}" hotfs-never@hdd) ;;
 	fio-*) list=(hotfs@hdd) ;;
 	scan|restart) list=(hdd hotfs-nocache@hdd hotfs@hdd) ;;
@@ -414,6 +432,7 @@ mount_target()
 	hotfs-wb@*) opts=cachedir=$cache,writemode=writeback$(wl_hotfs_opts "$wl") ;;
 	hotfs-wa@*) opts=cachedir=$cache,writemode=writearound$(wl_hotfs_opts "$wl") ;;
 	hotfs-wt@*) opts=cachedir=$cache,writemode=writethrough$(wl_hotfs_opts "$wl") ;;
+	hotfs-uring@*) opts=cachedir=$cache,fuse_uring=on$(wl_hotfs_opts "$wl") ;;
 	*) opts=cachedir=$cache$(wl_hotfs_opts "$wl") ;;
 	esac
 	[ -z "$BENCH_HOTFS_OPTS" ] || opts+=,$BENCH_HOTFS_OPTS
@@ -535,6 +554,17 @@ wl_rand()
 		'BEGIN { printf "%.3f %.2f %.1f %.0f\n", n / b, b / 1e6, i, p }')
 }
 
+wl_directrand()
+{
+	local j=$out/fio-last.json bps iops p99 bytes
+	fio_json "$j" --name=directrand --filename="$1/big" --readonly \
+		--rw=randread --bs=4k --ioengine=psync --direct=1 \
+		--size="${BIG_MIB}M" --runtime="$RAND_SECS"
+	read -r bps iops p99 bytes < <(fio_read_summary "$j")
+	RES=$(awk -v b="$bps" -v i="$iops" -v p="$p99" -v n="$bytes" \
+		'BEGIN { printf "%.3f %.2f %.1f %.0f\n", n / b, b / 1e6, i, p }')
+}
+
 # timed CMD...: run CMD, RES gets its wall time in seconds.
 timed()
 {
@@ -600,6 +630,25 @@ wl_gitstatus()
 	[ ! -s "$out/status-last.txt" ] ||
 		bench_log "warning: git status is not clean under $1: $(head -3 "$out/status-last.txt")"
 }
+# untar: the tar (made once, on the SSD: untar_tar) extracted into an
+# empty directory of the target (wl_prepare empties it, untimed).
+untar_tar() { echo "${DISK_MNT[ssd]}/scratch/go-untar.tar"; }
+
+untar_into() { mkdir "$1/untar" && tar -xf "$(untar_tar)" -C "$1/untar"; }
+
+wl_untar()
+{
+	local t
+	t=$(untar_tar)
+	if [ ! -f "$t" ]; then
+		tar -cf "$t" --exclude=.git -C "${DISK_MNT[ssd]}/data" go
+		tar -tf "$t" | wc -l > "$t.count"
+	fi
+	timed untar_into "$1"
+	[ "$(find "$1/untar" -mindepth 1 | wc -l)" = "$(cat "$t.count")" ] ||
+		bench_die "untar into $1: $(find "$1/untar" -mindepth 1 | wc -l) entries, the tar has $(cat "$t.count")"
+}
+
 # coldgrep: before every pass but the first (a fresh mount already) each
 # hotfs target is unmounted and mounted again (wl_prepare), so a pass
 # finds nothing the daemon kept in memory: what it does not read from the
@@ -966,6 +1015,8 @@ wait_promotions()
 # timing and its disk and hit counts.
 wl_prepare()
 {
+	# untar: each pass into an empty directory
+	[ "$1" != untar ] || rm -rf "$(target_root "$2")/untar"
 	if { { [ "$1" = restart ] && [ "$3" = 4 ]; } ||
 	     { [ "$1" = coldgrep ] && [ "$3" -gt 1 ]; }; } &&
 	   [[ $2 == hotfs* ]]; then
@@ -1007,6 +1058,8 @@ wl_desc()
 	meta-find) echo "find -type f -name '*.go' over $TREE_FILES files, warm caches, ${META_GAP} s after the previous run (seconds; lower is better)" ;;
 	meta-gitstatus) echo "git status over $TREE_FILES files, warm caches, ${META_GAP} s after the previous run (seconds; lower is better)" ;;
 	cp) echo "cp of a ${BIG_MIB} MiB file onto the SSD, page cache dropped (seconds; lower is better)" ;;
+	directrand) echo "4 KiB random reads of a ${BIG_MIB} MiB file (fio psync, O_DIRECT, queue depth 1; ${RAND_SECS} s or each block once), page cache dropped (IOPS; higher is better)" ;;
+	untar) echo "tar -x of the Go tree (without .git, from the SSD) into an empty directory (seconds; lower is better)" ;;
 	gitgrep) echo "git grep -q (absent string) over $TREE_FILES files, page cache dropped (seconds; lower is better)" ;;
 	gitstatus) echo "git status over $TREE_FILES files, page cache dropped (seconds; lower is better)" ;;
 	coldgrep) echo "git grep -q (absent string) over $TREE_FILES files, hotfs unmounted and mounted again and page cache dropped before each pass (seconds; lower is better)" ;;
@@ -1037,7 +1090,7 @@ wl_metric()
 {
 	case $1 in
 	seq) echo mb_per_s ;;
-	rand|fio-*|fiowb-*|fiomix-*|wbrand|wbsync) echo iops ;;
+	rand|directrand|fio-*|fiowb-*|fiomix-*|wbrand|wbsync) echo iops ;;
 	*) echo seconds ;;
 	esac
 }

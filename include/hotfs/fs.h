@@ -56,6 +56,11 @@ struct hotfs {
 	_Atomic uint64_t n_src_open;
 	/* lookups answered from the name cache (hotfs/namecache.h) */
 	_Atomic uint64_t n_lookup_kept;
+	/* FUSE over io_uring (hotfs/fuse_uring.h): "on", or why it is off
+	 * (set at FUSE_INIT), and the lookup, getattr, open, opendir and
+	 * read requests that came through its queues */
+	const char *fuse_uring;
+	_Atomic uint64_t n_uring;
 };
 
 extern const struct fuse_lowlevel_ops hotfs_ll_ops;

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hotfs/fuse_uring.h"
 #include "hotfs/optval.h"	/* the values' syntax */
 
 struct fuse_args;
@@ -82,6 +83,11 @@ struct hotfs_opts {
 	char *ctldir;		/* name of the virtual control directory */
 	char *inode_cache_str;
 	uint64_t inode_cache;	/* forgotten inodes kept open */
+	char *fuse_uring_str;	/* -o fuse_uring=on|off|auto */
+	int fuse_uring_flag;	/* -o fuse_uring alone: on */
+	enum hotfs_fuse_uring fuse_uring;
+	bool fuse_uring_asked;	/* libfuse asked for it (-o io_uring) */
+	const char *fuse_uring_why;	/* fuse_uring_decide()'s why */
 	int allow_other;	/* seen, and left for fuse_session_new */
 	int default_permissions;
 	int ro;			/* -o ro: seen, and left for libfuse */

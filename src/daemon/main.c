@@ -196,6 +196,26 @@ static bool fuse_still_mounted(const char *mnt)
  * The command line into o and copts: 0 to go on, 1 when it was all
  * answered (--help, --version), -1 on an error (said on stderr).
  */
+/* FUSE over io_uring asked of libfuse, or not (hotfs/fuse_uring.h):
+ * 0, or -1 said (fuse_uring=on that cannot be had). */
+static int ask_fuse_uring(struct fuse_args *args, struct hotfs_opts *o)
+{
+	char err[512];
+	int r;
+
+	r = fuse_uring_decide(o->fuse_uring, FUSE_URING_PARAM,
+			      fuse_uring_built(), &o->fuse_uring_why, err,
+			      sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "hotfs: %s\n", err);
+		return -1;
+	}
+	o->fuse_uring_asked = r == 1;
+	if (r == 1 && fuse_opt_add_arg(args, "-oio_uring") != 0)
+		return -1;
+	return 0;
+}
+
 static int parse_args(struct fuse_args *args, struct fuse_cmdline_opts *copts,
 		      struct hotfs_opts *o, const char *prog)
 {
@@ -239,7 +259,7 @@ static int parse_args(struct fuse_args *args, struct fuse_cmdline_opts *copts,
 	if (add_fsname(args, o->source) != 0 ||
 	    add_source_forbids(args, o) != 0)
 		return -1;
-	return 0;
+	return ask_fuse_uring(args, o);
 }
 
 /* Before anything looks a name up in the source (hotfs/srcprobe.h). */

@@ -69,6 +69,8 @@ static const struct fuse_opt opt_table[] = {
 	HOTFS_OPT("nonempty", nonempty, 1),
 	HOTFS_OPT("ctldir=%s", ctldir, 0),
 	HOTFS_OPT("inode_cache=%s", inode_cache_str, 0),
+	HOTFS_OPT("fuse_uring=%s", fuse_uring_str, 0),
+	HOTFS_OPT("fuse_uring", fuse_uring_flag, 1),
 	FUSE_OPT_KEY("rw", KEY_DISCARD),
 	FUSE_OPT_KEY("defaults", KEY_DISCARD),
 	FUSE_OPT_KEY("auto", KEY_DISCARD),
@@ -356,6 +358,28 @@ static int parse_secs(const char *name, const char *s, double *v,
 	return 0;
 }
 
+static int parse_fuse_uring(struct hotfs_opts *o, char *err, size_t errlen)
+{
+	const char *v = o->fuse_uring_str;
+
+	o->fuse_uring = o->fuse_uring_flag ? HOTFS_FUSE_URING_ON :
+			HOTFS_FUSE_URING_AUTO;
+	if (!v)
+		return 0;
+	if (strcmp(v, "on") == 0) {
+		o->fuse_uring = HOTFS_FUSE_URING_ON;
+	} else if (strcmp(v, "off") == 0) {
+		o->fuse_uring = HOTFS_FUSE_URING_OFF;
+	} else if (strcmp(v, "auto") == 0) {
+		o->fuse_uring = HOTFS_FUSE_URING_AUTO;
+	} else {
+		seterr(err, errlen, "invalid fuse_uring '%s': on, off or auto",
+		       v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int parse_revalidate(struct hotfs_opts *o, char *err, size_t errlen)
 {
 	const char *v = o->revalidate_str;
@@ -454,7 +478,8 @@ int opt_parse(struct fuse_args *args, struct hotfs_opts *o,
 		}
 		o->threshold = (int)v;
 	}
-	if (parse_revalidate(o, err, errlen) < 0)
+	if (parse_revalidate(o, err, errlen) < 0 ||
+	    parse_fuse_uring(o, err, errlen) < 0)
 		return -EINVAL;
 	if (parse_secs("attr_timeout", o->attr_timeout_str, &o->attr_timeout,
 		       err, errlen) < 0 ||

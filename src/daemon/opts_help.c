@@ -52,5 +52,7 @@ void opt_help(void)
 "    -o nocache             plain passthrough, no cache store\n"
 "    -o ctldir=NAME         name of the control directory (.hotfs)\n"
 "    -o inode_cache=N       source inodes kept open after the kernel forgets\n"
-"                           them, so lookups need no disk read (100000)\n");
+"                           them, so lookups need no disk read (100000)\n"
+"    -o fuse_uring[=WHEN]   FUSE requests through io_uring queues: on (the\n"
+"                           mount fails without them), off, or auto (auto)\n");
 }

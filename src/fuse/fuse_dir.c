@@ -79,6 +79,7 @@ void hotfs_opendir(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	count(&hfs(req)->n_opendir);
+	count_uring(req);
 	/* ENOSYS is success here: the kernel sends no more opendirs */
 	err = -ENOSYS;
 	if (hfs(req)->no_opendir)

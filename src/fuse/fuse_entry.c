@@ -253,6 +253,7 @@ void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (mark_name(parent, name))
 		goto out;
 	count(&hfs(req)->n_lookup);
+	count_uring(req);
 	if (snapshot_lookup(hfs(req), dir, name, &e, &err))
 		goto reply;
 	dfd = ino_fd(hfs(req)->it, dir);
@@ -328,6 +329,7 @@ static int get_attr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 
 	*changed = false;
 	count(&fs->n_getattr);
+	count_uring(req);
 	if (fi && fi->fh && fhfd(fi) >= 0) {
 		fd = fhfd(fi);
 		err = fstat(fd, st) == -1 ? -errno : 0;

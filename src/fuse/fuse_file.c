@@ -50,6 +50,7 @@ void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 	}
 	in = hino(req, ino);
 	count(&fs->n_open);
+	count_uring(req);
 	/* see "Files without open round trips" */
 	err = fs->no_open ? -ENOSYS : fop_open(fs, in, fi);
 	if (err == 1) {
@@ -147,6 +148,7 @@ void hotfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	in = hino(req, ino);
+	count_uring(req);
 	r = fop_read(fs, in, req_fh(fi), fi->flags, size, off, &rd);
 	if (r < 0)
 		fuse_reply_err(req, -r);

@@ -86,6 +86,18 @@ static inline void count(_Atomic uint64_t *c)
 	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
 
+/* A request of those the stats count by kind (fs->n_uring): counted
+ * there too if it came through FUSE over io_uring. */
+static inline void count_uring(fuse_req_t req)
+{
+#ifdef FUSE_CAP_OVER_IO_URING
+	if (fuse_req_is_uring(req))
+		count(&((struct hotfs *)fuse_req_userdata(req))->n_uring);
+#else
+	(void)req;
+#endif
+}
+
 /* The source fd of a handle, opened or not (-1: not yet, lazy: see
  * fh_source). */
 static inline int fhfd(struct fuse_file_info *fi)

@@ -188,6 +188,9 @@ static const struct pm table[] = {
 	  "op=\"open\"", NULL },
 	{ "opendir_requests", "hotfs_metadata_requests_total", 'c',
 	  "op=\"opendir\"", NULL },
+	{ "fuse_uring_requests", "hotfs_fuse_uring_requests_total", 'c',
+	  NULL, "Lookup, getattr, open, opendir and read requests that "
+	  "came through FUSE over io_uring." },
 	{ "source_opens", "hotfs_source_opens_total", 'c', NULL,
 	  "Source files opened for handles." },
 	{ "lookups_kept", "hotfs_lookups_kept_total", 'c', NULL,

@@ -99,6 +99,10 @@ static void add_watch(struct hotfs *fs, struct kvlist *l)
 						      memory_order_relaxed));
 	add_u(l, "opendir_requests", atomic_load_explicit(&fs->n_opendir,
 							  memory_order_relaxed));
+	add_s(l, "fuse_uring", fs->fuse_uring ? fs->fuse_uring :
+	      fs->o->fuse_uring_why ? fs->o->fuse_uring_why : "off");
+	add_u(l, "fuse_uring_requests",
+	      atomic_load_explicit(&fs->n_uring, memory_order_relaxed));
 	watch_get_stats(fs->watch, &ws);
 	add_u(l, "watched_dirs", ws.dirs);
 	add_u(l, "unwatched_dirs", ws.unwatched);
@@ -429,6 +433,7 @@ void stats_reset(struct hotfs *fs)
 	atomic_store_explicit(&fs->n_opendir, 0, memory_order_relaxed);
 	atomic_store_explicit(&fs->n_src_open, 0, memory_order_relaxed);
 	atomic_store_explicit(&fs->n_lookup_kept, 0, memory_order_relaxed);
+	atomic_store_explicit(&fs->n_uring, 0, memory_order_relaxed);
 	if (!c)
 		return;
 	for (i = 0; i < STAT__NR; i++)

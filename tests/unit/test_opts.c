@@ -381,6 +381,39 @@ static void test_bad_values(void **state)
 	expect_bad(f, "revalidate=sometimes", "revalidate");
 	expect_bad(f, "revalidate=0", "revalidate");
 	expect_bad(f, "revalidate=-3", "revalidate");
+	expect_bad(f, "fuse_uring=yes", "invalid fuse_uring 'yes'");
+}
+
+/* -o fuse_uring[=on|off|auto]: auto unless said; never left for libfuse
+ * (main asks libfuse with its own -o io_uring once decided) */
+static void test_fuse_uring(void **state)
+{
+	static const struct {
+		const char *opt;
+		enum hotfs_fuse_uring want;
+	} cases[] = {
+		{ "", HOTFS_FUSE_URING_AUTO },
+		{ ",fuse_uring", HOTFS_FUSE_URING_ON },
+		{ ",fuse_uring=on", HOTFS_FUSE_URING_ON },
+		{ ",fuse_uring=off", HOTFS_FUSE_URING_OFF },
+		{ ",fuse_uring=auto", HOTFS_FUSE_URING_AUTO },
+	};
+	struct fixture *f = *state;
+	struct hotfs_opts o;
+	struct fuse_args a;
+	char err[256], co[300];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(co, sizeof(co), "cachedir=%s%s", f->cache,
+			 cases[i].opt);
+		assert_int_equal(parse(&o, &a, err, sizeof(err), f->src,
+				       f->mnt, "-o", co, NULL), 0);
+		assert_int_equal(o.fuse_uring, cases[i].want);
+		assert_false(args_have(&a, "uring"));
+		fuse_opt_free_args(&a);
+		opt_free(&o);
+	}
 }
 
 static void test_missing_args(void **state)
@@ -698,6 +731,7 @@ int main(void)
 		T(test_values),
 		T(test_fstab_keywords_dropped),
 		T(test_revalidate),
+		T(test_fuse_uring),
 		T(test_max_read),
 		T(test_bad_values),
 		T(test_missing_args),

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * FUSE over io_uring (-o fuse_uring): the kernel hands requests to the
+ * daemon, and takes its replies, through io_uring queues instead of
+ * read(2) and write(2) on /dev/fuse.  libfuse 3.18 runs one queue per
+ * CPU, each with one thread that runs the handlers of its requests in
+ * turn: a handler that waits (a read of the slow source) holds back the
+ * other requests of its queue, where the /dev/fuse loop would have
+ * started another worker thread.
+ *
+ * Needs libfuse >= 3.18 (the bundled build, meson -Dlibfuse=bundled) and
+ * the kernel's parameter /sys/module/fuse/parameters/enable_uring set to
+ * Y, which hotfs never changes itself (man hotfs, FUSE over io_uring).
+ * fuse_uring=on refuses to mount without both; auto (the default) uses
+ * it where both are there and FUSE_URING_AUTO says it pays; off never.
+ */
+#ifndef HOTFS_FUSE_URING_H
+#define HOTFS_FUSE_URING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum hotfs_fuse_uring {
+	HOTFS_FUSE_URING_AUTO,
+	HOTFS_FUSE_URING_ON,
+	HOTFS_FUSE_URING_OFF,
+};
+
+/* Whether fuse_uring=auto uses FUSE over io_uring where it can (the
+ * figures that decided: contrib/bench/RESULTS.md, FUSE over io_uring). */
+#define FUSE_URING_AUTO	false
+
+/* The kernel's switch. */
+#define FUSE_URING_PARAM "/sys/module/fuse/parameters/enable_uring"
+
+/* Whether this build's libfuse can run FUSE over io_uring. */
+bool fuse_uring_built(void);
+
+/*
+ * Decide for a mount: mode as the option says, param the kernel switch's
+ * path (FUSE_URING_PARAM; a test's own file), built what
+ * fuse_uring_built() says.  Returns 1: ask libfuse for it; 0: not, with
+ * why (a static string: "off", or what is missing) in *why; -EINVAL:
+ * fuse_uring=on cannot be had, one line in err.
+ */
+int fuse_uring_decide(enum hotfs_fuse_uring mode, const char *param,
+		      bool built, const char **why, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * FUSE over io_uring: whether a mount asks libfuse for it (see
+ * hotfs/fuse_uring.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <fuse_lowlevel.h>
+
+#include "hotfs/fuse_uring.h"
+
+bool fuse_uring_built(void)
+{
+#ifdef FUSE_CAP_OVER_IO_URING
+	return true;
+#else
+	return false;
+#endif
+}
+
+/* The kernel's switch: 1 (Y), 0 (N), or -errno (no such parameter: a
+ * kernel without it). */
+static int param_on(const char *param)
+{
+	char c = 0;
+	ssize_t n;
+	int fd;
+
+	fd = open(param, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, &c, 1);
+	close(fd);
+	if (n != 1)
+		return -EIO;
+	return c == 'Y' || c == 'y' || c == '1';
+}
+
+int fuse_uring_decide(enum hotfs_fuse_uring mode, const char *param,
+		      bool built, const char **why, char *err, size_t errlen)
+{
+	int on;
+
+	if (mode == HOTFS_FUSE_URING_OFF) {
+		*why = "off";
+		return 0;
+	}
+	if (!built) {
+		*why = "off: not in this build's libfuse (3.18 or later: "
+		       "meson setup -Dlibfuse=bundled)";
+		goto missing;
+	}
+	on = param_on(param);
+	if (on < 0) {
+		*why = "off: not in this kernel";
+		goto missing;
+	}
+	if (!on) {
+		*why = "off: switched off in the kernel (" FUSE_URING_PARAM
+		       " is N; as root: echo Y > it)";
+		goto missing;
+	}
+	if (mode == HOTFS_FUSE_URING_AUTO && !FUSE_URING_AUTO) {
+		*why = "off: auto, where it does not pay (man hotfs)";
+		return 0;
+	}
+	*why = "on";
+	return 1;
+missing:
+	if (mode != HOTFS_FUSE_URING_ON)
+		return 0;
+	snprintf(err, errlen, "fuse_uring=on: FUSE over io_uring is %s",
+		 *why + 5);
+	return -EINVAL;
+}

@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""FUSE over io_uring (-o fuse_uring, man hotfs): asked of libfuse only
+where this build has it (libfuse 3.18, meson -Dlibfuse=bundled) and the
+kernel's switch is on; fuse_uring=on refuses the mount in one line
+otherwise; the stats say which and why, and count the requests that
+came through the queues.  The tests that need the kernel's switch set it
+and put it back as it was (hotfs itself never changes it)."""
+import concurrent.futures
+import os
+import random
+import subprocess
+
+import pytest
+
+import util
+
+PARAM = '/sys/module/fuse/parameters/enable_uring'
+
+
+def built_with_uring():
+    out = subprocess.run([util.hotfs_bin(), '--version'],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         check=True).stdout.decode()
+    v = next(ln.split()[-1] for ln in out.splitlines()
+             if ln.startswith('libfuse version'))
+    return tuple(int(x) for x in v.split('.')[:2]) >= (3, 18)
+
+
+@pytest.fixture
+def switch():
+    """Set the kernel's switch (Y/N) for a test; put back after."""
+    if not os.path.exists(PARAM):
+        pytest.skip('this kernel has no FUSE over io_uring')
+    with open(PARAM) as f:
+        old = f.read().strip()
+
+    def set_to(v):
+        with open(PARAM, 'w') as f:
+            f.write(v)
+    yield set_to
+    set_to(old)
+
+
+def refused(ws, opts, words):
+    """hotfs -o opts exits non-zero, unmounted, with one line naming
+    words."""
+    proc = ws.start(opts=opts, wait=False)
+    try:
+        rc = proc.wait(timeout=util.TIMEOUT)
+    except subprocess.TimeoutExpired:
+        pytest.fail('hotfs -o %s did not refuse to mount' % opts)
+    lines = ws.log_text(proc).splitlines()[1:]
+    assert rc != 0 and not util.is_mounted(ws.mnt)
+    assert len(lines) == 1, lines
+    for w in words:
+        assert w in lines[0], lines
+
+
+def files(ws, n=24):
+    rng = random.Random(7)
+    data = {}
+    for i in range(n):
+        d = rng.randbytes(rng.choice((100, 5000, 70000, 300000)))
+        name = 'f%02d' % i
+        with open(os.path.join(ws.src, name), 'wb') as f:
+            f.write(d)
+        data[name] = d
+    return data
+
+
+def test_bad_value_refused(ws):
+    refused(ws, 'fuse_uring=sometimes', ['invalid fuse_uring',
+                                          'on, off or auto'])
+
+
+def test_off_and_default_say_why(ws):
+    """off: off; the default (auto): off with the reason, or on, as the
+    build and the kernel have it; the tree served the same."""
+    data = files(ws, 4)
+    proc = ws.start(opts='fuse_uring=off')
+    s = util.hotfs_stats(ws.mnt)
+    assert s['fuse_uring'] == 'off' and int(s['fuse_uring_requests']) == 0
+    ws.stop(proc)
+    ws.start()
+    for n, d in data.items():
+        assert util.read_cold(os.path.join(ws.mnt, n)) == d
+    s = util.hotfs_stats(ws.mnt)
+    assert s['fuse_uring'] == 'on' or s['fuse_uring'].startswith('off: ')
+    if not built_with_uring():
+        assert 'libfuse' in s['fuse_uring'], s['fuse_uring']
+
+
+def test_on_without_libfuse_refused(ws):
+    if built_with_uring():
+        pytest.skip('this build has FUSE over io_uring (libfuse 3.18)')
+    refused(ws, 'fuse_uring=on', ['fuse_uring=on', '-Dlibfuse=bundled'])
+    refused(ws, 'fuse_uring', ['fuse_uring=on', '-Dlibfuse=bundled'])
+
+
+def test_on_with_the_switch_off_refused(ws, switch):
+    if not built_with_uring():
+        pytest.skip('needs a build against libfuse 3.18')
+    switch('N')
+    refused(ws, 'fuse_uring=on', ['fuse_uring=on', PARAM])
+    # auto mounts, through /dev/fuse, and says why
+    ws.start()
+    s = util.hotfs_stats(ws.mnt)
+    assert s['fuse_uring'].startswith('off: switched off'), s
+
+
+def test_on_serves_through_the_queues(ws, switch):
+    """fuse_uring=on: files read right from several threads at once,
+    cached and not, through the queues; the counter counts them."""
+    if not built_with_uring():
+        pytest.skip('needs a build against libfuse 3.18')
+    switch('Y')
+    data = files(ws)
+    ws.start(opts='fuse_uring=on,threshold=1')
+    s = util.hotfs_stats(ws.mnt)
+    assert s['fuse_uring'] == 'on', s
+
+    def check(name):
+        for _ in range(3):
+            got = util.read_cold(os.path.join(ws.mnt, name))
+            assert got == data[name], name
+        return name
+    with concurrent.futures.ThreadPoolExecutor(6) as ex:
+        assert sorted(ex.map(check, data)) == sorted(data)
+    # and a write, a rename and a listing
+    p = os.path.join(ws.mnt, 'new')
+    with open(p, 'wb') as f:
+        f.write(b'x' * 10000)
+    os.rename(p, p + '2')
+    assert sorted(os.listdir(ws.mnt)) == sorted(list(data) + ['new2'])
+    with open(os.path.join(ws.src, 'new2'), 'rb') as f:
+        assert f.read() == b'x' * 10000
+    s = util.hotfs_stats(ws.mnt)
+    assert int(s['fuse_uring_requests']) >= len(data) * 3, s
