@@ -978,6 +978,7 @@ check_hits()
 	local wl=$1 t=$2 pass=$3 hits=$4
 	cached_target "$t" || return 0
 	! wl_warm "$wl" || return 0
+	[ "$wl" != untar ] || return 0		# it writes: no reads to count
 	[[ $wl != fio-* ]] || [ "$(fio_mix "$pass")" != 0 ] || return 0
 	[[ ${hits##* } =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
 		bench_die "$wl pass $pass on $t gave no hit ratio ('$hits';" \
@@ -985,7 +986,7 @@ check_hits()
 }
 
 # A hotfs target with the cache on.
-cached_target() { [[ $1 == hotfs@* || $1 == hotfs-never@* || $1 == hotfs-w[at]@* ]]; }
+cached_target() { [[ $1 == hotfs@* || $1 == hotfs-never@* || $1 == hotfs-w[at]@* || $1 == hotfs-uring@* ]]; }
 
 # Promotions a cached target still has queued read the disk it shares with
 # the other targets: a pass starts once every mounted target's queue is
@@ -1307,7 +1308,8 @@ check_plots()
 		fio-*) want+=(fio.png) ;;
 		*) want+=("$wl.png") ;;
 		esac
-		if ! wl_warm "$wl" && [[ $'\n'$(targets_for "$wl") == *$'\n'hotfs@* ||
+		if ! wl_warm "$wl" && [ "$wl" != untar ] &&
+		   [[ $'\n'$(targets_for "$wl") == *$'\n'hotfs@* ||
 					 $'\n'$(targets_for "$wl") == *$'\n'hotfs-w[at]@* ]]; then
 			case $wl in
 			fio-*) want+=(fio-hitratio.png) ;;
