@@ -135,6 +135,75 @@ static int capacity(const struct hotfs_opts *o, int dirfd, uint64_t *cap,
 	return r;
 }
 
+/* A mount's cache, its fields from the options (dirfd: the cachedir's,
+ * st: the source root's); NULL without memory. */
+static struct hotfs_cache *cache_new(const struct hotfs_opts *o, int dirfd,
+				     const struct stat *st)
+{
+	struct hotfs_cache *c = calloc(1, sizeof(*c));
+	uint32_t salt;
+
+	if (!c)
+		return NULL;
+	c->dirfd = dirfd;
+	c->extent = o->extent;
+	c->ext_shift = ilog2u(o->extent);
+	c->root_dev = st->st_dev;
+	if (getrandom(&salt, sizeof(salt), 0) != sizeof(salt))
+		salt = (uint32_t)time(NULL) ^ (uint32_t)getpid();
+	c->run_salt = salt ? salt : 1;
+	c->seqcutoff = o->seqcutoff;
+	c->writemode = o->writemode;
+	c->proc_self_fd = -1;
+	clock_gettime(CLOCK_MONOTONIC, &c->stats.started);
+	c->stats.reset = c->stats.started;
+	return c;
+}
+
+/* The source's identity into *ident: its path, its filesystem, its root;
+ * its length, or -1 without memory. */
+static int source_ident(const struct hotfs_opts *o, const struct statfs *sfs,
+			const struct stat *st, char **ident)
+{
+	return asprintf(ident, "%s\n%08x%08x\n%llu", o->source,
+			(unsigned)sfs->f_fsid.__val[0],
+			(unsigned)sfs->f_fsid.__val[1],
+			(unsigned long long)st->st_ino);
+}
+
+/* The store, into c->st: "umount; mount" again may find the old daemon
+ * still exiting and holding the cachedir's lock for a moment. */
+static int store_open(struct hotfs_cache *c, const struct hotfs_opts *o,
+		      const struct hotfs_store_params *sp, char *err,
+		      size_t errlen)
+{
+	int r, tries;
+
+	r = st_open_at(c->dirfd, o->cachedir, sp, &c->st, err, errlen);
+	for (tries = 0; r == -EBUSY && tries < 100; tries++) {
+		usleep(50000);
+		r = st_open_at(c->dirfd, o->cachedir, sp, &c->st, err,
+			       errlen);
+	}
+	if (r < 0)
+		return r;
+	if (tries)
+		hotfs_log(LOG_NOTICE, "cachedir '%s': waited %d ms for the "
+			  "previous daemon to let it go\n", o->cachedir,
+			  tries * 50);
+	return 0;
+}
+
+/* The policy told the store's size in extents: counts age over about 8
+ * cache-fulls of accesses. */
+static void size_policy(struct hotfs_cache *c)
+{
+	struct hotfs_store_stats ss;
+
+	st_get_stats(c->st, &ss);
+	pol_set_cache(c->pol, ss.capacity >> c->ext_shift);
+}
+
 int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	       int root_fd, char *err, size_t errlen)
 {
@@ -144,8 +213,7 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	struct statfs sfs;
 	struct stat st;
 	char *ident = NULL, why[PATH_MAX + 160];
-	uint32_t salt;
-	int dirfd, len, r, tries;
+	int dirfd, len, r;
 
 	if (fstat(root_fd, &st) == -1 || fstatfs(root_fd, &sfs) == -1) {
 		snprintf(err, errlen, "source '%s': %s", o->source,
@@ -161,30 +229,13 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 		add_advice(err, errlen, dirfd);
 		return dirfd;
 	}
-	c = calloc(1, sizeof(*c));
+	c = cache_new(o, dirfd, &st);
 	if (!c) {
 		close(dirfd);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	c->dirfd = dirfd;
-	c->extent = o->extent;
-	c->ext_shift = ilog2u(o->extent);
-	c->root_dev = st.st_dev;
-	if (getrandom(&salt, sizeof(salt), 0) != sizeof(salt))
-		salt = (uint32_t)time(NULL) ^ (uint32_t)getpid();
-	c->run_salt = salt ? salt : 1;
-	c->seqcutoff = o->seqcutoff;
-	c->writemode = o->writemode;
-	c->proc_self_fd = -1;
-	clock_gettime(CLOCK_MONOTONIC, &c->stats.started);
-	c->stats.reset = c->stats.started;
-
-	/* the source's identity: its path, its filesystem, its root */
-	len = asprintf(&ident, "%s\n%08x%08x\n%llu", o->source,
-		       (unsigned)sfs.f_fsid.__val[0],
-		       (unsigned)sfs.f_fsid.__val[1],
-		       (unsigned long long)st.st_ino);
+	len = source_ident(o, &sfs, &st, &ident);
 	if (len < 0) {
 		snprintf(err, errlen, "out of memory");
 		r = -ENOMEM;
@@ -209,27 +260,10 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	r = capacity(o, c->dirfd, &sp.capacity, err, errlen);
 	if (r < 0)
 		goto bad_pol;
-	r = st_open_at(c->dirfd, o->cachedir, &sp, &c->st, err, errlen);
-	/* "umount; mount" again: the old daemon may still be exiting and
-	 * holding the cachedir's lock for a moment */
-	for (tries = 0; r == -EBUSY && tries < 100; tries++) {
-		usleep(50000);
-		r = st_open_at(c->dirfd, o->cachedir, &sp, &c->st, err,
-			       errlen);
-	}
+	r = store_open(c, o, &sp, err, errlen);
 	if (r < 0)
 		goto bad_pol;
-	if (tries)
-		hotfs_log(LOG_NOTICE, "cachedir '%s': waited %d ms for the "
-			  "previous daemon to let it go\n", o->cachedir,
-			  tries * 50);
-	{
-		struct hotfs_store_stats ss;
-
-		/* counts age over about 8 cache-fulls of accesses */
-		st_get_stats(c->st, &ss);
-		pol_set_cache(c->pol, ss.capacity >> c->ext_shift);
-	}
+	size_policy(c);
 	load_counts(c, o, ident, (size_t)len);
 	r = pins_open(&c->pins, c->dirfd, o->reset || !hotfs_src.ids_kept);
 	if (r < 0) {

@@ -262,40 +262,99 @@ static bool records_stamp(const struct hotfs_inode *in,
 	return in->cw.wr_base_ok;
 }
 
+/* The patched records of a write, freed. */
+static void wt_free(struct wt_patch *p)
+{
+	unsigned i;
+
+	for (i = 0; i < p->n; i++)
+		free(p->buf[i]);
+	p->n = 0;
+}
+
+/* The end of a write with no cache: its change ended, its fd let go. */
+static void end_uncached(struct hotfs_inode *in, struct cache_wr *w)
+{
+	pthread_mutex_lock(&in->m);
+	change_end(in, w);
+	pthread_mutex_unlock(&in->m);
+	if (w->fd >= 0)
+		ino_fd_put(in);
+}
+
+/*
+ * writethrough: the touched extents and blocks that were cached, patched
+ * into p (read under the records' stamp now: inserted only if no other
+ * write began or ended since this one began, when that stamp is still
+ * the same), for the size the write leaves unless another change moved
+ * it (the stamp the write ends at says); returns that size.
+ */
+static uint64_t wt_prepare(struct hotfs_cache *c, struct hotfs_inode *in,
+			   const struct hotfs_key *k, const struct cache_wr *w,
+			   uint64_t off, uint64_t len, const void *data,
+			   struct wt_patch *p)
+{
+	struct hotfs_stamp pbase;
+	uint64_t size;
+	bool have_base;
+
+	pthread_mutex_lock(&in->m);
+	have_base = records_stamp(in, &pbase);
+	pthread_mutex_unlock(&in->m);
+	size = have_base && pbase.size > off + len ? pbase.size : off + len;
+	if (have_base && w->patch && data && len &&
+	    len != CACHE_WR_TO_END && off + len > off)
+		wt_build(c, k, &pbase, off, len, data, size, p);
+	return size;
+}
+
+/*
+ * The file's records carried over from the stamp base to now but for
+ * those holding a byte of [d_lo, d_hi), or all dropped if either stamp
+ * is unknown (!known); then the patched records in wt inserted under now
+ * with the write's generation.  in->m held, the file's hint set.
+ */
+static void carry_records(struct hotfs_cache *c, struct hotfs_inode *in,
+			  const struct hotfs_key *k, const struct cache_wr *w,
+			  bool known, const struct hotfs_stamp *base,
+			  const struct hotfs_stamp *now, uint64_t d_lo,
+			  uint64_t d_hi, const struct wt_patch *wt)
+{
+	unsigned i;
+
+	if (!known) {
+		st_invalidate(c->st, k, 0, 0, ST_INVAL_WRITE);
+		in->cw.cached_extents_hint = 0;
+	} else if (st_restamp(c->st, k, base, now, d_lo,
+			      d_hi == UINT64_MAX ? ST_TO_END :
+			      d_hi - d_lo) == 0) {
+		in->cw.cached_extents_hint = 0;
+	}
+	/* the patched records, unless another write came since */
+	for (i = 0; i < wt->n; i++)
+		if (__cache_insert(c->st, in, k, wt->rec[i], now, w->gen,
+				   wt->buf[i], wt->len[i]) == 0)
+			stats_add(&c->stats, STAT_WRITETHROUGH, 1);
+	stats_add(&c->stats, STAT_INVAL_WRITE, 1);
+}
+
 void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 		     struct cache_wr *w, uint64_t off, uint64_t len,
 		     const void *data)
 {
-	struct hotfs_stamp now = { 0 }, base, pbase;
+	struct hotfs_stamp now = { 0 }, base;
 	struct hotfs_key k;
 	/* the bytes whose records are dropped: [d_lo, d_hi) */
 	uint64_t d_lo = 0, d_hi = 0, wt_size;
 	struct wt_patch wt = { .n = 0 };
 	bool have_now, have_base, fill;
-	unsigned i;
 
 	if (!c) {
-		pthread_mutex_lock(&in->m);
-		change_end(in, w);
-		pthread_mutex_unlock(&in->m);
-		if (w->fd >= 0)
-			ino_fd_put(in);
+		end_uncached(in, w);
 		return;
 	}
 	cache_key(c, in->dev, in->ino, &k);
-	pthread_mutex_lock(&in->m);
-	have_base = records_stamp(in, &pbase);
-	pthread_mutex_unlock(&in->m);
-	/* writethrough: the touched extents and blocks that were cached,
-	 * patched (read under the records' stamp now: inserted below only
-	 * if no other write began or ended since this one began, when that
-	 * stamp is still the same), for the size the write leaves unless
-	 * another change moved it (the stamp taken below says) */
-	wt_size = have_base && pbase.size > off + len ? pbase.size :
-		  off + len;
-	if (have_base && w->patch && data && len &&
-	    len != CACHE_WR_TO_END && off + len > off)
-		wt_build(c, &k, &pbase, off, len, data, wt_size, &wt);
+	wt_size = wt_prepare(c, in, &k, w, off, len, data, &wt);
 	/* writeback's flush: its bytes become cached data, if the store
 	 * takes data now (and the write budget admits them: each record) */
 	fill = w->fill && data && len && len != CACHE_WR_TO_END &&
@@ -320,11 +379,8 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	 * carried them to, and the source's next stat then looks like a
 	 * change behind the mount) */
 	have_now = end_stamp(w, &now);
-	if (!have_now || now.size != wt_size) {
-		for (i = 0; i < wt.n; i++)
-			free(wt.buf[i]);
-		wt.n = 0;
-	}
+	if (!have_now || now.size != wt_size)
+		wt_free(&wt);
 	fill = fill && have_now;
 	if (have_now && len) {
 		d_lo = off;
@@ -334,22 +390,9 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	/* another write may have ended meanwhile, the records carried over
 	 * to its stamp */
 	have_base = records_stamp(in, &base);
-	if (in->cw.cached_extents_hint) {
-		if (!have_now || !have_base) {
-			st_invalidate(c->st, &k, 0, 0, ST_INVAL_WRITE);
-			in->cw.cached_extents_hint = 0;
-		} else if (st_restamp(c->st, &k, &base, &now, d_lo,
-				      d_hi == UINT64_MAX ? ST_TO_END :
-				      d_hi - d_lo) == 0) {
-			in->cw.cached_extents_hint = 0;
-		}
-		/* the patched records, unless another write came since */
-		for (i = 0; i < wt.n; i++)
-			if (__cache_insert(c->st, in, &k, wt.rec[i], &now,
-					   w->gen, wt.buf[i], wt.len[i]) == 0)
-				stats_add(&c->stats, STAT_WRITETHROUGH, 1);
-		stats_add(&c->stats, STAT_INVAL_WRITE, 1);
-	}
+	if (in->cw.cached_extents_hint)
+		carry_records(c, in, &k, w, have_now && have_base, &base, &now,
+			      d_lo, d_hi, &wt);
 	/* the records are now filed under this write's stamp */
 	in->cw.wr_base_ok = have_now;
 	if (have_now)
@@ -373,6 +416,5 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 	pthread_mutex_unlock(&in->m);
 	if (w->fd >= 0)
 		ino_fd_put(in);
-	for (i = 0; i < wt.n; i++)
-		free(wt.buf[i]);
+	wt_free(&wt);
 }

@@ -688,12 +688,144 @@ static uint64_t new_salt(void)
 	return XXH3_64bits_withSeed(&ts, sizeof(ts), (uint64_t)getpid());
 }
 
+/*
+ * An empty log replayed, made anew at nblocks blocks: its map and ring
+ * dropped, what the replay found and the header's generation, epoch and
+ * sequence kept.
+ */
+static int renew_empty(struct wblog *wl, const struct wl_super *s,
+		       uint64_t nblocks)
+{
+	struct wblog_replay rp = wl->rp;
+	int rc;
+
+	map_free(wl);
+	memset(&wl->fh, 0, sizeof(*wl) - offsetof(struct wblog, fh));
+	wl->rp = rp;
+	wl->csum_failures = rp.csum_failures;
+	wl->gen = s->gen;
+	wl->epoch = s->epoch;
+	rc = wl_init(wl, nblocks);
+	wl->rq_seq = s->tail_seq;	/* sequence goes on */
+	wl->appended = s->tail_seq - 1;
+	return rc;
+}
+
+/*
+ * The log in wl->fd, not empty: its header read and its records replayed
+ * into the map; an empty log takes the capacity asked for (if any: then
+ * nblocks).  0 or -errno, said in err (but for a failure to make the
+ * empty log anew).
+ */
+static int open_existing(struct wblog *wl, uint64_t capacity,
+			 uint64_t nblocks, char *err, size_t errlen)
+{
+	struct wl_super s;
+	int rc;
+
+	rc = super_read(wl->fd, &s);
+	if (rc == -EPROTONOSUPPORT) {
+		seterr(err, errlen, "wlog: of an earlier format "
+		       "(its records name files without their birth), "
+		       "which this version does not read; it may hold "
+		       "acknowledged writes, so it is kept (move it "
+		       "away to start without them)");
+		return rc;
+	}
+	if (rc) {
+		seterr(err, errlen, "wlog: both headers damaged; it may "
+		       "hold acknowledged writes, so it is kept (move "
+		       "it away to start without them)");
+		return rc;
+	}
+	/* a log of format 3 takes its salt now */
+	wl->salt = s.version >= 4 && s.salt ? s.salt : new_salt();
+	rc = wl_init(wl, s.nblocks);
+	if (!rc) {
+		wl->gen = s.gen;
+		wl->epoch = s.epoch;
+		rc = replay(wl, &s);
+	}
+	if (rc) {
+		seterr(err, errlen, "wlog: out of memory replaying it");
+		return rc;
+	}
+	/* an empty log takes the capacity asked for (if any) */
+	if (capacity && !wl->nents && s.nblocks != nblocks)
+		return renew_empty(wl, &s, nblocks);
+	return 0;
+}
+
+/* A new log, of nblocks blocks: its salt and its map. */
+static int open_new(struct wblog *wl, uint64_t nblocks)
+{
+	int rc;
+
+	wl->salt = new_salt();
+	rc = wl_init(wl, nblocks);
+	if (rc)
+		return rc;
+	wl->rq_seq = 1;
+	return 0;
+}
+
+/* The log's area reserved on the cachedir's filesystem (the file was
+ * old bytes long); 0 or -errno, said in err. */
+static int reserve_area(struct wblog *wl, off_t old, char *err,
+			size_t errlen)
+{
+	int rc;
+
+	rc = area_size(wl->fd, old, blk_off(wl->nblocks));
+	if (rc && err && errlen)
+		snprintf(err, errlen, "wlog: cannot reserve its %llu "
+			 "MiB on the cachedir's filesystem (%s)%s",
+			 (unsigned long long)(blk_off(wl->nblocks) >> 20),
+			 strerror(-rc), old != blk_off(wl->nblocks) ?
+			 "; give a smaller writeback_log=" : "");
+	return rc;
+}
+
+/*
+ * A new epoch from the next record on, in the order a power loss needs:
+ * the replayed records durable, then the header that starts the epoch,
+ * then the log's name in dirfd.  On failure (said in err) a resized file
+ * goes back to the old bytes it had.  0 or -errno.
+ */
+static int start_epoch(struct wblog *wl, int dirfd, off_t old, char *err,
+		       size_t errlen)
+{
+	int rc;
+
+	/* the replayed records durable (after a kill they may be in the
+	 * page cache alone: the header that says they are synced must not
+	 * reach the device before them), then a new epoch from here */
+	wl->epoch++;
+	wl->epoch_seq = wl->appended + 1;
+	wl->synced = wl->appended;
+	rc = fdatasync(wl->fd) ? -errno : 0;
+	if (!rc)
+		rc = wl_super_write(wl, wl->rq_n ? wl->rq[wl->rq_head].start :
+				    wl->head, wl->rq_seq, wl->synced);
+	/* its name durable too (made by this open, or by one a power loss
+	 * interrupted before the directory reached the device) */
+	if (!rc && fsync(dirfd))
+		rc = -errno;
+	if (rc) {
+		seterr(err, errlen, "wlog: cannot write its header");
+		/* resized: the file back to its size (a log is resized
+		 * only empty, or to the area its header names) */
+		if (old != blk_off(wl->nblocks) && ftruncate(wl->fd, old) == 0)
+			fdatasync(wl->fd);
+	}
+	return rc;
+}
+
 int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 	       char *err, size_t errlen)
 {
 	uint64_t nblocks = capacity / WB_BLOCK;
 	struct wblog *wl;
-	struct wl_super s;
 	struct stat sb;
 	char why[160];
 	int rc;
@@ -716,92 +848,18 @@ int wblog_open(int dirfd, uint64_t capacity, struct wblog **out,
 	rc = fstat(wl->fd, &sb) ? -errno : 0;
 	if (rc)
 		goto fail;
-	if (sb.st_size) {
-		rc = super_read(wl->fd, &s);
-		if (rc == -EPROTONOSUPPORT) {
-			seterr(err, errlen, "wlog: of an earlier format "
-			       "(its records name files without their birth), "
-			       "which this version does not read; it may hold "
-			       "acknowledged writes, so it is kept (move it "
-			       "away to start without them)");
-			goto fail;
-		}
-		if (rc) {
-			seterr(err, errlen, "wlog: both headers damaged; it may "
-			       "hold acknowledged writes, so it is kept (move "
-			       "it away to start without them)");
-			goto fail;
-		}
-		/* a log of format 3 takes its salt now */
-		wl->salt = s.version >= 4 && s.salt ? s.salt : new_salt();
-		rc = wl_init(wl, s.nblocks);
-		if (!rc) {
-			wl->gen = s.gen;
-			wl->epoch = s.epoch;
-			rc = replay(wl, &s);
-		}
-		if (rc) {
-			seterr(err, errlen, "wlog: out of memory replaying it");
-			goto fail;
-		}
-		/* an empty log takes the capacity asked for (if any) */
-		if (capacity && !wl->nents && s.nblocks != nblocks) {
-			struct wblog_replay rp = wl->rp;
-
-			map_free(wl);
-			memset(&wl->fh, 0, sizeof(*wl) -
-			       offsetof(struct wblog, fh));
-			wl->rp = rp;
-			wl->csum_failures = rp.csum_failures;
-			wl->gen = s.gen;
-			wl->epoch = s.epoch;
-			rc = wl_init(wl, nblocks);
-			wl->rq_seq = s.tail_seq;	/* sequence goes on */
-			wl->appended = s.tail_seq - 1;
-			if (rc)
-				goto fail;
-		}
-	} else {
-		wl->salt = new_salt();
-		rc = wl_init(wl, nblocks);
-		if (rc)
-			goto fail;
-		wl->rq_seq = 1;
-	}
-	rc = area_size(wl->fd, sb.st_size, blk_off(wl->nblocks));
-	if (rc) {
-		if (err && errlen)
-			snprintf(err, errlen, "wlog: cannot reserve its %llu "
-				 "MiB on the cachedir's filesystem (%s)%s",
-				 (unsigned long long)(blk_off(wl->nblocks) >>
-						      20), strerror(-rc),
-				 sb.st_size != blk_off(wl->nblocks) ?
-				 "; give a smaller writeback_log=" : "");
+	if (sb.st_size)
+		rc = open_existing(wl, capacity, nblocks, err, errlen);
+	else
+		rc = open_new(wl, nblocks);
+	if (rc)
 		goto fail;
-	}
-	/* the replayed records durable (after a kill they may be in the
-	 * page cache alone: the header that says they are synced must not
-	 * reach the device before them), then a new epoch from here */
-	wl->epoch++;
-	wl->epoch_seq = wl->appended + 1;
-	wl->synced = wl->appended;
-	rc = fdatasync(wl->fd) ? -errno : 0;
-	if (!rc)
-		rc = wl_super_write(wl, wl->rq_n ? wl->rq[wl->rq_head].start :
-				    wl->head, wl->rq_seq, wl->synced);
-	/* its name durable too (made by this open, or by one a power loss
-	 * interrupted before the directory reached the device) */
-	if (!rc && fsync(dirfd))
-		rc = -errno;
-	if (rc) {
-		seterr(err, errlen, "wlog: cannot write its header");
-		/* resized: the file back to its size (a log is resized
-		 * only empty, or to the area its header names) */
-		if (sb.st_size != blk_off(wl->nblocks) &&
-		    ftruncate(wl->fd, sb.st_size) == 0)
-			fdatasync(wl->fd);
+	rc = reserve_area(wl, sb.st_size, err, errlen);
+	if (rc)
 		goto fail;
-	}
+	rc = start_epoch(wl, dirfd, sb.st_size, err, errlen);
+	if (rc)
+		goto fail;
 	*out = wl;
 	return 0;
 fail:
