@@ -308,6 +308,14 @@ static inline bool ino_lazy(const struct hotfs_inode *in)
 void ino_set_stale_hook(struct hotfs_itable *t,
 			void (*fn)(void *arg, struct hotfs_inode *in),
 			void *arg);
+/* Called by ino_note_change: the metadata snapshot's (hotfs/meta_fs.h),
+ * set before the requests start and cleared after they end. */
+void ino_set_change_hook(struct hotfs_itable *t,
+			 void (*fn)(void *arg, struct hotfs_inode *in),
+			 void *arg);
+/* Before a change of in's data or attributes through the mount, from the
+ * write paths (the cache's write bracket, writeback's log): the hook. */
+void ino_note_change(struct hotfs_itable *t, struct hotfs_inode *in);
 /* Like ino_find, but the inode is held (ino_unhold it). */
 struct hotfs_inode *ino_find_hold(struct hotfs_itable *t, dev_t dev,
 				  ino_t ino);

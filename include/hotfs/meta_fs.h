@@ -75,8 +75,8 @@ struct hotfs_listing *meta_fs_listing(struct hotfs *fs,
  * of in's attributes or data (in may be NULL). */
 void meta_fs_change(struct hotfs *fs, struct hotfs_inode *dir,
 		    struct hotfs_inode *in);
-/* The same for code without the fs at hand (the write path). */
-void meta_note_write(struct hotfs_inode *in);
+/* (The write paths, without the fs at hand, note theirs through the
+ * inode table: ino_note_change.) */
 /*
  * Regular files the mount is to change on the source before anything may
  * look them up (those whose dirty data a replayed writeback log holds:

@@ -62,7 +62,7 @@ void cache_write_begin(struct hotfs_cache *c, struct hotfs_itable *it,
 	bool have;
 
 	wr_span(c, off, len, &w->first, &w->last);
-	meta_note_write(in);	/* before the change: see meta_fs.h */
+	ino_note_change(it, in);	/* before the change: see meta_fs.h */
 	/* in use until cache_write_end: the fd budget never closes it
 	 * meanwhile (before m: ino_fd takes it) */
 	w->fd = ino_fd(it, in);

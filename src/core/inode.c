@@ -80,6 +80,8 @@ struct hotfs_itable {
 	void (*nofh_free)(void *nofh);
 	void (*on_stale)(void *arg, struct hotfs_inode *in);
 	void *on_stale_arg;
+	void (*on_change)(void *arg, struct hotfs_inode *in);
+	void *on_change_arg;
 	bool dying;			/* ino_table_free: parents go too */
 };
 
@@ -380,6 +382,20 @@ void ino_set_stale_hook(struct hotfs_itable *t,
 {
 	t->on_stale = fn;
 	t->on_stale_arg = arg;
+}
+
+void ino_set_change_hook(struct hotfs_itable *t,
+			 void (*fn)(void *arg, struct hotfs_inode *in),
+			 void *arg)
+{
+	t->on_change = fn;
+	t->on_change_arg = arg;
+}
+
+void ino_note_change(struct hotfs_itable *t, struct hotfs_inode *in)
+{
+	if (t->on_change)
+		t->on_change(t->on_change_arg, in);
 }
 
 /* A file handle for fd, sized to fit; NULL with errno. */

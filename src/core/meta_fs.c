@@ -36,7 +36,6 @@
 #include "hotfs/stamp.h"
 #include "hotfs/watch.h"
 
-static struct hotfs_meta *the_meta;	/* for meta_note_write */
 
 /* ------------------------------------------------------------------ */
 /* The file on disk */
@@ -70,6 +69,15 @@ static void drop_dir(struct hotfs_meta *m, struct hotfs_inode *dir,
 	atomic_store(&dir->snap.snap_state, META_ST_NONE);
 	if (d1)
 		drop(m, d1 - 1, why);
+}
+
+/* The inode table's change hook (ino_note_change): a write path's
+ * change of in. */
+static void on_write(void *arg, struct hotfs_inode *in)
+{
+	struct hotfs_meta *m = arg;
+
+	meta_fs_change(m->fs, NULL, in);
 }
 
 /* ino_fd found a lazily made inode's name gone or changed. */
@@ -106,8 +114,8 @@ void meta_fs_open(struct hotfs *fs)
 		return;
 	}
 	fs->meta = m;
-	the_meta = m;
 	ino_set_stale_hook(fs->it, on_stale, m);
+	ino_set_change_hook(fs->it, on_write, m);
 	/* its inode numbers are another mount's if the source does not
 	 * keep them (include/hotfs/srcprobe.h); its sizes are older than
 	 * the source's once a leftover writeback log was written there
@@ -458,12 +466,6 @@ void meta_fs_drop_changing(struct hotfs *fs,
 		file_changed(m);
 }
 
-void meta_note_write(struct hotfs_inode *in)
-{
-	if (the_meta)
-		meta_fs_change(the_meta->fs, NULL, in);
-}
-
 void meta_fs_get_stats(struct hotfs *fs, struct meta_fs_stats *s)
 {
 	struct hotfs_meta *m = fs->meta;
@@ -490,8 +492,8 @@ void meta_fs_close(struct hotfs *fs)
 	if (!m)
 		return;
 	meta_save_close(m);
-	the_meta = NULL;
 	ino_set_stale_hook(fs->it, NULL, NULL);
+	ino_set_change_hook(fs->it, NULL, NULL);
 	fs->meta = NULL;
 	meta_snap_free(m->snap);
 	free((void *)m->dropped);

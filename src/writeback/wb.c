@@ -682,7 +682,7 @@ ssize_t wb_write(struct hotfs_wb *wb, struct hotfs_inode *in,
 	/* a change through the mount, as cache_write_begin notes one: the
 	 * snapshot's record of the file, of the source's attributes, goes
 	 * before the flush changes them (it may find the inode forgotten) */
-	meta_note_write(in);
+	ino_note_change(wb->h.it, in);
 	for (tries = 0;; tries++) {
 		uint64_t gen = wb->fl ? wbf_room_gen(wb->fl) : 0;
 
