@@ -28,7 +28,7 @@ enum hotfs_fuse_uring {
 
 /* Whether fuse_uring=auto uses FUSE over io_uring where it can (the
  * figures that decided: contrib/bench/RESULTS.md, FUSE over io_uring). */
-#define FUSE_URING_AUTO	false
+#define FUSE_URING_AUTO	true
 
 /* The kernel's switch. */
 #define FUSE_URING_PARAM "/sys/module/fuse/parameters/enable_uring"
