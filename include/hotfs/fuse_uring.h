@@ -26,9 +26,12 @@ enum hotfs_fuse_uring {
 	HOTFS_FUSE_URING_OFF,
 };
 
-/* Whether fuse_uring=auto uses FUSE over io_uring where it can (the
- * figures that decided: contrib/bench/RESULTS.md, FUSE over io_uring). */
-#define FUSE_URING_AUTO	true
+/* Whether fuse_uring=auto uses FUSE over io_uring where it can.  Not
+ * yet, although it is faster (contrib/bench/RESULTS.md, FUSE over
+ * io_uring): a daemon stopped with SIGTERM while requests are in flight
+ * does not exit with it (test_cache.py::test_restart_while_busy, run
+ * with fuse_uring=on). */
+#define FUSE_URING_AUTO	false
 
 /* The kernel's switch. */
 #define FUSE_URING_PARAM "/sys/module/fuse/parameters/enable_uring"
