@@ -539,31 +539,26 @@ wl_seq()
 		'BEGIN { printf "%.3f %.1f - %.0f\n", n / b, b / 1e6, p }')
 }
 
-wl_rand()
+# rand_read DIR NAME DIRECT: 4 KiB random reads of DIR/big, psync
+# (DIRECT: 0 through the page cache, 1 O_DIRECT); fio's default
+# fadvise_hint: POSIX_FADV_RANDOM, as a random reader would say; the run
+# ends after RAND_SECS or once every block of the file was read once
+# (fio's random map: no block twice, so no page cache hits; a fast disk
+# finishes early).
+rand_read()
 {
 	local j=$out/fio-last.json bps iops p99 bytes
-	# fio's default fadvise_hint: POSIX_FADV_RANDOM, as a random reader
-	# would say; the run ends after RAND_SECS or once every block of the
-	# file was read once (fio's random map: no block twice, so no page
-	# cache hits; a fast disk finishes early).
-	fio_json "$j" --name=rand --filename="$1/big" --readonly \
-		--rw=randread --bs=4k --ioengine=psync --direct=0 \
+	fio_json "$j" --name="$2" --filename="$1/big" --readonly \
+		--rw=randread --bs=4k --ioengine=psync --direct="$3" \
 		--size="${BIG_MIB}M" --runtime="$RAND_SECS"
 	read -r bps iops p99 bytes < <(fio_read_summary "$j")
 	RES=$(awk -v b="$bps" -v i="$iops" -v p="$p99" -v n="$bytes" \
 		'BEGIN { printf "%.3f %.2f %.1f %.0f\n", n / b, b / 1e6, i, p }')
 }
 
-wl_directrand()
-{
-	local j=$out/fio-last.json bps iops p99 bytes
-	fio_json "$j" --name=directrand --filename="$1/big" --readonly \
-		--rw=randread --bs=4k --ioengine=psync --direct=1 \
-		--size="${BIG_MIB}M" --runtime="$RAND_SECS"
-	read -r bps iops p99 bytes < <(fio_read_summary "$j")
-	RES=$(awk -v b="$bps" -v i="$iops" -v p="$p99" -v n="$bytes" \
-		'BEGIN { printf "%.3f %.2f %.1f %.0f\n", n / b, b / 1e6, i, p }')
-}
+wl_rand() { rand_read "$1" rand 0; }
+
+wl_directrand() { rand_read "$1" directrand 1; }
 
 # timed CMD...: run CMD, RES gets its wall time in seconds.
 timed()
