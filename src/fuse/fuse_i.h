@@ -39,8 +39,23 @@
 #include "hotfs/inode.h"
 #include "hotfs/wbmark.h"
 
+/*
+ * libfuse 3.18 ends its io_uring queue threads with pthread_cancel, which
+ * ends one running a handler at its next cancellation point (a read, a
+ * condition wait), the locks it holds never let go: the daemon's teardown
+ * then waits forever (a SIGTERM while requests came in).  A thread that
+ * ran a handler is never cancelled: a queue thread ends when it sees the
+ * session end, woken by libfuse; the /dev/fuse loop's workers are
+ * cancelled only while they wait for a request, as libfuse has them.
+ */
+extern __thread bool fuse_no_cancel;
+
 static inline struct hotfs *hfs(fuse_req_t req)
 {
+	if (!fuse_no_cancel) {
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		fuse_no_cancel = true;
+	}
 	return fuse_req_userdata(req);
 }
 
