@@ -43,8 +43,6 @@ static void set_read_ahead(struct hotfs *fs)
 			  "stays\n", why);
 }
 
-__thread bool fuse_no_cancel;
-
 static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct hotfs *fs = userdata;
