@@ -917,6 +917,7 @@ void opt_free(struct hotfs_opts *o)
 	free(o->threshold_str);
 	free(o->ctldir);
 	free(o->inode_cache_str);
+	free(o->fuse_uring_str);
 	free(o->revalidate_str);
 	free(o->snapshot_interval_str);
 	free(o->attr_timeout_str);
