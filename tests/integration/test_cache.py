@@ -233,33 +233,6 @@ def test_reading_never_changes_the_source(ws):
         (before_dir.st_mtime_ns, before_dir.st_ctime_ns)
 
 
-def _readers(mnt, names, n):
-    """n processes reading names cold in a loop until killed."""
-    pids = []
-    for i in range(n):
-        pid = os.fork()
-        if pid == 0:
-            try:
-                rng = random.Random(i)
-                while True:
-                    try:
-                        util.read_cold(os.path.join(mnt, rng.choice(names)))
-                    except OSError:
-                        pass
-            finally:
-                os._exit(0)
-        pids.append(pid)
-    return pids
-
-
-def _stop_readers(pids):
-    import signal
-    for pid in pids:
-        os.kill(pid, signal.SIGKILL)
-    for pid in pids:
-        os.waitpid(pid, 0)
-
-
 @pytest.mark.parametrize('how', ['SIGTERM', 'SIGKILL'])
 def test_restart_while_busy(ws, how):
     """The daemon is ended while readers keep it promoting (cleanly by
@@ -277,7 +250,7 @@ def test_restart_while_busy(ws, how):
     expect = {n: data(50 + i, 700000) for i, n in enumerate(names)}
     expect['f1'] = b'written through the mount' + \
         expect['f1'][len(b'written through the mount'):]
-    pids = _readers(ws.mnt, names, 4)
+    pids = util.readers(ws.mnt, names, 4)
     try:
         util.wait_for(lambda: num(ws.mnt, 'promotions') >= 4,
                       'promotions while readers run')
@@ -288,7 +261,7 @@ def test_restart_while_busy(ws, how):
             proc.kill()
             proc.wait()
     finally:
-        _stop_readers(pids)
+        util.stop_readers(pids)
     util.unmount_cmd(ws.mnt)
     assert not util.is_mounted(ws.mnt)
     # the source was changed while no daemon ran

@@ -159,21 +159,7 @@ def test_sigterm_while_busy_exits(ws, switch):
         os.mkdir(cache)
         proc = ws.start(opts='fuse_uring=on,threshold=1', cachedir=cache)
         assert util.hotfs_stats(ws.mnt)['fuse_uring'] == 'on'
-        pids = []
-        for i in range(4):
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    rng = random.Random(i)
-                    while True:
-                        try:
-                            util.read_cold(os.path.join(
-                                ws.mnt, rng.choice(names)))
-                        except OSError:
-                            pass
-                finally:
-                    os._exit(0)
-            pids.append(pid)
+        pids = util.readers(ws.mnt, names, 4)
         try:
             util.wait_for(lambda: int(util.hotfs_stats(ws.mnt)
                                       ['fuse_uring_requests']) > 200 and
@@ -187,9 +173,6 @@ def test_sigterm_while_busy_exits(ws, switch):
                             '(fuse_uring=on)')
             assert rc == 0
         finally:
-            for pid in pids:
-                os.kill(pid, signal.SIGKILL)
-            for pid in pids:
-                os.waitpid(pid, 0)
+            util.stop_readers(pids)
         util.unmount_cmd(ws.mnt)
         assert not util.is_mounted(ws.mnt)

@@ -616,3 +616,31 @@ def disk_reads(dev):
     """Reads completed by a block device (/sys/block/X/stat)."""
     with open('/sys/block/%s/stat' % os.path.basename(dev)) as f:
         return int(f.read().split()[0])
+
+
+def readers(mnt, names, n):
+    """n processes reading names (under mnt) cold in a loop until
+    stop_readers; errors (the daemon gone) are ignored."""
+    import random
+    pids = []
+    for i in range(n):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                rng = random.Random(i)
+                while True:
+                    try:
+                        read_cold(os.path.join(mnt, rng.choice(names)))
+                    except OSError:
+                        pass
+            finally:
+                os._exit(0)
+        pids.append(pid)
+    return pids
+
+
+def stop_readers(pids):
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    for pid in pids:
+        os.waitpid(pid, 0)
