@@ -633,15 +633,16 @@ untar_into() { mkdir "$1/untar" && tar -xf "$(untar_tar)" -C "$1/untar"; }
 
 wl_untar()
 {
-	local t
+	local t n
 	t=$(untar_tar)
 	if [ ! -f "$t" ]; then
 		tar -cf "$t" --exclude=.git -C "${DISK_MNT[ssd]}/data" go
 		tar -tf "$t" | wc -l > "$t.count"
 	fi
 	timed untar_into "$1"
-	[ "$(find "$1/untar" -mindepth 1 | wc -l)" = "$(cat "$t.count")" ] ||
-		bench_die "untar into $1: $(find "$1/untar" -mindepth 1 | wc -l) entries, the tar has $(cat "$t.count")"
+	n=$(find "$1/untar" -mindepth 1 | wc -l)
+	[ "$n" = "$(cat "$t.count")" ] ||
+		bench_die "untar into $1: $n entries, the tar has $(cat "$t.count")"
 }
 
 # coldgrep: before every pass but the first (a fresh mount already) each

@@ -56,10 +56,8 @@ struct hotfs {
 	_Atomic uint64_t n_src_open;
 	/* lookups answered from the name cache (hotfs/namecache.h) */
 	_Atomic uint64_t n_lookup_kept;
-	/* FUSE over io_uring (hotfs/fuse_uring.h): "on", or why it is off
-	 * (set at FUSE_INIT), and the lookup, getattr, open, opendir and
-	 * read requests that came through its queues */
-	const char *fuse_uring;
+	/* the lookup, getattr, open, opendir and read requests that came
+	 * through FUSE over io_uring's queues (hotfs/fuse_uring.h) */
 	_Atomic uint64_t n_uring;
 };
 

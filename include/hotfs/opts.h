@@ -87,7 +87,9 @@ struct hotfs_opts {
 	int fuse_uring_flag;	/* -o fuse_uring alone: on */
 	enum hotfs_fuse_uring fuse_uring;
 	bool fuse_uring_asked;	/* libfuse asked for it (-o io_uring) */
-	const char *fuse_uring_why;	/* fuse_uring_decide()'s why */
+	/* fuse_uring_decide()'s why ("on", or why it is off); FUSE_INIT
+	 * says when the kernel did not offer it after all */
+	const char *fuse_uring_why;
 	int allow_other;	/* seen, and left for fuse_session_new */
 	int default_permissions;
 	int ro;			/* -o ro: seen, and left for libfuse */

@@ -107,12 +107,11 @@ static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	/* locks stay in the kernel, coherent across users of the mount */
 	conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
-	fs->fuse_uring = fs->o->fuse_uring_why;
 #ifdef FUSE_CAP_OVER_IO_URING
 	/* libfuse asks for it when told to (-o io_uring) and offered */
 	if (fs->o->fuse_uring_asked && !(conn->capable &
 					 FUSE_CAP_OVER_IO_URING))
-		fs->fuse_uring = "off: the kernel did not offer it";
+		fs->o->fuse_uring_why = "off: the kernel did not offer it";
 #endif
 }
 

@@ -99,8 +99,8 @@ static void add_watch(struct hotfs *fs, struct kvlist *l)
 						      memory_order_relaxed));
 	add_u(l, "opendir_requests", atomic_load_explicit(&fs->n_opendir,
 							  memory_order_relaxed));
-	add_s(l, "fuse_uring", fs->fuse_uring ? fs->fuse_uring :
-	      fs->o->fuse_uring_why ? fs->o->fuse_uring_why : "off");
+	add_s(l, "fuse_uring", fs->o->fuse_uring_why ? fs->o->fuse_uring_why :
+	      "off");
 	add_u(l, "fuse_uring_requests",
 	      atomic_load_explicit(&fs->n_uring, memory_order_relaxed));
 	watch_get_stats(fs->watch, &ws);
