@@ -12,7 +12,7 @@
  * the kernel's parameter /sys/module/fuse/parameters/enable_uring set to
  * Y, which hotfs never changes itself (man hotfs, FUSE over io_uring).
  * fuse_uring=on refuses to mount without both; auto (the default) uses
- * it where both are there and FUSE_URING_AUTO says it pays; off never.
+ * it where both are there once FUSE_URING_AUTO says so; off never.
  */
 #ifndef HOTFS_FUSE_URING_H
 #define HOTFS_FUSE_URING_H

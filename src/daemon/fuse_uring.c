@@ -64,7 +64,7 @@ int fuse_uring_decide(enum hotfs_fuse_uring mode, const char *param,
 		goto missing;
 	}
 	if (mode == HOTFS_FUSE_URING_AUTO && !FUSE_URING_AUTO) {
-		*why = "off: auto, where it does not pay (man hotfs)";
+		*why = "off: auto leaves it off for now (man hotfs)";
 		return 0;
 	}
 	*why = "on";

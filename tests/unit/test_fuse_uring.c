@@ -116,7 +116,7 @@ static void test_auto(void **state)
 	assert_int_equal(decide(HOTFS_FUSE_URING_AUTO, e->on, true, &why, err),
 			 FUSE_URING_AUTO ? 1 : 0);
 	assert_string_equal(why, FUSE_URING_AUTO ? "on" :
-			    "off: auto, where it does not pay (man hotfs)");
+			    "off: auto leaves it off for now (man hotfs)");
 }
 
 int main(void)
