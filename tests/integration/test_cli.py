@@ -66,6 +66,9 @@ def bad_cases(ws):
         'cachesize=0': (o('cachesize=0'), 'cachesize'),
         'cachesize=101%': (o('cachesize=101%'), 'cachesize'),
         'writemode=bogus': (o('writemode=bogus'), 'writemode'),
+        'fuse_uring=sometimes': (
+            o('fuse_uring=sometimes'),
+            "invalid fuse_uring 'sometimes': on, off or auto"),
         'writemode=writeback,nocache': (
             [src, mnt, '-o', 'nocache,writemode=writeback'],
             'needs a cache store'),
@@ -130,6 +133,7 @@ CASES = sorted([
     'unknown option', 'unknown option alone', 'threshold=0', 'threshold=abc',
     'threshold=-1', 'extent=3M', 'extent=2K', 'extent=8M', 'cachesize=abc',
     'cachesize=0', 'cachesize=101%', 'writemode=bogus', 'attr_timeout=abc',
+    'fuse_uring=sometimes',
     'writemode=writeback,nocache',
     'writeback_delay without writeback',
     'dirty_high without writeback', 'dirty_low above dirty_high',

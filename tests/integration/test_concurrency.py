@@ -278,17 +278,8 @@ def test_contended_names(ws, mode):
 
 
 def source_fds(pid, src):
-    """The daemon's fds on files and directories of the source (not its
-    io_uring rings, pipes or cache store, which grow with its threads)."""
-    out = []
-    for fd in os.listdir('/proc/%d/fd' % pid):
-        try:
-            t = os.readlink('/proc/%d/fd/%s' % (pid, fd))
-        except OSError:
-            continue
-        if t == src or t.startswith(src + '/'):
-            out.append(t)
-    return out
+    """The targets of the daemon's fds on the source (util.source_fds)."""
+    return [t for t, _ in util.source_fds(pid, src)]
 
 
 @pytest.mark.parametrize('mode', ['default', 'nocache'])

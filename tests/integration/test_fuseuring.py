@@ -2,8 +2,8 @@
 """FUSE over io_uring (-o fuse_uring, man hotfs): asked of libfuse only
 where this build has it (libfuse 3.18, meson -Dlibfuse=bundled) and the
 kernel's switch is on; fuse_uring=on refuses the mount in one line
-otherwise; the stats say which and why, and count the requests that
-came through the queues.  The tests that need the kernel's switch set it
+otherwise (a bad value: test_cli.py's bad arguments); the stats say
+which and why, and count the requests that came through the queues.  The tests that need the kernel's switch set it
 and put it back as it was (hotfs itself never changes it)."""
 import concurrent.futures
 import os
@@ -66,11 +66,6 @@ def files(ws, n=24):
             f.write(d)
         data[name] = d
     return data
-
-
-def test_bad_value_refused(ws):
-    refused(ws, 'fuse_uring=sometimes', ['invalid fuse_uring',
-                                          'on, off or auto'])
 
 
 def test_off_and_default_say_why(ws):

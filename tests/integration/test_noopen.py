@@ -27,21 +27,9 @@ def _source_fds(m, src):
     Only those: libfuse's worker threads come and go with the load, each
     with a pipe of its own."""
     (pid,) = util.daemon_pids(m)
-    opath, other = 0, 0
-    for f in os.listdir('/proc/%d/fd' % pid):
-        try:
-            target = os.readlink('/proc/%d/fd/%s' % (pid, f))
-            with open('/proc/%d/fdinfo/%s' % (pid, f)) as info:
-                flags = int(next(ln for ln in info
-                                 if ln.startswith('flags:')).split()[1], 8)
-        except (OSError, StopIteration):
-            continue            # closed meanwhile
-        if target == src or target.startswith(src + '/'):
-            if flags & 0o10000000:      # O_PATH
-                opath += 1
-            else:
-                other += 1
-    return opath, other
+    fds = util.source_fds(pid, src)
+    opath = sum(1 for _, flags in fds if flags & 0o10000000)    # O_PATH
+    return opath, len(fds) - opath
 
 
 def test_never_sends_no_open_release_or_flush(ws):

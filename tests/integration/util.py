@@ -644,3 +644,21 @@ def stop_readers(pids):
         os.kill(pid, signal.SIGKILL)
     for pid in pids:
         os.waitpid(pid, 0)
+
+
+def source_fds(pid, src):
+    """The daemon's descriptors on files and directories of the source, as
+    (target, open flags) (not its io_uring rings, pipes or cache store,
+    which come and go with its threads)."""
+    out = []
+    for fd in os.listdir('/proc/%d/fd' % pid):
+        try:
+            t = os.readlink('/proc/%d/fd/%s' % (pid, fd))
+            with open('/proc/%d/fdinfo/%s' % (pid, fd)) as info:
+                flags = int(next(ln for ln in info
+                                 if ln.startswith('flags:')).split()[1], 8)
+        except (OSError, StopIteration):
+            continue            # closed meanwhile
+        if t == src or t.startswith(src + '/'):
+            out.append((t, flags))
+    return out
