@@ -107,7 +107,7 @@ static inline void count_uring(fuse_req_t req)
 {
 #ifdef FUSE_CAP_OVER_IO_URING
 	if (fuse_req_is_uring(req))
-		count(&((struct hotfs *)fuse_req_userdata(req))->n_uring);
+		count(&hfs(req)->n_uring);
 #else
 	(void)req;
 #endif
