@@ -790,6 +790,9 @@ class Run:
                           'edit on the source, and the edited version is '
                           'not kept in %s' % (name, won, kept))
             self.n['checked'] += len(data)
+            # the edit was written there too: where the log's bytes won,
+            # a later damage of the log's copy may leave the source's
+            o.put(off, data)
             o.put(off, got[off:off + len(data)])
 
     def ev_damage(self):
