@@ -78,6 +78,11 @@
 #            queue depth 1 (fio psync, RAND_SECS), page cache dropped: a
 #            file partly cached by the passes before.  Not in the default
 #            list: name it
+#   directjobs  the same reads from 8 jobs at once (fio psync, numjobs=8,
+#            group reporting): misses wait on the slow source while hits
+#            go on; with FUSE over io_uring a handler that waits holds
+#            back its CPU's queue (man hotfs).  Not in the default list:
+#            name it
 #   untar    a tar of the Go tree (without .git, on the SSD) extracted
 #            into the target, each pass into an empty directory: a
 #            create-heavy job (seconds; the tar's entries must all be
@@ -107,7 +112,7 @@
 #                             (fiomix only)
 #   hotfs-uring@hdd           hotfs -o fuse_uring=on (FUSE over io_uring),
 #                             with BENCH_FUSE_URING=1 only, in gitgrep,
-#                             gitstatus, directrand and untar: needs a
+#                             gitstatus, directrand, directjobs and untar: needs a
 #                             hotfs built against libfuse 3.18 (HOTFS_BIN)
 #                             and the kernel's enable_uring set (man hotfs)
 #   hotfs-nocache@ssd, hotfs@ssd   the same over the SSD tree (FUSE overhead
@@ -214,7 +219,7 @@ for w in "${workloads[@]}"; do
 	wbrand|wbsync|fiowb-[1-9]|fiowb-[1-9][0-9]) wl_list+=("$w") ;;
 	fiomix) wl_list+=(fiomix-aio fiomix-psync) ;;
 	fiomix-aio|fiomix-psync) wl_list+=("$w") ;;
-	seq|rand|meta-find|meta-gitstatus|cp|gitgrep|gitstatus|coldgrep|scan|restart|directrand|untar) wl_list+=("$w") ;;
+	seq|rand|meta-find|meta-gitstatus|cp|gitgrep|gitstatus|coldgrep|scan|restart|directrand|directjobs|untar) wl_list+=("$w") ;;
 	*) bench_die "unknown workload: $w" ;;
 	esac
 done
@@ -232,7 +237,7 @@ if (( smoke )); then
 	TREE_SUB=src/image
 	declare -A PASSES=([seq]=1 [rand]=1 [meta-find]=1 [meta-gitstatus]=1
 			   [cp]=2 [gitgrep]=2 [gitstatus]=2 [coldgrep]=2 [scan]=5 [restart]=4
-			   [directrand]=2 [untar]=2)
+			   [directrand]=2 [directjobs]=2 [untar]=2)
 	FIO_SECS=${BENCH_FIO_SECS:-0.3}
 	FIO_REPS=${BENCH_FIO_PASSES:-2}
 	# read-only, mixed and write-only: each path once, in the time the
@@ -245,7 +250,7 @@ else
 	TREE_SUB=.
 	declare -A PASSES=([seq]=3 [rand]=3 [meta-find]=5 [meta-gitstatus]=5
 			   [cp]=8 [gitgrep]=8 [gitstatus]=8 [coldgrep]=8 [scan]=5 [restart]=4
-			   [directrand]=3 [untar]=3)
+			   [directrand]=3 [directjobs]=3 [untar]=3)
 	FIO_SECS=${BENCH_FIO_SECS:-30}
 	FIO_REPS=${BENCH_FIO_PASSES:-3}
 	read -r -a FIO_MIXES <<< "${BENCH_FIO_MIXES:-100 70 50 0}"
@@ -366,7 +371,7 @@ targets_for()
 	fiowb-*) list=(hotfs-wb@hdd) ;;
 	fiomix-*) list=(hdd ssd hotfs-wa@hdd hotfs-wt@hdd) ;;
 	gitgrep|gitstatus) list=("${META_TARGETS[@]}" "${URING_TARGETS[@]}") ;;
-	directrand|untar) list=(hdd ssd hotfs@hdd "${URING_TARGETS[@]}") ;;
+	directrand|directjobs|untar) list=(hdd ssd hotfs@hdd "${URING_TARGETS[@]}") ;;
 	meta-*) list=("${ALL_TARGETS[@]}" hotfs-never@hdd) ;;
 	fio-*) list=(hotfs@hdd) ;;
 	scan|restart) list=(hdd hotfs-nocache@hdd hotfs@hdd) ;;
@@ -550,7 +555,8 @@ rand_read()
 	local j=$out/fio-last.json bps iops p99 bytes
 	fio_json "$j" --name="$2" --filename="$1/big" --readonly \
 		--rw=randread --bs=4k --ioengine=psync --direct="$3" \
-		--size="${BIG_MIB}M" --runtime="$RAND_SECS"
+		--size="${BIG_MIB}M" --runtime="$RAND_SECS" \
+		--numjobs="${4:-1}" --group_reporting
 	read -r bps iops p99 bytes < <(fio_read_summary "$j")
 	RES=$(awk -v b="$bps" -v i="$iops" -v p="$p99" -v n="$bytes" \
 		'BEGIN { printf "%.3f %.2f %.1f %.0f\n", n / b, b / 1e6, i, p }')
@@ -559,6 +565,8 @@ rand_read()
 wl_rand() { rand_read "$1" rand 0; }
 
 wl_directrand() { rand_read "$1" directrand 1; }
+
+wl_directjobs() { rand_read "$1" directjobs 1 8; }
 
 # timed CMD...: run CMD, RES gets its wall time in seconds.
 timed()
@@ -1056,6 +1064,7 @@ wl_desc()
 	meta-gitstatus) echo "git status over $TREE_FILES files, warm caches, ${META_GAP} s after the previous run (seconds; lower is better)" ;;
 	cp) echo "cp of a ${BIG_MIB} MiB file onto the SSD, page cache dropped (seconds; lower is better)" ;;
 	directrand) echo "4 KiB random reads of a ${BIG_MIB} MiB file (fio psync, O_DIRECT, queue depth 1; ${RAND_SECS} s or each block once), page cache dropped (IOPS; higher is better)" ;;
+	directjobs) echo "4 KiB random reads of a ${BIG_MIB} MiB file from 8 jobs at once (fio psync, O_DIRECT, numjobs=8; ${RAND_SECS} s), page cache dropped (IOPS of all jobs; higher is better)" ;;
 	untar) echo "tar -x of the Go tree (without .git, from the SSD) into an empty directory (seconds; lower is better)" ;;
 	gitgrep) echo "git grep -q (absent string) over $TREE_FILES files, page cache dropped (seconds; lower is better)" ;;
 	gitstatus) echo "git status over $TREE_FILES files, page cache dropped (seconds; lower is better)" ;;
@@ -1087,7 +1096,7 @@ wl_metric()
 {
 	case $1 in
 	seq) echo mb_per_s ;;
-	rand|directrand|fio-*|fiowb-*|fiomix-*|wbrand|wbsync) echo iops ;;
+	rand|directrand|directjobs|fio-*|fiowb-*|fiomix-*|wbrand|wbsync) echo iops ;;
 	*) echo seconds ;;
 	esac
 }
