@@ -61,9 +61,12 @@ void listing_put(struct hotfs_listing *l);
  * memory bound (l is then freed). */
 struct hotfs_inode;
 bool listing_install(struct hotfs_inode *in, struct hotfs_listing *l);
-/* The same, but over the bound l is left to the caller (one reference;
- * l->bytes then counts nothing: zero it before listing_put). */
-bool listing_try_install(struct hotfs_inode *in, struct hotfs_listing *l);
+/* The same, and with keep the caller keeps a reference of its own
+ * (taken before l is seen by another thread); over the bound l is left to
+ * the caller (one reference; l->bytes then counts nothing: zero it before
+ * listing_put or before another thread can see it). */
+bool listing_try_install(struct hotfs_inode *in, struct hotfs_listing *l,
+			 bool keep);
 /* Bytes all listings use; new ones are not kept past LISTING_MAX_BYTES. */
 size_t listing_bytes(void);
 #define LISTING_MAX_BYTES	(64u << 20)

@@ -400,14 +400,15 @@ struct hotfs_listing *stateless_listing(struct hotfs *fs,
 	if (old)
 		atomic_fetch_add(&old->refs, 1);
 	pthread_mutex_unlock(&in->m);
-	if (listing_try_install(in, l)) {
+	if (listing_try_install(in, l, true)) {
 		if (old)
 			transient_add(in, old);	/* for passes under way */
 	} else {
 		listing_put(old);
 		l->bytes = 0;
+		/* the ring's reference beside ours, before it is seen */
+		atomic_fetch_add(&l->refs, 1);
 		transient_add(in, l);
 	}
-	atomic_fetch_add(&l->refs, 1);
 	return l;
 }

@@ -42,7 +42,8 @@ void listing_put(struct hotfs_listing *l)
 	free(l);
 }
 
-bool listing_try_install(struct hotfs_inode *in, struct hotfs_listing *l)
+bool listing_try_install(struct hotfs_inode *in, struct hotfs_listing *l,
+			 bool keep)
 {
 	struct hotfs_listing *old;
 
@@ -50,6 +51,11 @@ bool listing_try_install(struct hotfs_inode *in, struct hotfs_listing *l)
 	if (listing_bytes() + l->bytes > LISTING_MAX_BYTES)
 		return false;
 	atomic_fetch_add(&all_listing_bytes, l->bytes);
+	/* the caller's reference is taken before another thread can see
+	 * l: a newer listing installed at once by another reader puts the
+	 * directory's, and would free l under the caller */
+	if (keep)
+		atomic_store(&l->refs, 2);
 	pthread_mutex_lock(&in->m);
 	old = in->dir.listing;
 	in->dir.listing = l;
@@ -60,7 +66,7 @@ bool listing_try_install(struct hotfs_inode *in, struct hotfs_listing *l)
 
 bool listing_install(struct hotfs_inode *in, struct hotfs_listing *l)
 {
-	if (listing_try_install(in, l))
+	if (listing_try_install(in, l, false))
 		return true;
 	l->bytes = 0;
 	listing_put(l);

@@ -416,9 +416,7 @@ struct hotfs_listing *meta_fs_listing(struct hotfs *fs,
 		l = make_listing(fs->meta, d);
 		if (!l)
 			return NULL;
-		if (listing_try_install(dir, l))
-			atomic_fetch_add(&l->refs, 1);
-		else
+		if (!listing_try_install(dir, l, true))
 			l->bytes = 0;	/* the caller's only */
 	}
 	count(&fs->meta->hits);
