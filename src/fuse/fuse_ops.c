@@ -108,6 +108,13 @@ static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 	/* locks stay in the kernel, coherent across users of the mount */
 	conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
 #ifdef FUSE_CAP_OVER_IO_URING
+	/* no handler here looks at fuse_req_interrupted(), and libfuse
+	 * keeps each FUSE_INTERRUPT of a request that came through the
+	 * io_uring queues for good (it finds no such request on its list):
+	 * a leak per interrupted request.  Told so, libfuse answers the
+	 * first with ENOSYS and the kernel sends no more; a request is
+	 * answered when its handler ends, as it always was */
+	conn->no_interrupt = 1;
 	/* libfuse asks for it when told to (-o io_uring) and offered */
 	if (fs->o->fuse_uring_asked && !(conn->capable &
 					 FUSE_CAP_OVER_IO_URING))
