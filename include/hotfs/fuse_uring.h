@@ -39,14 +39,21 @@ enum hotfs_fuse_uring {
 /* Whether this build's libfuse can run FUSE over io_uring. */
 bool fuse_uring_built(void);
 
+/* Whether this process may set up an io_uring: 0, or the errno of
+ * io_uring_setup(2) (EPERM: kernel.io_uring_disabled or a seccomp
+ * profile). */
+int fuse_uring_refused(void);
+
 /*
  * Decide for a mount: mode as the option says, param the kernel switch's
  * path (FUSE_URING_PARAM; a test's own file), built what
- * fuse_uring_built() says.  Returns 1: ask libfuse for it; 0: not, with
- * why (a static string: "off", or what is missing) in *why; -EINVAL:
- * fuse_uring=on cannot be had, one line in err.
+ * fuse_uring_built() says, refused what fuse_uring_refused() says.
+ * Returns 1: ask libfuse for it; 0: not, with why (a static string:
+ * "off", or what is missing) in *why; -EINVAL: fuse_uring=on cannot be
+ * had, one line in err.
  */
 int fuse_uring_decide(enum hotfs_fuse_uring mode, const char *param,
-		      bool built, const char **why, char *err, size_t errlen);
+		      bool built, int refused, const char **why, char *err,
+		      size_t errlen);
 
 #endif

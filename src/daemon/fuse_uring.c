@@ -6,7 +6,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <linux/io_uring.h>
 
 #include <fuse_lowlevel.h>
 
@@ -19,6 +23,22 @@ bool fuse_uring_built(void)
 #else
 	return false;
 #endif
+}
+
+int fuse_uring_refused(void)
+{
+	struct io_uring_params p;
+	long fd;
+
+	/* the system call itself: libfuse's rings are set up with it, and
+	 * a build without liburing (-Dio_uring=disabled) may still have
+	 * libfuse's */
+	memset(&p, 0, sizeof(p));
+	fd = syscall(__NR_io_uring_setup, 2, &p);
+	if (fd < 0)
+		return errno ? errno : EIO;
+	close((int)fd);
+	return 0;
 }
 
 /* The kernel's switch: 1 (Y), 0 (N), or -errno (no such parameter: a
@@ -40,7 +60,8 @@ static int param_on(const char *param)
 }
 
 int fuse_uring_decide(enum hotfs_fuse_uring mode, const char *param,
-		      bool built, const char **why, char *err, size_t errlen)
+		      bool built, int refused, const char **why, char *err,
+		      size_t errlen)
 {
 	int on;
 
@@ -61,6 +82,13 @@ int fuse_uring_decide(enum hotfs_fuse_uring mode, const char *param,
 	if (!on) {
 		*why = "off: switched off in the kernel (" FUSE_URING_PARAM
 		       " is N; as root: echo Y > it)";
+		goto missing;
+	}
+	if (refused) {
+		/* libfuse would try, fail for each queue, and go on without
+		 * (its threads' failure paths are not safe to take) */
+		*why = "off: io_uring refused to this process "
+		       "(kernel.io_uring_disabled, a seccomp profile)";
 		goto missing;
 	}
 	if (mode == HOTFS_FUSE_URING_AUTO && !FUSE_URING_AUTO) {

@@ -204,7 +204,9 @@ static int ask_fuse_uring(struct fuse_args *args, struct hotfs_opts *o)
 	int r;
 
 	r = fuse_uring_decide(o->fuse_uring, FUSE_URING_PARAM,
-			      fuse_uring_built(), &o->fuse_uring_why, err,
+			      fuse_uring_built(),
+			      o->fuse_uring == HOTFS_FUSE_URING_OFF ? 0 :
+			      fuse_uring_refused(), &o->fuse_uring_why, err,
 			      sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "hotfs: %s\n", err);

@@ -103,6 +103,28 @@ def test_on_with_the_switch_off_refused(ws, switch):
     assert s['fuse_uring'].startswith('off: switched off'), s
 
 
+def test_io_uring_refused_to_the_daemon(ws, switch, monkeypatch):
+    """Where io_uring is refused to the daemon (a seccomp profile, as a
+    container's; kernel.io_uring_disabled), on refuses to mount saying
+    so, and auto mounts through /dev/fuse, saying why: libfuse is not
+    asked for queues it cannot set up."""
+    wrap = os.environ.get('HOTFS_NO_URING')
+    if not wrap:
+        pytest.skip('HOTFS_NO_URING is not set (run through meson)')
+    if not built_with_uring():
+        pytest.skip('needs a build against libfuse 3.18')
+    switch('Y')
+    monkeypatch.setenv('HOTFS_WRAP', wrap)
+    data = files(ws, 4)
+    refused(ws, 'fuse_uring=on', ['fuse_uring=on', 'io_uring refused'])
+    ws.start()
+    s = util.hotfs_stats(ws.mnt)
+    assert s['fuse_uring'].startswith('off: io_uring refused'), s
+    for n, d in data.items():
+        assert util.read_cold(os.path.join(ws.mnt, n)) == d
+    assert int(util.hotfs_stats(ws.mnt)['fuse_uring_requests']) == 0
+
+
 def test_on_serves_through_the_queues(ws, switch):
     """fuse_uring=on: files read right from several threads at once,
     cached and not, through the queues; the counter counts them."""

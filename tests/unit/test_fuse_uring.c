@@ -49,12 +49,18 @@ static int teardown(void **state)
 	return ut_rm_tree(e->dir);
 }
 
-static int decide(enum hotfs_fuse_uring mode, const char *param, bool built,
-		  const char **why, char *err)
+static int decide_refused(enum hotfs_fuse_uring mode, const char *param,
+			  bool built, int refused, const char **why, char *err)
 {
 	*why = NULL;
 	err[0] = 0;
-	return fuse_uring_decide(mode, param, built, why, err, 256);
+	return fuse_uring_decide(mode, param, built, refused, why, err, 256);
+}
+
+static int decide(enum hotfs_fuse_uring mode, const char *param, bool built,
+		  const char **why, char *err)
+{
+	return decide_refused(mode, param, built, 0, why, err);
 }
 
 static void test_on(void **state)
@@ -80,6 +86,11 @@ static void test_on(void **state)
 	assert_int_equal(decide(HOTFS_FUSE_URING_ON, e->missing, true, &why,
 				err), -EINVAL);
 	assert_non_null(strstr(err, "not in this kernel"));
+	/* io_uring refused to the process: refused, saying so */
+	assert_int_equal(decide_refused(HOTFS_FUSE_URING_ON, e->on, true,
+					EPERM, &why, err), -EINVAL);
+	assert_non_null(strstr(err, "io_uring refused"));
+	assert_null(strchr(err, '\n'));
 }
 
 static void test_off(void **state)
@@ -93,6 +104,27 @@ static void test_off(void **state)
 			 0);
 	assert_string_equal(why, "off");
 	assert_string_equal(err, "");
+}
+
+/* The probe says what the kernel's sysctl says: io_uring_disabled 2
+ * refuses everyone (EPERM); 0, and 1 for root (CAP_SYS_ADMIN), allow it
+ * (tests/integration/no_uring refuses it to a daemon in the suite) */
+static void test_probe(void **state)
+{
+	FILE *f = fopen("/proc/sys/kernel/io_uring_disabled", "r");
+	int disabled = 0;
+
+	(void)state;
+	if (f) {
+		assert_int_equal(fscanf(f, "%d", &disabled), 1);
+		fclose(f);
+	}
+	if (disabled == 2)
+		assert_int_equal(fuse_uring_refused(), EPERM);
+	else if (disabled == 0 || geteuid() == 0)
+		assert_int_equal(fuse_uring_refused(), 0);
+	else
+		skip();
 }
 
 static void test_auto(void **state)
@@ -112,6 +144,11 @@ static void test_auto(void **state)
 				err), 0);
 	assert_non_null(strstr(why, "kernel"));
 	assert_string_equal(err, "");
+	/* io_uring refused to the process: off, said why */
+	assert_int_equal(decide_refused(HOTFS_FUSE_URING_AUTO, e->on, true,
+					EPERM, &why, err), 0);
+	assert_non_null(strstr(why, "io_uring refused"));
+	assert_string_equal(err, "");
 	/* there: as FUSE_URING_AUTO says */
 	assert_int_equal(decide(HOTFS_FUSE_URING_AUTO, e->on, true, &why, err),
 			 FUSE_URING_AUTO ? 1 : 0);
@@ -125,6 +162,7 @@ int main(void)
 		cmocka_unit_test(test_on),
 		cmocka_unit_test(test_off),
 		cmocka_unit_test(test_auto),
+		cmocka_unit_test(test_probe),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
