@@ -114,7 +114,8 @@
 #                             with BENCH_FUSE_URING=1 only, in gitgrep,
 #                             gitstatus, directrand, directjobs and untar: needs a
 #                             hotfs built against libfuse 3.18 (HOTFS_BIN)
-#                             and the kernel's enable_uring set (man hotfs)
+#                             and the kernel's enable_uring set (man hotfs);
+#                             hotfs@hdd then runs with fuse_uring=off
 #   hotfs-nocache@ssd, hotfs@ssd   the same over the SSD tree (FUSE overhead
 #                             against a fast source; seq, rand and meta;
 #                             hotfs-nocache@ssd, a plain FUSE passthrough
@@ -438,7 +439,9 @@ mount_target()
 	hotfs-wa@*) opts=cachedir=$cache,writemode=writearound$(wl_hotfs_opts "$wl") ;;
 	hotfs-wt@*) opts=cachedir=$cache,writemode=writethrough$(wl_hotfs_opts "$wl") ;;
 	hotfs-uring@*) opts=cachedir=$cache,fuse_uring=on$(wl_hotfs_opts "$wl") ;;
-	*) opts=cachedir=$cache$(wl_hotfs_opts "$wl") ;;
+	*) opts=cachedir=$cache$(wl_hotfs_opts "$wl")
+	   # beside hotfs-uring@hdd: through /dev/fuse, whatever auto says
+	   [ "${BENCH_FUSE_URING:-0}" = 0 ] || opts+=,fuse_uring=off ;;
 	esac
 	[ -z "$BENCH_HOTFS_OPTS" ] || opts+=,$BENCH_HOTFS_OPTS
 	hotfs_mount "${DISK_MNT[$base]}/data" "$(target_root "$t")" \
