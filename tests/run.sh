@@ -1,10 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Run every test of hotfs: unit tests (cmocka) and integration tests that
-# mount a real hotfs (pytest), first in a normal build, followed by the
+# mount a real hotfs (pytest), first in a normal build (the system's
+# libfuse, 3.14 on bookworm), followed by the
 # benchmark harness's smoke run against that build's daemon, a build without
 # io_uring and one against libfuse 3.18; then the tests
-# again in a build with AddressSanitizer and UndefinedBehaviorSanitizer;
+# again in a build with AddressSanitizer and UndefinedBehaviorSanitizer
+# against libfuse 3.18, with FUSE over io_uring where the kernel has it
+# (so that the whole suite runs against both libfuses, and through the
+# queues);
 # then the concurrency and crash tests under ThreadSanitizer, and a short
 # run of the libFuzzer targets.
 #
@@ -144,11 +148,36 @@ sanitizer_loops() {
 	HOTFS_FSX_OPS=5000 HOTFS_POWERLOSS_STATES=30 \
 	HOTFS_SLOW_SOURCE_SECS=10 HOTFS_LOAD_SECS=10 "$@"
 }
+# The kernel's switch for FUSE over io_uring, which hotfs never sets
+# itself: set for the stage that runs the suite through the queues, and
+# put back as it was when the stage ends, also when it fails.
+URING_PARAM=/sys/module/fuse/parameters/enable_uring
+uring_was=
+uring_restore() {
+	[ -z "$uring_was" ] || echo "$uring_was" > "$URING_PARAM"
+	uring_was=
+}
+uring_on() {
+	if [ ! -w "$URING_PARAM" ]; then
+		echo "(no FUSE over io_uring in this kernel: $URING_PARAM;" \
+			"the stage runs through /dev/fuse)"
+		return 0
+	fi
+	uring_was=$(cat "$URING_PARAM")
+	trap uring_restore EXIT
+	echo Y > "$URING_PARAM"
+}
 if [ $quick = 0 ]; then
-	stage "ASan + UBSan build"
+	# against libfuse 3.18 (as the stage above builds it), with the
+	# kernel's switch on: fuse_uring=auto takes the queues
+	stage "ASan + UBSan build, libfuse 3.18, FUSE over io_uring"
+	uring_on
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	sanitizer_loops run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
+	sanitizer_loops run_suite build-asan318 -Db_sanitize=address,undefined \
+		-Db_lundef=false -Dlibfuse=bundled
+	uring_restore
+	trap - EXIT
 fi
 if [ $quick = 0 ]; then
 	# the concurrency, crash and fault tests, the policy's thread test and
