@@ -155,6 +155,22 @@ def test_on_serves_through_the_queues(ws, switch):
     assert int(s['fuse_uring_requests']) >= len(data) * 3, s
 
 
+def test_auto_takes_it_where_it_can(ws, switch):
+    """The default (auto), with the build and the kernel's switch for
+    it: on, and requests come through the queues; the switch off: off,
+    saying so (test_on_with_the_switch_off_refused)."""
+    if not built_with_uring():
+        pytest.skip('needs a build against libfuse 3.18')
+    switch('Y')
+    data = files(ws, 4)
+    ws.start()
+    assert util.hotfs_stats(ws.mnt)['fuse_uring'] == 'on'
+    for n, d in data.items():
+        assert util.read_cold(os.path.join(ws.mnt, n)) == d
+    assert int(util.hotfs_stats(ws.mnt)['fuse_uring_requests']) >= \
+        len(data)
+
+
 def test_sigterm_while_busy_exits(ws, switch):
     """fuse_uring=on, SIGTERM while readers keep every queue busy: the
     daemon exits 0 within the timeout (libfuse 3.18 cancels its queue
