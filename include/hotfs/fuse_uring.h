@@ -26,9 +26,10 @@ enum hotfs_fuse_uring {
 	HOTFS_FUSE_URING_OFF,
 };
 
-/* Whether fuse_uring=auto uses FUSE over io_uring where it can: yes.
- * It was faster in every workload measured, many readers of uncached
- * data at once included (contrib/bench/RESULTS.md, FUSE over io_uring),
+/* Whether fuse_uring=auto uses FUSE over io_uring where it can: yes,
+ * but over a network source.  It was faster in every workload measured
+ * on local disks, many readers of uncached data at once included, and
+ * 4-15% slower over sshfs (contrib/bench/RESULTS.md, FUSE over io_uring),
  * and the whole suite runs through it (tests/run.sh, the ASan stage
  * against libfuse 3.18, which found and mended a hang at exit, a freed
  * listing, libfuse's kept interrupts and its failing rings where
@@ -46,16 +47,24 @@ bool fuse_uring_built(void);
  * profile). */
 int fuse_uring_refused(void);
 
+/* What the decision looks at. */
+struct fuse_uring_env {
+	const char *param;	/* the kernel's switch (FUSE_URING_PARAM;
+				 * a test's own file) */
+	bool built;		/* fuse_uring_built() */
+	int refused;		/* fuse_uring_refused() */
+	bool remote;		/* the source is a network (or FUSE)
+				 * filesystem: auto leaves it off there
+				 * (slower over sshfs: man hotfs) */
+};
+
 /*
- * Decide for a mount: mode as the option says, param the kernel switch's
- * path (FUSE_URING_PARAM; a test's own file), built what
- * fuse_uring_built() says, refused what fuse_uring_refused() says.
- * Returns 1: ask libfuse for it; 0: not, with why (a static string:
- * "off", or what is missing) in *why; -EINVAL: fuse_uring=on cannot be
- * had, one line in err.
+ * Decide for a mount: mode as the option says.  Returns 1: ask libfuse
+ * for it; 0: not, with why (a static string: "off", or what is missing)
+ * in *why; -EINVAL: fuse_uring=on cannot be had, one line in err.
  */
-int fuse_uring_decide(enum hotfs_fuse_uring mode, const char *param,
-		      bool built, int refused, const char **why, char *err,
-		      size_t errlen);
+int fuse_uring_decide(enum hotfs_fuse_uring mode,
+		      const struct fuse_uring_env *env, const char **why,
+		      char *err, size_t errlen);
 
 #endif

@@ -59,9 +59,9 @@ static int param_on(const char *param)
 	return c == 'Y' || c == 'y' || c == '1';
 }
 
-int fuse_uring_decide(enum hotfs_fuse_uring mode, const char *param,
-		      bool built, int refused, const char **why, char *err,
-		      size_t errlen)
+int fuse_uring_decide(enum hotfs_fuse_uring mode,
+		      const struct fuse_uring_env *env, const char **why,
+		      char *err, size_t errlen)
 {
 	int on;
 
@@ -69,12 +69,12 @@ int fuse_uring_decide(enum hotfs_fuse_uring mode, const char *param,
 		*why = "off";
 		return 0;
 	}
-	if (!built) {
+	if (!env->built) {
 		*why = "off: not in this build's libfuse (3.18 or later: "
 		       "meson setup -Dlibfuse=bundled)";
 		goto missing;
 	}
-	on = param_on(param);
+	on = param_on(env->param);
 	if (on < 0) {
 		*why = "off: not in this kernel";
 		goto missing;
@@ -84,12 +84,17 @@ int fuse_uring_decide(enum hotfs_fuse_uring mode, const char *param,
 		       " is N; as root: echo Y > it)";
 		goto missing;
 	}
-	if (refused) {
+	if (env->refused) {
 		/* libfuse would try, fail for each queue, and go on without
 		 * (its threads' failure paths are not safe to take) */
 		*why = "off: io_uring refused to this process "
 		       "(kernel.io_uring_disabled, a seccomp profile)";
 		goto missing;
+	}
+	if (mode == HOTFS_FUSE_URING_AUTO && env->remote) {
+		*why = "off: auto leaves it off over a network source "
+		       "(slower there: man hotfs)";
+		return 0;
 	}
 	if (mode == HOTFS_FUSE_URING_AUTO && !FUSE_URING_AUTO) {
 		*why = "off: auto leaves it off for now (man hotfs)";

@@ -200,13 +200,22 @@ static bool fuse_still_mounted(const char *mnt)
  * 0, or -1 said (fuse_uring=on that cannot be had). */
 static int ask_fuse_uring(struct fuse_args *args, struct hotfs_opts *o)
 {
+	struct fuse_uring_env env = {
+		.param = FUSE_URING_PARAM,
+		.built = fuse_uring_built(),
+	};
+	struct statfs sfs;
 	char err[512];
 	int r;
 
-	r = fuse_uring_decide(o->fuse_uring, FUSE_URING_PARAM,
-			      fuse_uring_built(),
-			      o->fuse_uring == HOTFS_FUSE_URING_OFF ? 0 :
-			      fuse_uring_refused(), &o->fuse_uring_why, err,
+	if (o->fuse_uring != HOTFS_FUSE_URING_OFF) {
+		env.refused = fuse_uring_refused();
+		/* before the mount and the source's probe: its filesystem's
+		 * type alone (a statfs that fails leaves it to the mount) */
+		env.remote = statfs(o->source, &sfs) == 0 &&
+			     srcprobe_fs_remote((long)sfs.f_type);
+	}
+	r = fuse_uring_decide(o->fuse_uring, &env, &o->fuse_uring_why, err,
 			      sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "hotfs: %s\n", err);

@@ -171,6 +171,31 @@ def test_auto_takes_it_where_it_can(ws, switch):
         len(data)
 
 
+def test_auto_leaves_it_off_over_a_network_source(ws, switch):
+    """Over a network or FUSE source (here another hotfs: FUSE, as
+    sshfs), auto leaves it off and says why (it measured slower over
+    sshfs: man hotfs); on still asks for it."""
+    if not built_with_uring():
+        pytest.skip('needs a build against libfuse 3.18')
+    switch('Y')
+    data = files(ws, 4)
+    inner = os.path.join(ws.root, 'inner')
+    os.mkdir(inner)
+    ws.start(mnt=inner, cachedir=False, opts='nocache,fuse_uring=off')
+    outer = os.path.join(ws.root, 'outer')
+    os.mkdir(outer)
+    for opts, want in (('', 'off: auto leaves it off over a network'),
+                       ('fuse_uring=on', 'on')):
+        proc = ws.start(src=inner, mnt=outer, opts=opts,
+                        cachedir=os.path.join(ws.root, 'cache2'))
+        s = util.hotfs_stats(outer)
+        assert s['source_remote'] == '1', s
+        assert s['fuse_uring'].startswith(want), s
+        for n, d in data.items():
+            assert util.read_cold(os.path.join(outer, n)) == d
+        ws.stop(proc)
+
+
 def test_sigterm_while_busy_exits(ws, switch):
     """fuse_uring=on, SIGTERM while readers keep every queue busy: the
     daemon exits 0 within the timeout (libfuse 3.18 cancels its queue

@@ -49,18 +49,30 @@ static int teardown(void **state)
 	return ut_rm_tree(e->dir);
 }
 
-static int decide_refused(enum hotfs_fuse_uring mode, const char *param,
-			  bool built, int refused, const char **why, char *err)
+static int decide_env(enum hotfs_fuse_uring mode,
+		      const struct fuse_uring_env *env, const char **why,
+		      char *err)
 {
 	*why = NULL;
 	err[0] = 0;
-	return fuse_uring_decide(mode, param, built, refused, why, err, 256);
+	return fuse_uring_decide(mode, env, why, err, 256);
 }
 
 static int decide(enum hotfs_fuse_uring mode, const char *param, bool built,
 		  const char **why, char *err)
 {
-	return decide_refused(mode, param, built, 0, why, err);
+	struct fuse_uring_env env = { .param = param, .built = built };
+
+	return decide_env(mode, &env, why, err);
+}
+
+static int decide_refused(enum hotfs_fuse_uring mode, const char *param,
+			  bool built, int refused, const char **why, char *err)
+{
+	struct fuse_uring_env env = { .param = param, .built = built,
+				      .refused = refused };
+
+	return decide_env(mode, &env, why, err);
 }
 
 static void test_on(void **state)
@@ -149,6 +161,18 @@ static void test_auto(void **state)
 					EPERM, &why, err), 0);
 	assert_non_null(strstr(why, "io_uring refused"));
 	assert_string_equal(err, "");
+	/* over a network source: off, said why; on still asks for it */
+	{
+		struct fuse_uring_env net = { .param = e->on, .built = true,
+					      .remote = true };
+
+		assert_int_equal(decide_env(HOTFS_FUSE_URING_AUTO, &net, &why,
+					    err), 0);
+		assert_non_null(strstr(why, "network source"));
+		assert_int_equal(decide_env(HOTFS_FUSE_URING_ON, &net, &why,
+					    err), 1);
+		assert_string_equal(why, "on");
+	}
 	/* there: as FUSE_URING_AUTO says */
 	assert_int_equal(decide(HOTFS_FUSE_URING_AUTO, e->on, true, &why, err),
 			 FUSE_URING_AUTO ? 1 : 0);
