@@ -8,11 +8,13 @@
  * other requests of its queue, where the /dev/fuse loop would have
  * started another worker thread.
  *
- * Needs libfuse >= 3.18 (the bundled build, meson -Dlibfuse=bundled) and
- * the kernel's parameter /sys/module/fuse/parameters/enable_uring set to
- * Y, which hotfs never changes itself (man hotfs, FUSE over io_uring).
- * fuse_uring=on refuses to mount without both; auto (the default) uses
- * it where both are there once FUSE_URING_AUTO says so; off never.
+ * Needs libfuse >= 3.18 (the bundled build, meson -Dlibfuse=bundled),
+ * io_uring allowed to the daemon, and the kernel's parameter
+ * /sys/module/fuse/parameters/enable_uring set to Y, which hotfs never
+ * changes itself (man hotfs, FUSE over io_uring).  fuse_uring=on refuses
+ * to mount without all three; auto (the default) uses it where all are
+ * there and the source is not a network filesystem (FUSE_URING_AUTO);
+ * off never.
  */
 #ifndef HOTFS_FUSE_URING_H
 #define HOTFS_FUSE_URING_H
