@@ -28,7 +28,12 @@ def built_with_uring():
 
 @pytest.fixture
 def switch():
-    """Set the kernel's switch (Y/N) for a test; put back after."""
+    """Set the kernel's switch (Y/N) for a test; put back after.  Named
+    before ws by the tests: put back after their mounts are gone (the
+    kernel refuses a queue's command with the switch off: a daemon whose
+    queues meet it at its unmount ends its loop with EOPNOTSUPP).  The
+    file runs alone (tests/integration/meson.build): no other test's
+    mount sees the switch move."""
     if not os.path.exists(PARAM):
         pytest.skip('this kernel has no FUSE over io_uring')
     with open(PARAM) as f:
@@ -92,7 +97,7 @@ def test_on_without_libfuse_refused(ws):
     refused(ws, 'fuse_uring', ['fuse_uring=on', '-Dlibfuse=bundled'])
 
 
-def test_on_with_the_switch_off_refused(ws, switch):
+def test_on_with_the_switch_off_refused(switch, ws):
     if not built_with_uring():
         pytest.skip('needs a build against libfuse 3.18')
     switch('N')
@@ -103,7 +108,7 @@ def test_on_with_the_switch_off_refused(ws, switch):
     assert s['fuse_uring'].startswith('off: switched off'), s
 
 
-def test_io_uring_refused_to_the_daemon(ws, switch, monkeypatch):
+def test_io_uring_refused_to_the_daemon(switch, ws, monkeypatch):
     """Where io_uring is refused to the daemon (a seccomp profile, as a
     container's; kernel.io_uring_disabled), on refuses to mount saying
     so, and auto mounts through /dev/fuse, saying why: libfuse is not
@@ -125,7 +130,7 @@ def test_io_uring_refused_to_the_daemon(ws, switch, monkeypatch):
     assert int(util.hotfs_stats(ws.mnt)['fuse_uring_requests']) == 0
 
 
-def test_on_serves_through_the_queues(ws, switch):
+def test_on_serves_through_the_queues(switch, ws):
     """fuse_uring=on: files read right from several threads at once,
     cached and not, through the queues; the counter counts them."""
     if not built_with_uring():
@@ -155,7 +160,7 @@ def test_on_serves_through_the_queues(ws, switch):
     assert int(s['fuse_uring_requests']) >= len(data) * 3, s
 
 
-def test_auto_takes_it_where_it_can(ws, switch):
+def test_auto_takes_it_where_it_can(switch, ws):
     """The default (auto), with the build and the kernel's switch for
     it: on, and requests come through the queues; the switch off: off,
     saying so (test_on_with_the_switch_off_refused)."""
@@ -171,7 +176,7 @@ def test_auto_takes_it_where_it_can(ws, switch):
         len(data)
 
 
-def test_auto_leaves_it_off_over_a_network_source(ws, switch):
+def test_auto_leaves_it_off_over_a_network_source(switch, ws):
     """Over a network or FUSE source (here another hotfs: FUSE, as
     sshfs), auto leaves it off and says why (it measured slower over
     sshfs: man hotfs); on still asks for it."""
@@ -196,7 +201,7 @@ def test_auto_leaves_it_off_over_a_network_source(ws, switch):
         ws.stop(proc)
 
 
-def test_sigterm_while_busy_exits(ws, switch):
+def test_sigterm_while_busy_exits(switch, ws):
     """fuse_uring=on, SIGTERM while readers keep every queue busy: the
     daemon exits 0 within the timeout (libfuse 3.18 cancels its queue
     threads; one cancelled inside a handler would keep its locks and
