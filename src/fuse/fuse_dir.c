@@ -119,6 +119,7 @@ out:
 
 static struct hotfs_dirp *dirp(struct fuse_file_info *fi)
 {
+	tsan_order_acquire();	/* the handle: made by opendir's request */
 	return (struct hotfs_dirp *)(uintptr_t)fi->fh;
 }
 

@@ -50,12 +50,23 @@
  */
 extern __thread bool fuse_no_cancel;
 
+#ifdef HOTFS_TSAN_ORDER
+/* ThreadSanitizer against FUSE over io_uring (src/fuse/tsan_order.c):
+ * a handler sees what every reply before it published */
+#include <sanitizer/tsan_interface.h>
+extern char hotfs_tsan_order;
+#define tsan_order_acquire()	__tsan_acquire(&hotfs_tsan_order)
+#else
+#define tsan_order_acquire()	do { } while (0)
+#endif
+
 static inline struct hotfs *hfs(fuse_req_t req)
 {
 	if (!fuse_no_cancel) {
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 		fuse_no_cancel = true;
 	}
+	tsan_order_acquire();
 	return fuse_req_userdata(req);
 }
 
@@ -93,6 +104,7 @@ static inline void iput(fuse_req_t req, fuse_ino_t ino)
 
 static inline struct hotfs_fh *hfh(struct fuse_file_info *fi)
 {
+	tsan_order_acquire();	/* the handle: made by open's request */
 	return (struct hotfs_fh *)(uintptr_t)fi->fh;
 }
 
