@@ -47,6 +47,11 @@ struct hotfs_dirp {
 	 * began, and the change generation then */
 	int64_t mtime_ns, ctime_ns;
 	off_t size;
+	/* CLOCK_REALTIME just before that stamp was taken: the racy rule
+	 * holds from there, not from when the reading ended (a reader
+	 * held up past the window would take a change made in the stamp's
+	 * tick, after it, for none) */
+	int64_t stamp_ns;
 	int64_t open_ns;
 	uint64_t nc_gen;
 	/* recording (dp mode) */

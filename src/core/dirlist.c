@@ -67,6 +67,7 @@ void listing_open(struct hotfs *fs, struct hotfs_dirp *d, int fd)
 		d->rec = true;
 		return;
 	}
+	d->stamp_ns = clock_real_ns();
 	if (!fs->listings || fstat(fd, &st) == -1)
 		return;
 	d->mtime_ns = ts_ns(&st.st_mtim);
@@ -144,7 +145,7 @@ static struct hotfs_listing *rec_make(struct hotfs_dirp *d)
 	l->ctime_ns = d->ctime_ns;
 	l->size = d->size;
 	l->gen = listing_next_gen();
-	l->racy = stamp_racy_ns(d->mtime_ns, d->ctime_ns, clock_real_ns());
+	l->racy = stamp_racy_ns(d->mtime_ns, d->ctime_ns, d->stamp_ns);
 	if (d->open_ns) {	/* by time: never by its (empty) stamp */
 		l->racy = true;
 		l->made_ns = d->open_ns;
@@ -299,11 +300,13 @@ void dir_free_all(void)
 }
 
 /* Read the whole directory (dfd: its O_PATH fd); st is its stamp from
- * before.  NULL with -errno in *err. */
+ * before, taken after CLOCK_REALTIME read stamp_ns.  NULL with -errno in
+ * *err. */
 static struct hotfs_listing *listing_read(struct hotfs_inode *in, int dfd,
-					  const struct stat *st, int *err)
+					  const struct stat *st,
+					  int64_t stamp_ns, int *err)
 {
-	struct hotfs_dirp d = { .in = in, .rec = true };
+	struct hotfs_dirp d = { .in = in, .rec = true, .stamp_ns = stamp_ns };
 	struct hotfs_listing *l;
 	struct dirent *de;
 	DIR *dp;
@@ -360,6 +363,7 @@ struct hotfs_listing *stateless_listing(struct hotfs *fs,
 {
 	uint32_t gen = (uint32_t)((uint64_t)off >> 32);
 	struct hotfs_listing *l, *old;
+	int64_t stamp_ns;
 	struct stat st;
 	int fd;
 
@@ -371,6 +375,7 @@ struct hotfs_listing *stateless_listing(struct hotfs *fs,
 		*err = fd;
 		return NULL;
 	}
+	stamp_ns = clock_real_ns();
 	if (fstat(fd, &st) == -1) {
 		*err = -errno;
 		ino_fd_put(in);
@@ -391,7 +396,7 @@ struct hotfs_listing *stateless_listing(struct hotfs *fs,
 	}
 	/* a new pass, or one whose listing is gone (then it may see an
 	 * entry twice or miss one, as after a seekdir across a change) */
-	l = listing_read(in, fd, &st, err);
+	l = listing_read(in, fd, &st, stamp_ns, err);
 	ino_fd_put(in);
 	if (!l)
 		return NULL;

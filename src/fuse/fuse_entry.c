@@ -261,14 +261,15 @@ void hotfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (dfd < 0)
 		goto reply;
 	/* the directory's stamp before the lookup (no disk: its inode is
-	 * held open) */
+	 * held open), the clock read before it: the racy rule holds from
+	 * when the stamp was taken (hotfs/stamp.h), a lookup held up after
+	 * it past the window still proves nothing of a change in its tick */
+	now = clock_real_ns();
 	stamped = !hotfs_src.remote && fstat(dfd, &dst) == 0;
 	ino_fd_put(dir);
 	if (stamped && neg_hit(dir, &dst, name)) {
 		err = -ENOENT;
 	} else {
-		if (stamped)
-			now = clock_real_ns();
 		err = do_lookup(req, parent, name, &e);
 		if (err == -ENOENT && stamped && !stamp_racy(&dst, now))
 			neg_add(dir, &dst, name);
