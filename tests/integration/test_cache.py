@@ -52,9 +52,16 @@ def make_hot(mnt, name, expect):
                   num(mnt, 'promotion_queue_depth') == 0,
                   'extents of %s to be promoted' % name)
     hits = num(mnt, 'read_hits')
-    assert read_cold(p) == expect
-    assert num(mnt, 'read_hits') > hits, 'a hot file was not read from ' \
-        'the cache: %r' % stats(mnt)
+
+    def hit():
+        # seen once (integration.no-uring, test_source_changed_while_
+        # mounted): every extent cached, the read after counted no hit
+        # and no invalidation; POSIX_FADV_DONTNEED is a request, pages it
+        # leaves are served by the kernel without a read.  The next read
+        # is tried: a file that is never read from the cache still fails
+        assert read_cold(p) == expect
+        return num(mnt, 'read_hits') > hits
+    util.wait_for(hit, 'a read of hot %s from the cache' % name)
     return num(mnt, 'read_hits')
 
 
