@@ -157,6 +157,7 @@ uring_was=
 uring_restore() {
 	[ -z "$uring_was" ] || echo "$uring_was" > "$URING_PARAM"
 	uring_was=
+	trap - EXIT
 }
 uring_on() {
 	if [ ! -w "$URING_PARAM" ]; then
@@ -178,7 +179,6 @@ if [ $quick = 0 ]; then
 	sanitizer_loops run_suite build-asan318 -Db_sanitize=address,undefined \
 		-Db_lundef=false -Dlibfuse=bundled
 	uring_restore
-	trap - EXIT
 fi
 if [ $quick = 0 ]; then
 	# the concurrency, crash and fault tests, the policy's thread test and
@@ -227,7 +227,6 @@ if [ $quick = 0 ]; then
 		--num-processes 2 "${tsan_integration[@]}" \
 		integration.fuseuring
 	uring_restore
-	trap - EXIT
 	unset TSAN_OPTIONS
 fi
 if [ $quick = 0 ] && command -v clang >/dev/null; then

@@ -13,7 +13,7 @@
  * /sys/module/fuse/parameters/enable_uring set to Y, which hotfs never
  * changes itself (man hotfs, FUSE over io_uring).  fuse_uring=on refuses
  * to mount without all three; auto (the default) uses it where all are
- * there and the source is not a network filesystem (FUSE_URING_AUTO);
+ * there and the source is not a network filesystem (why: below);
  * off never.
  */
 #ifndef HOTFS_FUSE_URING_H
@@ -28,15 +28,14 @@ enum hotfs_fuse_uring {
 	HOTFS_FUSE_URING_OFF,
 };
 
-/* Whether fuse_uring=auto uses FUSE over io_uring where it can: yes,
- * but over a network source.  It was faster in every workload measured
+/* Why fuse_uring=auto uses FUSE over io_uring where it can, but over a
+ * network source: it was faster in every workload measured
  * on local disks, many readers of uncached data at once included, and
  * 4-15% slower over sshfs (contrib/bench/RESULTS.md, FUSE over io_uring),
  * and the whole suite runs through it (tests/run.sh, the ASan stage
  * against libfuse 3.18, which found and mended a hang at exit, a freed
  * listing, libfuse's kept interrupts and its failing rings where
  * io_uring is refused). */
-#define FUSE_URING_AUTO	true
 
 /* The kernel's switch. */
 #define FUSE_URING_PARAM "/sys/module/fuse/parameters/enable_uring"

@@ -96,10 +96,6 @@ int fuse_uring_decide(enum hotfs_fuse_uring mode,
 		       "(slower there: man hotfs)";
 		return 0;
 	}
-	if (mode == HOTFS_FUSE_URING_AUTO && !FUSE_URING_AUTO) {
-		*why = "off: auto leaves it off for now (man hotfs)";
-		return 0;
-	}
 	*why = "on";
 	return 1;
 missing:
