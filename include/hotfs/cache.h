@@ -35,6 +35,7 @@
 #include "hotfs/stats.h"
 #include "hotfs/store.h"
 
+struct hotfs_copies;
 struct hotfs_promoter;
 struct hotfs_ra;
 
@@ -44,6 +45,9 @@ struct hotfs_cache {
 	struct hotfs_promoter *pr;
 	struct hotfs_pins *pins;
 	struct hotfs_ra *ra;		/* NULL: no O_DIRECT read-ahead */
+	/* the file grain's copies (hotfs/filecopy.h): NULL without
+	 * passthrough (hotfs/passthrough.h) */
+	struct hotfs_copies *fc;
 	bool uring;			/* cached reads on io_uring, else
 					 * pread (set by cache_start) */
 	struct hotfs_itable *it;

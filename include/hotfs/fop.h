@@ -306,9 +306,11 @@ ssize_t fop_fileattr(struct hotfs *fs, struct hotfs_inode *in,
 		     size_t out_bufsz, union fop_fileattr *out);
 /* flush: the source file's write errors, as close(2) reports them. */
 int fop_flush(struct hotfs *fs, struct hotfs_fh *fh);
-/* release of a handle (flags: its open's; fh NULL: none). */
-void fop_release(struct hotfs *fs, struct hotfs_inode *in,
-		 struct hotfs_fh *fh, int flags);
+/* release of a handle (flags: its open's; fh NULL: none): the backing
+ * id (hotfs/passthrough.h) its last passthrough open leaves for the
+ * caller to close, or 0. */
+int fop_release(struct hotfs *fs, struct hotfs_inode *in,
+		struct hotfs_fh *fh, int flags);
 
 /* ---- opening a file (src/fop/fop_open.c) ---- */
 
@@ -327,8 +329,35 @@ bool fop_stamp_trusted_locked(struct hotfs *fs, struct hotfs_inode *in);
  * dropped), or -errno.  A reply the kernel did not take (interrupted):
  * fop_open_undone.
  */
+/*
+ * Passthrough opens (hotfs/passthrough.h).  The kernel wants every open
+ * of an inode to use one backing file, or none to: a mixed open gets
+ * EIO.  So in->op counts the inode's opens and its passthrough ones, and
+ * a read-only open of a file whose copy (hotfs/filecopy.h) is current
+ * at the open's stamp is answered with the copy only while the inode has
+ * no other open; the first one makes the backing id, which the others
+ * share, the last release closes it.  An open the copy cannot serve (a
+ * write, O_TRUNC, the file changed since the copy) of an inode with
+ * passthrough opens is answered -ESTALE and the inode retired
+ * (ino_retire): the kernel walks the path again with LOOKUP_REVAL,
+ * meets a new node for the same source file and opens that.  The open
+ * readers keep the old copy's bytes until they close (close-to-open, as
+ * NFS); new opens see the change.  The backing id is made and the copy
+ * opened under in->m (local calls on the cachedir and /dev/fuse, no
+ * source I/O), so that no two opens decide apart.
+ */
+struct fop_backing {
+	/* a backing id for fd (> 0), or 0: the kernel refused it (the
+	 * caller turns passthrough off for the mount then) */
+	int (*open)(void *arg, int fd);
+	/* close a backing id an open the kernel did not take left behind */
+	void (*close)(void *arg, int id);
+	void *arg;
+};
 int fop_open(struct hotfs *fs, struct hotfs_inode *in,
-	     struct fuse_file_info *fi);
+	     struct fuse_file_info *fi, const struct fop_backing *bk);
+/* The kernel did not take the open's reply: undone (a backing id made
+ * for it is kept by the inode for its next passthrough open). */
 void fop_open_undone(struct hotfs_inode *in, struct hotfs_fh *fh);
 
 #endif

@@ -59,6 +59,13 @@ struct hotfs {
 	/* the lookup, getattr, open, opendir and read requests that came
 	 * through FUSE over io_uring's queues (hotfs/fuse_uring.h) */
 	_Atomic uint64_t n_uring;
+	/* passthrough opens (hotfs/passthrough.h): on for the mount (set
+	 * at FUSE_INIT, cleared if the kernel refuses a backing file),
+	 * opens answered with a copy, opens answered ESTALE for a new
+	 * node */
+	_Atomic bool passthrough;
+	_Atomic(const char *) pt_why;	/* for the stats: "on", or why not */
+	_Atomic uint64_t n_pt_open, n_pt_stale;
 };
 
 extern const struct fuse_lowlevel_ops hotfs_ll_ops;

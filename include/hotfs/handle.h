@@ -65,6 +65,7 @@ struct hotfs_fh {
 					 * kernel does not release what is
 					 * open when the daemon is stopped) */
 	bool append;			/* opened O_APPEND */
+	bool pt;			/* a passthrough open (fop_open.c) */
 	pthread_mutex_t m;		/* protects stitch, stitch_age */
 	struct fh_stitch stitch[FH_STITCHES];
 	uint64_t stitch_age;

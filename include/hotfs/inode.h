@@ -176,6 +176,13 @@ struct ino_cached {
  * budget; and frees nofh with the inode). */
 struct ino_opens {
 	unsigned n;			/* open file handles */
+	/* Passthrough opens (hotfs/passthrough.h) among them, and the
+	 * backing id they share (0: none), for the copy of the file at
+	 * pt_stamp: the kernel wants every open of an inode to use the one
+	 * backing file, or none to (fop_open.c) */
+	unsigned pt;
+	int backing_id;
+	struct hotfs_stamp pt_stamp;
 	/* Without open round trips (revalidate=never): the handle all
 	 * reads of this file share (struct hotfs_fh, cache.h), made by the
 	 * first; freed with the inode by the table's nofh_free. */
@@ -246,6 +253,10 @@ struct hotfs_inode {
 	bool retained;
 	struct hotfs_inode *lru_prev, *lru_next;
 	struct hotfs_inode *next;	/* hash chain, protected by table lock */
+	/* Retired (ino_retire): lookups no longer find it, a new inode
+	 * stands for the source object; this one lives on until the
+	 * kernel forgets it. */
+	_Atomic bool retired;
 
 	pthread_mutex_t m;		/* protects the parts below */
 	struct ino_stamps sp;		/* stamp.c's */
@@ -326,6 +337,19 @@ struct hotfs_inode *ino_find_hold(struct hotfs_itable *t, dev_t dev,
 uint32_t listing_next_gen(void);
 /* The generation counter now (changes when a listing is made). */
 uint32_t listing_next_gen_peek(void);
+
+/*
+ * Retire in: no lookup finds it from now on (the next one of its source
+ * object makes a new inode, a new node id for the kernel), while the
+ * kernel's uses of it go on until it forgets it.  For passthrough
+ * (hotfs/fop.h): an open its backing file cannot serve is answered
+ * ESTALE, and the kernel's path walk again, with LOOKUP_REVAL, meets the
+ * new node.  Not the root.  Any lock may be held.
+ */
+static inline void ino_retire(struct hotfs_inode *in)
+{
+	atomic_store(&in->retired, true);
+}
 
 /* Drop n lookup references; frees the inode at zero (not the root). */
 void ino_forget(struct hotfs_itable *t, struct hotfs_inode *in, uint64_t n);

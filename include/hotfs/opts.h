@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "hotfs/fuse_uring.h"
+#include "hotfs/passthrough.h"
 #include "hotfs/optval.h"	/* the values' syntax */
 
 struct fuse_args;
@@ -90,6 +91,16 @@ struct hotfs_opts {
 	/* fuse_uring_decide()'s why ("on", or why it is off); FUSE_INIT
 	 * says when the kernel did not offer it after all */
 	const char *fuse_uring_why;
+	char *passthrough_str;	/* -o passthrough=on|off|auto */
+	enum hotfs_passthrough passthrough;
+	/* pt_decide()'s (hotfs/passthrough.h): ask the kernel for it, and
+	 * why ("on", or why it is off); FUSE_INIT and the first backing
+	 * file may still turn it off */
+	bool passthrough_on;
+	const char *passthrough_why;
+	char *scrub_rate_str;	/* -o scrub_rate=RATE */
+	uint64_t scrub_rate;	/* bytes/s, 0: none; UINT64_MAX: as the
+				 * cachedir's filesystem wants */
 	int allow_other;	/* seen, and left for fuse_session_new */
 	int default_permissions;
 	int ro;			/* -o ro: seen, and left for libfuse */

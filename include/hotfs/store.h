@@ -309,6 +309,14 @@ int st_invalidate(struct hotfs_store *st, const struct hotfs_key *key,
 int st_restamp(struct hotfs_store *st, const struct hotfs_key *key,
 	       const struct hotfs_stamp *old, const struct hotfs_stamp *now,
 	       uint64_t drop_off, uint64_t drop_len);
+/*
+ * Bytes of the capacity used by others (the file grain's copies,
+ * hotfs/filecopy.h): the store holds at most the rest, in whole regions
+ * (at least one).  A lower figure takes effect at once, a higher one at
+ * the next st_tick, which evicts the oldest regions (and punches their
+ * space out) until it fits.
+ */
+void st_set_reserve(struct hotfs_store *st, uint64_t bytes);
 /* Evict the nregions oldest regions (no reinsertion); returns how many. */
 int st_evict(struct hotfs_store *st, unsigned nregions);
 /* What of key is cached for this stamp in extents [first, end), the

@@ -19,6 +19,7 @@
 #include <xxhash.h>
 
 #include "hotfs/cache.h"
+#include "hotfs/filecopy.h"
 #include "hotfs/fileio.h"
 #include "hotfs/log.h"
 #include "hotfs/policy_state.h"
@@ -204,6 +205,30 @@ static void size_policy(struct hotfs_cache *c)
 	pol_set_cache(c->pol, ss.capacity >> c->ext_shift);
 }
 
+/* The file grain for passthrough (hotfs/filecopy.h): without it the
+ * mount goes on with passthrough off, said. */
+static void open_copies(struct hotfs_cache *c, const struct hotfs_opts *o,
+			bool forget)
+{
+	struct hotfs_store_stats ss;
+	struct fc_params fp = { 0 };
+	char why[256];
+
+	st_get_stats(c->st, &ss);
+	fp.dirfd = c->dirfd;
+	fp.st = c->st;
+	fp.extent = c->extent;
+	fp.max_bytes = ss.capacity / 2;
+	fp.min_size = FC_MIN_SIZE;
+	fp.scrub_rate = o->scrub_rate;
+	fp.forget = forget;
+	if (fc_open(&c->fc, &fp, why, sizeof(why)) < 0) {
+		hotfs_log(LOG_WARNING, "cachedir: %s: passthrough off\n",
+			  why);
+		c->fc = NULL;	/* FUSE_INIT says so */
+	}
+}
+
 int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	       int root_fd, char *err, size_t errlen)
 {
@@ -271,6 +296,8 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 			 strerror(-r));
 		goto bad_store;
 	}
+	if (o->passthrough_on)
+		open_copies(c, o, sp.forget || o->reset);
 	budget_init(&c->budget, o->write_budget);
 	r = pr_new(&c->pr, c, o->promote_rate);
 	if (r < 0) {
@@ -324,7 +351,10 @@ int cache_start(struct hotfs_cache *c, struct hotfs_itable *it,
 	if (r < 0)
 		hotfs_log(LOG_INFO, "cachedir: no read-ahead of cached "
 			  "extents (%s)\n", why);
-	return pr_start(c->pr);
+	r = pr_start(c->pr);
+	if (r == 0 && c->fc)
+		r = fc_start(c->fc);
+	return r;
 }
 
 void cache_close(struct hotfs_cache *c)
@@ -332,6 +362,7 @@ void cache_close(struct hotfs_cache *c)
 	if (!c)
 		return;
 	pr_free(c->pr);		/* stops the thread, drops the queue */
+	fc_close(c->fc);	/* stops the copier */
 	ra_free(c->ra);
 	cache_save_counts(c);
 	if (c->dirfd >= 0)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "hotfs/cache_ctl.h"
+#include "hotfs/filecopy.h"
 #include "hotfs/cache_insert.h"
 #include "hotfs/ctl.h"
 #include "hotfs/fileio.h"
@@ -170,6 +171,8 @@ int cache_evict(struct hotfs_cache *c, struct hotfs_inode *in,
 		return r;
 	io->done = io->bytes;
 	st_invalidate(c->st, &k, 0, 0, ST_INVAL_USER);
+	if (c->fc)
+		fc_drop(c->fc, &k);	/* its whole copy too */
 	fill_info(c, &k, &stamp, io);
 	return 0;
 }

@@ -23,6 +23,7 @@
 
 #include "hotfs/cache_insert.h"
 #include "hotfs/cache_write.h"
+#include "hotfs/filecopy.h"
 #include "hotfs/meta_fs.h"
 #include "hotfs/srcprobe.h"
 #include "hotfs/stamp.h"
@@ -354,6 +355,10 @@ void cache_write_end(struct hotfs_cache *c, struct hotfs_inode *in,
 		return;
 	}
 	cache_key(c, in->dev, in->ino, &k);
+	/* a whole copy (hotfs/filecopy.h) is of the file before: its room
+	 * back at once (one open of it may still read it) */
+	if (c->fc)
+		fc_drop(c->fc, &k);
 	wt_size = wt_prepare(c, in, &k, w, off, len, data, &wt);
 	/* writeback's flush: its bytes become cached data, if the store
 	 * takes data now (and the write budget admits them: each record) */

@@ -203,7 +203,8 @@ static struct hotfs_inode *__find(struct hotfs_itable *t, dev_t dev, ino_t ino)
 
 	for (in = t->buckets[hash_key(dev, ino, t->nbuckets)]; in;
 	     in = in->next)
-		if (in->ino == ino && in->dev == dev)
+		if (in->ino == ino && in->dev == dev &&
+		    !atomic_load_explicit(&in->retired, memory_order_relaxed))
 			break;
 	return in;
 }
@@ -795,7 +796,9 @@ static struct hotfs_inode *__release(struct hotfs_itable *t,
 {
 	if (in->nlookup || in->holds || in == &t->root || in->retained)
 		return NULL;
-	if (keep < 0)
+	if (atomic_load(&in->retired))
+		keep = 0;	/* another inode stands for its object */
+	else if (keep < 0)
 		keep = keepable(in);
 	if (t->retain_max && keep) {
 		__lru_add(t, in);

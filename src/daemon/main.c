@@ -227,6 +227,24 @@ static int ask_fuse_uring(struct fuse_args *args, struct hotfs_opts *o)
 	return 0;
 }
 
+/* Passthrough wanted, or why not (hotfs/passthrough.h); the scrub's
+ * rate where the user set none. */
+static void ask_passthrough(struct hotfs_opts *o)
+{
+	struct pt_env env = {
+		.built = pt_built(),
+		.cap = pt_cap_sys_admin(),
+		.checked = pt_fs_checked(o->cachedir),
+		.cache = !o->nocache && o->cachedir,
+		.writeback = o->writemode == HOTFS_WRITEBACK,
+	};
+
+	o->passthrough_on = pt_decide(o->passthrough, &env,
+				      &o->passthrough_why);
+	if (o->scrub_rate == UINT64_MAX)
+		o->scrub_rate = env.checked ? 0 : HOTFS_SCRUB_RATE_DEFAULT;
+}
+
 static int parse_args(struct fuse_args *args, struct fuse_cmdline_opts *copts,
 		      struct hotfs_opts *o, const char *prog)
 {
@@ -270,6 +288,7 @@ static int parse_args(struct fuse_args *args, struct fuse_cmdline_opts *copts,
 	if (add_fsname(args, o->source) != 0 ||
 	    add_source_forbids(args, o) != 0)
 		return -1;
+	ask_passthrough(o);
 	return ask_fuse_uring(args, o);
 }
 

@@ -71,6 +71,8 @@ static const struct fuse_opt opt_table[] = {
 	HOTFS_OPT("inode_cache=%s", inode_cache_str, 0),
 	HOTFS_OPT("fuse_uring=%s", fuse_uring_str, 0),
 	HOTFS_OPT("fuse_uring", fuse_uring_flag, 1),
+	HOTFS_OPT("passthrough=%s", passthrough_str, 0),
+	HOTFS_OPT("scrub_rate=%s", scrub_rate_str, 0),
 	FUSE_OPT_KEY("rw", KEY_DISCARD),
 	FUSE_OPT_KEY("defaults", KEY_DISCARD),
 	FUSE_OPT_KEY("auto", KEY_DISCARD),
@@ -358,6 +360,33 @@ static int parse_secs(const char *name, const char *s, double *v,
 	return 0;
 }
 
+static int parse_passthrough(struct hotfs_opts *o, char *err, size_t errlen)
+{
+	const char *v = o->passthrough_str;
+
+	o->passthrough = HOTFS_PT_AUTO;
+	o->scrub_rate = UINT64_MAX;
+	if (o->scrub_rate_str &&
+	    opt_parse_size(o->scrub_rate_str, &o->scrub_rate, NULL) < 0) {
+		seterr(err, errlen, "invalid scrub_rate '%s': expected bytes "
+		       "per second (e.g. 16M, 0 = no scrub)",
+		       o->scrub_rate_str);
+		return -EINVAL;
+	}
+	if (!v || strcmp(v, "auto") == 0)
+		return 0;
+	if (strcmp(v, "on") == 0) {
+		o->passthrough = HOTFS_PT_ON;
+	} else if (strcmp(v, "off") == 0) {
+		o->passthrough = HOTFS_PT_OFF;
+	} else {
+		seterr(err, errlen, "invalid passthrough '%s': on, off or "
+		       "auto", v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int parse_fuse_uring(struct hotfs_opts *o, char *err, size_t errlen)
 {
 	const char *v = o->fuse_uring_str;
@@ -479,7 +508,8 @@ int opt_parse(struct fuse_args *args, struct hotfs_opts *o,
 		o->threshold = (int)v;
 	}
 	if (parse_revalidate(o, err, errlen) < 0 ||
-	    parse_fuse_uring(o, err, errlen) < 0)
+	    parse_fuse_uring(o, err, errlen) < 0 ||
+	    parse_passthrough(o, err, errlen) < 0)
 		return -EINVAL;
 	if (parse_secs("attr_timeout", o->attr_timeout_str, &o->attr_timeout,
 		       err, errlen) < 0 ||
@@ -918,6 +948,8 @@ void opt_free(struct hotfs_opts *o)
 	free(o->ctldir);
 	free(o->inode_cache_str);
 	free(o->fuse_uring_str);
+	free(o->passthrough_str);
+	free(o->scrub_rate_str);
 	free(o->revalidate_str);
 	free(o->snapshot_interval_str);
 	free(o->attr_timeout_str);

@@ -54,5 +54,10 @@ void opt_help(void)
 "    -o inode_cache=N       source inodes kept open after the kernel forgets\n"
 "                           them, so lookups need no disk read (100000)\n"
 "    -o fuse_uring[=WHEN]   FUSE requests through io_uring queues: on (the\n"
-"                           mount fails without them), off, or auto (auto)\n");
+"                           mount fails without them), off, or auto (auto)\n"
+"    -o passthrough=WHEN    reads of wholly cached files by the kernel from\n"
+"                           a copy, without the daemon: on, off, or auto\n"
+"                           (auto: where the cachedir is Btrfs)\n"
+"    -o scrub_rate=RATE     copies re-checked at most RATE bytes/s (16M;\n"
+"                           0 on Btrfs)\n");
 }

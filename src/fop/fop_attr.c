@@ -243,12 +243,13 @@ int fop_flush(struct hotfs *fs, struct hotfs_fh *fh)
 	return err;
 }
 
-void fop_release(struct hotfs *fs, struct hotfs_inode *in,
-		 struct hotfs_fh *fh, int flags)
+int fop_release(struct hotfs *fs, struct hotfs_inode *in,
+		struct hotfs_fh *fh, int flags)
 {
 	/* a read-only handle's release changes nothing */
 	bool wr = (flags & O_ACCMODE) != O_RDONLY;
 	struct fop_change ch;
+	int id = 0;
 
 	if (wr)
 		fop_begin(&ch, fs);
@@ -256,10 +257,16 @@ void fop_release(struct hotfs *fs, struct hotfs_inode *in,
 		pthread_mutex_lock(&in->m);
 		if (in->op.n)
 			in->op.n--;
+		/* the kernel left the backing file before it sent this */
+		if (fh->pt && in->op.pt && --in->op.pt == 0) {
+			id = in->op.backing_id;
+			in->op.backing_id = 0;
+		}
 		pthread_mutex_unlock(&in->m);
 		fh_release(fs_cache(fs), in, fh);
 		fh_free(fh);
 	}
 	if (wr)
 		fop_end(&ch);
+	return id;
 }

@@ -193,10 +193,19 @@ static int create_handle(struct fop_change *ch, struct hotfs_inode *in,
 		fop_data_begin(ch, in, NULL, 0, 0);
 		fop_data_end(ch, fs_cache(fs), 0, 0, NULL, true);
 	}
-	fi->fh = (uintptr_t)fh;
 	pthread_mutex_lock(&in->m);
+	if (in->op.pt || atomic_load(&in->retired)) {
+		/* an existing file that passthrough opens hold: no other
+		 * open of this inode (see "Passthrough opens" in
+		 * hotfs/fop.h); the kernel walks the path again */
+		pthread_mutex_unlock(&in->m);
+		ino_retire(in);
+		fh_free(fh);
+		return -ESTALE;
+	}
 	in->op.n++;
 	pthread_mutex_unlock(&in->m);
+	fi->fh = (uintptr_t)fh;
 	return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "hotfs/cache_write.h"
+#include "hotfs/filecopy.h"
 #include "hotfs/fileio.h"
 #include "hotfs/fop.h"
 #include "hotfs/stamp.h"
@@ -22,22 +23,110 @@ int fop_backing_flags(int flags)
 	return flags | O_CLOEXEC;
 }
 
-/*
- * Keep the kernel's page cache if the file is as we last saw it.  Returns
- * true if it changed behind the mount since: close-to-open then wants the
- * kernel's cached attributes dropped too.
- */
-static bool set_keep_cache(struct hotfs_inode *in, int fd,
-			   struct fuse_file_info *fi, bool never)
+/* Could this open be a passthrough one, as far as the open and the
+ * mount go?  Under in->m. */
+static bool pt_candidate(struct hotfs *fs, struct hotfs_inode *in,
+			 const struct fuse_file_info *fi,
+			 const struct fop_backing *bk)
 {
-	bool keep, changed;
+	struct hotfs_cache *c = fs_cache(fs);
+
+	return bk && c && c->fc && atomic_load(&fs->passthrough) &&
+	       (fi->flags & O_ACCMODE) == O_RDONLY &&
+	       !(fi->flags & O_TRUNC) && in->sp.stamp_valid &&
+	       !cache_write_busy_locked(in) && !fop_writeback(fs, in);
+}
+
+/*
+ * A passthrough open of in at its stamp (see "Passthrough opens" in
+ * hotfs/fop.h): 1 if fi got the backing id (the open counted), 0 if the
+ * open is to be an ordinary one, -ESTALE if it cannot be either.  Under
+ * in->m.
+ */
+static int pt_open_locked(struct hotfs *fs, struct hotfs_inode *in,
+			  struct fuse_file_info *fi,
+			  const struct fop_backing *bk)
+{
+	struct hotfs_cache *c = fs_cache(fs);
+	struct hotfs_key key;
+	int cfd, id;
+
+	if (!pt_candidate(fs, in, fi, bk) || in->op.n > in->op.pt)
+		return in->op.pt ? -ESTALE : 0;
+	if (in->op.backing_id &&
+	    cache_stamp_eq(&in->op.pt_stamp, &in->sp.stamp)) {
+		id = in->op.backing_id;	/* the copy the others read */
+	} else if (in->op.pt) {
+		return -ESTALE;		/* they read an older copy */
+	} else {
+		if (in->op.backing_id) {	/* of an older copy */
+			bk->close(bk->arg, in->op.backing_id);
+			in->op.backing_id = 0;
+		}
+		cache_key(c, in->dev, in->ino, &key);
+		/* none yet: one is made if the store holds the file */
+		cfd = fc_get(c->fc, &key, &in->sp.stamp, true);
+		if (cfd < 0)
+			return 0;
+		id = bk->open(bk->arg, cfd);
+		close(cfd);
+		if (id <= 0)
+			return 0;
+		/* an open the kernel did not take left one behind: its
+		 * copy is the file's as long as the stamp is the same */
+		in->op.backing_id = id;
+		in->op.pt_stamp = in->sp.stamp;
+	}
+	in->op.pt++;
+	in->op.n++;
+#ifdef FUSE_CAP_PASSTHROUGH	/* else never on: hotfs/passthrough.h */
+	fi->backing_id = id;
+#endif
+	return 1;
+}
+
+/*
+ * Keep the kernel's page cache if the file is as we last saw it, and
+ * answer with the file's copy where it can (passthrough: fh->pt).
+ * Returns 1 if it changed behind the mount since (close-to-open then
+ * wants the kernel's cached attributes dropped too), 0, or -ESTALE (see
+ * "Passthrough opens": the open not counted).
+ */
+static int settle_open(struct hotfs *fs, struct hotfs_inode *in, int fd,
+		       struct fuse_file_info *fi, struct hotfs_fh *fh,
+		       const struct fop_backing *bk)
+{
+	bool keep, changed, retire = false;
+	int pt;
 
 	pthread_mutex_lock(&in->m);
-	changed = stamp_open_locked(in, fd, never, &keep);
-	fi->keep_cache = keep;
-	in->op.n++;
+	changed = stamp_open_locked(in, fd,
+				    fs->o->revalidate == HOTFS_REVAL_NEVER,
+				    &keep);
+	pt = atomic_load(&in->retired) ? -ESTALE :
+	     pt_open_locked(fs, in, fi, bk);
+	if (pt == 0) {
+		fi->keep_cache = keep;
+		in->op.n++;
+	} else if (pt == 1) {
+		/* the kernel's rule: no keep_cache with a backing file */
+		fi->keep_cache = 0;
+		fh->pt = true;
+	} else {
+		retire = !atomic_load(&in->retired);
+	}
 	pthread_mutex_unlock(&in->m);
-	return changed;
+	if (pt == 1)
+		atomic_fetch_add_explicit(&fs->n_pt_open, 1,
+					  memory_order_relaxed);
+	if (pt < 0) {
+		if (retire)
+			ino_retire(in);
+		atomic_fetch_add_explicit(&fs->n_pt_stale, 1,
+					  memory_order_relaxed);
+		return pt;
+	}
+	return changed ? 1 : 0;
 }
 
 bool fop_stamp_trusted_locked(struct hotfs *fs, struct hotfs_inode *in)
@@ -67,7 +156,9 @@ static bool open_trusted(struct hotfs *fs, struct hotfs_inode *in,
 	    (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
 		return false;
 	pthread_mutex_lock(&in->m);
-	ok = fop_stamp_trusted_locked(fs, in);
+	/* an inode with passthrough opens takes no other kind */
+	ok = fop_stamp_trusted_locked(fs, in) && !in->op.pt &&
+	     !atomic_load(&in->retired);
 	if (ok)
 		in->op.n++;
 	pthread_mutex_unlock(&in->m);
@@ -122,11 +213,15 @@ out:
 }
 
 int fop_open(struct hotfs *fs, struct hotfs_inode *in,
-	     struct fuse_file_info *fi)
+	     struct fuse_file_info *fi, const struct fop_backing *bk)
 {
 	struct hotfs_fh *fh;
-	int fd;
+	int fd, r;
 
+	/* another inode stands for the file now: the kernel is to find
+	 * it (see "Passthrough opens") */
+	if (atomic_load(&in->retired))
+		return -ESTALE;
 	if (open_trusted(fs, in, fi))
 		return 0;
 	fd = open_source(fs, in, fi->flags);
@@ -144,14 +239,20 @@ int fop_open(struct hotfs *fs, struct hotfs_inode *in,
 	 * flush round trip (locks are the kernel's own) */
 	if ((fi->flags & O_ACCMODE) == O_RDONLY)
 		fi->noflush = 1;
-	return set_keep_cache(in, fd, fi,
-			      fs->o->revalidate == HOTFS_REVAL_NEVER) ? 1 : 0;
+	r = settle_open(fs, in, fd, fi, fh, bk);
+	if (r < 0) {
+		fi->fh = 0;
+		fh_free(fh);
+	}
+	return r;
 }
 
 void fop_open_undone(struct hotfs_inode *in, struct hotfs_fh *fh)
 {
 	pthread_mutex_lock(&in->m);
 	in->op.n--;
+	if (fh && fh->pt && in->op.pt)
+		in->op.pt--;	/* its backing id stays with the inode */
 	pthread_mutex_unlock(&in->m);
 	fh_free(fh);
 }

@@ -22,6 +22,7 @@
 #include "fuse_i.h"
 #include "hotfs/ctl.h"
 #include "hotfs/fop.h"
+#include "hotfs/log.h"
 
 /*
  * Files without open round trips (fs->no_open).  With revalidate=never
@@ -37,10 +38,49 @@
  * ENOSYS (control files) are freed at exit.
  */
 
+/*
+ * Passthrough's backing files (hotfs/passthrough.h, "Passthrough opens"
+ * in hotfs/fop.h), made and closed through the request's session.  A
+ * backing file the kernel refuses turns passthrough off for the mount,
+ * said once.
+ */
+#ifdef FUSE_CAP_PASSTHROUGH
+static int backing_open(void *arg, int fd)
+{
+	fuse_req_t req = arg;
+	struct hotfs *fs = hfs(req);
+	int id = fuse_passthrough_open(req, fd);
+
+	if (id <= 0) {
+		int e = errno;
+
+		if (atomic_exchange(&fs->passthrough, false)) {
+			atomic_store(&fs->pt_why, "off: the kernel refused a "
+				     "backing file (the log says why)");
+			hotfs_log(LOG_WARNING, "passthrough: off: the kernel "
+				  "refused a backing file: %s\n", strerror(e));
+		}
+		return 0;
+	}
+	return id;
+}
+
+static void backing_close(void *arg, int id)
+{
+	fuse_passthrough_close(arg, id);
+}
+#endif
+
 void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 		struct fuse_file_info *fi)
 {
 	struct hotfs *fs = hfs(req);
+#ifdef FUSE_CAP_PASSTHROUGH
+	struct fop_backing bk = { backing_open, backing_close, req };
+	const struct fop_backing *bkp = &bk;
+#else
+	const struct fop_backing *bkp = NULL;
+#endif
 	struct hotfs_inode *in;
 	int err;
 
@@ -52,7 +92,7 @@ void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 	count(&fs->n_open);
 	count_uring(req);
 	/* see "Files without open round trips" */
-	err = fs->no_open ? -ENOSYS : fop_open(fs, in, fi);
+	err = fs->no_open ? -ENOSYS : fop_open(fs, in, fi, bkp);
 	if (err == 1) {
 		/* attributes only (offset < 0): the size is seen at once */
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
@@ -99,12 +139,20 @@ out:
 void hotfs_release(fuse_req_t req, fuse_ino_t ino,
 		   struct fuse_file_info *fi)
 {
+	int id;
+
 	if (vd_is(ino)) {	/* ctl.c replies for the control files */
 		vd_release(req, ino, fi);
 		return;
 	}
-	fop_release(hfs(req), hino(req, ino), fi->fh ? hfh(fi) : NULL,
-		    fi->flags);
+	id = fop_release(hfs(req), hino(req, ino), fi->fh ? hfh(fi) : NULL,
+			 fi->flags);
+#ifdef FUSE_CAP_PASSTHROUGH
+	if (id > 0)
+		fuse_passthrough_close(req, id);
+#else
+	(void)id;
+#endif
 	fuse_reply_err(req, 0);
 }
 

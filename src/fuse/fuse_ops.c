@@ -14,6 +14,7 @@
  */
 #include "fuse_i.h"
 #include "hotfs/bdi.h"
+#include "hotfs/cache.h"
 #include "hotfs/log.h"
 #include "hotfs/watch.h"
 
@@ -41,6 +42,39 @@ static void set_read_ahead(struct hotfs *fs)
 			       sizeof(why)) < 0)
 		hotfs_log(LOG_NOTICE, "read_ahead: %s; the kernel's default "
 			  "stays\n", why);
+}
+
+/* Passthrough (hotfs/passthrough.h), if pt_decide asked for it, the
+ * copies are there and the kernel offers it; said once in the log. */
+static void init_passthrough(struct hotfs *fs, struct fuse_conn_info *conn)
+{
+	struct hotfs_cache *c = fs_cache(fs);
+	const char *why = fs->o->passthrough_why;
+	bool on = fs->o->passthrough_on;
+
+	if (on && !(c && c->fc)) {
+		on = false;
+		why = "off: the cachedir's files/ could not be opened (the "
+		      "log says why)";
+	}
+#ifdef FUSE_CAP_PASSTHROUGH
+	if (on && !(conn->capable & FUSE_CAP_PASSTHROUGH)) {
+		on = false;
+		why = "off: the kernel did not offer it";
+	}
+	if (on) {
+		conn->want |= FUSE_CAP_PASSTHROUGH;
+		/* backing files on a plain filesystem, the cachedir's */
+		conn->max_backing_stack_depth = 1;
+	}
+#else
+	(void)conn;
+#endif
+	atomic_store(&fs->passthrough, on);
+	atomic_store(&fs->pt_why, why ? why : "off");
+	if (fs->o->passthrough != HOTFS_PT_OFF)
+		hotfs_log(on ? LOG_INFO : LOG_NOTICE, "passthrough: %s\n",
+			  why ? why : "off");
 }
 
 static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
@@ -107,6 +141,7 @@ static void hotfs_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	/* locks stay in the kernel, coherent across users of the mount */
 	conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+	init_passthrough(fs, conn);
 #ifdef FUSE_CAP_OVER_IO_URING
 	/* no handler here looks at fuse_req_interrupted(), and libfuse
 	 * keeps each FUSE_INTERRUPT of a request that came through the

@@ -24,6 +24,7 @@
 #include "hotfs/textfmt.h"
 #include "hotfs/cache.h"
 #include "hotfs/ctl.h"
+#include "hotfs/filecopy.h"
 #include "hotfs/fs.h"
 #include "hotfs/meta_fs.h"
 #include "hotfs/promote.h"
@@ -110,6 +111,31 @@ static void add_watch(struct hotfs *fs, struct kvlist *l)
 	add_u(l, "watch_invalidations", ws.invalidations);
 	add_u(l, "watch_overflows", ws.overflows);
 	add_u(l, "watch_own_events", ws.own_events);
+}
+
+/* Passthrough (hotfs/passthrough.h) and the file grain's copies
+ * (hotfs/filecopy.h): present, 0, without them. */
+static void add_passthrough(struct hotfs *fs, struct hotfs_cache *c,
+			    struct kvlist *l)
+{
+	struct fc_stats f = { 0 };
+	const char *why = atomic_load(&fs->pt_why);
+
+	if (c && c->fc)
+		fc_get_stats(c->fc, &f);
+	add_s(l, "passthrough", why ? why : "off");
+	add_u(l, "passthrough_opens", atomic_load_explicit(&fs->n_pt_open,
+							   memory_order_relaxed));
+	add_u(l, "passthrough_new_nodes",
+	      atomic_load_explicit(&fs->n_pt_stale, memory_order_relaxed));
+	add_u(l, "copies", f.copies);
+	add_u(l, "copy_bytes", f.bytes);
+	add_u(l, "copies_made", f.made);
+	add_u(l, "copy_bytes_made", f.made_bytes);
+	add_u(l, "copies_dropped", f.dropped);
+	add_u(l, "copy_failures", f.failed);
+	add_u(l, "scrubbed_bytes", f.scrubbed_bytes);
+	add_u(l, "scrub_failures", f.scrub_bad);
 }
 
 /* writemode=writeback (hotfs/wb.h): present, 0, in every mode (w: the
@@ -359,6 +385,7 @@ static void collect(struct hotfs *fs, struct kvlist *l,
 	add_u(l, "retained_inodes", ino_retained(fs->it));
 	add_inode_fds(fs, l);
 	add_watch(fs, l);
+	add_passthrough(fs, c, l);
 	add_meta(fs, l);
 	add_writeback(fs, l, w);
 }

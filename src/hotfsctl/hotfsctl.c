@@ -210,6 +210,7 @@ static const char *const status_keys[] = {
 	"dirty_bytes", "oldest_dirty_age", "wlog_used_bytes",
 	"wlog_capacity_bytes", "writeback_state", "writeback_reason",
 	"writeback_state_since", "lost_dirty_bytes", "lost_dirty_files", "wlog_checksum_failures",
+	"passthrough", "fuse_uring",
 };
 
 static void status_json(const char *j)
@@ -357,7 +358,8 @@ static void status_human(const char *j)
 		"store_reason",
 	};
 	static const char *const more[] = {
-		"read_engine", "restarts", "restarts_why",
+		"read_engine", "restarts", "restarts_why", "fuse_uring",
+		"passthrough",
 	};
 	double up;
 	char line[256], a[32], b[32];

@@ -303,6 +303,9 @@ struct hotfs_store {
 	struct st_region *regions;	/* [nregions] */
 	uint64_t next_seq;		/* protected by lock */
 	_Atomic uint32_t nused;		/* regions OPEN or SEALED */
+	/* bytes of the capacity others use (st_set_reserve: the file
+	 * grain's copies): fewer regions may hold space */
+	_Atomic uint64_t reserve;
 	/* a region was recycled for an insert, or st_next_victim found
 	 * no room, since one was last freed (or every region held data at
 	 * open): st_filling */

@@ -168,10 +168,33 @@ static int fs_space(const struct hotfs_store *st, uint64_t *avail,
 	return 0;
 }
 
+/* Regions the capacity leaves the store now (st_set_reserve): at least
+ * one, for the open region. */
+static uint32_t regions_allowed(const struct hotfs_store *st)
+{
+	uint64_t res = atomic_load(&st->reserve);
+	uint64_t nres = (res + st->g.rsize - 1) / st->g.rsize;
+
+	return nres >= st->nregions ? 1 : st->nregions - (uint32_t)nres;
+}
+
+/* Regions holding space: FREE, OPEN or SEALED. */
+static uint32_t regions_allocated(const struct hotfs_store *st)
+{
+	uint32_t r, n = 0;
+
+	for (r = 0; r < st->nregions; r++)
+		n += st->regions[r].state != R_HOLE;
+	return n;
+}
+
 static uint32_t grow(struct hotfs_store *st)
 {
 	uint64_t avail, total, off;
 	uint32_t r;
+
+	if (regions_allocated(st) >= regions_allowed(st))
+		return ST_NIL;	/* the reserve has the rest: recycle */
 
 	for (r = 0; r < st->nregions; r++)
 		if (st->regions[r].state == R_HOLE)
@@ -895,11 +918,48 @@ bool __st_has_room(struct hotfs_store *st)
 	       avail * 100 >= (uint64_t)st->bstop * total;
 }
 
+/* Give the reserve its space: punch FREE regions, then evict the oldest
+ * sealed ones, while more regions hold space than it leaves. */
+static int trim_to_reserve(struct hotfs_store *st)
+{
+	uint32_t allowed = regions_allowed(st), n = regions_allocated(st), r;
+	int err;
+
+	for (r = 0; r < st->nregions && n > allowed; r++) {
+		if (st->regions[r].state != R_FREE ||
+		    fallocate(st->datafd, FALLOC_FL_PUNCH_HOLE |
+			      FALLOC_FL_KEEP_SIZE, st_region_off(st, r),
+			      st->g.rsize))
+			continue;
+		st_rstate(st, r, R_HOLE);
+		st->dirty = true;
+		n--;
+	}
+	while (n > allowed) {
+		r = oldest_sealed(st);
+		if (r == ST_NIL)
+			break;
+		err = __st_evict_region(st, r, false, true);
+		if (err)
+			return err;
+		n = regions_allocated(st);
+	}
+	return 0;
+}
+
+void st_set_reserve(struct hotfs_store *st, uint64_t bytes)
+{
+	atomic_store(&st->reserve, bytes);
+}
+
 int __st_watermarks(struct hotfs_store *st)
 {
 	uint64_t avail, total;
 	int n = 0, err;
 
+	err = trim_to_reserve(st);
+	if (err)
+		return err;
 	err = fs_space(st, &avail, &total);
 	if (err)
 		return err;

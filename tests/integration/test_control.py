@@ -36,7 +36,8 @@ STATUS_KEYS = {
     'allow_other', 'default_permissions', 'dirty_bytes', 'oldest_dirty_age',
     'wlog_used_bytes', 'wlog_capacity_bytes', 'writeback_state',
     'writeback_reason', 'writeback_state_since', 'lost_dirty_bytes',
-    'lost_dirty_files', 'wlog_checksum_failures',
+    'lost_dirty_files', 'wlog_checksum_failures', 'passthrough',
+    'fuse_uring',
 }
 FILE_KEYS = {'path', 'size_bytes', 'cached_bytes', 'cached_extents',
              'extent_bytes', 'pinned'}
