@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(build-essential meson ninja-build pkg-config
       libfuse3-dev fuse3 liburing-dev libxxhash-dev libcmocka-dev
       python3 python3-pytest python3-prometheus-client attr acl util-linux
-      git e2fsprogs openssh-server openssh-client sshfs
+      git e2fsprogs btrfs-progs openssh-server openssh-client sshfs
       libnuma-dev dpkg-dev debian-archive-keyring)
 # libnuma-dev (with liburing-dev: libfuse's io_uring support), dpkg-dev
 # (dpkg-source) and debian-archive-keyring: meson setup -Dlibfuse=bundled,

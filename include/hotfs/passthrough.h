@@ -11,10 +11,12 @@
  * backing files).  The daemon no longer sees these reads and cannot check
  * their bytes against the store's checksums, so auto (the default) uses
  * it only where the cachedir's filesystem checks its data itself
- * (Btrfs); on uses it elsewhere too, with the scrub (scrub_rate=)
- * re-reading each copy and removing one that fails: between two passes a
- * reader of a copy the disk corrupted can get those bytes (man hotfs).
- * off never.  Without a requirement it is off, said once in the log and
+ * (Btrfs: a damaged block reads EIO, never other bytes); on uses it
+ * elsewhere too.  The scrub (scrub_rate=, on either) re-reads each copy
+ * from the disk and removes one that fails its hash or reads EIO, so
+ * that the next opens read the store's checked extents: between two of
+ * its passes a reader of a copy the disk damaged gets EIO on Btrfs, and
+ * those bytes elsewhere (man hotfs).  off never.  Without a requirement it is off, said once in the log and
  * in the stats (passthrough:), never a refused mount.
  */
 #ifndef HOTFS_PASSTHROUGH_H

@@ -228,7 +228,8 @@ static int ask_fuse_uring(struct fuse_args *args, struct hotfs_opts *o)
 }
 
 /* Passthrough wanted, or why not (hotfs/passthrough.h); the scrub's
- * rate where the user set none. */
+ * rate where the user set none (Btrfs too: a copy it finds damaged
+ * reads EIO, and the scrub removes it). */
 static void ask_passthrough(struct hotfs_opts *o)
 {
 	struct pt_env env = {
@@ -242,7 +243,7 @@ static void ask_passthrough(struct hotfs_opts *o)
 	o->passthrough_on = pt_decide(o->passthrough, &env,
 				      &o->passthrough_why);
 	if (o->scrub_rate == UINT64_MAX)
-		o->scrub_rate = env.checked ? 0 : HOTFS_SCRUB_RATE_DEFAULT;
+		o->scrub_rate = HOTFS_SCRUB_RATE_DEFAULT;
 }
 
 static int parse_args(struct fuse_args *args, struct fuse_cmdline_opts *copts,

@@ -58,6 +58,5 @@ void opt_help(void)
 "    -o passthrough=WHEN    reads of wholly cached files by the kernel from\n"
 "                           a copy, without the daemon: on, off, or auto\n"
 "                           (auto: where the cachedir is Btrfs)\n"
-"    -o scrub_rate=RATE     copies re-checked at most RATE bytes/s (16M;\n"
-"                           0 on Btrfs)\n");
+"    -o scrub_rate=RATE     copies re-checked at most RATE bytes/s (16M)\n");
 }

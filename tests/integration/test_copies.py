@@ -1,0 +1,453 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""FUSE passthrough for wholly cached files (-o passthrough, man hotfs
+"Passthrough"): a read-only open of a file whose whole copy the cachedir
+holds (cachedir/files/, made from the store's checked extents) is
+answered with the copy as its backing file, and the kernel reads it
+without the daemon.  The kernel gets EIO for an open of an inode that
+mixes backing and ordinary opens: the daemon never lets that happen (an
+open the copy cannot serve is answered ESTALE and the kernel meets a new
+node).  Without libfuse >= 3.17, the kernel's offer or CAP_SYS_ADMIN it
+is off, said once in the log and in the stats, and the tree is the same.
+"""
+import concurrent.futures
+import errno
+import mmap
+import os
+import random
+import shutil
+import subprocess
+
+import pytest
+
+import util
+
+MiB = 1 << 20
+OPTS = 'cachesize=256M,threshold=1,passthrough=on'
+NOBODY = 65534
+
+
+def libfuse_version():
+    out = subprocess.run([util.hotfs_bin(), '--version'],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         check=True).stdout.decode()
+    v = next(ln.split()[-1] for ln in out.splitlines()
+             if ln.startswith('libfuse version'))
+    return tuple(int(x) for x in v.split('.')[:2])
+
+
+BUILT = libfuse_version() >= (3, 17)
+needs_pt = pytest.mark.skipif(not BUILT, reason='libfuse < 3.17: '
+                              'test_said_once checks the fallback')
+
+
+def stat_of(ws, key, mnt=None):
+    v = util.hotfs_stats(mnt or ws.mnt)[key]
+    return int(v) if v.isdigit() else v
+
+
+def put(ws, name, size, seed):
+    data = random.Random(seed).randbytes(size)
+    with open(os.path.join(ws.src, name), 'wb') as f:
+        f.write(data)
+    return data
+
+
+def read_all(path, flags=0):
+    fd = os.open(path, os.O_RDONLY | flags)
+    try:
+        out = []
+        while True:
+            b = os.read(fd, MiB)
+            if not b:
+                return b''.join(out)
+            out.append(b)
+    finally:
+        os.close(fd)
+
+
+def copied(ws, name, data):
+    """Read name through the mount until an open of it is a passthrough
+    one (its extents promoted, its copy made); every read checked."""
+    path = os.path.join(ws.mnt, name)
+
+    def ready():
+        before = stat_of(ws, 'passthrough_opens')
+        assert util.read_cold(path) == data
+        return stat_of(ws, 'passthrough_opens') > before
+    util.wait_for(ready, 'a passthrough open of ' + name)
+
+
+def files_in(ws):
+    return sorted(os.listdir(os.path.join(ws.cache, 'files')))
+
+
+@pytest.mark.parametrize('opts', ['passthrough=on', '', 'passthrough=off'])
+def test_said_once(ws, opts):
+    """The stats say on, or off and why; the log says it once (unless
+    off was asked); the tree reads the same either way."""
+    data = put(ws, 'a', 3 * MiB, 1)
+    proc = ws.start(opts='cachesize=64M,threshold=1' +
+                    (',' + opts if opts else ''))
+    for _ in range(3):
+        assert util.read_cold(os.path.join(ws.mnt, 'a')) == data
+    why = stat_of(ws, 'passthrough')
+    log = ws.log_text(proc)
+    if opts == 'passthrough=off':
+        assert why == 'off' and 'passthrough:' not in log
+    elif opts == '':
+        # the cachedir here is not Btrfs: auto leaves it off
+        assert why.startswith('off: ') and 'passthrough=on' in why or \
+            not BUILT, why
+    elif not BUILT:
+        assert why.startswith('off: this build'), why
+    else:
+        assert why == 'on, scrubbed', why
+    if opts != 'passthrough=off':
+        assert log.count('passthrough: ') == 1, log
+    if why.startswith('off'):
+        assert stat_of(ws, 'passthrough_opens') == 0
+        assert stat_of(ws, 'copies') == 0
+
+
+@needs_pt
+def test_reads_bypass_the_daemon(ws):
+    """Once copied, whole reads, mmap and O_DIRECT reads of the file give
+    its bytes and no read reaches the daemon; stats count the opens."""
+    data = put(ws, 'big', 8 * MiB, 2)
+    put(ws, 'small', 100000, 3)
+    ws.start(opts=OPTS)
+    copied(ws, 'big', data)
+    assert stat_of(ws, 'copies') == 1 and \
+        stat_of(ws, 'copy_bytes') == len(data)
+    assert files_in(ws)[0].count('-') == 6
+    reqs = stat_of(ws, 'read_requests')
+    opens = stat_of(ws, 'passthrough_opens')
+    path = os.path.join(ws.mnt, 'big')
+    assert util.read_cold(path) == data
+    with open(path, 'rb') as f, \
+            mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as m:
+        assert m[:] == data
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    try:
+        buf = mmap.mmap(-1, 65536)
+        for off in (0, 3 * MiB, len(data) - 65536):
+            assert os.preadv(fd, [buf], off) == 65536
+            assert buf[:] == data[off:off + 65536]
+    finally:
+        os.close(fd)
+    assert stat_of(ws, 'read_requests') == reqs
+    assert stat_of(ws, 'passthrough_opens') == opens + 3
+    # a file below the copies' least size is read through the daemon
+    for _ in range(3):
+        util.read_cold(os.path.join(ws.mnt, 'small'))
+    assert stat_of(ws, 'copies') == 1
+
+
+@needs_pt
+def test_write_open_beside_readers(ws):
+    """A write open while passthrough readers hold the file: no EIO; the
+    write reaches the source; the open readers keep the bytes they
+    opened (close-to-open), a new open sees the write."""
+    data = put(ws, 'f', 4 * MiB, 4)
+    ws.start(opts=OPTS)
+    copied(ws, 'f', data)
+    path = os.path.join(ws.mnt, 'f')
+    r = open(path, 'rb')
+    assert r.read(4096) == data[:4096]
+    nodes = stat_of(ws, 'passthrough_new_nodes')
+    with open(path, 'r+b') as w:
+        w.write(b'N' * 4096)
+        w.flush()
+        os.fsync(w.fileno())
+        r.seek(0)
+        assert r.read(4096) == data[:4096]
+        with open(path, 'rb') as r2:
+            assert r2.read(4096) == b'N' * 4096
+    assert stat_of(ws, 'passthrough_new_nodes') > nodes
+    r.close()
+    want = b'N' * 4096 + data[4096:]
+    with open(os.path.join(ws.src, 'f'), 'rb') as f:
+        assert f.read() == want
+    assert util.read_cold(path) == want
+    # O_TRUNC and O_CREAT of the held name, beside a reader again
+    copied(ws, 'f', want)
+    r = open(path, 'rb')
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    os.close(fd)
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    os.write(fd, b'short')
+    os.close(fd)
+    assert r.read(10) == want[:10]
+    r.close()
+    assert util.read_cold(path) == b'short'
+
+
+@needs_pt
+def test_mixed_opens_never_eio(ws):
+    """Threads open one copied file read-only, read-write and O_TRUNC-less
+    for writing at random, many times over: no open or read fails, and
+    every read-only open reads one of the versions written."""
+    data = put(ws, 'm', 2 * MiB, 5)
+    ws.start(opts=OPTS)
+    copied(ws, 'm', data)
+    path = os.path.join(ws.mnt, 'm')
+    versions = {data[:16]}
+    for i in range(4):
+        versions.add(b'%016d' % i)
+
+    def worker(seed):
+        rng = random.Random(seed)
+        for _ in range(60):
+            kind = rng.choice(('r', 'r', 'r', 'w', 'rw'))
+            if kind == 'r':
+                with open(path, 'rb') as f:
+                    assert f.read(16) in versions
+            else:
+                with open(path, 'r+b' if kind == 'rw' else 'r+b') as f:
+                    f.write(b'%016d' % rng.randrange(4))
+        return True
+    with concurrent.futures.ThreadPoolExecutor(4) as ex:
+        assert all(ex.map(worker, range(4)))
+    with open(os.path.join(ws.src, 'm'), 'rb') as f:
+        src = f.read()
+    assert util.read_cold(path) == src and src[16:] == data[16:]
+
+
+@needs_pt
+def test_change_behind_the_mount(ws):
+    """The source file changed behind the mount: the next open sees the
+    new bytes (its stamp is not the copy's), an open reader the old."""
+    data = put(ws, 'c', 3 * MiB, 6)
+    ws.start(opts=OPTS)
+    copied(ws, 'c', data)
+    path = os.path.join(ws.mnt, 'c')
+    r = open(path, 'rb')
+    new = put(ws, 'c', 3 * MiB, 7)
+    assert util.read_cold(path) == new
+    assert r.read() == data
+    r.close()
+    # the old copy is gone, a new one made for the new bytes
+    copied(ws, 'c', new)
+    assert len(files_in(ws)) == 1
+
+
+@needs_pt
+def test_evicted_copy_held_open(ws):
+    """hotfsctl evict removes the copy (and its file) while a reader holds
+    it: the reader reads on, the next opens read the file's bytes."""
+    data = put(ws, 'e', 3 * MiB, 8)
+    ws.start(opts=OPTS)
+    copied(ws, 'e', data)
+    path = os.path.join(ws.mnt, 'e')
+    r = open(path, 'rb')
+    assert r.read(MiB) == data[:MiB]
+    subprocess.run([os.environ['HOTFSCTL_BIN'], 'evict', path], check=True,
+                   stdout=subprocess.DEVNULL)
+    assert stat_of(ws, 'copies') == 0 and files_in(ws) == []
+    util.drop_caches()
+    assert r.read() == data[MiB:]
+    assert util.read_cold(path) == data
+    r.close()
+    assert util.read_cold(path) == data
+
+
+@needs_pt
+def test_corrupt_copy_ext4(ws):
+    """A copy damaged on the disk (ext4 keeps no checksums): a reader can
+    get the damaged bytes until the scrub finds it, which then removes
+    it; the next opens read the file's bytes."""
+    data = put(ws, 'x', 4 * MiB, 9)
+    proc = ws.start(opts=OPTS + ',scrub_rate=0')
+    copied(ws, 'x', data)
+    name = os.path.join(ws.cache, 'files', files_in(ws)[0])
+    with open(name, 'r+b') as f:
+        f.seek(MiB)
+        f.write(b'\xff' * 512)
+    util.drop_caches()
+    path = os.path.join(ws.mnt, 'x')
+    got = util.read_cold(path)
+    assert got[MiB:MiB + 512] == b'\xff' * 512   # what ext4 hands back
+    ws.stop(proc)
+    ws.start(opts=OPTS + ',scrub_rate=1G')
+    util.wait_for(lambda: stat_of(ws, 'scrub_failures') == 1,
+                  'the scrub to find the damaged copy')
+    assert stat_of(ws, 'copies') == 0 and files_in(ws) == []
+    assert util.read_cold(path) == data
+
+
+@pytest.fixture
+def btrfs(ws):
+    """A Btrfs filesystem on a loop device (its image in ws.root), for a
+    cachedir whose filesystem checks data; torn down after."""
+    if not shutil.which('mkfs.btrfs'):
+        pytest.skip('no mkfs.btrfs (btrfs-progs)')
+    img = os.path.join(ws.root, 'btrfs.img')
+    mnt = os.path.join(ws.root, 'btrfs')
+    os.mkdir(mnt)
+    with open(img, 'wb') as f:
+        f.truncate(256 * MiB)
+    subprocess.run(['mkfs.btrfs', '-q', img], check=True)
+    dev = subprocess.run(['losetup', '--show', '-f', '--direct-io=on', img],
+                         check=True, stdout=subprocess.PIPE
+                         ).stdout.decode().strip()
+    try:
+        subprocess.run(['mount', dev, mnt], check=True)
+        try:
+            yield img, mnt
+        finally:
+            ws.cleanup()
+            subprocess.run(['umount', mnt], check=True)
+    finally:
+        subprocess.run(['losetup', '-d', dev], check=True)
+
+
+@needs_pt
+def test_corrupt_copy_btrfs(ws, btrfs):
+    """On Btrfs (auto's choice) a damaged block of a copy reads EIO,
+    never other bytes; the scrub removes the copy and the next opens
+    read the file's bytes."""
+    img, bmnt = btrfs
+    data = put(ws, 'b', 4 * MiB, 10)
+    ws.cache = os.path.join(bmnt, 'cache')
+    proc = ws.start(opts='cachesize=128M,threshold=1,scrub_rate=0')
+    assert stat_of(ws, 'passthrough') == 'on'
+    copied(ws, 'b', data)
+    ws.stop(proc)
+    # the block on the device, found by its bytes: the copy's, not the
+    # store's (tried in turn: the one the copy then reads EIO at)
+    block = data[2 * MiB:2 * MiB + 4096]
+    with open(img, 'rb') as f:
+        raw = f.read()
+    places = []
+    at = raw.find(block)
+    while at >= 0:
+        places.append(at)
+        at = raw.find(block, at + 1)
+    del raw
+    assert places
+    copy = os.path.join(ws.cache, 'files', files_in(ws)[0])
+    fd = os.open(img, os.O_WRONLY)
+    try:
+        for at in places:
+            os.pwrite(fd, b'\x00' * 4096, at)
+            os.fsync(fd)
+            util.drop_caches()
+            try:
+                with open(copy, 'rb') as f:
+                    f.seek(2 * MiB)
+                    f.read(4096)
+            except OSError as e:
+                assert e.errno == errno.EIO
+                break
+            os.pwrite(fd, block, at)     # the store's: as it was
+            os.fsync(fd)
+        else:
+            pytest.fail('no block of the copy found on the device')
+    finally:
+        os.close(fd)
+    util.drop_caches()
+    ws.start(opts='cachesize=128M,threshold=1,scrub_rate=0')
+    path = os.path.join(ws.mnt, 'b')
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert stat_of(ws, 'passthrough_opens') == 1
+        assert os.pread(fd, 4096, 0) == data[:4096]
+        with pytest.raises(OSError) as e:
+            os.pread(fd, 4096, 2 * MiB)
+        assert e.value.errno == errno.EIO
+    finally:
+        os.close(fd)
+    ws.cleanup()
+    ws.start(opts='cachesize=128M,threshold=1,scrub_rate=1G')
+    util.wait_for(lambda: stat_of(ws, 'scrub_failures') == 1,
+                  'the scrub to find the damaged copy')
+    assert util.read_cold(path) == data
+
+
+@needs_pt
+def test_kill9_with_passthrough_open(ws):
+    """kill -9 while passthrough readers are open: after a remount the
+    copy is found again (warm: the first open is a passthrough one) and
+    every byte is the file's."""
+    data = put(ws, 'k', 6 * MiB, 11)
+    proc = ws.start(opts=OPTS)
+    copied(ws, 'k', data)
+    r = open(os.path.join(ws.mnt, 'k'), 'rb')
+    r.read(4096)
+    proc.kill()
+    proc.wait()
+    r.close()
+    util.cleanup_mount(proc, ws.mnt)
+    ws.start(opts=OPTS)
+    assert stat_of(ws, 'copies') == 1
+    assert util.read_cold(os.path.join(ws.mnt, 'k')) == data
+    assert stat_of(ws, 'passthrough_opens') == 1
+
+
+@pytest.fixture
+def dev_fuse_for_all():
+    """/dev/fuse usable by every user (as Debian's udev rule makes it,
+    0666) for a test; its mode put back after."""
+    old = os.stat('/dev/fuse').st_mode & 0o7777
+    os.chmod('/dev/fuse', 0o666)
+    try:
+        yield
+    finally:
+        os.chmod('/dev/fuse', old)
+
+
+@needs_pt
+def test_no_cap_sys_admin(ws, dev_fuse_for_all):
+    """A daemon without CAP_SYS_ADMIN (an unprivileged user's mount,
+    through fusermount3): passthrough off, said once; the files read the
+    same."""
+    data = put(ws, 'u', 3 * MiB, 12)
+    os.chmod(ws.src, 0o755)
+    os.chown(ws.mnt, NOBODY, NOBODY)
+    cache = os.path.join(ws.root, 'ucache')
+    os.mkdir(cache, 0o700)
+    os.chown(cache, NOBODY, NOBODY)
+    log = os.path.join(ws.logs, 'nobody.log')
+    cmd = ['setpriv', '--reuid=%d' % NOBODY, '--regid=%d' % NOBODY,
+           '--clear-groups', util.hotfs_bin(), ws.src, ws.mnt, '-f', '-o',
+           'cachedir=%s,%s' % (cache, OPTS)]
+    with open(log, 'wb') as lf:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=lf,
+                                stderr=lf)
+    ws.daemons.append((proc, ws.mnt, log))
+    # its mount is its user's alone (no allow_other): root sees no
+    # more of it than its entry in the mount table
+    util.wait_for(lambda: util.is_mounted(ws.mnt) or proc.poll() is not None,
+                  'the mount')
+    assert proc.poll() is None
+
+    def as_user(_mnt):
+        got = [util.read_cold(os.path.join(ws.mnt, 'u')) == data
+               for _ in range(3)]
+        return got, util.hotfs_stats(ws.mnt)
+    got, s = util.run_as(NOBODY, NOBODY, as_user, ws.mnt)
+    assert got == [True] * 3
+    why = s['passthrough']
+    assert why.startswith('off: ') and 'CAP_SYS_ADMIN' in why, why
+    assert s['copies'] == '0' and s['passthrough_opens'] == '0'
+    with open(log) as f:
+        assert f.read().count('passthrough: off') == 1
+
+
+@needs_pt
+def test_unreadable_file_stays_unreadable(ws):
+    """A copy never gives a user the bytes the source refuses them: an
+    open by a user without read permission fails as on the source."""
+    data = put(ws, 's', 2 * MiB, 13)
+    os.chmod(os.path.join(ws.src, 's'), 0o600)
+    ws.start(opts=OPTS + ',allow_other')
+    copied(ws, 's', data)
+    path = os.path.join(ws.mnt, 's')
+
+    def try_read(_mnt):
+        try:
+            with open(path, 'rb') as f:
+                return f.read(16)
+        except OSError as e:
+            return e.errno
+    assert util.run_as(NOBODY, NOBODY, try_read, ws.mnt) == errno.EACCES
