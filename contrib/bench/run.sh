@@ -87,6 +87,14 @@
 #            into the target, each pass into an empty directory: a
 #            create-heavy job (seconds; the tar's entries must all be
 #            there after).  Not in the default list: name it
+#   whole, wholedirect  the large file read once with cat (MB/s), or with
+#            4 KiB O_DIRECT random reads at queue depth 1 (fio psync,
+#            RAND_SECS; IOPS), page cache dropped, once a hotfs target
+#            holds it whole (threshold=1, read before pass 1 until
+#            cached_bytes says so; hotfs-pt@hdd: and its copy made).  The
+#            daemon's CPU (user + system, /proc) in each pass goes to
+#            cpu.csv and a table: per GiB read, per read.  Not in the
+#            default list: name them
 #
 # Every pass of a hotfs target with the cache on also records the daemon's
 # read counters (.hotfs/stats, before and after the pass): hits, partial
@@ -110,6 +118,9 @@
 #   hotfs-wa@hdd, hotfs-wt@hdd  hotfs -o writemode=writearound and
 #                             writemode=writethrough, cachedir on the SSD
 #                             (fiomix only)
+#   hotfs-pt@hdd              hotfs -o passthrough=on (whole and
+#                             wholedirect): needs a hotfs built against
+#                             libfuse >= 3.17 (HOTFS_BIN)
 #   hotfs-uring@hdd           hotfs -o fuse_uring=on (FUSE over io_uring),
 #                             with BENCH_FUSE_URING=1 only, in gitgrep,
 #                             gitstatus, directrand, directjobs and untar: needs a
@@ -220,7 +231,7 @@ for w in "${workloads[@]}"; do
 	wbrand|wbsync|fiowb-[1-9]|fiowb-[1-9][0-9]) wl_list+=("$w") ;;
 	fiomix) wl_list+=(fiomix-aio fiomix-psync) ;;
 	fiomix-aio|fiomix-psync) wl_list+=("$w") ;;
-	seq|rand|meta-find|meta-gitstatus|cp|gitgrep|gitstatus|coldgrep|scan|restart|directrand|directjobs|untar) wl_list+=("$w") ;;
+	seq|rand|meta-find|meta-gitstatus|cp|gitgrep|gitstatus|coldgrep|scan|restart|directrand|directjobs|untar|whole|wholedirect) wl_list+=("$w") ;;
 	*) bench_die "unknown workload: $w" ;;
 	esac
 done
@@ -238,7 +249,8 @@ if (( smoke )); then
 	TREE_SUB=src/image
 	declare -A PASSES=([seq]=1 [rand]=1 [meta-find]=1 [meta-gitstatus]=1
 			   [cp]=2 [gitgrep]=2 [gitstatus]=2 [coldgrep]=2 [scan]=5 [restart]=4
-			   [directrand]=2 [directjobs]=2 [untar]=2)
+			   [directrand]=2 [directjobs]=2 [untar]=2
+			   [whole]=2 [wholedirect]=2)
 	FIO_SECS=${BENCH_FIO_SECS:-0.3}
 	FIO_REPS=${BENCH_FIO_PASSES:-2}
 	# read-only, mixed and write-only: each path once, in the time the
@@ -251,7 +263,8 @@ else
 	TREE_SUB=.
 	declare -A PASSES=([seq]=3 [rand]=3 [meta-find]=5 [meta-gitstatus]=5
 			   [cp]=8 [gitgrep]=8 [gitstatus]=8 [coldgrep]=8 [scan]=5 [restart]=4
-			   [directrand]=3 [directjobs]=3 [untar]=3)
+			   [directrand]=3 [directjobs]=3 [untar]=3
+			   [whole]=3 [wholedirect]=3)
 	FIO_SECS=${BENCH_FIO_SECS:-30}
 	FIO_REPS=${BENCH_FIO_PASSES:-3}
 	read -r -a FIO_MIXES <<< "${BENCH_FIO_MIXES:-100 70 50 0}"
@@ -373,6 +386,7 @@ targets_for()
 	fiomix-*) list=(hdd ssd hotfs-wa@hdd hotfs-wt@hdd) ;;
 	gitgrep|gitstatus) list=("${META_TARGETS[@]}" "${URING_TARGETS[@]}") ;;
 	directrand|directjobs|untar) list=(hdd ssd hotfs@hdd "${URING_TARGETS[@]}") ;;
+	whole|wholedirect) list=(hdd ssd hotfs@hdd hotfs-pt@hdd "${URING_TARGETS[@]}") ;;
 	meta-*) list=("${ALL_TARGETS[@]}" hotfs-never@hdd) ;;
 	fio-*) list=(hotfs@hdd) ;;
 	scan|restart) list=(hdd hotfs-nocache@hdd hotfs@hdd) ;;
@@ -422,6 +436,8 @@ wl_hotfs_opts()
 	wbrand|wbsync) echo ",cachesize=32M,writeback_log=$(( BIG_MIB * 5 / 2 ))M" ;;
 	# 1:8 of the file: 128 MiB at full size
 	fiomix-*) echo ",cachesize=$(cache_mib $(( BIG_MIB / 8 )))M" ;;
+	# the file cached whole by one read (wl_prepare), the copy beside it
+	whole|wholedirect) echo ",threshold=1,promote_rate=0,cachesize=$(( BIG_MIB * 3 ))M" ;;
 	esac
 }
 
@@ -439,6 +455,7 @@ mount_target()
 	hotfs-wa@*) opts=cachedir=$cache,writemode=writearound$(wl_hotfs_opts "$wl") ;;
 	hotfs-wt@*) opts=cachedir=$cache,writemode=writethrough$(wl_hotfs_opts "$wl") ;;
 	hotfs-uring@*) opts=cachedir=$cache,fuse_uring=on$(wl_hotfs_opts "$wl") ;;
+	hotfs-pt@*) opts=cachedir=$cache,passthrough=on$(wl_hotfs_opts "$wl") ;;
 	*) opts=cachedir=$cache$(wl_hotfs_opts "$wl")
 	   # beside hotfs-uring@hdd: through /dev/fuse, whatever auto says
 	   [ "${BENCH_FUSE_URING:-0}" = 0 ] || opts+=,fuse_uring=off ;;
@@ -570,6 +587,53 @@ wl_rand() { rand_read "$1" rand 0; }
 wl_directrand() { rand_read "$1" directrand 1; }
 
 wl_directjobs() { rand_read "$1" directjobs 1 8; }
+
+# whole, wholedirect: a file the cache holds whole (wl_prepare): read once
+# sequentially (seconds), or 4 KiB O_DIRECT random reads at queue depth 1
+wl_whole()
+{
+	local t0 t1
+	t0=$EPOCHREALTIME
+	cat "$1/big" > /dev/null
+	t1=$EPOCHREALTIME
+	RES=$(awk -v a="$t0" -v b="$t1" -v m="$BIG_MIB" \
+		'BEGIN { printf "%.3f %.1f - -\n", b - a, m * 1048576 / (b - a) / 1e6 }')
+}
+
+wl_wholedirect() { rand_read "$1" wholedirect 1; }
+
+# A stat of a mount's .hotfs/stats, as a number (0 if absent).
+mnt_stat() { awk -F': *' -v k="$2" '$1 == k { print $2 + 0; f = 1 } END { if (!f) print 0 }' "$1/.hotfs/stats"; }
+
+# whole, wholedirect, before the first pass: the file read through a hotfs
+# target until the store holds it whole, then (passthrough) opened until
+# its copy is made.
+whole_warm()
+{
+	local root=$1 t=$2 i
+	for (( i = 0; i < 5; i++ )); do
+		(( $(mnt_stat "$root" cached_bytes) >= BIG_MIB * 1048576 )) && break
+		cat "$root/big" > /dev/null
+		wait_promotions
+	done
+	(( $(mnt_stat "$root" cached_bytes) >= BIG_MIB * 1048576 )) ||
+		bench_die "$t: the store does not hold the whole file"
+	[ "${t%%@*}" = hotfs-pt ] || return 0
+	head -c 1 "$root/big" > /dev/null
+	bench_wait_until 600 "$t: the file's copy" has_copy "$root" ||
+		bench_die "$t: no copy of the file was made"
+}
+
+has_copy() { (( $(mnt_stat "$1" copies) >= 1 )); }
+
+# The daemon's CPU seconds (user + system) so far, of the target's mount.
+daemon_cpu()
+{
+	local pid=${BENCH_HOTFS_PID[$1]:-}
+	[ -n "$pid" ] || { echo 0; return; }
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); split($0, f, " ");
+		printf "%.3f\n", (f[12] + f[13]) / hz }' "/proc/$pid/stat"
+}
 
 # timed CMD...: run CMD, RES gets its wall time in seconds.
 timed()
@@ -1025,6 +1089,9 @@ wl_prepare()
 {
 	# untar: each pass into an empty directory
 	[ "$1" != untar ] || rm -rf "$(target_root "$2")/untar"
+	if [[ $1 == whole* && $2 == hotfs* && $3 == 1 ]]; then
+		whole_warm "$(target_root "$2")" "$2"
+	fi
 	if { { [ "$1" = restart ] && [ "$3" = 4 ]; } ||
 	     { [ "$1" = coldgrep ] && [ "$3" -gt 1 ]; }; } &&
 	   [[ $2 == hotfs* ]]; then
@@ -1068,6 +1135,8 @@ wl_desc()
 	cp) echo "cp of a ${BIG_MIB} MiB file onto the SSD, page cache dropped (seconds; lower is better)" ;;
 	directrand) echo "4 KiB random reads of a ${BIG_MIB} MiB file (fio psync, O_DIRECT, queue depth 1; ${RAND_SECS} s or each block once), page cache dropped (IOPS; higher is better)" ;;
 	directjobs) echo "4 KiB random reads of a ${BIG_MIB} MiB file from 8 jobs at once (fio psync, O_DIRECT, numjobs=8; ${RAND_SECS} s), page cache dropped (IOPS of all jobs; higher is better)" ;;
+	whole) echo "a ${BIG_MIB} MiB file the cache holds whole (its copy too, for passthrough) read once with cat, page cache dropped (MB/s; higher is better)" ;;
+	wholedirect) echo "4 KiB random reads at queue depth 1 of a ${BIG_MIB} MiB file the cache holds whole (fio psync, O_DIRECT; ${RAND_SECS} s), page cache dropped (IOPS; higher is better)" ;;
 	untar) echo "tar -x of the Go tree (without .git, from the SSD) into an empty directory (seconds; lower is better)" ;;
 	gitgrep) echo "git grep -q (absent string) over $TREE_FILES files, page cache dropped (seconds; lower is better)" ;;
 	gitstatus) echo "git status over $TREE_FILES files, page cache dropped (seconds; lower is better)" ;;
@@ -1098,8 +1167,8 @@ wl_desc()
 wl_metric()
 {
 	case $1 in
-	seq) echo mb_per_s ;;
-	rand|directrand|directjobs|fio-*|fiowb-*|fiomix-*|wbrand|wbsync) echo iops ;;
+	seq|whole) echo mb_per_s ;;
+	rand|directrand|directjobs|wholedirect|fio-*|fiowb-*|fiomix-*|wbrand|wbsync) echo iops ;;
 	*) echo seconds ;;
 	esac
 }
@@ -1144,7 +1213,7 @@ QUIET_SECS=${BENCH_QUIET_SECS:-$( (( smoke )) && echo 10 || echo 120)}
 run_pass()
 {
 	local wl=$1 t=$2 pass=$3 root base s0 s1 h0 h1 d0 d1 hits res try=1
-	local c0=() c1=() ssd=
+	local c0=() c1=() ssd= u0 u1
 	PASS=$pass TARGET=$t
 	root=$(target_root "$t")
 	base=$(target_base "$t")
@@ -1160,8 +1229,10 @@ run_pass()
 		[ "$base" = ssd ] || read -r -a c0 < <(disk_stat ssd)
 		h0=$(hit_stat "$t")
 		d0=$(drops)
+		u0=$(daemon_cpu "$root")
 		"$(wl_func "$wl")" "$root"
 		res=$RES
+		u1=$(daemon_cpu "$root")
 		d1=$(drops)
 		h1=$(hit_stat "$t")
 		read -r -a s1 < <(disk_stat "$base")
@@ -1182,10 +1253,27 @@ run_pass()
 		"cache was dropped $(( d1 - d0 )) times during the pass (not by" \
 		"this run: another job on the machine)"
 	save_stats "$wl" "after pass $pass" "$t"
+	# the daemon's CPU in the pass: per GiB read, per read (whole*)
+	[[ $t != hotfs* ]] ||
+		printf '%s,%s,%s,%s,%s\n' "$wl" "$t" "$pass" \
+			"$(awk -v a="$u0" -v b="$u1" 'BEGIN { printf "%.3f", b - a }')" \
+			"${res// /,}" >> "$out/cpu.csv"
 	[ "$base" = ssd ] || [ "${t%%@*}" = "$t" ] ||
 		ssd="; SSD reads $(( c1[0] - c0[0] )), $(( (c1[1] - c0[1]) / 1048576 )) MiB"
 	bench_log "$wl pass $pass $t: $res (disk reads $(( s1[0] - s0[0] ))," \
 		"$(( (s1[1] - s0[1]) / 1048576 )) MiB; hit ratio ${hits##* }$ssd)"
+}
+
+# whole, wholedirect: the daemon's CPU seconds per pass (cpu.csv), per GiB
+# read or per read.
+cpu_table()
+{
+	printf '\nDaemon CPU (user + system) per pass: per GiB read (whole), per read in microseconds (wholedirect)\n\n'
+	printf '| target | pass | CPU s | per unit |\n| --- | ---: | ---: | ---: |\n'
+	awk -F, -v wl="$1" -v mib="$BIG_MIB" '$1 == wl {
+		if (wl == "whole") u = sprintf("%.3f s/GiB", $4 / (mib / 1024))
+		else u = sprintf("%.2f us", $4 / ($5 * $7) * 1e6)
+		printf "| %s | %s | %s | %s |\n", $2, $3, $4, u }' "$out/cpu.csv"
 }
 
 run_workload()
@@ -1230,6 +1318,7 @@ run_workload()
 			"$here/table.sh" "$CSV" "$wl" "$(wl_metric "$wl")" \
 				"$(wl_goal "$wl")"
 		fi
+		[[ $wl != whole* ]] || cpu_table "$wl"
 		printf '\nLoad average at the end (1, 5, 15 min): %s\n' \
 			"$(cut -d' ' -f1-3 /proc/loadavg)"
 	} | tee -a "$TABLES"

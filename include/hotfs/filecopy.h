@@ -20,12 +20,15 @@
  * is removed.
  *
  * Capacity: the copies' bytes are taken out of the store's capacity
- * (st_set_reserve), so copies and regions together stay within
- * cachesize; copies use at most max_bytes of it (half), and past that the
- * copies opened least recently go first.  The store's records of a
- * copied file are not dropped: its reads no longer reach the store, so
- * they turn cold and its eviction lets them go first.  Heat is counted by
- * opens (the daemon sees no read of a copy).
+ * (st_set_reserve) as each is made, so copies and regions together stay
+ * within cachesize (from the store's next tick on: it evicts its oldest
+ * regions then); copies use at most max_bytes of it (half), and past that
+ * the copies opened least recently go first.  Once a copy is made the
+ * store's records of the file are dropped (ST_INVAL_COPIED), unless
+ * keep_records says to keep them (a pinned file): left there, they would
+ * hold room twice, and their counts, which reads of the copy no longer
+ * raise, would keep other files out of the full store (admission).  Heat
+ * is counted by opens (the daemon sees no read of a copy).
  *
  * Across restarts: the names are read back at fc_open; temporary files
  * and names that do not parse are removed, so are copies of files keyed
@@ -62,6 +65,9 @@ struct fc_params {
 	uint64_t min_size;	/* smaller files get no copy */
 	uint64_t scrub_rate;	/* bytes a second; 0: no scrub */
 	bool forget;		/* remove every copy found at open */
+	/* keep the store's records of a copied file (a pinned one)? */
+	bool (*keep_records)(void *arg, const struct hotfs_key *key);
+	void *keep_arg;
 };
 
 struct fc_stats {

@@ -100,6 +100,8 @@ enum hotfs_inval_reason {
 	ST_INVAL_SOURCE,	/* source stamp changed */
 	ST_INVAL_CSUM,		/* data failed its checksum */
 	ST_INVAL_USER,		/* hotfsctl evict */
+	ST_INVAL_COPIED,	/* the file's whole copy holds them now
+				 * (hotfs/filecopy.h) */
 	ST_INVAL_NR,
 };
 

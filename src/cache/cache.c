@@ -205,6 +205,14 @@ static void size_policy(struct hotfs_cache *c)
 	pol_set_cache(c->pol, ss.capacity >> c->ext_shift);
 }
 
+/* A pinned file keeps its records beside its copy. */
+static bool pinned(void *arg, const struct hotfs_key *key)
+{
+	struct hotfs_cache *c = arg;
+
+	return pins_has(c->pins, key);
+}
+
 /* The file grain for passthrough (hotfs/filecopy.h): without it the
  * mount goes on with passthrough off, said. */
 static void open_copies(struct hotfs_cache *c, const struct hotfs_opts *o,
@@ -222,6 +230,8 @@ static void open_copies(struct hotfs_cache *c, const struct hotfs_opts *o,
 	fp.min_size = FC_MIN_SIZE;
 	fp.scrub_rate = o->scrub_rate;
 	fp.forget = forget;
+	fp.keep_records = pinned;
+	fp.keep_arg = c;
 	if (fc_open(&c->fc, &fp, why, sizeof(why)) < 0) {
 		hotfs_log(LOG_WARNING, "cachedir: %s: passthrough off\n",
 			  why);

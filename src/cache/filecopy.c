@@ -279,8 +279,9 @@ static int make(struct hotfs_copies *cp, const struct fc_job *j)
 	pthread_mutex_lock(&cp->m);
 	while (cp->s.bytes + size > cp->p.max_bytes && cp->s.copies)
 		drop_at(cp, coldest(cp));
-	/* its room taken from the store's before a byte is written */
-	st_set_reserve(cp->p.st, cp->s.bytes + size);
+	/* its room is taken from the store's once it is made (insert):
+	 * taken now, the store's next tick could evict the records it is
+	 * made from */
 	snprintf(tmp, sizeof(tmp), ".tmp-%" PRIu64, cp->tmp_seq++);
 	pthread_mutex_unlock(&cp->m);
 	fd = openat(cp->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
@@ -327,6 +328,10 @@ static int make(struct hotfs_copies *cp, const struct fc_job *j)
 	pthread_mutex_unlock(&cp->m);
 	c = NULL;
 	err = 0;
+	/* the copy is the file's home now (see the header) */
+	if (!cp->p.keep_records ||
+	    !cp->p.keep_records(cp->p.keep_arg, &j->key))
+		st_invalidate(cp->p.st, &j->key, 0, 0, ST_INVAL_COPIED);
 out:
 	if (fd >= 0) {
 		close(fd);
@@ -336,7 +341,6 @@ out:
 	if (err) {
 		pthread_mutex_lock(&cp->m);
 		cp->s.failed++;
-		st_set_reserve(cp->p.st, cp->s.bytes);
 		pthread_mutex_unlock(&cp->m);
 	}
 	XXH3_freeState(hs);

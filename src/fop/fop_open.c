@@ -96,7 +96,7 @@ static int settle_open(struct hotfs *fs, struct hotfs_inode *in, int fd,
 		       struct fuse_file_info *fi, struct hotfs_fh *fh,
 		       const struct fop_backing *bk)
 {
-	bool keep, changed, retire = false;
+	bool keep, changed;
 	int pt;
 
 	pthread_mutex_lock(&in->m);
@@ -113,15 +113,13 @@ static int settle_open(struct hotfs *fs, struct hotfs_inode *in, int fd,
 		fi->keep_cache = 0;
 		fh->pt = true;
 	} else {
-		retire = !atomic_load(&in->retired);
+		ino_retire(in);
 	}
 	pthread_mutex_unlock(&in->m);
 	if (pt == 1)
 		atomic_fetch_add_explicit(&fs->n_pt_open, 1,
 					  memory_order_relaxed);
 	if (pt < 0) {
-		if (retire)
-			ino_retire(in);
 		atomic_fetch_add_explicit(&fs->n_pt_stale, 1,
 					  memory_order_relaxed);
 		return pt;
@@ -147,36 +145,46 @@ bool fop_stamp_trusted_locked(struct hotfs *fs, struct hotfs_inode *in)
  * set, the open counted).
  */
 static bool open_trusted(struct hotfs *fs, struct hotfs_inode *in,
-			 struct fuse_file_info *fi)
+			 struct fuse_file_info *fi,
+			 const struct fop_backing *bk)
 {
 	struct hotfs_fh *fh;
 	bool ok;
+	int pt = 0;
 
 	if (fs->o->revalidate != HOTFS_REVAL_SECONDS ||
 	    (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
 		return false;
-	pthread_mutex_lock(&in->m);
-	/* an inode with passthrough opens takes no other kind */
-	ok = fop_stamp_trusted_locked(fs, in) && !in->op.pt &&
-	     !atomic_load(&in->retired);
-	if (ok)
-		in->op.n++;
-	pthread_mutex_unlock(&in->m);
-	if (!ok)
-		return false;
-	/* only now: most opens past the window are not trusted */
+	/* allocated first: a passthrough open is decided and counted at
+	 * once, under the lock */
 	fh = fh_new(-1);
-	if (!fh) {
-		pthread_mutex_lock(&in->m);
-		in->op.n--;
-		pthread_mutex_unlock(&in->m);
+	if (!fh)
+		return false;
+	pthread_mutex_lock(&in->m);
+	ok = fop_stamp_trusted_locked(fs, in) && !atomic_load(&in->retired);
+	if (ok) {
+		/* its copy where it can; an inode with passthrough opens
+		 * takes no other kind (the source's path decides then) */
+		pt = pt_open_locked(fs, in, fi, bk);
+		ok = pt == 1 || (pt == 0 && !in->op.pt);
+		if (pt == 0 && ok)
+			in->op.n++;
+	}
+	pthread_mutex_unlock(&in->m);
+	if (!ok) {
+		fh_free(fh);
 		return false;
 	}
 	fh->lazy = true;
 	fh->lazy_flags = fop_backing_flags(fi->flags);
+	fh->pt = pt == 1;
 	fi->fh = (uintptr_t)fh;
-	fi->keep_cache = 1;
+	/* the kernel's rule: no keep_cache with a backing file */
+	fi->keep_cache = pt != 1;
 	fi->noflush = 1;
+	if (pt == 1)
+		atomic_fetch_add_explicit(&fs->n_pt_open, 1,
+					  memory_order_relaxed);
 	return true;
 }
 
@@ -222,7 +230,7 @@ int fop_open(struct hotfs *fs, struct hotfs_inode *in,
 	 * it (see "Passthrough opens") */
 	if (atomic_load(&in->retired))
 		return -ESTALE;
-	if (open_trusted(fs, in, fi))
+	if (open_trusted(fs, in, fi, bk))
 		return 0;
 	fd = open_source(fs, in, fi->flags);
 	if (fd < 0)

@@ -119,6 +119,8 @@ static const struct pm table[] = {
 	  "reason=\"checksum\"", NULL },
 	{ "invalidations_user", "hotfs_invalidations_total", 'c',
 	  "reason=\"user\"", NULL },
+	{ "invalidations_copied", "hotfs_invalidations_total", 'c',
+	  "reason=\"copied\"", NULL },
 	{ "writethrough_updates", "hotfs_writethrough_updates_total", 'c',
 	  NULL, "Cached extents updated in place by writes." },
 	{ "pinned_files", "hotfs_pinned_files", 'g', NULL,

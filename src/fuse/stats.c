@@ -313,6 +313,7 @@ static void add_evictions(struct hotfs_cache *c, struct hotfs_stats *s,
 	      ss->invalidations[ST_INVAL_SOURCE]);
 	add_u(l, "invalidations_checksum", ss->invalidations[ST_INVAL_CSUM]);
 	add_u(l, "invalidations_user", ss->invalidations[ST_INVAL_USER]);
+	add_u(l, "invalidations_copied", ss->invalidations[ST_INVAL_COPIED]);
 	add_u(l, "writethrough_updates", stats_get(s, STAT_WRITETHROUGH));
 	add_u(l, "pinned_files", c ? pins_count(c->pins) : 0);
 	add_u(l, "checksum_failures", stats_get(s, STAT_CSUM_FAIL));

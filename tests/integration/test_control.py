@@ -261,7 +261,7 @@ def check_metrics(mnt, state):
                             'budget'}
     assert {smp.labels['reason']
             for smp in fams['hotfs_invalidations'].samples} == \
-        {'write', 'source_changed', 'checksum', 'user'}
+        {'write', 'source_changed', 'checksum', 'user', 'copied'}
     states = {smp.labels['state']: smp.value
               for smp in fams['hotfs_store_state'].samples}
     assert states == {'ok': state == 'ok', 'read-only': 0,

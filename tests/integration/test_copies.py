@@ -451,3 +451,51 @@ def test_unreadable_file_stays_unreadable(ws):
         except OSError as e:
             return e.errno
     assert util.run_as(NOBODY, NOBODY, try_read, ws.mnt) == errno.EACCES
+
+
+@needs_pt
+def test_copies_charged_to_cachesize(ws):
+    """The copies' bytes come out of cachesize: the store gives up
+    regions for them (at its next tick), and copies take at most half of
+    it, the one opened least recently going first.  The store lets a
+    copied file's extents go."""
+    data = {n: put(ws, n, 30 * MiB, 14 + i) for i, n in enumerate('abc')}
+    ws.start(opts='cachesize=160M,threshold=1,passthrough=on,'
+             'promote_rate=0')
+    region = 16 * MiB
+
+    def within():
+        s = util.hotfs_stats(ws.mnt)
+        return int(s['regions_used']) * region + int(s['copy_bytes']) \
+            <= 160 * MiB
+    for n in 'abc':
+        copied(ws, n, data[n])
+        util.wait_for(within, 'the store to give up room for the copies')
+        assert stat_of(ws, 'invalidations_copied') > 0
+    # two fit in half of 160M: a's, opened least recently, went
+    assert stat_of(ws, 'copies') == 2 and stat_of(ws, 'copies_dropped') == 1
+    assert all(f.split('-')[1] != '%016x' % os.stat(
+        os.path.join(ws.src, 'a')).st_ino for f in files_in(ws))
+    for n in 'abc':
+        assert util.read_cold(os.path.join(ws.mnt, n)) == data[n]
+
+
+@needs_pt
+def test_trusted_opens(ws):
+    """revalidate=N: an open answered without the source is a passthrough
+    one too where the copy is current; a write open beside it works."""
+    data = put(ws, 't', 3 * MiB, 20)
+    ws.start(opts=OPTS + ',revalidate=30')
+    copied(ws, 't', data)
+    path = os.path.join(ws.mnt, 't')
+    opens = stat_of(ws, 'passthrough_opens')
+    src_opens = stat_of(ws, 'source_opens')
+    r = open(path, 'rb')
+    assert r.read() == data
+    assert stat_of(ws, 'passthrough_opens') == opens + 1
+    assert stat_of(ws, 'source_opens') == src_opens
+    with open(path, 'r+b') as w:
+        w.write(b'T' * 8)
+    assert r.read() == b''
+    r.close()
+    assert util.read_cold(path) == b'T' * 8 + data[8:]
