@@ -80,6 +80,9 @@ struct fc_stats {
 
 int fc_open(struct hotfs_copies **out, const struct fc_params *p,
 	    char *err, size_t errlen);
+/* A mount without passthrough: remove the copies an earlier one left in
+ * the cachedir dirfd (they would hold room no one counts). */
+void fc_purge(int dirfd);
 /* The copier's thread (after daemonizing). */
 int fc_start(struct hotfs_copies *cp);
 /* Stops the thread, frees; the copies stay on disk.  cp may be NULL. */

@@ -308,6 +308,8 @@ int cache_open(struct hotfs_cache **out, const struct hotfs_opts *o,
 	}
 	if (o->passthrough_on)
 		open_copies(c, o, sp.forget || o->reset);
+	else
+		fc_purge(c->dirfd);
 	budget_init(&c->budget, o->write_budget);
 	r = pr_new(&c->pr, c, o->promote_rate);
 	if (r < 0) {

@@ -207,6 +207,19 @@ static void scan(struct hotfs_copies *cp)
 		drop_at(cp, coldest(cp));
 }
 
+void fc_purge(int dirfd)
+{
+	struct hotfs_copies cp = { .p = { .forget = true } };
+
+	cp.fd = openat(dirfd, FC_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		       O_CLOEXEC);
+	if (cp.fd < 0)
+		return;
+	scan(&cp);		/* forget: removes every entry */
+	close(cp.fd);
+	unlinkat(dirfd, FC_DIR, AT_REMOVEDIR);
+}
+
 int fc_open(struct hotfs_copies **out, const struct fc_params *p,
 	    char *err, size_t errlen)
 {

@@ -499,3 +499,17 @@ def test_trusted_opens(ws):
     assert r.read() == b''
     r.close()
     assert util.read_cold(path) == b'T' * 8 + data[8:]
+
+
+@needs_pt
+def test_off_removes_copies(ws):
+    """A mount without passthrough removes the copies an earlier one
+    left (room no one would count); the file reads the same."""
+    data = put(ws, 'o', 2 * MiB, 21)
+    proc = ws.start(opts=OPTS)
+    copied(ws, 'o', data)
+    ws.stop(proc)
+    assert len(files_in(ws)) == 1
+    ws.start(opts='cachesize=256M,threshold=1,passthrough=off')
+    assert not os.path.exists(os.path.join(ws.cache, 'files'))
+    assert util.read_cold(os.path.join(ws.mnt, 'o')) == data
