@@ -66,10 +66,13 @@ run_suite() {
 # machine cannot emulate the HDD (no loop devices, no cgroup-v1 blkio
 # throttling, a tool missing): a skip.  The log is printed on failure, and
 # the results are kept then.
+# bench_smoke [BUILD [WORKLOAD...]]: with BUILD's hotfs (build-test), the
+# default workloads or those named.
 bench_smoke() {
-	local out rc=0 t0=$SECONDS
+	local out rc=0 t0=$SECONDS bin=$PWD/${1:-build-test}/hotfs
+	shift || true
 	out=$(mktemp -d /var/tmp/hotfs-bench-smoke.XXXXXX)
-	HOTFS_BIN=$PWD/build-test/hotfs contrib/bench/run.sh --smoke \
+	HOTFS_BIN=$bin contrib/bench/run.sh --smoke "$@" \
 		--out "$out" > "$out/run.log" 2>&1 || rc=$?
 	case $rc in
 	0)
@@ -138,7 +141,9 @@ if [ $quick = 0 ]; then
 	checked_test -C build-fuse318 --print-errorlogs --num-processes 2 \
 		--suite unit
 	checked_test -C build-fuse318 --print-errorlogs integration.mount \
-		integration.noopen integration.fuseuring
+		integration.noopen integration.fuseuring integration.copies
+	# passthrough's benchmarks at smoke size: the copy made, measured
+	bench_smoke build-fuse318 whole wholedirect
 fi
 # The sanitizer builds' stages run the long loops shorter (each step
 # costs them several times as much; the normal build runs them whole):
@@ -225,7 +230,7 @@ if [ $quick = 0 ]; then
 	uring_on
 	sanitizer_loops checked_test -C build-tsan318 --print-errorlogs \
 		--num-processes 2 "${tsan_integration[@]}" \
-		integration.fuseuring
+		integration.fuseuring integration.copies
 	uring_restore
 	unset TSAN_OPTIONS
 fi
