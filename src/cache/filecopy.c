@@ -286,10 +286,20 @@ static int make(struct hotfs_copies *cp, const struct fc_job *j)
 	char *buf = malloc(cp->p.extent), tmp[32];
 	XXH3_state_t *hs = XXH3_createState();
 	int fd = -1, err = -ENOMEM;
+	struct fcopy **pp;
 
 	if (!c || !buf || !hs)
 		goto out;
 	pthread_mutex_lock(&cp->m);
+	/* queued again by an open while it was being made: made again, it
+	 * would be renamed over itself and its table entry's replacement
+	 * would unlink that name, the new copy with it */
+	pp = find(cp, &j->key);
+	if (*pp && stamp_eq(&(*pp)->stamp, &j->stamp)) {
+		pthread_mutex_unlock(&cp->m);
+		err = 0;
+		goto out;
+	}
 	while (cp->s.bytes + size > cp->p.max_bytes && cp->s.copies)
 		drop_at(cp, coldest(cp));
 	/* its room is taken from the store's once it is made (insert):
