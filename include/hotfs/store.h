@@ -351,8 +351,8 @@ uint64_t st_bytes_written(struct hotfs_store *st);
  * last freed (or since the store opened with a free one)?  No locks: a
  * hint for the read path. */
 bool st_filling(struct hotfs_store *st);
-/* Bytes of the regions no insert uses (free or never used).  No locks:
- * a hint. */
+/* Bytes of the regions no insert uses (free or never used), less those
+ * the reserve takes (st_set_reserve).  No locks: a hint. */
 uint64_t st_room(struct hotfs_store *st);
 /*
  * The record the next recycling would let go first, for admission while

@@ -758,9 +758,9 @@ int st_size_from_fs(const char *dir, unsigned pct, bool of_free,
 uint64_t st_room(struct hotfs_store *st)
 {
 	uint32_t used = atomic_load_explicit(&st->nused, memory_order_relaxed);
+	uint32_t allowed = st_regions_allowed(st);	/* less the reserve */
 
-	return used < st->nregions ?
-	       (uint64_t)(st->nregions - used) * st->g.rsize : 0;
+	return used < allowed ? (uint64_t)(allowed - used) * st->g.rsize : 0;
 }
 
 bool st_holds(struct hotfs_store *st, const struct hotfs_key *key,

@@ -502,6 +502,9 @@ void __st_drain_tombstones(struct hotfs_store *st);
 int __st_evict_region(struct hotfs_store *st, uint32_t r, bool reuse,
 		      bool punch);
 int __st_watermarks(struct hotfs_store *st);
+/* Regions the capacity leaves the store now, after the reserve
+ * (st_set_reserve): at least one.  No locks. */
+uint32_t st_regions_allowed(const struct hotfs_store *st);
 /* Can an insert find a region at all: one allocated (free, open, or to
  * recycle), or room for one on the cachedir's filesystem? */
 bool __st_has_room(struct hotfs_store *st);

@@ -169,8 +169,8 @@ static int fs_space(const struct hotfs_store *st, uint64_t *avail,
 }
 
 /* Regions the capacity leaves the store now (st_set_reserve): at least
- * one, for the open region. */
-static uint32_t regions_allowed(const struct hotfs_store *st)
+ * one, for the open region.  No locks. */
+uint32_t st_regions_allowed(const struct hotfs_store *st)
 {
 	uint64_t res = atomic_load(&st->reserve);
 	uint64_t nres = (res + st->g.rsize - 1) / st->g.rsize;
@@ -193,7 +193,7 @@ static uint32_t grow(struct hotfs_store *st)
 	uint64_t avail, total, off;
 	uint32_t r;
 
-	if (regions_allocated(st) >= regions_allowed(st))
+	if (regions_allocated(st) >= st_regions_allowed(st))
 		return ST_NIL;	/* the reserve has the rest: recycle */
 
 	for (r = 0; r < st->nregions; r++)
@@ -799,8 +799,9 @@ out:
  */
 static bool must_recycle(const struct hotfs_store *st, uint32_t len)
 {
-	/* nused: regions OPEN or SEALED; the others are FREE or HOLE */
-	return atomic_load(&st->nused) >= st->nregions &&
+	/* nused: regions OPEN or SEALED; the others are FREE or HOLE, and
+	 * with a reserve (st_set_reserve) no HOLE is grown into */
+	return atomic_load(&st->nused) >= st_regions_allowed(st) &&
 	       !open_has_room(st, st_reclen(len), st_align_of(len));
 }
 
@@ -922,7 +923,7 @@ bool __st_has_room(struct hotfs_store *st)
  * sealed ones, while more regions hold space than it leaves. */
 static int trim_to_reserve(struct hotfs_store *st)
 {
-	uint32_t allowed = regions_allowed(st), n = regions_allocated(st), r;
+	uint32_t allowed = st_regions_allowed(st), n = regions_allocated(st), r;
 	int err;
 
 	for (r = 0; r < st->nregions && n > allowed; r++) {
