@@ -1780,6 +1780,98 @@ static void test_shrink(void **state)
 	assert_int_equal(check(f->st, 1099, 0, 0, 20000), 1);
 }
 
+/* Bytes of the data file on the disk (its punched regions not). */
+static uint64_t data_on_disk(const struct fx *f)
+{
+	char data[512];
+	struct stat sb;
+
+	path_in(f, "data", data, sizeof(data));
+	assert_int_equal(stat(data, &sb), 0);
+	return (uint64_t)sb.st_blocks * 512;
+}
+
+/*
+ * A reserve (st_set_reserve: the file grain's copies) takes whole
+ * regions from the capacity at the next tick: the oldest go and their
+ * space is punched out, inserts recycle within the rest (which the
+ * next victim and the room say), and a lower reserve lets the store
+ * grow again.
+ */
+static void test_reserve(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_store_stats s;
+	struct hotfs_key k;
+	uint64_t ev;
+	uint32_t i, rec, len = 20000, n = 0;
+
+	f->p.capacity = 8 * RSIZE;
+	open_store(f);
+	get_stats(f, &s);
+	assert_int_equal(s.regions, 8);
+	/* full: every region used, the next insert recycles */
+	while (st_next_victim(f->st, len, &k, &rec) == -ENOENT) {
+		assert_true(n < 1000);
+		assert_int_equal(insert(f, 1 + n++, 0, 0, len), 0);
+	}
+	get_stats(f, &s);
+	assert_int_equal(s.regions_used, 8);
+	assert_int_equal(s.evictions, 0);
+	assert_int_equal(st_room(f->st), 0);
+	assert_true(data_on_disk(f) >= 8ull * RSIZE);
+
+	/* two regions and a byte: three regions, at the next tick */
+	st_set_reserve(f->st, 2 * RSIZE + 1);
+	get_stats(f, &s);
+	assert_int_equal(s.regions_used, 8);
+	assert_int_equal(st_tick(f->st), 0);
+	get_stats(f, &s);
+	assert_true(s.regions_used <= 5);
+	assert_true(s.evictions >= 3);
+	assert_true(data_on_disk(f) < 6ull * RSIZE);
+	assert_int_equal(check(f->st, 1, 0, 0, len), 0);	/* oldest */
+	assert_int_equal(check(f->st, n, 0, 0, len), 1);	/* newest */
+
+	/* inserts go on, recycling: no growth into the reserve */
+	ev = s.evictions;
+	for (i = 0; i < 2 * n; i++)
+		assert_int_equal(insert(f, 5000 + i, 0, 0, len), 0);
+	get_stats(f, &s);
+	assert_true(s.regions_used <= 5);
+	assert_true(s.evictions > ev);
+	assert_true(data_on_disk(f) < 6ull * RSIZE);
+	assert_int_equal(check(f->st, 5000 + 2 * n - 1, 0, 0, len), 1);
+	/* no room left to an insert: the next one names a victim (the
+	 * open region filled first), and the room is none */
+	for (i = 0; st_next_victim(f->st, len, &k, &rec) == -ENOENT; i++) {
+		assert_true(i < n);
+		assert_int_equal(insert(f, 9000 + i, 0, 0, len), 0);
+	}
+	assert_int_equal(st_room(f->st), 0);
+	assert_true(st_insert_cost(f->st, len) >= RSIZE);	/* a region */
+
+	/* more than the capacity: one region is left, and works */
+	st_set_reserve(f->st, 100 * RSIZE);
+	assert_int_equal(st_tick(f->st), 0);
+	get_stats(f, &s);
+	assert_true(s.regions_used <= 1);
+	for (i = 0; i < n; i++)
+		assert_int_equal(insert(f, 20000 + i, 0, 0, len), 0);
+	get_stats(f, &s);
+	assert_true(s.regions_used <= 1);
+	assert_int_equal(check(f->st, 20000 + n - 1, 0, 0, len), 1);
+
+	/* lowered: the store grows back to its capacity */
+	st_set_reserve(f->st, 0);
+	assert_true(st_room(f->st) >= 7ull * RSIZE);
+	for (i = 0; i < 2 * n; i++)
+		assert_int_equal(insert(f, 30000 + i, 0, 0, len), 0);
+	get_stats(f, &s);
+	assert_int_equal(s.regions_used, 8);
+	assert_true(data_on_disk(f) >= 8ull * RSIZE);
+}
+
 /* capacity 0: 90% of the free space for a new store, then as recorded */
 static void test_default_capacity(void **state)
 {
@@ -2225,6 +2317,7 @@ int main(void)
 		T(test_size_helper),
 		T(test_default_capacity),
 		T(test_shrink),
+		T(test_reserve),
 		T(test_full_fs),
 		T(test_threads),
 	};
