@@ -98,6 +98,7 @@ struct hotfs_opts {
 	 * file may still turn it off */
 	bool passthrough_on;
 	const char *passthrough_why;
+	bool passthrough_checked;	/* the cachedir is Btrfs: auto's */
 	char *scrub_rate_str;	/* -o scrub_rate=RATE */
 	uint64_t scrub_rate;	/* bytes/s, 0: none; UINT64_MAX: as the
 				 * cachedir's filesystem wants */

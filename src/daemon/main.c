@@ -242,6 +242,7 @@ static void ask_passthrough(struct hotfs_opts *o)
 
 	o->passthrough_on = pt_decide(o->passthrough, &env,
 				      &o->passthrough_why);
+	o->passthrough_checked = env.checked;
 	if (o->scrub_rate == UINT64_MAX)
 		o->scrub_rate = HOTFS_SCRUB_RATE_DEFAULT;
 }

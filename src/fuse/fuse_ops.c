@@ -45,7 +45,9 @@ static void set_read_ahead(struct hotfs *fs)
 }
 
 /* Passthrough (hotfs/passthrough.h), if pt_decide asked for it, the
- * copies are there and the kernel offers it; said once in the log. */
+ * copies are there and the kernel offers it; said once in the log where
+ * it is on, or asked for (on, or auto on Btrfs) and off; the stats say
+ * it always. */
 static void init_passthrough(struct hotfs *fs, struct fuse_conn_info *conn)
 {
 	struct hotfs_cache *c = fs_cache(fs);
@@ -72,7 +74,9 @@ static void init_passthrough(struct hotfs *fs, struct fuse_conn_info *conn)
 #endif
 	atomic_store(&fs->passthrough, on);
 	atomic_store(&fs->pt_why, why ? why : "off");
-	if (fs->o->passthrough != HOTFS_PT_OFF)
+	if (on || fs->o->passthrough == HOTFS_PT_ON ||
+	    (fs->o->passthrough == HOTFS_PT_AUTO &&
+	     fs->o->passthrough_checked))
 		hotfs_log(on ? LOG_INFO : LOG_NOTICE, "passthrough: %s\n",
 			  why ? why : "off");
 }

@@ -422,12 +422,22 @@ static void test_from_blocks(void **state)
 }
 
 /* An open at another stamp removes the copy; so does fc_drop. */
+/* keep_records: every file's records stay beside its copy (as a pinned
+ * file's do), for the tests that make a file's copy more than once */
+static bool keep_all(void *arg, const struct hotfs_key *key)
+{
+	(void)arg;
+	(void)key;
+	return true;
+}
+
 static void test_stale_and_drop(void **state)
 {
 	struct fx *f = *state;
 	struct hotfs_key k = key_of(1);
 	struct fc_stats s;
 
+	f->fp.keep_records = keep_all;
 	open_store(f);
 	insert_whole(f, 1, 0, FSIZE);
 	open_copies(f, true);
@@ -467,6 +477,7 @@ static void test_max_bytes_coldest(void **state)
 	int fd;
 
 	f->fp.max_bytes = 2 * FSIZE + 1000;
+	f->fp.keep_records = keep_all;
 	open_store(f);
 	insert_whole(f, 1, 0, FSIZE);
 	insert_whole(f, 2, 0, FSIZE);
@@ -692,6 +703,50 @@ static void test_queued_while_made(void **state)
 	assert_int_equal(files_in(f, NULL, NULL), 2);
 }
 
+/* Once the copy is made the store lets the file's records go (counted
+ * as ST_INVAL_COPIED), unless keep_records keeps them; the other files'
+ * stay. */
+static bool keep_two(void *arg, const struct hotfs_key *key)
+{
+	(void)arg;
+	return key->ino == 2;
+}
+
+static void test_records_let_go(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_key k1 = key_of(1), k2 = key_of(2), k3 = key_of(3);
+	struct hotfs_stamp s1 = stamp_of(1, 0, FSIZE), s2 = stamp_of(2, 0, FSIZE),
+			   s3 = stamp_of(3, 0, FSIZE);
+	struct hotfs_store_stats ss;
+	uint64_t bytes, recs;
+	int fd;
+
+	f->fp.keep_records = keep_two;
+	open_store(f);
+	insert_whole(f, 1, 0, FSIZE);
+	insert_whole(f, 2, 0, FSIZE);
+	insert_whole(f, 3, 0, FSIZE);
+	open_copies(f, true);
+	make_copy(f, 1, 0, FSIZE);
+	make_copy(f, 2, 0, FSIZE);
+	assert_int_equal(st_file_cached(f->st, &k1, &s1, 0, NEXT, &bytes,
+					&recs), 0);
+	assert_int_equal(recs, 0);
+	assert_int_equal(st_file_cached(f->st, &k2, &s2, 0, NEXT, &bytes,
+					&recs), 0);
+	assert_int_equal(bytes, FSIZE);
+	assert_int_equal(st_file_cached(f->st, &k3, &s3, 0, NEXT, &bytes,
+					&recs), 0);
+	assert_int_equal(bytes, FSIZE);
+	st_get_stats(f->st, &ss);
+	assert_int_equal(ss.invalidations[ST_INVAL_COPIED], NEXT);
+	/* the copy serves the file's bytes all the same */
+	fd = get(f, 1, 0, FSIZE, false);
+	check_fd(fd, 1, 0, FSIZE);
+	close(fd);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -704,6 +759,7 @@ int main(void)
 		T(test_reopen),
 		T(test_scrub),
 		T(test_queued_while_made),
+		T(test_records_let_go),
 	};
 #undef T
 	hotfs_log_level = LOG_CRIT;	/* the scrub's warning stays quiet */
