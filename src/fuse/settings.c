@@ -183,7 +183,8 @@ char *fs_opts_summary(struct hotfs *fs)
 		     "promote_rate=%llu,write_budget=%llu,read_ahead=%llu,"
 		     "writemode=%s,%s"
 		     "revalidate=%s,attr_timeout=%g,entry_timeout=%g,"
-		     "inode_cache=%llu,ctldir=%s%s%s%s%s%s",
+		     "inode_cache=%llu,ctldir=%s,passthrough=%s,"
+		     "scrub_rate=%llu%s%s%s%s%s",
 		     o->nocache ? "nocache," : "", o->extent, o->threshold,
 		     (unsigned long long)o->seqcutoff,
 		     (unsigned long long)o->promote_rate,
@@ -195,6 +196,10 @@ char *fs_opts_summary(struct hotfs *fs)
 		     o->revalidate_str ? o->revalidate_str : "open",
 		     o->attr_timeout, o->entry_timeout,
 		     (unsigned long long)o->inode_cache, o->ctldir,
+		     o->passthrough == HOTFS_PT_ON ? "on" :
+		     o->passthrough == HOTFS_PT_OFF ? "off" : "auto",
+		     (unsigned long long)(o->scrub_rate == UINT64_MAX ? 0 :
+					  o->scrub_rate),
 		     o->allow_other ? ",allow_other" : "",
 		     /* main adds it with allow_other */
 		     o->default_permissions || o->allow_other ?
