@@ -54,6 +54,10 @@ static void init_passthrough(struct hotfs *fs, struct fuse_conn_info *conn)
 	const char *why = fs->o->passthrough_why;
 	bool on = fs->o->passthrough_on;
 
+	if (on && fs->no_open) {
+		on = false;	/* no opens to answer with a copy */
+		why = "off: revalidate=never sends no opens";
+	}
 	if (on && !(c && c->fc)) {
 		on = false;
 		why = "off: the cachedir's files/ could not be opened (the "
