@@ -25,6 +25,9 @@ struct hotfs_ioc {
 
 #define HOTFS_IOC_F_PINNED	1u
 #define HOTFS_IOC_F_NOCACHE	2u	/* mounted with -o nocache */
+/* its whole copy is in the cachedir (passthrough, hotfs/filecopy.h):
+ * every byte of the range is cached, bytes says so */
+#define HOTFS_IOC_F_COPY	4u
 
 /* Promote [off, off+len) now, regardless of the threshold. */
 #define HOTFS_IOC_WARM	_IOWR('H', 1, struct hotfs_ioc)

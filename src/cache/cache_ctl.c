@@ -51,6 +51,15 @@ static void fill_info(struct hotfs_cache *c, const struct hotfs_key *k,
 	/* the blocks of a random reader count as records too */
 	st_file_cached(c->st, k, stamp, e0, e1, &io->bytes, &io->extents);
 	io->flags = pins_has(c->pins, k) ? HOTFS_IOC_F_PINNED : 0;
+	if (c->fc && fc_has(c->fc, k, stamp)) {
+		/* the file grain holds it whole: the range's bytes */
+		uint64_t end = io->len ? io->off + io->len : stamp->size;
+
+		if (end > stamp->size || end < io->off)
+			end = stamp->size;
+		io->bytes = io->off < end ? end - io->off : 0;
+		io->flags |= HOTFS_IOC_F_COPY;
+	}
 }
 
 /* The file's key and current stamp, from the source. */

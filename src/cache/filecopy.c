@@ -351,7 +351,9 @@ static int make(struct hotfs_copies *cp, const struct fc_job *j)
 	pthread_mutex_unlock(&cp->m);
 	c = NULL;
 	err = 0;
-	/* the copy is the file's home now (see the header) */
+	/* the copy is the file's home now (see the header); let go after
+	 * it is found (fc_has), so that a read that misses them meanwhile
+	 * promotes nothing (the read path asks) */
 	if (!cp->p.keep_records ||
 	    !cp->p.keep_records(cp->p.keep_arg, &j->key))
 		st_invalidate(cp->p.st, &j->key, 0, 0, ST_INVAL_COPIED);

@@ -40,6 +40,7 @@
 #endif
 
 #include "hotfs/cache_write.h"
+#include "hotfs/filecopy.h"
 #include "hotfs/fileio.h"
 #include "hotfs/log.h"
 #include "hotfs/readpath.h"
@@ -450,6 +451,11 @@ static bool block_grain(const struct plan *p, uint64_t off)
 static bool want_promote(struct hotfs_cache *c, struct plan *p, unsigned cnt,
 			 bool counted, bool fill, bool insertable)
 {
+	/* its whole copy holds it (an open beside a passthrough one's
+	 * writer, or the open that asked for the copy): cached already,
+	 * not a refusal */
+	if (c->fc && fc_has(c->fc, &p->k, &p->stamp))
+		return false;
 	if (counted && cnt && !pol_promote(c->pol, cnt) && !fill)
 		stats_add(&c->stats, STAT_NP_THRESHOLD, 1);
 	if (!fill && (!cnt || !pol_promote(c->pol, cnt)))

@@ -131,17 +131,20 @@ static void report_file(const char *path, const struct hotfs_ioc *io)
 		jput(stdout, path);
 		printf(", \"size_bytes\": %llu, \"cached_bytes\": %llu, "
 		       "\"cached_extents\": %llu, \"extent_bytes\": %u, "
-		       "\"pinned\": %s}", (unsigned long long)io->size,
+		       "\"pinned\": %s, \"copy\": %s}",
+		       (unsigned long long)io->size,
 		       (unsigned long long)io->bytes,
 		       (unsigned long long)io->extents, io->extent,
-		       io->flags & HOTFS_IOC_F_PINNED ? "true" : "false");
+		       io->flags & HOTFS_IOC_F_PINNED ? "true" : "false",
+		       io->flags & HOTFS_IOC_F_COPY ? "true" : "false");
 		tot.any = true;
 		return;
 	}
 	human(a, sizeof(a), (double)io->bytes);
 	human(b, sizeof(b), (double)io->size);
-	printf("%s: %s of %s cached (%llu extents of %u KiB)%s\n", path, a, b,
-	       (unsigned long long)io->extents, io->extent / 1024,
+	printf("%s: %s of %s cached (%llu extents of %u KiB)%s%s\n", path, a,
+	       b, (unsigned long long)io->extents, io->extent / 1024,
+	       io->flags & HOTFS_IOC_F_COPY ? ", a whole copy" : "",
 	       io->flags & HOTFS_IOC_F_PINNED ? ", pinned" : "");
 }
 

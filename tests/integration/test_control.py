@@ -40,7 +40,7 @@ STATUS_KEYS = {
     'fuse_uring',
 }
 FILE_KEYS = {'path', 'size_bytes', 'cached_bytes', 'cached_extents',
-             'extent_bytes', 'pinned'}
+             'extent_bytes', 'pinned', 'copy'}
 TOTAL_KEYS = {'files', 'size_bytes', 'cached_bytes', 'cached_extents',
               'pinned_files'}
 INFO_KEYS = {'files', 'total', 'errors'}

@@ -11,6 +11,7 @@ is off, said once in the log and in the stats, and the tree is the same.
 """
 import concurrent.futures
 import errno
+import json
 import mmap
 import os
 import random
@@ -119,6 +120,18 @@ def test_reads_bypass_the_daemon(ws):
     copied(ws, 'big', data)
     assert stat_of(ws, 'copies') == 1 and \
         stat_of(ws, 'copy_bytes') == len(data)
+    # hotfsctl info: all of it cached, as a copy (the store lets it go
+    # once the copy is found)
+    def info():
+        return json.loads(subprocess.run(
+            [os.environ['HOTFSCTL_BIN'], 'info', '--json',
+             os.path.join(ws.mnt, 'big')], check=True,
+            stdout=subprocess.PIPE).stdout)['files'][0]
+    util.wait_for(lambda: info()['cached_extents'] == 0,
+                  "the store to let the copied file's extents go")
+    i = info()
+    assert i['copy'] is True and i['cached_bytes'] == len(data), i
+    assert stat_of(ws, 'invalidations_copied') >= len(data) // (256 << 10)
     assert files_in(ws)[0].count('-') == 6
     reqs = stat_of(ws, 'read_requests')
     opens = stat_of(ws, 'passthrough_opens')

@@ -730,6 +730,9 @@ static void test_records_let_go(void **state)
 	open_copies(f, true);
 	make_copy(f, 1, 0, FSIZE);
 	make_copy(f, 2, 0, FSIZE);
+	/* let go just after the copy is found */
+	WAIT_UNTIL(st_file_cached(f->st, &k1, &s1, 0, NEXT, &bytes,
+				  &recs) == 0 && recs == 0);
 	assert_int_equal(st_file_cached(f->st, &k1, &s1, 0, NEXT, &bytes,
 					&recs), 0);
 	assert_int_equal(recs, 0);
