@@ -31,6 +31,8 @@
 #define FC_BUCKETS	4096u
 #define FC_QUEUE	64u
 #define FC_SCRUB_CHUNK	(1u << 20)
+#define FC_FAILED	16u	/* copies given up, not asked again */
+#define FC_RETRY_S	60	/* ... for this long */
 
 struct fcopy {
 	struct hotfs_key key;
@@ -56,11 +58,26 @@ struct hotfs_copies {
 	uint64_t clock, scrub_clock;
 	struct fc_job q[FC_QUEUE];
 	unsigned nq;
+	/* the last copies given up (a piece the store did not hold after
+	 * all: its count of a file's bytes adds extents and the blocks
+	 * within them; a full disk), not queued again for the same stamp
+	 * for FC_RETRY_S (CLOCK_MONOTONIC seconds when given up) */
+	struct fc_job failed[FC_FAILED];
+	time_t failed_at[FC_FAILED];
+	unsigned nfailed;
 	bool stop, started, busy;
 	pthread_t thread;
 	struct fc_stats s;		/* copies and bytes: the table's */
 	uint64_t tmp_seq;
 };
+
+static time_t mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
 
 static unsigned bucket(const struct hotfs_key *k)
 {
@@ -365,6 +382,8 @@ out:
 	}
 	if (err) {
 		pthread_mutex_lock(&cp->m);
+		cp->failed_at[cp->nfailed % FC_FAILED] = mono_s();
+		cp->failed[cp->nfailed++ % FC_FAILED] = *j;
 		cp->s.failed++;
 		pthread_mutex_unlock(&cp->m);
 	}
@@ -574,6 +593,13 @@ static void want(struct hotfs_copies *cp, const struct hotfs_key *key,
 			   &recs) || bytes < stamp->size)
 		return;
 	pthread_mutex_lock(&cp->m);
+	for (i = 0; i < FC_FAILED && i < cp->nfailed; i++)
+		if (key_eq(&cp->failed[i].key, key) &&
+		    stamp_eq(&cp->failed[i].stamp, stamp) &&
+		    mono_s() - cp->failed_at[i] < FC_RETRY_S) {
+			pthread_mutex_unlock(&cp->m);
+			return;
+		}
 	for (i = 0; i < cp->nq; i++)
 		if (key_eq(&cp->q[i].key, key))
 			break;

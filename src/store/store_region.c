@@ -924,6 +924,7 @@ bool __st_has_room(struct hotfs_store *st)
 static int trim_to_reserve(struct hotfs_store *st)
 {
 	uint32_t allowed = st_regions_allowed(st), n = regions_allocated(st), r;
+	bool evicted = false;
 	int err;
 
 	for (r = 0; r < st->nregions && n > allowed; r++) {
@@ -943,8 +944,13 @@ static int trim_to_reserve(struct hotfs_store *st)
 		err = __st_evict_region(st, r, false, true);
 		if (err)
 			return err;
+		evicted = true;
 		n = regions_allocated(st);
 	}
+	/* the space went to the reserve, not back to the store: it has no
+	 * room an insert has not used (st_filling), as before */
+	if (evicted)
+		atomic_store(&st->full, true);
 	return 0;
 }
 

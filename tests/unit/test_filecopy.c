@@ -750,6 +750,49 @@ static void test_records_let_go(void **state)
 	close(fd);
 }
 
+/* A file that looks whole to the store's count (the blocks within an
+ * extent counted beside it) but misses a piece: the copy is given up
+ * once, and not asked again for that stamp meanwhile. */
+static void test_failed_not_retried(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_key k = key_of(7), k8 = key_of(8);
+	struct hotfs_stamp st7 = stamp_of(7, 0, FSIZE);
+	uint8_t *buf = file_bytes(7, 0, FSIZE);
+	uint64_t bytes, recs;
+	struct fc_stats s;
+	uint32_t b;
+
+	f->fp.keep_records = keep_all;	/* 8 is copied twice */
+	open_store(f);
+	/* every extent but the tail (5000 bytes), and extent 0's first
+	 * two blocks again as block records: counted 3,192 bytes over */
+	insert_file(f, 7, 0, FSIZE, 0, 1ull << (NEXT - 1), UINT64_MAX);
+	for (b = 0; b < 2; b++)
+		assert_int_equal(st_insert(f->st, &k, ST_REC_BLOCK | b, &st7,
+					   buf + b * ST_BLOCK, ST_BLOCK), 0);
+	free(buf);
+	assert_int_equal(st_file_cached(f->st, &k, &st7, 0, NEXT, &bytes,
+					&recs), 0);
+	assert_true(bytes >= FSIZE);
+	insert_whole(f, 8, 0, FSIZE);
+	open_copies(f, true);
+
+	assert_int_equal(get(f, 7, 0, FSIZE, true), -ENOENT);
+	make_copy(f, 8, 0, FSIZE);	/* after 7's job, in order */
+	s = stats(f);
+	assert_int_equal(s.failed, 1);
+	assert_false(has(f, 7, 0, FSIZE));
+	/* asked again: nothing queued (8's stale copy and a new job for
+	 * another file show the queue moved on) */
+	assert_int_equal(get(f, 7, 0, FSIZE, true), -ENOENT);
+	assert_int_equal(fc_drop(f->cp, &k8), 1);
+	make_copy(f, 8, 0, FSIZE);
+	s = stats(f);
+	assert_int_equal(s.failed, 1);
+	assert_int_equal(files_in(f, NULL, NULL), 1);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -763,6 +806,7 @@ int main(void)
 		T(test_scrub),
 		T(test_queued_while_made),
 		T(test_records_let_go),
+		T(test_failed_not_retried),
 	};
 #undef T
 	hotfs_log_level = LOG_CRIT;	/* the scrub's warning stays quiet */
