@@ -36,7 +36,8 @@
  *
  * The scrub (the copier, while it has nothing to copy):
  * each copy's bytes re-read from the disk (O_DIRECT) and hashed again,
- * at most rate bytes a second; a copy that fails is removed and counted.
+ * at most rate bytes a second and each copy at most once an interval;
+ * a copy that fails (its hash, or EIO) is removed and counted.
  *
  * Threads: every function may be called from any thread; one lock (a
  * leaf: no other lock is taken under it, and no I/O runs under it but the
@@ -64,6 +65,10 @@ struct fc_params {
 	uint64_t max_bytes;	/* copies use at most this much */
 	uint64_t min_size;	/* smaller files get no copy */
 	uint64_t scrub_rate;	/* bytes a second; 0: no scrub */
+	/* a copy is checked again at most this often (seconds; 0: as
+	 * fast as the rate goes); one made in this run counts as checked
+	 * when made, one found at open as never */
+	unsigned scrub_interval;
 	bool forget;		/* remove every copy found at open */
 	/* keep the store's records of a copied file (a pinned one)? */
 	bool (*keep_records)(void *arg, const struct hotfs_key *key);

@@ -31,8 +31,10 @@ enum hotfs_passthrough {
 	HOTFS_PT_OFF,
 };
 
-/* The scrub's rate where it runs and the user set none: bytes/s. */
+/* The scrub's rate where it runs and the user set none: bytes/s; each
+ * copy checked at most once this often (seconds). */
 #define HOTFS_SCRUB_RATE_DEFAULT	(16ull << 20)
+#define HOTFS_SCRUB_INTERVAL_S		3600u
 
 /* What the decision looks at. */
 struct pt_env {

@@ -229,6 +229,7 @@ static void open_copies(struct hotfs_cache *c, const struct hotfs_opts *o,
 	fp.max_bytes = ss.capacity / 2;
 	fp.min_size = FC_MIN_SIZE;
 	fp.scrub_rate = o->scrub_rate;
+	fp.scrub_interval = HOTFS_SCRUB_INTERVAL_S;
 	fp.forget = forget;
 	fp.keep_records = pinned;
 	fp.keep_arg = c;

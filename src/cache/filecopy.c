@@ -40,6 +40,8 @@ struct fcopy {
 	uint64_t hash;
 	uint64_t last;		/* the open clock at its last open */
 	uint64_t scrubbed;	/* the scrub clock when last checked */
+	time_t checked;		/* CLOCK_MONOTONIC s: made or last checked
+				 * (0: found at open, never in this run) */
 	char name[FC_NAME_LEN + 1];
 	struct fcopy *next;	/* bucket chain */
 };
@@ -362,6 +364,7 @@ static int make(struct hotfs_copies *cp, const struct fc_job *j)
 	pthread_mutex_lock(&cp->m);
 	c->last = ++cp->clock;
 	c->scrubbed = cp->scrub_clock;
+	c->checked = mono_s();	/* from the store's checked records */
 	insert(cp, c);
 	cp->s.made++;
 	cp->s.made_bytes += size;
@@ -393,23 +396,48 @@ out:
 	return err;
 }
 
-/* The next copy to scrub: the one checked longest ago; its name and
- * hash copied out.  Under m; false if none. */
-static bool scrub_pick(struct hotfs_copies *cp, char *name, uint64_t *hash)
+/* The next copy to scrub: the one checked longest ago, if it is due;
+ * its name and hash copied out.  Under m; false if none is (*wait: the
+ * seconds until one is, 0: there is none). */
+static bool scrub_pick(struct hotfs_copies *cp, char *name, uint64_t *hash,
+		       time_t *wait)
 {
 	struct fcopy *best = NULL, *c;
+	time_t now = mono_s();
 	unsigned i;
 
+	*wait = 0;
 	for (i = 0; i < FC_BUCKETS; i++)
 		for (c = cp->b[i]; c; c = c->next)
-			if (!best || c->scrubbed < best->scrubbed)
+			if (!best || c->checked < best->checked ||
+			    (c->checked == best->checked &&
+			     c->scrubbed < best->scrubbed))
 				best = c;
 	if (!best)
 		return false;
+	if (cp->p.scrub_interval && best->checked &&
+	    now - best->checked < (time_t)cp->p.scrub_interval) {
+		*wait = (time_t)cp->p.scrub_interval - (now - best->checked);
+		return false;
+	}
 	best->scrubbed = ++cp->scrub_clock;
+	best->checked = now;
 	memcpy(name, best->name, sizeof(best->name));
 	*hash = best->hash;
 	return true;
+}
+
+/* Under m: the copy named name, if it is still in the table, counts as
+ * never checked (its check was cut short). */
+static void unchecked(struct hotfs_copies *cp, const char *name)
+{
+	struct fcopy probe, **pp;
+
+	if (!parse_name(name, &probe))
+		return;
+	pp = find(cp, &probe.key);
+	if (*pp && !strcmp((*pp)->name, name))
+		(*pp)->checked = 0;
 }
 
 /* Under m: remove the copy named name, if it is still in the table. */
@@ -434,10 +462,20 @@ static void scrub_one(struct hotfs_copies *cp)
 	XXH3_state_t *hs;
 	void *buf = NULL;
 	bool bad = false;
+	time_t wait;
 	int fd;
 
-	if (!scrub_pick(cp, name, &hash))
+	if (!scrub_pick(cp, name, &hash, &wait)) {
+		struct timespec ts;
+
+		/* none due: until one is, a new job, or the stop */
+		if (wait && !cp->nq && !cp->stop) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += wait;
+			pthread_cond_timedwait(&cp->cv, &cp->m, &ts);
+		}
 		return;
+	}
 	pthread_mutex_unlock(&cp->m);
 	hs = XXH3_createState();
 	fd = openat(cp->fd, name, O_RDONLY | O_DIRECT | O_CLOEXEC |
@@ -492,7 +530,8 @@ static void scrub_one(struct hotfs_copies *cp)
 		if (!cp->stop && !cp->nq)
 			pthread_cond_timedwait(&cp->cv, &cp->m, &ts);
 		if (cp->stop || cp->nq) {
-			/* copies first; this one is checked again later */
+			/* copies first; this one is checked again next */
+			unchecked(cp, name);
 			pthread_mutex_unlock(&cp->m);
 			goto out;
 		}
