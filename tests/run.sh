@@ -1,14 +1,15 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Run every test of hotfs: unit tests (cmocka) and integration tests that
-# mount a real hotfs (pytest), first in a normal build (the system's
-# libfuse, 3.14 on bookworm), followed by the
-# benchmark harness's smoke run against that build's daemon, a build without
-# io_uring and one against libfuse 3.18; then the tests
-# again in a build with AddressSanitizer and UndefinedBehaviorSanitizer
-# against libfuse 3.18, with FUSE over io_uring where the kernel has it
-# (so that the whole suite runs against both libfuses, and through the
-# queues);
+# mount a real hotfs (pytest), first in a normal build (the default:
+# libfuse 3.18, bundled where the system's is older, as on bookworm),
+# with FUSE over io_uring where the kernel has it, followed by the
+# benchmark harness's smoke run against that build's daemon (passthrough's
+# benchmarks too), a build without io_uring and one against the system's
+# libfuse (3.14 on bookworm); then the tests again in a build with
+# AddressSanitizer and UndefinedBehaviorSanitizer against the system's
+# libfuse (so that the whole suite runs against both libfuses, the first
+# through the queues);
 # then the concurrency and crash tests under ThreadSanitizer (against
 # each libfuse, the second through the queues), and a short
 # run of the libFuzzer targets.
@@ -106,45 +107,6 @@ demo() {
 	return "$rc"
 }
 
-stage "normal build"
-run_suite build-test
-stage "benchmark smoke run (contrib/bench/run.sh --smoke)"
-bench_smoke
-stage "the demo (contrib/demo.sh)"
-demo
-if [ $quick = 0 ]; then
-	# without liburing: it must build, and cached reads go through pread
-	stage "build without io_uring (-Dio_uring=disabled)"
-	if [ ! -f build-nouring/build.ninja ]; then
-		meson setup build-nouring -Dwerror=true -Dio_uring=disabled \
-			>/dev/null
-	fi
-	ninja -C build-nouring >/dev/null
-	checked_test -C build-nouring --print-errorlogs --num-processes 2 \
-		--suite unit
-	checked_test -C build-nouring --print-errorlogs integration.readpath \
-		integration.cache
-	# against libfuse 3.18, built statically from Debian's fuse3 source
-	# (contrib/libfuse/fetch.sh; README): it must build, and the daemon
-	# behave the same (the whole suite runs against the system's 3.14)
-	stage "libfuse 3.18 build (-Dlibfuse=bundled)"
-	if [ ! -f build-fuse318/build.ninja ]; then
-		meson setup build-fuse318 -Dwerror=true -Dlibfuse=bundled \
-			>/dev/null
-	fi
-	ninja -C build-fuse318 >/dev/null
-	v=$(build-fuse318/hotfs --version | sed -n 's/^libfuse version //p')
-	if ! dpkg --compare-versions "${v:-0}" ge 3.18; then
-		echo "FAILED: build-fuse318/hotfs runs libfuse '$v', not >= 3.18"
-		exit 1
-	fi
-	checked_test -C build-fuse318 --print-errorlogs --num-processes 2 \
-		--suite unit
-	checked_test -C build-fuse318 --print-errorlogs integration.mount \
-		integration.noopen integration.fuseuring integration.copies
-	# passthrough's benchmarks at smoke size: the copy made, measured
-	bench_smoke build-fuse318 whole wholedirect
-fi
 # The sanitizer builds' stages run the long loops shorter (each step
 # costs them several times as much; the normal build runs them whole):
 # fsx runs of 5,000 operations instead of 20,000, 30 power-loss states
@@ -155,7 +117,7 @@ sanitizer_loops() {
 	HOTFS_SLOW_SOURCE_SECS=10 HOTFS_LOAD_SECS=10 "$@"
 }
 # The kernel's switch for FUSE over io_uring, which hotfs never sets
-# itself: set for the stage that runs the suite through the queues, and
+# itself: set for the stages that run the suite through the queues, and
 # put back as it was when the stage ends, also when it fails.
 URING_PARAM=/sys/module/fuse/parameters/enable_uring
 uring_was=
@@ -174,16 +136,56 @@ uring_on() {
 	trap uring_restore EXIT
 	echo Y > "$URING_PARAM"
 }
+
+# the default build: libfuse 3.18 (bundled on bookworm), with the
+# kernel's switch on: fuse_uring=auto takes the queues
+stage "normal build (libfuse 3.18), FUSE over io_uring"
+uring_on
+run_suite build-test
+uring_restore
+v=$(build-test/hotfs --version | sed -n 's/^libfuse version //p')
+if ! dpkg --compare-versions "${v:-0}" ge 3.18; then
+	echo "FAILED: build-test/hotfs runs libfuse '$v', not >= 3.18"
+	exit 1
+fi
+stage "benchmark smoke run (contrib/bench/run.sh --smoke)"
+bench_smoke
+# passthrough's benchmarks at smoke size: the copy made, measured
+bench_smoke build-test whole wholedirect
+stage "the demo (contrib/demo.sh)"
+demo
 if [ $quick = 0 ]; then
-	# against libfuse 3.18 (as the stage above builds it), with the
-	# kernel's switch on: fuse_uring=auto takes the queues
-	stage "ASan + UBSan build, libfuse 3.18, FUSE over io_uring"
-	uring_on
+	# without liburing: it must build, and cached reads go through pread
+	stage "build without io_uring (-Dio_uring=disabled)"
+	if [ ! -f build-nouring/build.ninja ]; then
+		meson setup build-nouring -Dwerror=true -Dio_uring=disabled \
+			>/dev/null
+	fi
+	ninja -C build-nouring >/dev/null
+	checked_test -C build-nouring --print-errorlogs --num-processes 2 \
+		--suite unit
+	checked_test -C build-nouring --print-errorlogs integration.readpath \
+		integration.cache
+	# against the system's libfuse (3.14 on bookworm: no passthrough, no
+	# FUSE over io_uring): it must build, and the daemon behave the
+	# same (the whole suite runs against it in the ASan stage)
+	stage "build against the system's libfuse (-Dlibfuse=system)"
+	if [ ! -f build-sys/build.ninja ]; then
+		meson setup build-sys -Dwerror=true -Dlibfuse=system >/dev/null
+	fi
+	ninja -C build-sys >/dev/null
+	checked_test -C build-sys --print-errorlogs --num-processes 2 \
+		--suite unit
+	checked_test -C build-sys --print-errorlogs integration.mount \
+		integration.noopen integration.fuseuring integration.copies
+fi
+if [ $quick = 0 ]; then
+	# against the system's libfuse (as the stage above builds it)
+	stage "ASan + UBSan build, the system's libfuse"
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	sanitizer_loops run_suite build-asan318 -Db_sanitize=address,undefined \
-		-Db_lundef=false -Dlibfuse=bundled
-	uring_restore
+	sanitizer_loops run_suite build-asan -Db_sanitize=address,undefined \
+		-Db_lundef=false -Dlibfuse=system
 fi
 if [ $quick = 0 ]; then
 	# the concurrency, crash and fault tests, the policy's thread test and
@@ -193,7 +195,7 @@ if [ $quick = 0 ]; then
 	stage "ThreadSanitizer: concurrency, crash and read-path tests"
 	if [ ! -f build-tsan/build.ninja ]; then
 		meson setup build-tsan -Dwerror=true -Db_sanitize=thread \
-			-Db_lundef=false \
+			-Db_lundef=false -Dlibfuse=system \
 			>/dev/null
 	fi
 	ninja -C build-tsan >/dev/null
@@ -240,6 +242,7 @@ if [ $quick = 0 ] && command -v clang >/dev/null; then
 	stage "fuzzing (clang, libFuzzer)"
 	if [ ! -f build-fuzz/build.ninja ]; then
 		CC=clang meson setup build-fuzz -Dwerror=true -Dfuzz=true \
+			-Dlibfuse=system \
 			>/dev/null
 	fi
 	ninja -C build-fuzz >/dev/null
