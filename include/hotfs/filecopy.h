@@ -54,8 +54,10 @@
 struct hotfs_store;
 struct hotfs_copies;
 
-/* Smaller files get no copy: read through the daemon, a small cached
- * file costs one read request, and a copy would double its room. */
+/* Smaller files get no copy by default (passthrough_min=): read
+ * through the daemon, a small cached file costs one read request, while
+ * a passthrough open costs the copy's open and the backing id's two
+ * ioctls, and the copier a file and two syncs. */
 #define FC_MIN_SIZE	(1ull << 20)
 
 struct fc_params {

@@ -99,6 +99,8 @@ struct hotfs_opts {
 	bool passthrough_on;
 	const char *passthrough_why;
 	bool passthrough_checked;	/* the cachedir is Btrfs: auto's */
+	char *passthrough_min_str;	/* -o passthrough_min=SIZE */
+	uint64_t passthrough_min;	/* smaller files get no copy */
 	char *scrub_rate_str;	/* -o scrub_rate=RATE */
 	uint64_t scrub_rate;	/* bytes/s, 0: none; UINT64_MAX: as the
 				 * cachedir's filesystem wants */

@@ -227,7 +227,7 @@ static void open_copies(struct hotfs_cache *c, const struct hotfs_opts *o,
 	fp.st = c->st;
 	fp.extent = c->extent;
 	fp.max_bytes = ss.capacity / 2;
-	fp.min_size = FC_MIN_SIZE;
+	fp.min_size = o->passthrough_min ? o->passthrough_min : 1;
 	fp.scrub_rate = o->scrub_rate;
 	fp.scrub_interval = HOTFS_SCRUB_INTERVAL_S;
 	fp.forget = forget;

@@ -28,6 +28,7 @@
 #include "hotfs/ctl_keys.h"
 #include "hotfs/textfmt.h"
 #include "hotfs/mountinfo.h"
+#include "hotfs/filecopy.h"
 #include "hotfs/opts.h"
 #include "hotfs/policy.h"
 
@@ -73,6 +74,7 @@ static const struct fuse_opt opt_table[] = {
 	HOTFS_OPT("fuse_uring", fuse_uring_flag, 1),
 	HOTFS_OPT("passthrough=%s", passthrough_str, 0),
 	HOTFS_OPT("scrub_rate=%s", scrub_rate_str, 0),
+	HOTFS_OPT("passthrough_min=%s", passthrough_min_str, 0),
 	FUSE_OPT_KEY("rw", KEY_DISCARD),
 	FUSE_OPT_KEY("defaults", KEY_DISCARD),
 	FUSE_OPT_KEY("auto", KEY_DISCARD),
@@ -366,6 +368,15 @@ static int parse_passthrough(struct hotfs_opts *o, char *err, size_t errlen)
 
 	o->passthrough = HOTFS_PT_AUTO;
 	o->scrub_rate = UINT64_MAX;
+	o->passthrough_min = FC_MIN_SIZE;
+	if (o->passthrough_min_str &&
+	    opt_parse_size(o->passthrough_min_str, &o->passthrough_min,
+			   NULL) < 0) {
+		seterr(err, errlen, "invalid passthrough_min '%s': expected a "
+		       "size (e.g. 64K, 0 = every file)",
+		       o->passthrough_min_str);
+		return -EINVAL;
+	}
 	if (o->scrub_rate_str &&
 	    opt_parse_size(o->scrub_rate_str, &o->scrub_rate, NULL) < 0) {
 		seterr(err, errlen, "invalid scrub_rate '%s': expected bytes "
@@ -950,6 +961,7 @@ void opt_free(struct hotfs_opts *o)
 	free(o->fuse_uring_str);
 	free(o->passthrough_str);
 	free(o->scrub_rate_str);
+	free(o->passthrough_min_str);
 	free(o->revalidate_str);
 	free(o->snapshot_interval_str);
 	free(o->attr_timeout_str);

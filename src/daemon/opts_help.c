@@ -58,5 +58,6 @@ void opt_help(void)
 "    -o passthrough=WHEN    reads of wholly cached files by the kernel from\n"
 "                           a copy, without the daemon: on, off, or auto\n"
 "                           (auto: where the cachedir is Btrfs)\n"
+"    -o passthrough_min=SIZE  smaller files get no copy (1M)\n"
 "    -o scrub_rate=RATE     copies re-checked at most RATE bytes/s (16M)\n");
 }

@@ -184,7 +184,7 @@ char *fs_opts_summary(struct hotfs *fs)
 		     "writemode=%s,%s"
 		     "revalidate=%s,attr_timeout=%g,entry_timeout=%g,"
 		     "inode_cache=%llu,ctldir=%s,passthrough=%s,"
-		     "scrub_rate=%llu%s%s%s%s%s",
+		     "passthrough_min=%llu,scrub_rate=%llu%s%s%s%s%s",
 		     o->nocache ? "nocache," : "", o->extent, o->threshold,
 		     (unsigned long long)o->seqcutoff,
 		     (unsigned long long)o->promote_rate,
@@ -198,6 +198,7 @@ char *fs_opts_summary(struct hotfs *fs)
 		     (unsigned long long)o->inode_cache, o->ctldir,
 		     o->passthrough == HOTFS_PT_ON ? "on" :
 		     o->passthrough == HOTFS_PT_OFF ? "off" : "auto",
+		     (unsigned long long)o->passthrough_min,
 		     (unsigned long long)(o->scrub_rate == UINT64_MAX ? 0 :
 					  o->scrub_rate),
 		     o->allow_other ? ",allow_other" : "",

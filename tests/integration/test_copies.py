@@ -526,3 +526,18 @@ def test_off_removes_copies(ws):
     ws.start(opts='cachesize=256M,threshold=1,passthrough=off')
     assert not os.path.exists(os.path.join(ws.cache, 'files'))
     assert util.read_cold(os.path.join(ws.mnt, 'o')) == data
+
+
+@needs_pt
+def test_small_files_with_passthrough_min(ws):
+    """passthrough_min=0: small files get copies too (each its own), and
+    read the same; the default leaves a 100 KB file to the daemon."""
+    small = {'s%d' % i: put(ws, 's%d' % i, 100000 + i, 30 + i)
+             for i in range(5)}
+    ws.start(opts=OPTS + ',passthrough_min=0')
+    for n, d in small.items():
+        copied(ws, n, d)
+    assert stat_of(ws, 'copies') == 5 and len(files_in(ws)) == 5
+    assert 'passthrough_min=0' in stat_of(ws, 'options')
+    for n, d in small.items():
+        assert util.read_cold(os.path.join(ws.mnt, n)) == d
