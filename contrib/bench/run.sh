@@ -119,8 +119,10 @@
 #                             writemode=writethrough, cachedir on the SSD
 #                             (fiomix only)
 #   hotfs-pt@hdd              hotfs -o passthrough=on (whole and
-#                             wholedirect): needs a hotfs built against
-#                             libfuse >= 3.17 (HOTFS_BIN)
+#                             wholedirect; gitgrep and gitstatus with
+#                             BENCH_PASSTHROUGH=1), and BENCH_PT_OPTS
+#                             (passthrough_min=0: small files too): needs a
+#                             hotfs built against libfuse >= 3.17
 #   hotfs-uring@hdd           hotfs -o fuse_uring=on (FUSE over io_uring),
 #                             with BENCH_FUSE_URING=1 only, in gitgrep,
 #                             gitstatus, directrand, directjobs and untar: needs a
@@ -365,6 +367,8 @@ bench_can_throttle "$work" || skip "$BENCH_WHY"
 ALL_TARGETS=(hdd ssd hotfs-nocache@hdd hotfs@hdd hotfs-nocache@ssd hotfs@ssd)
 URING_TARGETS=()
 [ "${BENCH_FUSE_URING:-0}" = 0 ] || URING_TARGETS=(hotfs-uring@hdd)
+PT_TARGETS=()
+[ "${BENCH_PASSTHROUGH:-0}" = 0 ] || PT_TARGETS=(hotfs-pt@hdd)
 META_TARGETS=(hdd ssd hotfs-nocache@hdd hotfs@hdd hotfs-never@hdd
 	      hotfs-nocache@ssd)
 
@@ -384,7 +388,7 @@ targets_for()
 	wbsync) list=(hdd ssd hotfs-nocache@hdd hotfs-nocache@ssd hotfs-wb@hdd) ;;
 	fiowb-*) list=(hotfs-wb@hdd) ;;
 	fiomix-*) list=(hdd ssd hotfs-wa@hdd hotfs-wt@hdd) ;;
-	gitgrep|gitstatus) list=("${META_TARGETS[@]}" "${URING_TARGETS[@]}") ;;
+	gitgrep|gitstatus) list=("${META_TARGETS[@]}" "${URING_TARGETS[@]}" "${PT_TARGETS[@]}") ;;
 	directrand|directjobs|untar) list=(hdd ssd hotfs@hdd "${URING_TARGETS[@]}") ;;
 	whole|wholedirect) list=(hdd ssd hotfs@hdd hotfs-pt@hdd "${URING_TARGETS[@]}") ;;
 	meta-*) list=("${ALL_TARGETS[@]}" hotfs-never@hdd) ;;
@@ -455,7 +459,7 @@ mount_target()
 	hotfs-wa@*) opts=cachedir=$cache,writemode=writearound$(wl_hotfs_opts "$wl") ;;
 	hotfs-wt@*) opts=cachedir=$cache,writemode=writethrough$(wl_hotfs_opts "$wl") ;;
 	hotfs-uring@*) opts=cachedir=$cache,fuse_uring=on$(wl_hotfs_opts "$wl") ;;
-	hotfs-pt@*) opts=cachedir=$cache,passthrough=on$(wl_hotfs_opts "$wl") ;;
+	hotfs-pt@*) opts=cachedir=$cache,passthrough=on${BENCH_PT_OPTS:+,$BENCH_PT_OPTS}$(wl_hotfs_opts "$wl") ;;
 	*) opts=cachedir=$cache$(wl_hotfs_opts "$wl")
 	   # beside hotfs-uring@hdd: through /dev/fuse, whatever auto says
 	   [ "${BENCH_FUSE_URING:-0}" = 0 ] || opts+=,fuse_uring=off ;;
