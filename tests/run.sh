@@ -177,7 +177,8 @@ if [ $quick = 0 ]; then
 	checked_test -C build-sys --print-errorlogs --num-processes 2 \
 		--suite unit
 	checked_test -C build-sys --print-errorlogs integration.mount \
-		integration.noopen integration.fuseuring integration.copies
+		integration.noopen integration.fuseuring integration.copies \
+		integration.copies.alone
 fi
 if [ $quick = 0 ]; then
 	# against the system's libfuse (as the stage above builds it)
@@ -232,7 +233,8 @@ if [ $quick = 0 ]; then
 	uring_on
 	sanitizer_loops checked_test -C build-tsan318 --print-errorlogs \
 		--num-processes 2 "${tsan_integration[@]}" \
-		integration.fuseuring integration.copies
+		integration.fuseuring integration.copies \
+		integration.copies.alone
 	uring_restore
 	unset TSAN_OPTIONS
 fi

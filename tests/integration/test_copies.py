@@ -234,17 +234,17 @@ def test_change_behind_the_mount(ws):
     ws.start(opts=OPTS)
     copied(ws, 'c', data)
     path = os.path.join(ws.mnt, 'c')
-    r = open(path, 'rb')
-    new = put(ws, 'c', 3 * MiB, 7)
-    assert util.read_cold(path) == new
-    assert r.read() == data
-    r.close()
+    with open(path, 'rb') as r:
+        new = put(ws, 'c', 3 * MiB, 7)
+        assert util.read_cold(path) == new
+        assert r.read() == data
     # the old copy is gone, a new one made for the new bytes
     copied(ws, 'c', new)
     assert len(files_in(ws)) == 1
 
 
 @needs_pt
+@pytest.mark.drops_caches
 def test_evicted_copy_held_open(ws):
     """hotfsctl evict removes the copy (and its file) while a reader holds
     it: the reader reads on, the next opens read the file's bytes."""
@@ -252,19 +252,19 @@ def test_evicted_copy_held_open(ws):
     ws.start(opts=OPTS)
     copied(ws, 'e', data)
     path = os.path.join(ws.mnt, 'e')
-    r = open(path, 'rb')
-    assert r.read(MiB) == data[:MiB]
-    subprocess.run([os.environ['HOTFSCTL_BIN'], 'evict', path], check=True,
-                   stdout=subprocess.DEVNULL)
-    assert stat_of(ws, 'copies') == 0 and files_in(ws) == []
-    util.drop_caches()
-    assert r.read() == data[MiB:]
-    assert util.read_cold(path) == data
-    r.close()
+    with open(path, 'rb') as r:
+        assert r.read(MiB) == data[:MiB]
+        subprocess.run([os.environ['HOTFSCTL_BIN'], 'evict', path],
+                       check=True, stdout=subprocess.DEVNULL)
+        assert stat_of(ws, 'copies') == 0 and files_in(ws) == []
+        util.drop_caches()
+        assert r.read() == data[MiB:]
+        assert util.read_cold(path) == data
     assert util.read_cold(path) == data
 
 
 @needs_pt
+@pytest.mark.drops_caches
 def test_corrupt_copy_ext4(ws):
     """A copy damaged on the disk (ext4 keeps no checksums): a reader can
     get the damaged bytes until the scrub finds it, which then removes
@@ -315,6 +315,7 @@ def btrfs(ws):
 
 
 @needs_pt
+@pytest.mark.drops_caches
 def test_corrupt_copy_btrfs(ws, btrfs):
     """On Btrfs (auto's choice) a damaged block of a copy reads EIO,
     never other bytes; the scrub removes the copy and the next opens
@@ -385,11 +386,10 @@ def test_kill9_with_passthrough_open(ws):
     data = put(ws, 'k', 6 * MiB, 11)
     proc = ws.start(opts=OPTS)
     copied(ws, 'k', data)
-    r = open(os.path.join(ws.mnt, 'k'), 'rb')
-    r.read(4096)
-    proc.kill()
-    proc.wait()
-    r.close()
+    with open(os.path.join(ws.mnt, 'k'), 'rb') as r:
+        r.read(4096)
+        proc.kill()
+        proc.wait()
     util.cleanup_mount(proc, ws.mnt)
     ws.start(opts=OPTS)
     assert stat_of(ws, 'copies') == 1
