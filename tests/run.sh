@@ -177,8 +177,7 @@ if [ $quick = 0 ]; then
 	checked_test -C build-sys --print-errorlogs --num-processes 2 \
 		--suite unit
 	checked_test -C build-sys --print-errorlogs integration.mount \
-		integration.noopen integration.fuseuring integration.copies \
-		integration.copies.alone
+		integration.noopen integration.fuseuring integration.copies
 fi
 if [ $quick = 0 ]; then
 	# against the system's libfuse (as the stage above builds it)
