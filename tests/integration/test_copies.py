@@ -243,6 +243,27 @@ def test_change_behind_the_mount(ws):
     assert len(files_in(ws)) == 1
 
 
+@pytest.mark.drops_caches
+def test_after_drop_caches(ws):
+    """With passthrough asked for, a cached file read after the whole
+    page cache is dropped gives its bytes: from its copy where this build
+    has passthrough (no read reaching the daemon), through the daemon
+    where it has not."""
+    data = put(ws, 'd', 3 * MiB, 22)
+    ws.start(opts=OPTS)
+    path = os.path.join(ws.mnt, 'd')
+    if BUILT:
+        copied(ws, 'd', data)
+    else:
+        for _ in range(3):
+            assert util.read_cold(path) == data
+    reqs = stat_of(ws, 'read_requests')
+    util.drop_caches()
+    with open(path, 'rb') as f:
+        assert f.read() == data
+    assert (stat_of(ws, 'read_requests') == reqs) == BUILT
+
+
 @needs_pt
 @pytest.mark.drops_caches
 def test_evicted_copy_held_open(ws):
