@@ -451,9 +451,21 @@ def test_no_cap_sys_admin(ws, dev_fuse_for_all):
     cmd = ['setpriv', '--reuid=%d' % NOBODY, '--regid=%d' % NOBODY,
            '--clear-groups', util.hotfs_bin(), ws.src, ws.mnt, '-f', '-o',
            'cachedir=%s,%s' % (cache, OPTS)]
+    env = dict(os.environ)
+    # a sanitizer's suppressions, where its user can read them (the
+    # tree may be in a directory only root can enter)
+    opts = env.get('TSAN_OPTIONS', '').split()
+    for i, o in enumerate(opts):
+        if o.startswith('suppressions='):
+            supp = os.path.join(ws.root, 'tsan.supp')
+            shutil.copyfile(o.split('=', 1)[1], supp)
+            os.chmod(supp, 0o644)
+            opts[i] = 'suppressions=' + supp
+    if opts:
+        env['TSAN_OPTIONS'] = ' '.join(opts)
     with open(log, 'wb') as lf:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=lf,
-                                stderr=lf)
+                                stderr=lf, env=env)
     ws.daemons.append((proc, ws.mnt, log))
     # its mount is its user's alone (no allow_other): root sees no
     # more of it than its entry in the mount table
