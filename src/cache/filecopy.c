@@ -427,28 +427,34 @@ static bool scrub_pick(struct hotfs_copies *cp, char *name, uint64_t *hash,
 	return true;
 }
 
-/* Under m: the copy named name, if it is still in the table, counts as
- * never checked (its check was cut short). */
-static void unchecked(struct hotfs_copies *cp, const char *name)
+/* Under m: the link to the copy named name, if it is still in the
+ * table; NULL if not. */
+static struct fcopy **named(struct hotfs_copies *cp, const char *name)
 {
 	struct fcopy probe, **pp;
 
 	if (!parse_name(name, &probe))
-		return;
+		return NULL;
 	pp = find(cp, &probe.key);
-	if (*pp && !strcmp((*pp)->name, name))
+	return *pp && !strcmp((*pp)->name, name) ? pp : NULL;
+}
+
+/* Under m: the copy named name counts as never checked (its check was
+ * cut short). */
+static void unchecked(struct hotfs_copies *cp, const char *name)
+{
+	struct fcopy **pp = named(cp, name);
+
+	if (pp)
 		(*pp)->checked = 0;
 }
 
 /* Under m: remove the copy named name, if it is still in the table. */
 static void drop_named(struct hotfs_copies *cp, const char *name)
 {
-	struct fcopy probe, **pp;
+	struct fcopy **pp = named(cp, name);
 
-	if (!parse_name(name, &probe))
-		return;
-	pp = find(cp, &probe.key);
-	if (*pp && !strcmp((*pp)->name, name))
+	if (pp)
 		drop_at(cp, pp);
 }
 

@@ -155,11 +155,6 @@ static bool open_trusted(struct hotfs *fs, struct hotfs_inode *in,
 	if (fs->o->revalidate != HOTFS_REVAL_SECONDS ||
 	    (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
 		return false;
-	/* allocated first: a passthrough open is decided and counted at
-	 * once, under the lock */
-	fh = fh_new(-1);
-	if (!fh)
-		return false;
 	pthread_mutex_lock(&in->m);
 	ok = fop_stamp_trusted_locked(fs, in) && !atomic_load(&in->retired);
 	if (ok) {
@@ -171,8 +166,16 @@ static bool open_trusted(struct hotfs *fs, struct hotfs_inode *in,
 			in->op.n++;
 	}
 	pthread_mutex_unlock(&in->m);
-	if (!ok) {
-		fh_free(fh);
+	if (!ok)
+		return false;
+	/* only now: most opens past the window are not trusted */
+	fh = fh_new(-1);
+	if (!fh) {
+		pthread_mutex_lock(&in->m);
+		in->op.n--;
+		if (pt == 1)
+			in->op.pt--;	/* its backing id stays */
+		pthread_mutex_unlock(&in->m);
 		return false;
 	}
 	fh->lazy = true;

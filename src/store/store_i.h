@@ -505,6 +505,8 @@ int __st_watermarks(struct hotfs_store *st);
 /* Regions the capacity leaves the store now, after the reserve
  * (st_set_reserve): at least one.  No locks. */
 uint32_t st_regions_allowed(const struct hotfs_store *st);
+/* Regions holding space: FREE, OPEN or SEALED (store_reserve.c). */
+uint32_t st_regions_allocated(const struct hotfs_store *st);
 /* Can an insert find a region at all: one allocated (free, open, or to
  * recycle), or room for one on the cachedir's filesystem? */
 bool __st_has_room(struct hotfs_store *st);

@@ -168,32 +168,12 @@ static int fs_space(const struct hotfs_store *st, uint64_t *avail,
 	return 0;
 }
 
-/* Regions the capacity leaves the store now (st_set_reserve): at least
- * one, for the open region.  No locks. */
-uint32_t st_regions_allowed(const struct hotfs_store *st)
-{
-	uint64_t res = atomic_load(&st->reserve);
-	uint64_t nres = (res + st->g.rsize - 1) / st->g.rsize;
-
-	return nres >= st->nregions ? 1 : st->nregions - (uint32_t)nres;
-}
-
-/* Regions holding space: FREE, OPEN or SEALED. */
-static uint32_t regions_allocated(const struct hotfs_store *st)
-{
-	uint32_t r, n = 0;
-
-	for (r = 0; r < st->nregions; r++)
-		n += st->regions[r].state != R_HOLE;
-	return n;
-}
-
 static uint32_t grow(struct hotfs_store *st)
 {
 	uint64_t avail, total, off;
 	uint32_t r;
 
-	if (regions_allocated(st) >= st_regions_allowed(st))
+	if (st_regions_allocated(st) >= st_regions_allowed(st))
 		return ST_NIL;	/* the reserve has the rest: recycle */
 
 	for (r = 0; r < st->nregions; r++)
@@ -923,7 +903,7 @@ bool __st_has_room(struct hotfs_store *st)
  * sealed ones, while more regions hold space than it leaves. */
 static int trim_to_reserve(struct hotfs_store *st)
 {
-	uint32_t allowed = st_regions_allowed(st), n = regions_allocated(st), r;
+	uint32_t allowed = st_regions_allowed(st), n = st_regions_allocated(st), r;
 	bool evicted = false;
 	int err;
 
@@ -945,18 +925,13 @@ static int trim_to_reserve(struct hotfs_store *st)
 		if (err)
 			return err;
 		evicted = true;
-		n = regions_allocated(st);
+		n = st_regions_allocated(st);
 	}
 	/* the space went to the reserve, not back to the store: it has no
 	 * room an insert has not used (st_filling), as before */
 	if (evicted)
 		atomic_store(&st->full, true);
 	return 0;
-}
-
-void st_set_reserve(struct hotfs_store *st, uint64_t bytes)
-{
-	atomic_store(&st->reserve, bytes);
 }
 
 int __st_watermarks(struct hotfs_store *st)
