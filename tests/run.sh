@@ -29,6 +29,20 @@ stage() {
 	echo "== $1 == ($SECONDS s in)"
 }
 
+# a set-up or build command, quiet when it succeeds; when it fails, the
+# end of what it printed (a compiler's or linker's error), and its status
+quietly() {
+	local out rc=0
+	out=$(mktemp /var/tmp/hotfs-build.XXXXXX)
+	"$@" >"$out" 2>&1 || rc=$?
+	if [ "$rc" != 0 ]; then
+		echo "FAILED ($rc): $*"
+		tail -n 60 "$out"
+	fi
+	rm -f "$out"
+	return "$rc"
+}
+
 # meson test with its arguments, failing when it selects no test, runs
 # none, or skips one (a stage that runs nothing must not pass: every
 # stage here runs as root, with /dev/fuse, where nothing skips)
@@ -55,9 +69,9 @@ checked_test() {
 run_suite() {
 	local dir=$1; shift
 	if [ ! -f "$dir/build.ninja" ]; then
-		meson setup "$dir" -Dwerror=true "$@" >/dev/null
+		quietly meson setup "$dir" -Dwerror=true "$@"
 	fi
-	ninja -C "$dir" >/dev/null
+	quietly ninja -C "$dir"
 	checked_test -C "$dir" --print-errorlogs --num-processes 2
 }
 
@@ -158,10 +172,9 @@ if [ $quick = 0 ]; then
 	# without liburing: it must build, and cached reads go through pread
 	stage "build without io_uring (-Dio_uring=disabled)"
 	if [ ! -f build-nouring/build.ninja ]; then
-		meson setup build-nouring -Dwerror=true -Dio_uring=disabled \
-			>/dev/null
+		quietly meson setup build-nouring -Dwerror=true -Dio_uring=disabled
 	fi
-	ninja -C build-nouring >/dev/null
+	quietly ninja -C build-nouring
 	checked_test -C build-nouring --print-errorlogs --num-processes 2 \
 		--suite unit
 	checked_test -C build-nouring --print-errorlogs integration.readpath \
@@ -171,9 +184,9 @@ if [ $quick = 0 ]; then
 	# same (the whole suite runs against it in the ASan stage)
 	stage "build against the system's libfuse (-Dlibfuse=system)"
 	if [ ! -f build-sys/build.ninja ]; then
-		meson setup build-sys -Dwerror=true -Dlibfuse=system >/dev/null
+		quietly meson setup build-sys -Dwerror=true -Dlibfuse=system
 	fi
-	ninja -C build-sys >/dev/null
+	quietly ninja -C build-sys
 	checked_test -C build-sys --print-errorlogs --num-processes 2 \
 		--suite unit
 	checked_test -C build-sys --print-errorlogs integration.mount \
@@ -194,11 +207,10 @@ if [ $quick = 0 ]; then
 	# ThreadSanitizer (tests/tsan.supp says what is suppressed)
 	stage "ThreadSanitizer: concurrency, crash and read-path tests"
 	if [ ! -f build-tsan/build.ninja ]; then
-		meson setup build-tsan -Dwerror=true -Db_sanitize=thread \
-			-Db_lundef=false -Dlibfuse=system \
-			>/dev/null
+		quietly meson setup build-tsan -Dwerror=true -Db_sanitize=thread \
+			-Db_lundef=false -Dlibfuse=system
 	fi
-	ninja -C build-tsan >/dev/null
+	quietly ninja -C build-tsan
 	export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=0 exitcode=66"
 	checked_test -C build-tsan --print-errorlogs unit.policy unit.opts \
 		unit.store unit.wblog unit.flush unit.inode unit.namecache \
@@ -225,10 +237,10 @@ if [ $quick = 0 ]; then
 	# of requests, which no lock shows between the queues' threads)
 	stage "ThreadSanitizer, libfuse 3.18, FUSE over io_uring"
 	if [ ! -f build-tsan318/build.ninja ]; then
-		meson setup build-tsan318 -Dwerror=true -Db_sanitize=thread \
-			-Db_lundef=false -Dlibfuse=bundled >/dev/null
+		quietly meson setup build-tsan318 -Dwerror=true -Db_sanitize=thread \
+			-Db_lundef=false -Dlibfuse=bundled
 	fi
-	ninja -C build-tsan318 >/dev/null
+	quietly ninja -C build-tsan318
 	uring_on
 	sanitizer_loops checked_test -C build-tsan318 --print-errorlogs \
 		--num-processes 2 "${tsan_integration[@]}" \
@@ -242,11 +254,10 @@ if [ $quick = 0 ] && command -v clang >/dev/null; then
 	# each with the corpus kept in tests/fuzz/
 	stage "fuzzing (clang, libFuzzer)"
 	if [ ! -f build-fuzz/build.ninja ]; then
-		CC=clang meson setup build-fuzz -Dwerror=true -Dfuzz=true \
-			-Dlibfuse=system \
-			>/dev/null
+		CC=clang quietly meson setup build-fuzz -Dwerror=true -Dfuzz=true \
+			-Dlibfuse=system
 	fi
-	ninja -C build-fuzz >/dev/null
+	quietly ninja -C build-fuzz
 	checked_test -C build-fuzz --suite fuzz --print-errorlogs
 fi
 echo "all test runs passed in $SECONDS s"
