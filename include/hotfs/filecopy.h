@@ -48,6 +48,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "hotfs/srcstamp.h"
 
@@ -103,6 +104,19 @@ void fc_close(struct hotfs_copies *cp);
  */
 int fc_get(struct hotfs_copies *cp, const struct hotfs_key *key,
 	   const struct hotfs_stamp *stamp, bool want);
+/*
+ * Read [off, off + size) of the copy of key at stamp into buf, for a read
+ * through the daemon of a copied file (an open that is not a passthrough
+ * one: beside a writer, read-write): the bytes read (fewer at its end),
+ * counted as a use of the copy; -ENOENT if there is no copy at stamp
+ * (a copy of another stamp is left alone: the read's stamp may be the
+ * older one).  A copy that cannot be read (EIO: Btrfs found a damaged
+ * block) is removed and counted as a bad scrub; -ENOENT then too, so
+ * that the source serves the read.
+ */
+ssize_t fc_read(struct hotfs_copies *cp, const struct hotfs_key *key,
+		const struct hotfs_stamp *stamp, void *buf, size_t size,
+		off_t off);
 /* Is there a copy of key at stamp (no open counted)? */
 bool fc_has(struct hotfs_copies *cp, const struct hotfs_key *key,
 	    const struct hotfs_stamp *stamp);

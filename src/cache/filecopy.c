@@ -23,6 +23,7 @@
 #include <xxhash.h>
 
 #include "hotfs/filecopy.h"
+#include "hotfs/fileio.h"
 #include "hotfs/log.h"
 #include "hotfs/store.h"
 
@@ -682,6 +683,44 @@ int fc_get(struct hotfs_copies *cp, const struct hotfs_key *key,
 	}
 	fd = openat(cp->fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	return fd < 0 ? -ENOENT : fd;	/* removed meanwhile: none */
+}
+
+ssize_t fc_read(struct hotfs_copies *cp, const struct hotfs_key *key,
+		const struct hotfs_stamp *stamp, void *buf, size_t size,
+		off_t off)
+{
+	char name[FC_NAME_LEN + 1];
+	struct fcopy **pp;
+	ssize_t n;
+	int fd;
+
+	pthread_mutex_lock(&cp->m);
+	pp = find(cp, key);
+	if (!*pp || !stamp_eq(&(*pp)->stamp, stamp)) {
+		pthread_mutex_unlock(&cp->m);
+		return -ENOENT;
+	}
+	(*pp)->last = ++cp->clock;
+	memcpy(name, (*pp)->name, sizeof(name));
+	pthread_mutex_unlock(&cp->m);
+	fd = openat(cp->fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -ENOENT;		/* removed meanwhile */
+	n = pread_full(fd, buf, size, off);
+	close(fd);
+	if (n >= 0)
+		return n;
+	/* a damaged block (Btrfs: EIO): the copy goes, the source serves */
+	hotfs_log(LOG_WARNING, "copy %s unreadable (%s): removed", name,
+		  strerror((int)-n));
+	pthread_mutex_lock(&cp->m);
+	pp = find(cp, key);
+	if (*pp && !strcmp((*pp)->name, name)) {
+		drop_at(cp, pp);
+		cp->s.scrub_bad++;
+	}
+	pthread_mutex_unlock(&cp->m);
+	return -ENOENT;
 }
 
 bool fc_has(struct hotfs_copies *cp, const struct hotfs_key *key,

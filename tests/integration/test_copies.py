@@ -196,6 +196,45 @@ def test_write_open_beside_readers(ws):
 
 
 @needs_pt
+def test_daemon_reads_from_the_copy(ws):
+    """An open that is not a passthrough one (read-write) of a copied
+    file, whose records the store let go, reads the copy through the
+    daemon: every byte right, none from the source."""
+    data = put(ws, 'f', 4 * MiB, 14)
+    ws.start(opts=OPTS)
+    copied(ws, 'f', data)
+    util.wait_for(lambda: stat_of(ws, 'invalidations_copied') > 0,
+                  'the store to let the copied file\'s records go')
+    path = os.path.join(ws.mnt, 'f')
+    opens = stat_of(ws, 'passthrough_opens')
+    misses = stat_of(ws, 'read_miss_bytes')
+    hits = stat_of(ws, 'read_hit_bytes')
+    fd = os.open(path, os.O_RDWR)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        got = b''.join(os.pread(fd, MiB, off)
+                       for off in range(0, 4 * MiB, MiB))
+    finally:
+        os.close(fd)
+    assert got == data
+    assert stat_of(ws, 'passthrough_opens') == opens
+    assert stat_of(ws, 'read_miss_bytes') == misses
+    assert stat_of(ws, 'read_hit_bytes') >= hits + 4 * MiB
+    # written through that kind of open: the copy is stale, the source
+    # serves, the bytes are the new ones
+    with open(path, 'r+b') as w:
+        w.seek(MiB)
+        w.write(b'W' * 4096)
+    want = data[:MiB] + b'W' * 4096 + data[MiB + 4096:]
+    fd = os.open(path, os.O_RDWR)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        assert os.pread(fd, 2 * MiB, 0) == want[:2 * MiB]
+    finally:
+        os.close(fd)
+
+
+@needs_pt
 def test_mixed_opens_never_eio(ws):
     """Threads open one copied file read-only, read-write and O_TRUNC-less
     for writing at random, many times over: no open or read fails, and
@@ -341,19 +380,9 @@ def btrfs(ws):
         subprocess.run(['losetup', '-d', dev], check=True)
 
 
-@needs_pt
-@pytest.mark.drops_caches
-def test_corrupt_copy_btrfs(ws, btrfs):
-    """On Btrfs (auto's choice) a damaged block of a copy reads EIO,
-    never other bytes; the scrub removes the copy and the next opens
-    read the file's bytes."""
-    img, bmnt = btrfs
-    data = put(ws, 'b', 4 * MiB, 10)
-    ws.cache = os.path.join(bmnt, 'cache')
-    proc = ws.start(opts='cachesize=128M,threshold=1,scrub_rate=0')
-    assert stat_of(ws, 'passthrough') == 'on'
-    copied(ws, 'b', data)
-    ws.stop(proc)
+def damage_copy(ws, img, data):
+    """Damage the block at 2 MiB of the one copy in ws.cache (a Btrfs on
+    img, the daemon stopped), so that the copy reads EIO there."""
     # the block on the device, found by its bytes: the copy's, not the
     # store's (tried in turn: the one the copy then reads EIO at)
     block = data[2 * MiB:2 * MiB + 4096]
@@ -386,6 +415,22 @@ def test_corrupt_copy_btrfs(ws, btrfs):
             pytest.fail('no block of the copy found on the device')
     finally:
         os.close(fd)
+
+
+@needs_pt
+@pytest.mark.drops_caches
+def test_corrupt_copy_btrfs(ws, btrfs):
+    """On Btrfs (auto's choice) a damaged block of a copy reads EIO,
+    never other bytes; the scrub removes the copy and the next opens
+    read the file's bytes."""
+    img, bmnt = btrfs
+    data = put(ws, 'b', 4 * MiB, 10)
+    ws.cache = os.path.join(bmnt, 'cache')
+    proc = ws.start(opts='cachesize=128M,threshold=1,scrub_rate=0')
+    assert stat_of(ws, 'passthrough') == 'on'
+    copied(ws, 'b', data)
+    ws.stop(proc)
+    damage_copy(ws, img, data)
     util.drop_caches()
     ws.start(opts='cachesize=128M,threshold=1,scrub_rate=0')
     path = os.path.join(ws.mnt, 'b')
@@ -403,6 +448,33 @@ def test_corrupt_copy_btrfs(ws, btrfs):
     util.wait_for(lambda: stat_of(ws, 'scrub_failures') == 1,
                   'the scrub to find the damaged copy')
     assert util.read_cold(path) == data
+
+
+@needs_pt
+@pytest.mark.drops_caches
+def test_corrupt_copy_btrfs_daemon_read(ws, btrfs):
+    """A read through the daemon (a read-write open) of a copy with a
+    damaged block on Btrfs: the copy goes (counted as a failed scrub), the
+    source serves the read, every byte right."""
+    img, bmnt = btrfs
+    data = put(ws, 'b', 4 * MiB, 15)
+    ws.cache = os.path.join(bmnt, 'cache')
+    proc = ws.start(opts='cachesize=128M,threshold=1,scrub_rate=0')
+    copied(ws, 'b', data)
+    ws.stop(proc)
+    damage_copy(ws, img, data)
+    util.drop_caches()
+    ws.start(opts='cachesize=128M,threshold=1,scrub_rate=0')
+    assert stat_of(ws, 'copies') == 1
+    fd = os.open(os.path.join(ws.mnt, 'b'), os.O_RDWR)
+    try:
+        assert os.pread(fd, 4096, 0) == data[:4096]
+        assert os.pread(fd, 4096, 2 * MiB) == data[2 * MiB:2 * MiB + 4096]
+    finally:
+        os.close(fd)
+    assert stat_of(ws, 'scrub_failures') == 1
+    assert stat_of(ws, 'copies') == 0
+    assert util.read_cold(os.path.join(ws.mnt, 'b')) == data
 
 
 @needs_pt
