@@ -377,6 +377,42 @@ static void test_made_and_read(void **state)
 	assert_int_equal(s.copies, 1);
 }
 
+/* fc_read: the copy's bytes at its stamp (fewer at its end), counted as
+ * a use; none at another stamp, and the copy stays (the read's stamp may
+ * be the older one); none once the copy is gone. */
+static void test_read(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_key k = key_of(1);
+	struct hotfs_stamp s0 = stamp_of(1, 0, FSIZE);
+	struct hotfs_stamp s1 = stamp_of(1, 1, FSIZE);
+	uint8_t *want = file_bytes(1, 0, FSIZE), buf[8192];
+	struct fc_stats st;
+
+	open_store(f);
+	insert_whole(f, 1, 0, FSIZE);
+	open_copies(f, true);
+	assert_int_equal(fc_read(f->cp, &k, &s0, buf, sizeof(buf), 0),
+			 -ENOENT);
+	make_copy(f, 1, 0, FSIZE);
+	assert_int_equal(fc_read(f->cp, &k, &s0, buf, sizeof(buf), 12345),
+			 sizeof(buf));
+	assert_memory_equal(buf, want + 12345, sizeof(buf));
+	assert_int_equal(fc_read(f->cp, &k, &s0, buf, sizeof(buf),
+				 FSIZE - 100), 100);
+	assert_memory_equal(buf, want + FSIZE - 100, 100);
+	assert_int_equal(fc_read(f->cp, &k, &s1, buf, sizeof(buf), 0),
+			 -ENOENT);
+	assert_true(has(f, 1, 0, FSIZE));
+	st = stats(f);
+	assert_int_equal(st.dropped, 0);
+	assert_int_equal(st.scrub_bad, 0);
+	assert_int_equal(fc_drop(f->cp, &k), 1);
+	assert_int_equal(fc_read(f->cp, &k, &s0, buf, sizeof(buf), 0),
+			 -ENOENT);
+	free(want);
+}
+
 /* Made from block records where an extent is not cached, the tail's
  * too; a short file and one missing a block or an extent get none. */
 static void test_from_blocks(void **state)
@@ -798,6 +834,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_made_and_read),
+		T(test_read),
 		T(test_from_blocks),
 		T(test_stale_and_drop),
 		T(test_max_bytes_coldest),
