@@ -342,10 +342,16 @@ bool fop_stamp_trusted_locked(struct hotfs *fs, struct hotfs_inode *in);
  * (ino_retire): the kernel walks the path again with LOOKUP_REVAL,
  * meets a new node for the same source file and opens that.  The open
  * readers keep the old copy's bytes until they close (close-to-open, as
- * NFS); new opens see the change.  The backing id is made and the copy
- * opened under in->m (local calls on the cachedir and /dev/fuse, no
- * source I/O), so that no two opens decide apart.
+ * NFS); new opens see the change.  The kernel walks again only once: a
+ * read-only open of the new node between its lookup and the retried
+ * open would make that open fail ESTALE again, so an inode made while a
+ * retired one of its file is known takes no passthrough open for
+ * FOP_PT_HOLD_NS (its opens read the copy through the daemon).  The
+ * backing id is made and the copy opened under in->m (local calls on
+ * the cachedir and /dev/fuse, no source I/O), so that no two opens
+ * decide apart.
  */
+#define FOP_PT_HOLD_NS	2000000000LL
 struct fop_backing {
 	/* a backing id for fd (> 0), or 0: the kernel refused it (the
 	 * caller turns passthrough off for the mount then) */

@@ -257,6 +257,10 @@ struct hotfs_inode {
 	 * stands for the source object; this one lives on until the
 	 * kernel forgets it. */
 	_Atomic bool retired;
+	/* Made while a retired inode of the same source object was still
+	 * known: when (clock_mono_ns; 0 if not).  Set before the inode is
+	 * in the table, read without a lock. */
+	int64_t succeeds_ns;
 
 	pthread_mutex_t m;		/* protects the parts below */
 	struct ino_stamps sp;		/* stamp.c's */

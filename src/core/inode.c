@@ -49,6 +49,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hotfs/clock.h"
 #include "hotfs/inode.h"
 #include "hotfs/log.h"
 #include "hotfs/namecache.h"
@@ -329,6 +330,11 @@ static struct hotfs_inode *get(struct hotfs_itable *t, int fd,
 	nin->ino = st->st_ino;
 	nin->type = st->st_mode & S_IFMT;
 	nin->nlookup = 1;
+	for (in = t->buckets[h]; in; in = in->next)
+		if (in->ino == nin->ino && in->dev == nin->dev) {
+			nin->succeeds_ns = clock_mono_ns();
+			break;
+		}
 	/* unknown: assume all */
 	nin->cw.cached_extents_hint = UINT64_MAX;
 	pthread_mutex_init(&nin->m, NULL);

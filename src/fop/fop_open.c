@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "hotfs/cache_write.h"
+#include "hotfs/clock.h"
 #include "hotfs/filecopy.h"
 #include "hotfs/fileio.h"
 #include "hotfs/fop.h"
@@ -53,6 +54,10 @@ static int pt_open_locked(struct hotfs *fs, struct hotfs_inode *in,
 
 	if (!pt_candidate(fs, in, fi, bk) || in->op.n > in->op.pt)
 		return in->op.pt ? -ESTALE : 0;
+	/* a new node whose retried open may be on its way */
+	if (!in->op.pt && in->succeeds_ns &&
+	    clock_mono_ns() - in->succeeds_ns < FOP_PT_HOLD_NS)
+		return 0;
 	if (in->op.backing_id &&
 	    cache_stamp_eq(&in->op.pt_stamp, &in->sp.stamp)) {
 		id = in->op.backing_id;	/* the copy the others read */

@@ -17,6 +17,7 @@ import os
 import random
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -235,6 +236,42 @@ def test_daemon_reads_from_the_copy(ws):
 
 
 @needs_pt
+def test_new_node_holds_passthrough(ws):
+    """The kernel walks a path again only once after ESTALE: the new node
+    a write open meets takes no passthrough open for a moment (a reader's
+    there would send the write open's retry ESTALE again); its opens then
+    read the copy through the daemon, and later ones are passthrough
+    opens again."""
+    data = put(ws, 'f', 2 * MiB, 16)
+    ws.start(opts=OPTS)
+    copied(ws, 'f', data)
+    path = os.path.join(ws.mnt, 'f')
+    for _ in range(5):
+        r = os.open(path, os.O_RDONLY)
+        try:
+            nodes = stat_of(ws, 'passthrough_new_nodes')
+            t0 = time.monotonic()
+            os.close(os.open(path, os.O_RDWR))     # meets a new node
+            assert stat_of(ws, 'passthrough_new_nodes') == nodes + 1
+            opens = stat_of(ws, 'passthrough_opens')
+            r2 = os.open(path, os.O_RDONLY)
+            quick = time.monotonic() - t0 < 1.0
+            try:
+                assert os.pread(r2, 4096, MiB) == data[MiB:MiB + 4096]
+                held = stat_of(ws, 'passthrough_opens') == opens
+            finally:
+                os.close(r2)
+        finally:
+            os.close(r)
+        if quick:
+            break
+    else:
+        pytest.fail('no try within a second of the new node')
+    assert held
+    copied(ws, 'f', data)
+
+
+@needs_pt
 def test_mixed_opens_never_eio(ws):
     """Threads open one copied file read-only, read-write and O_TRUNC-less
     for writing at random, many times over: no open or read fails, and
@@ -263,6 +300,34 @@ def test_mixed_opens_never_eio(ws):
     with open(os.path.join(ws.src, 'm'), 'rb') as f:
         src = f.read()
     assert util.read_cold(path) == src and src[16:] == data[16:]
+
+
+@needs_pt
+def test_readers_beside_read_write_opens(ws):
+    """Threads open a copied file read-only and read-write (reading only:
+    the copy stays current) at random: every read-write open meets a new
+    node while passthrough readers are open, and no open or read
+    fails."""
+    data = put(ws, 'm', 2 * MiB, 17)
+    ws.start(opts=OPTS)
+    copied(ws, 'm', data)
+    path = os.path.join(ws.mnt, 'm')
+    nodes = stat_of(ws, 'passthrough_new_nodes')
+
+    def worker(seed):
+        rng = random.Random(seed)
+        for _ in range(150):
+            off = rng.randrange(0, 2 * MiB - 4096)
+            flags = os.O_RDWR if rng.random() < 0.3 else os.O_RDONLY
+            fd = os.open(path, flags)
+            try:
+                assert os.pread(fd, 4096, off) == data[off:off + 4096]
+            finally:
+                os.close(fd)
+        return True
+    with concurrent.futures.ThreadPoolExecutor(4) as ex:
+        assert all(ex.map(worker, range(4)))
+    assert stat_of(ws, 'passthrough_new_nodes') > nodes
 
 
 @needs_pt

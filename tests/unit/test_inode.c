@@ -25,6 +25,7 @@
 
 #include "unit_util.h"
 
+#include "hotfs/clock.h"
 #include "hotfs/inode.h"
 
 #define NFILES 64
@@ -131,6 +132,30 @@ static void test_lookup_counts(void **state)
 	ino_forget(f->t, a, 1);		/* no retaining: freed */
 	assert_int_equal(ino_count(f->t), 1);
 	assert_int_equal(open_fds(), fds - 1);
+}
+
+/* A retired inode is found by no lookup: the next makes a new one for
+ * the object, which says it succeeds a retired one; once the retired one
+ * is forgotten, a new inode of the object succeeds none. */
+static void test_retire(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_inode *a = lookup(f, 5), *b, *c;
+	int64_t t0 = clock_mono_ns();
+
+	assert_int_equal(a->succeeds_ns, 0);
+	ino_retire(a);
+	b = lookup(f, 5);
+	assert_ptr_not_equal(a, b);
+	assert_true(b->succeeds_ns >= t0);
+	assert_int_equal(ino_count(f->t), 3);
+	ino_forget(f->t, a, 1);		/* retired: freed, never retained */
+	assert_int_equal(ino_count(f->t), 2);
+	ino_retire(b);
+	ino_forget(f->t, b, 1);
+	c = lookup(f, 5);
+	assert_int_equal(c->succeeds_ns, 0);
+	ino_forget(f->t, c, 1);
 }
 
 /* Forgotten inodes stay open up to inode_cache, oldest let go first. */
@@ -399,6 +424,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_lookup_counts, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_retire, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retain_lru, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_fd_budget, setup,
