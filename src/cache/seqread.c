@@ -12,6 +12,31 @@ void seq_init(struct seqread *s)
 	atomic_init(&s->run, 0);
 	atomic_init(&s->mark, 0);
 	atomic_init(&s->last_ns, 0);
+	atomic_init(&s->big, 0);
+	atomic_init(&s->gap_ns, 0);
+}
+
+/* *a = max(*a, v) */
+static void raise_to(_Atomic uint64_t *a, uint64_t v)
+{
+	uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
+
+	while (v > cur &&
+	       !atomic_compare_exchange_weak_explicit(a, &cur, v,
+						      memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+}
+
+/* How late after the run's last read a read behind its end may come. */
+static int64_t reorder_ns(const struct seqread *s)
+{
+	int64_t g = 2 * (int64_t)atomic_load_explicit(&s->gap_ns,
+						       memory_order_relaxed);
+
+	if (g < SEQ_REORDER_NS)
+		return SEQ_REORDER_NS;
+	return g > SEQ_REORDER_MAX_NS ? SEQ_REORDER_MAX_NS : g;
 }
 
 bool seq_note(struct seqread *s, int64_t off, size_t size, int64_t now_ns,
@@ -19,7 +44,8 @@ bool seq_note(struct seqread *s, int64_t off, size_t size, int64_t now_ns,
 {
 	int64_t end = atomic_load_explicit(&s->end, memory_order_relaxed);
 	int64_t head = atomic_load_explicit(&s->head, memory_order_relaxed);
-	int64_t slack = (int64_t)size * SEQ_SLACK;
+	uint64_t big = atomic_load_explicit(&s->big, memory_order_relaxed);
+	int64_t slack = (int64_t)(size > big ? size : big) * SEQ_SLACK;
 	int64_t to = off + (int64_t)size;
 	int64_t last;
 	uint64_t r;
@@ -39,8 +65,11 @@ bool seq_note(struct seqread *s, int64_t off, size_t size, int64_t now_ns,
 					memory_order_relaxed);
 	seq = end >= 0 && off <= end + slack &&
 	      (off >= end || (off + slack >= end &&
-			      now_ns - last < SEQ_REORDER_NS));
+			      now_ns - last < reorder_ns(s)));
 	if (seq) {
+		raise_to(&s->big, size);
+		if (now_ns > last)
+			raise_to(&s->gap_ns, (uint64_t)(now_ns - last));
 		/* not fetch_add(run, size) + size: GCC 12.2 -O2 compiled
 		 * that sum here as twice the old value (the unit test's
 		 * in_order caught it); r was loaded above */
@@ -63,6 +92,8 @@ bool seq_note(struct seqread *s, int64_t off, size_t size, int64_t now_ns,
 		r = size;
 		atomic_store_explicit(&s->run, size, memory_order_relaxed);
 		atomic_store_explicit(&s->mark, 0, memory_order_relaxed);
+		atomic_store_explicit(&s->big, size, memory_order_relaxed);
+		atomic_store_explicit(&s->gap_ns, 0, memory_order_relaxed);
 		atomic_store_explicit(&s->end, to, memory_order_relaxed);
 		atomic_store_explicit(&s->head, off, memory_order_relaxed);
 	}

@@ -123,6 +123,53 @@ static void behind_the_end_only_soon(void **state)
 	assert_true(seq_note(&s, 2 * MiB, MiB, NOW, NULL));
 }
 
+/* A small request amid a window of large ones (the kernel sends some,
+ * seen on a loaded machine: 32 KiB 6 MiB behind the end of 1 MiB ones)
+ * has the run's slack, not its own. */
+static void small_request_in_a_large_run(void **state)
+{
+	struct seqread s;
+	uint64_t run = 0;
+
+	(void)state;
+	seq_init(&s);
+	for (int i = 0; i < 8; i++)
+		seq_note(&s, i * MiB, MiB, NOW, NULL);
+	assert_true(seq_note(&s, 2 * MiB + 4096, 32768, NOW, &run));
+	assert_int_equal(run, 8 * MiB + 32768);
+	assert_true(seq_note(&s, 14 * MiB, 32768, NOW, NULL));
+	/* past the run's slack, a new run, with its own small slack */
+	assert_false(seq_note(&s, 40 * MiB, 32768, NOW, &run));
+	assert_int_equal(run, 32768);
+	assert_false(seq_note(&s, 41 * MiB, 32768, NOW, NULL));
+}
+
+/* A daemon starved of CPU takes every request late: a run whose reads
+ * came slowly takes a request behind its end as late as twice its
+ * longest pause (up to SEQ_REORDER_MAX_NS); a fast one does not. */
+static void slow_runs_wait_longer(void **state)
+{
+	struct seqread s;
+
+	(void)state;
+	seq_init(&s);
+	assert_false(seq_note(&s, 0, MiB, NOW, NULL));
+	clock_ns += 200 * MS;
+	assert_true(seq_note(&s, 2 * MiB, MiB, NOW, NULL));
+	clock_ns += 300 * MS;		/* past SEQ_REORDER_NS */
+	assert_true(seq_note(&s, MiB, MiB, NOW, NULL));
+	clock_ns += 3 * SEQ_REORDER_MAX_NS;
+	assert_true(seq_note(&s, 3 * MiB, MiB, NOW, NULL));	/* ahead */
+	clock_ns += SEQ_REORDER_MAX_NS;	/* never longer than that */
+	assert_false(seq_note(&s, 2 * MiB + 4096, 4096, NOW, NULL));
+	/* the new run starts fast again: SEQ_REORDER_NS */
+	seq_init(&s);
+	assert_false(seq_note(&s, 0, MiB, NOW, NULL));
+	assert_true(seq_note(&s, 2 * MiB, MiB, NOW, NULL));
+	clock_ns += SEQ_REORDER_NS;
+	assert_false(seq_note(&s, MiB, MiB, NOW, NULL));
+}
+
 /* 4 KiB reads all over a file stay random: the slack scales with the
  * read's size */
 static void small_random_reads(void **state)
@@ -293,6 +340,8 @@ int main(void)
 		cmocka_unit_test(reordered_within_window),
 		cmocka_unit_test(seeks_start_a_new_run),
 		cmocka_unit_test(behind_the_end_only_soon),
+		cmocka_unit_test(small_request_in_a_large_run),
+		cmocka_unit_test(slow_runs_wait_longer),
 		cmocka_unit_test(small_random_reads),
 		cmocka_unit_test(repeats_are_not_sequential),
 		cmocka_unit_test(prefetch_mark),
