@@ -23,7 +23,8 @@
  * (st_set_reserve) as each is made, so copies and regions together stay
  * within cachesize (from the store's next tick on: it evicts its oldest
  * regions then); copies use at most max_bytes of it (half), and past that
- * the copies opened least recently go first.  Once a copy is made the
+ * the copies opened least recently go first; a copy unused for a lap of
+ * the store (fc_tick) goes too.  Once a copy is made the
  * store's records of the file are dropped (ST_INVAL_COPIED), unless
  * keep_records says to keep them (a pinned file): left there, they would
  * hold room twice, and their counts, which reads of the copy no longer
@@ -82,6 +83,8 @@ struct fc_stats {
 	uint64_t copies, bytes;		/* now */
 	uint64_t made, made_bytes;	/* since the start */
 	uint64_t dropped;		/* stale, evicted or removed */
+	uint64_t aged;			/* of those, unused for a lap of
+					 * the store (fc_tick) */
 	uint64_t failed;		/* a copy given up (store miss, I/O) */
 	uint64_t scrubbed_bytes, scrub_bad;
 };
@@ -120,6 +123,14 @@ ssize_t fc_read(struct hotfs_copies *cp, const struct hotfs_key *key,
 /* Is there a copy of key at stamp (no open counted)? */
 bool fc_has(struct hotfs_copies *cp, const struct hotfs_key *key,
 	    const struct hotfs_stamp *stamp);
+/*
+ * The daemon's tick: copies age with the store.  Once the store has
+ * evicted as many regions as the reserve leaves it since a lap began, it let go of
+ * every record it held then that no read used since (a record read
+ * meanwhile is copied forward): a copy neither opened nor read since the
+ * lap began is colder, and is removed.  A lap begins where one ends.
+ */
+void fc_tick(struct hotfs_copies *cp);
 /* Remove the copies of key (hotfsctl evict); how many. */
 int fc_drop(struct hotfs_copies *cp, const struct hotfs_key *key);
 void fc_get_stats(struct hotfs_copies *cp, struct fc_stats *s);

@@ -192,6 +192,8 @@ struct hotfs_store_stats {
 	uint64_t capacity;	/* bytes the store may use */
 	uint64_t regions;	/* regions the capacity allows */
 	uint64_t regions_used;	/* holding data (open + sealed) */
+	uint64_t regions_allowed; /* of regions, what the reserve leaves
+				   * (st_set_reserve) */
 	bool filling;		/* st_filling */
 	uint64_t extents;	/* cached extents */
 	uint64_t bytes;		/* their payload bytes */

@@ -22,6 +22,7 @@
 
 #include <xxhash.h>
 
+#include "hotfs/clock.h"
 #include "hotfs/filecopy.h"
 #include "hotfs/fileio.h"
 #include "hotfs/log.h"
@@ -40,6 +41,8 @@ struct fcopy {
 	struct hotfs_stamp stamp;
 	uint64_t hash;
 	uint64_t last;		/* the open clock at its last open */
+	int64_t used_ns;	/* CLOCK_MONOTONIC: made (or found at
+				 * open), or last opened or read */
 	uint64_t scrubbed;	/* the scrub clock when last checked */
 	time_t checked;		/* CLOCK_MONOTONIC s: made or last checked
 				 * (0: found at open, never in this run) */
@@ -71,6 +74,10 @@ struct hotfs_copies {
 	bool stop, started, busy;
 	pthread_t thread;
 	struct fc_stats s;		/* copies and bytes: the table's */
+	/* the store's laps (fc_tick): when the one going on began, and
+	 * the store's evictions then (lap_ns 0: none begun) */
+	int64_t lap_ns;
+	uint64_t lap_evictions;
 	uint64_t tmp_seq;
 };
 
@@ -167,6 +174,7 @@ static void insert(struct hotfs_copies *cp, struct fcopy *c)
 {
 	struct fcopy **pp = find(cp, &c->key);
 
+	c->used_ns = clock_mono_ns();
 	if (*pp)
 		drop_at(cp, pp);
 	c->next = cp->b[bucket(&c->key)];
@@ -672,6 +680,7 @@ int fc_get(struct hotfs_copies *cp, const struct hotfs_key *key,
 		drop_at(cp, pp);	/* the file changed since */
 	} else if (*pp) {
 		(*pp)->last = ++cp->clock;
+		(*pp)->used_ns = clock_mono_ns();
 		memcpy(name, (*pp)->name, sizeof(name));
 		have = true;
 	}
@@ -701,6 +710,7 @@ ssize_t fc_read(struct hotfs_copies *cp, const struct hotfs_key *key,
 		return -ENOENT;
 	}
 	(*pp)->last = ++cp->clock;
+	(*pp)->used_ns = clock_mono_ns();
 	memcpy(name, (*pp)->name, sizeof(name));
 	pthread_mutex_unlock(&cp->m);
 	fd = openat(cp->fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -749,6 +759,40 @@ int fc_drop(struct hotfs_copies *cp, const struct hotfs_key *key)
 	}
 	pthread_mutex_unlock(&cp->m);
 	return n;
+}
+
+void fc_tick(struct hotfs_copies *cp)
+{
+	struct hotfs_store_stats ss;
+	int64_t now = clock_mono_ns();
+	uint64_t lap;
+	unsigned i;
+
+	st_get_stats(cp->p.st, &ss);
+	lap = ss.regions_allowed > 1 ? ss.regions_allowed : 1;
+	pthread_mutex_lock(&cp->m);
+	if (!cp->lap_ns) {
+		cp->lap_ns = now;
+		cp->lap_evictions = ss.evictions;
+	} else if (ss.evictions - cp->lap_evictions >= lap) {
+		/* the store let go of every record it held at lap_ns that
+		 * no read used since: a copy no one used since is colder */
+		for (i = 0; i < FC_BUCKETS; i++) {
+			struct fcopy **pp = &cp->b[i];
+
+			while (*pp) {
+				if ((*pp)->used_ns < cp->lap_ns) {
+					drop_at(cp, pp);
+					cp->s.aged++;
+				} else {
+					pp = &(*pp)->next;
+				}
+			}
+		}
+		cp->lap_ns = now;
+		cp->lap_evictions = ss.evictions;
+	}
+	pthread_mutex_unlock(&cp->m);
 }
 
 void fc_get_stats(struct hotfs_copies *cp, struct fc_stats *s)

@@ -12,6 +12,7 @@
 
 #include "hotfs/clock.h"
 #include "hotfs/ctl.h"
+#include "hotfs/filecopy.h"
 #include "hotfs/fs.h"
 #include "hotfs/tick.h"
 #include "hotfs/wb.h"
@@ -46,6 +47,8 @@ static void *tick_main(void *arg)
 		vd_expire(t->fs);
 		if (c)
 			st_tick(c->st);
+		if (c && c->fc)
+			fc_tick(c->fc);
 		wb_tick(t->fs->wb);
 		if (c && now - last_sweep >= TICK_SWEEP_MS * 1000000LL) {
 			last_sweep = now;

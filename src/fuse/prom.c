@@ -209,6 +209,8 @@ static const struct pm table[] = {
 	  "Bytes of the whole-file copies made." },
 	{ "copies_dropped", "hotfs_copies_dropped_total", 'c', NULL,
 	  "Whole-file copies removed: stale, evicted or failing." },
+	{ "copies_aged", "hotfs_copies_aged_total", 'c', NULL,
+	  "Whole-file copies removed unused for a lap of the store." },
 	{ "copy_failures", "hotfs_copy_failures_total", 'c', NULL,
 	  "Whole-file copies given up while being made." },
 	{ "scrubbed_bytes", "hotfs_scrubbed_bytes_total", 'c', NULL,

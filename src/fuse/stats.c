@@ -133,6 +133,7 @@ static void add_passthrough(struct hotfs *fs, struct hotfs_cache *c,
 	add_u(l, "copies_made", f.made);
 	add_u(l, "copy_bytes_made", f.made_bytes);
 	add_u(l, "copies_dropped", f.dropped);
+	add_u(l, "copies_aged", f.aged);
 	add_u(l, "copy_failures", f.failed);
 	add_u(l, "scrubbed_bytes", f.scrubbed_bytes);
 	add_u(l, "scrub_failures", f.scrub_bad);

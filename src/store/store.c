@@ -717,6 +717,7 @@ void st_get_stats(struct hotfs_store *st, struct hotfs_store_stats *s)
 	s->capacity = st->capacity;
 	s->regions = st->nregions;
 	s->regions_used = atomic_load(&st->nused);
+	s->regions_allowed = st_regions_allowed(st);
 	s->filling = st_filling(st);
 	s->bytes_written = CNT_GET(st, bytes_written);
 	s->bytes_inserted = CNT_GET(st, bytes_inserted);

@@ -670,6 +670,36 @@ def test_copies_charged_to_cachesize(ws):
 
 
 @needs_pt
+def test_copies_age_with_the_store(ws):
+    """A copy no one opens while the store goes through its room twice
+    (new files read through the mount) is removed: it is colder than
+    anything the store kept; the file reads right after."""
+    data = put(ws, 'a', 4 * MiB, 18)
+    ws.start(opts='cachesize=64M,threshold=1,passthrough=on,'
+             'promote_rate=0')
+    copied(ws, 'a', data)
+    for i in range(12):
+        name = 'stream%d' % i
+        put(ws, name, 16 * MiB, 100 + i)
+        # read-write opens: no copy of these; each read more often
+        # than the one before, hotter than what the store holds
+        fd = os.open(os.path.join(ws.mnt, name), os.O_RDWR)
+        try:
+            for _ in range(2 + i):
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                for off in range(0, 16 * MiB, MiB):
+                    assert len(os.pread(fd, MiB, off)) == MiB
+        finally:
+            os.close(fd)
+        if stat_of(ws, 'copies_aged'):
+            break
+    else:
+        pytest.fail('the copy of a never aged: %r' % util.hotfs_stats(ws.mnt))
+    assert stat_of(ws, 'copies') == 0 and files_in(ws) == []
+    assert util.read_cold(os.path.join(ws.mnt, 'a')) == data
+
+
+@needs_pt
 def test_trusted_opens(ws):
     """revalidate=N: an open answered without the source is a passthrough
     one too where the copy is current; a write open beside it works."""

@@ -457,6 +457,63 @@ static void test_from_blocks(void **state)
 	assert_true(file_there(f, 6, 0, FSIZE));
 }
 
+/* Copies age with the store: once it has evicted as many regions as it
+ * may hold since a lap began, a copy not used since goes; one read in
+ * the lap stays, until a lap passes without a use. */
+static void test_aged(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_key k1 = key_of(1);
+	struct hotfs_stamp s1;
+	struct hotfs_store_stats ss;
+	const uint64_t size = FC_MIN_SIZE + 5000;
+	uint64_t ino = 30, ev;
+	uint8_t buf[4096];
+	struct fc_stats st;
+
+	s1 = stamp_of(1, 0, size);
+	f->sp.capacity = 8 * RSIZE;
+	f->fp.max_bytes = 4 * RSIZE;
+	open_store(f);
+	insert_whole(f, 1, 0, size);
+	insert_whole(f, 2, 0, size);
+	open_copies(f, true);
+	make_copy(f, 1, 0, size);
+	make_copy(f, 2, 0, size);
+	assert_int_equal(st_tick(f->st), 0);
+	fc_tick(f->cp);			/* a lap begins */
+	/* no evictions since: nothing ages */
+	fc_tick(f->cp);
+	assert_true(has(f, 1, 0, size) && has(f, 2, 0, size));
+	assert_int_equal(fc_read(f->cp, &k1, &s1, buf, sizeof(buf), 0),
+			 sizeof(buf));
+	for (int lap = 0; lap < 2; lap++) {
+		st_get_stats(f->st, &ss);
+		ev = ss.evictions;
+		assert_true(ss.regions_allowed < ss.regions);
+		/* the store goes once through what it may hold */
+		while (ss.evictions - ev < ss.regions_allowed) {
+			insert_whole(f, ino++, 0, 4 * EXT);
+			assert_int_equal(st_tick(f->st), 0);
+			st_get_stats(f->st, &ss);
+		}
+		fc_tick(f->cp);
+		st = stats(f);
+		if (lap == 0) {
+			/* 2 went, 1 (read in the lap) stays */
+			assert_true(has(f, 1, 0, size));
+			assert_false(has(f, 2, 0, size));
+			assert_int_equal(st.aged, 1);
+			assert_int_equal(st.copies, 1);
+		} else {
+			assert_false(has(f, 1, 0, size));
+			assert_int_equal(st.aged, 2);
+			assert_int_equal(st.copies, 0);
+		}
+	}
+	assert_int_equal(files_in(f, NULL, NULL), 0);
+}
+
 /* An open at another stamp removes the copy; so does fc_drop. */
 /* keep_records: every file's records stay beside its copy (as a pinned
  * file's do), for the tests that make a file's copy more than once */
@@ -835,6 +892,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_made_and_read),
 		T(test_read),
+		T(test_aged),
 		T(test_from_blocks),
 		T(test_stale_and_drop),
 		T(test_max_bytes_coldest),
