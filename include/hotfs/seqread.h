@@ -17,11 +17,11 @@
  * end only ever moves forward while it lasts.  Anything else (a seek
  * back to the start, a second pass over a small file, a jump elsewhere)
  * starts a new run.  Small random reads stay random: their slack is
- * eight of their own small sizes.  A read within the bytes of a run's only read is that
- * read again: not sequential, and the run stays as it was, so that a
- * random reader with several reads in flight, reading a hot block twice
- * in a row, is not taken for a sequential one (its reads would go by
- * extents).  In a longer run such a read is the run's (two readers of a
+ * eight of their own small sizes.  A read within the bytes of a run's
+ * only read is that read again: not sequential, and the run stays as it
+ * was, so that a random reader with several reads in flight, reading a
+ * hot block twice in a row, is not taken for a sequential one (its reads
+ * would go by extents).  In a longer run such a read is the run's (two readers of a
  * shared handle in step).
  *
  * SEQ_REORDER_NS is below NOFH_WINDOW_NS (hotfs/cache.h): a shared

@@ -721,8 +721,8 @@ ssize_t fc_read(struct hotfs_copies *cp, const struct hotfs_key *key,
 	if (n >= 0)
 		return n;
 	/* a damaged block (Btrfs: EIO): the copy goes, the source serves */
-	hotfs_log(LOG_WARNING, "copy %s unreadable (%s): removed", name,
-		  strerror((int)-n));
+	hotfs_log(LOG_WARNING, "cachedir: the copy %s could not be read "
+		  "(%s): removed\n", name, strerror((int)-n));
 	pthread_mutex_lock(&cp->m);
 	pp = find(cp, key);
 	if (*pp && !strcmp((*pp)->name, name)) {
