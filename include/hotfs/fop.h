@@ -58,6 +58,7 @@
 #ifndef HOTFS_FOP_H
 #define HOTFS_FOP_H
 
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -362,8 +363,15 @@ struct fop_backing {
 };
 int fop_open(struct hotfs *fs, struct hotfs_inode *in,
 	     struct fuse_file_info *fi, const struct fop_backing *bk);
-/* The kernel did not take the open's reply: undone (a backing id made
- * for it is kept by the inode for its next passthrough open). */
-void fop_open_undone(struct hotfs_inode *in, struct hotfs_fh *fh);
+/* The kernel did not take the reply of an open (or a create) with
+ * flags: undone (a backing id made for it is kept by the inode for its
+ * next passthrough open). */
+void fop_open_undone(struct hotfs_inode *in, struct hotfs_fh *fh,
+		     int flags);
+/* Do open flags write? (the inode counts such handles: op.w) */
+static inline bool fop_writes(int flags)
+{
+	return (flags & O_ACCMODE) != O_RDONLY;
+}
 
 #endif

@@ -176,6 +176,10 @@ struct ino_cached {
  * budget; and frees nofh with the inode). */
 struct ino_opens {
 	unsigned n;			/* open file handles */
+	/* among them, those open for writing: while there are any, the
+	 * kernel's pages may hold bytes a write(2) put there and has not
+	 * yet sent (hotfs/stamp.h, stamp_open_locked) */
+	unsigned w;
 	/* Passthrough opens (hotfs/passthrough.h) among them, and the
 	 * backing id they share (0: none), for the copy of the file at
 	 * pt_stamp: the kernel wants every open of an inode to use the one

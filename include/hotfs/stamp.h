@@ -192,9 +192,20 @@ static inline uint32_t stamp_behind_locked(const struct hotfs_inode *in)
  * kernel's copy is gone.  True if the file changed behind the mount
  * since it was last seen (close-to-open then drops the kernel's cached
  * attributes too), unless never.
+ *
+ * writers: other handles of the file are open for writing.  The same
+ * stamp, recorded within its clock tick, is otherwise dropped at the
+ * open (a version of the same tick may hide behind it); with writers
+ * open it is kept, and the first open after they closed drops it: a
+ * write(2) puts its bytes in the kernel's pages before it sends them,
+ * and a drop then loses them as the comment at the top says, a change
+ * of the mount's own in flight that the daemon has not seen yet.  (A
+ * change behind the mount within that tick, while the mount writes
+ * the file too, is seen at the first open after the writers close.)
  */
 bool stamp_open_locked(struct hotfs_inode *in, int fd, bool never,
-		       bool *keep);
+		       bool writers, bool *keep);
+
 /*
  * revalidate=N's trust in the recorded stamp without asking the source:
  * recorded and settled, taken from the source by an open less than

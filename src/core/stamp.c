@@ -182,7 +182,7 @@ void stamp_end(struct hotfs_inode *in, int fd)
 }
 
 bool stamp_open_locked(struct hotfs_inode *in, int fd, bool never,
-		       bool *keep)
+		       bool writers, bool *keep)
 {
 	enum stamp_verdict v = STAMP_NEW;	/* unknown: drop them */
 	struct stat st;
@@ -197,7 +197,8 @@ bool stamp_open_locked(struct hotfs_inode *in, int fd, bool never,
 	pending = stamp_inval_pending(in);
 	if (pending)
 		stamp_wait_inval_locked(in);
-	*keep = never || (v == STAMP_SAME && !pending && in->sp.stamp_settled);
+	*keep = never || (v == STAMP_SAME && !pending &&
+			  (in->sp.stamp_settled || writers));
 	/* the same stamp, recorded within its clock tick: the kernel's
 	 * pages may hold a version written earlier in that tick; dropped
 	 * now, the ones read from here on are of the version the stamp

@@ -247,7 +247,7 @@ int fop_release(struct hotfs *fs, struct hotfs_inode *in,
 		struct hotfs_fh *fh, int flags)
 {
 	/* a read-only handle's release changes nothing */
-	bool wr = (flags & O_ACCMODE) != O_RDONLY;
+	bool wr = fop_writes(flags);
 	struct fop_change ch;
 	int id = 0;
 
@@ -257,6 +257,8 @@ int fop_release(struct hotfs *fs, struct hotfs_inode *in,
 		pthread_mutex_lock(&in->m);
 		if (in->op.n)
 			in->op.n--;
+		if (wr && in->op.w)
+			in->op.w--;
 		/* the kernel left the backing file before it sent this */
 		if (fh->pt && in->op.pt && --in->op.pt == 0) {
 			id = in->op.backing_id;

@@ -203,7 +203,13 @@ static int create_handle(struct fop_change *ch, struct hotfs_inode *in,
 		fh_free(fh);
 		return -ESTALE;
 	}
+	/* the kernel drops the file's pages at an open without
+	 * keep_cache: not while others write it (hotfs/stamp.h,
+	 * stamp_open_locked) */
+	fi->keep_cache = in->op.w != 0;
 	in->op.n++;
+	if (fop_writes(fi->flags))
+		in->op.w++;
 	pthread_mutex_unlock(&in->m);
 	fi->fh = (uintptr_t)fh;
 	return 0;

@@ -107,12 +107,14 @@ static int settle_open(struct hotfs *fs, struct hotfs_inode *in, int fd,
 	pthread_mutex_lock(&in->m);
 	changed = stamp_open_locked(in, fd,
 				    fs->o->revalidate == HOTFS_REVAL_NEVER,
-				    &keep);
+				    in->op.w != 0, &keep);
 	pt = atomic_load(&in->retired) ? -ESTALE :
 	     pt_open_locked(fs, in, fi, bk);
 	if (pt == 0) {
 		fi->keep_cache = keep;
 		in->op.n++;
+		if (fop_writes(fi->flags))
+			in->op.w++;
 	} else if (pt == 1) {
 		/* the kernel's rule: no keep_cache with a backing file */
 		fi->keep_cache = 0;
@@ -263,10 +265,13 @@ int fop_open(struct hotfs *fs, struct hotfs_inode *in,
 	return r;
 }
 
-void fop_open_undone(struct hotfs_inode *in, struct hotfs_fh *fh)
+void fop_open_undone(struct hotfs_inode *in, struct hotfs_fh *fh,
+		     int flags)
 {
 	pthread_mutex_lock(&in->m);
 	in->op.n--;
+	if (fop_writes(flags) && in->op.w)
+		in->op.w--;
 	if (fh && fh->pt && in->op.pt)
 		in->op.pt--;	/* its backing id stays with the inode */
 	pthread_mutex_unlock(&in->m);

@@ -101,7 +101,7 @@ void hotfs_open(fuse_req_t req, fuse_ino_t ino,
 	if (err)
 		fuse_reply_err(req, -err);
 	else if (fuse_reply_open(req, fi) == -ENOENT)
-		fop_open_undone(in, hfh(fi));
+		fop_open_undone(in, hfh(fi), fi->flags);
 }
 
 void hotfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -131,7 +131,7 @@ out:
 	} else if (fuse_reply_create(req, &n.e, fi) == -ENOENT) {
 		/* interrupted: the kernel took neither the handle nor the
 		 * lookup count */
-		fop_open_undone(in, hfh(fi));
+		fop_open_undone(in, hfh(fi), fi->flags);
 		forget_one(fs, n.e.ino, 1);
 	}
 }

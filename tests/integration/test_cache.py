@@ -617,6 +617,75 @@ def _coarse_streamer(mnt, names, stop, seed):
             os.close(fd)
 
 
+def _coarse_source(ws):
+    """ws.src on a loop-mounted ext4 with 128-byte inodes: timestamps of
+    whole seconds (unmounted by the caller's finally and teardown)."""
+    img = os.path.join(ws.root, 'coarse.img')
+    with open(img, 'wb') as f:
+        f.truncate(256 << 20)
+    r = subprocess.run(['mkfs.ext4', '-q', '-F', '-I', '128', img],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if r.returncode != 0:
+        pytest.skip('mkfs.ext4 -I 128: %s' % r.stdout.decode())
+    r = subprocess.run(['mount', '-o', 'loop', img, ws.src],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if r.returncode != 0:
+        pytest.skip('cannot mount a loop device: %s' % r.stdout.decode())
+    ws.mounts.append(ws.src)            # unmounted in teardown too
+
+
+def test_open_beside_a_writer_keeps_the_kernels_pages(ws):
+    """On a source with whole-second stamps, a file written through the
+    mount has a stamp that proves nothing for the rest of that second
+    (the racy rule), and the next open drops the kernel's pages.  Not
+    while another handle has the file open for writing: a write(2) puts
+    its bytes in the kernel's pages before it sends them, and a drop in
+    between, with another reader's readahead reading the source before
+    the write landed there, left pages from before the write, read for
+    good (test_writes_during_region_recycling_with_coarse_timestamps
+    caught it once).  The first open after the writer closed drops
+    them, as before."""
+    _coarse_source(ws)
+    try:
+        content = bytearray(data(7, 1 << 20))
+        with open(os.path.join(ws.src, 'f'), 'wb') as f:
+            f.write(content)
+        proc = ws.start()
+        assert float(stats(ws.mnt)['source_time_granularity_ns']) >= 1e9
+        p = os.path.join(ws.mnt, 'f')
+
+        def read_all():
+            """Read f through a new open; the READ requests it sent."""
+            n0 = float(stats(ws.mnt)['read_requests'])
+            with open(p, 'rb') as f:
+                got = f.read()
+            assert got == content
+            return float(stats(ws.mnt)['read_requests']) - n0
+
+        w = os.open(p, os.O_RDWR)
+        try:
+            os.pwrite(w, b'w' * 4096, 8192)
+            content[8192:12288] = b'w' * 4096
+            assert read_all() > 0           # the pages made
+            # the stamp is racy now; with the writer open, opens keep
+            assert read_all() == 0
+            assert read_all() == 0
+        finally:
+            os.close(w)
+        # no writer: the first open drops the pages of the racy stamp
+        # (once the release, which the kernel sends after close returns
+        # without waiting for it, has come)
+        deadline = time.monotonic() + 10
+        while read_all() == 0:
+            assert time.monotonic() < deadline, 'pages kept after close'
+            time.sleep(0.05)
+        ws.stop(proc)
+    finally:
+        for p_, mnt, _ in ws.daemons:
+            util.cleanup_mount(p_, mnt)
+        subprocess.run(['umount', ws.src], stderr=subprocess.DEVNULL)
+
+
 @pytest.mark.slow
 def test_writes_during_region_recycling_with_coarse_timestamps(ws):
     """A source whose timestamps have a granularity of a second (ext4
@@ -634,18 +703,7 @@ def test_writes_during_region_recycling_with_coarse_timestamps(ws):
     source, data of a file written within the last second is not
     cached at all (the racy rule, hotfs/srcprobe.h): the hot file, written
     all the time, stays out of the store, which this checks too."""
-    img = os.path.join(ws.root, 'coarse.img')
-    with open(img, 'wb') as f:
-        f.truncate(256 << 20)
-    r = subprocess.run(['mkfs.ext4', '-q', '-F', '-I', '128', img],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    if r.returncode != 0:
-        pytest.skip('mkfs.ext4 -I 128: %s' % r.stdout.decode())
-    r = subprocess.run(['mount', '-o', 'loop', img, ws.src],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    if r.returncode != 0:
-        pytest.skip('cannot mount a loop device: %s' % r.stdout.decode())
-    ws.mounts.append(ws.src)            # unmounted in teardown too
+    _coarse_source(ws)
     n = 256
     try:
         with open(os.path.join(ws.src, 'hot'), 'wb') as f:

@@ -268,6 +268,46 @@ static void test_settled(void **state)
 	hotfs_src = saved;
 }
 
+/*
+ * An open of a racy, unsettled stamp drops the kernel's pages, but not
+ * while other handles write the file (their bytes may be in the pages,
+ * not yet sent); the first open without writers drops them.
+ */
+static void test_open_beside_writers(void **state)
+{
+	struct fx *f = *state;
+	struct hotfs_srcinfo saved = hotfs_src;
+	struct timespec ts[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
+	bool keep;
+
+	hotfs_src.remote = true;
+	hotfs_src.gran_ns = 1000000000LL;
+	ts[1].tv_sec = time(NULL) + 30;		/* racy however slow */
+	assert_int_equal(futimens(f->fd, ts), 0);
+	assert_int_equal(check(f), STAMP_NEW);
+	assert_false(f->in.sp.stamp_settled);
+	pthread_mutex_lock(&f->in.m);
+	/* writers open: kept, and still unsettled */
+	assert_false(stamp_open_locked(&f->in, f->fd, false, true, &keep));
+	assert_true(keep);
+	assert_false(f->in.sp.stamp_settled);
+	assert_false(stamp_open_locked(&f->in, f->fd, false, true, &keep));
+	assert_true(keep);
+	/* none: dropped (still racy: still unsettled) */
+	assert_false(stamp_open_locked(&f->in, f->fd, false, false, &keep));
+	assert_false(keep);
+	assert_false(f->in.sp.stamp_settled);
+	pthread_mutex_unlock(&f->in.m);
+	/* a change behind the mount is dropped with writers open too */
+	ts[1].tv_sec++;
+	assert_int_equal(futimens(f->fd, ts), 0);
+	pthread_mutex_lock(&f->in.m);
+	assert_true(stamp_open_locked(&f->in, f->fd, false, true, &keep));
+	assert_false(keep);
+	pthread_mutex_unlock(&f->in.m);
+	hotfs_src = saved;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -286,6 +326,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_end_without_begin, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_settled, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_beside_writers, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
