@@ -124,12 +124,12 @@ ssize_t fc_read(struct hotfs_copies *cp, const struct hotfs_key *key,
 bool fc_has(struct hotfs_copies *cp, const struct hotfs_key *key,
 	    const struct hotfs_stamp *stamp);
 /*
- * The daemon's tick: copies age with the store.  Once the store has
- * evicted as many regions as the reserve leaves it since a lap began, it
- * has let go of every record it held then that no read used since (a
- * record read meanwhile is copied forward): a copy neither opened nor
- * read since the lap began is colder, and is removed.  A lap begins where
- * one ends.
+ * The daemon's tick, once a second: copies age with the store.  Once the
+ * store has evicted as many regions as the reserve leaves it since a lap
+ * began, it has let go of every record it held then that no read used
+ * since (a record read meanwhile is copied forward): a copy neither
+ * opened nor read since the lap began is colder, and is removed.  A lap
+ * begins where one ends.
  */
 void fc_tick(struct hotfs_copies *cp);
 /* Remove the copies of key (hotfsctl evict); how many. */

@@ -35,6 +35,7 @@
 #define FC_SCRUB_CHUNK	(1u << 20)
 #define FC_FAILED	16u	/* copies given up, not asked again */
 #define FC_RETRY_S	60	/* ... for this long */
+#define FC_RFDS		64u	/* read descriptors kept (fc_read) */
 
 struct fcopy {
 	struct hotfs_key key;
@@ -47,7 +48,16 @@ struct fcopy {
 	time_t checked;		/* CLOCK_MONOTONIC s: made or last checked
 				 * (0: found at open, never in this run) */
 	char name[FC_NAME_LEN + 1];
+	struct fc_rfd *rfd;	/* reads through the daemon's (or NULL) */
 	struct fcopy *next;	/* bucket chain */
+};
+
+/* The descriptor reads through the daemon use (fc_read): opened at the
+ * first and kept; the copy holds it, and each read in progress, and the
+ * last of them closes it (a copy dropped during a read). */
+struct fc_rfd {
+	int fd;
+	unsigned refs;			/* under the table's m */
 };
 
 struct fc_job {
@@ -79,6 +89,7 @@ struct hotfs_copies {
 	int64_t lap_ns;
 	uint64_t lap_evictions;
 	uint64_t tmp_seq;
+	unsigned nrfd;			/* read descriptors kept open */
 };
 
 static time_t mono_s(void)
@@ -157,6 +168,16 @@ static struct fcopy **find(struct hotfs_copies *cp, const struct hotfs_key *k)
 }
 
 /* Under m: take *pp out of the table and remove its file. */
+/* Under m: a hold on a copy's read descriptor let go. */
+static void rfd_put(struct hotfs_copies *cp, struct fc_rfd *r)
+{
+	if (r && --r->refs == 0) {
+		close(r->fd);
+		free(r);
+		cp->nrfd--;
+	}
+}
+
 static void drop_at(struct hotfs_copies *cp, struct fcopy **pp)
 {
 	struct fcopy *c = *pp;
@@ -167,6 +188,7 @@ static void drop_at(struct hotfs_copies *cp, struct fcopy **pp)
 	cp->s.bytes -= c->stamp.size;
 	cp->s.dropped++;
 	st_set_reserve(cp->p.st, cp->s.bytes);
+	rfd_put(cp, c->rfd);
 	free(c);
 }
 
@@ -625,6 +647,7 @@ void fc_close(struct hotfs_copies *cp)
 			struct fcopy *c = cp->b[i];
 
 			cp->b[i] = c->next;
+			rfd_put(cp, c->rfd);
 			free(c);
 		}
 	close(cp->fd);
@@ -699,37 +722,61 @@ ssize_t fc_read(struct hotfs_copies *cp, const struct hotfs_key *key,
 		off_t off)
 {
 	char name[FC_NAME_LEN + 1];
-	struct fcopy **pp;
+	struct fcopy **pp, *c;
+	struct fc_rfd *r;
 	ssize_t n;
-	int fd;
 
 	pthread_mutex_lock(&cp->m);
 	pp = find(cp, key);
-	if (!*pp || !stamp_eq(&(*pp)->stamp, stamp)) {
+	c = *pp;
+	if (!c || !stamp_eq(&c->stamp, stamp)) {
 		pthread_mutex_unlock(&cp->m);
 		return -ENOENT;
 	}
-	(*pp)->last = ++cp->clock;
-	(*pp)->used_ns = clock_mono_ns();
-	memcpy(name, (*pp)->name, sizeof(name));
+	c->last = ++cp->clock;
+	c->used_ns = clock_mono_ns();
+	r = c->rfd;
+	if (!r) {		/* the first read of this copy */
+		int fd = openat(cp->fd, c->name,
+				O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+		r = fd < 0 ? NULL : malloc(sizeof(*r));
+		if (!r) {
+			if (fd >= 0)
+				close(fd);
+			pthread_mutex_unlock(&cp->m);
+			return -ENOENT;
+		}
+		r->fd = fd;
+		r->refs = 0;
+		cp->nrfd++;
+		/* kept for the next reads while few are (each copy would
+		 * hold a descriptor): else this read's alone */
+		if (cp->nrfd <= FC_RFDS) {
+			c->rfd = r;
+			r->refs++;
+		}
+	}
+	r->refs++;
+	memcpy(name, c->name, sizeof(name));
 	pthread_mutex_unlock(&cp->m);
-	fd = openat(cp->fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return -ENOENT;		/* removed meanwhile */
-	n = pread_full(fd, buf, size, off);
-	close(fd);
-	if (n >= 0)
-		return n;
-	/* a damaged block (Btrfs: EIO): the copy goes, the source serves */
-	hotfs_log(LOG_WARNING, "cachedir: the copy %s could not be read "
-		  "(%s): removed\n", name, strerror((int)-n));
+	n = pread_full(r->fd, buf, size, off);
 	pthread_mutex_lock(&cp->m);
-	pp = find(cp, key);
-	if (*pp && !strcmp((*pp)->name, name)) {
-		drop_at(cp, pp);
-		cp->s.scrub_bad++;
+	rfd_put(cp, r);
+	if (n < 0) {
+		/* a damaged block (Btrfs: EIO): the copy goes, the source
+		 * serves */
+		pp = find(cp, key);
+		if (*pp && !strcmp((*pp)->name, name)) {
+			drop_at(cp, pp);
+			cp->s.scrub_bad++;
+		}
 	}
 	pthread_mutex_unlock(&cp->m);
+	if (n >= 0)
+		return n;
+	hotfs_log(LOG_WARNING, "cachedir: the copy %s could not be read "
+		  "(%s): removed\n", name, strerror((int)-n));
 	return -ENOENT;
 }
 

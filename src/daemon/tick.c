@@ -28,9 +28,9 @@ struct hotfs_tick {
 static void *tick_main(void *arg)
 {
 	struct hotfs_tick *t = arg;
-	int64_t now, last_sweep, last_counts;
+	int64_t now, last_sweep, last_counts, last_copies;
 
-	last_sweep = last_counts = clock_mono_ns();
+	last_sweep = last_counts = last_copies = clock_mono_ns();
 	pthread_mutex_lock(&t->m);
 	while (!t->stop) {
 		struct hotfs_cache *c;
@@ -47,8 +47,12 @@ static void *tick_main(void *arg)
 		vd_expire(t->fs);
 		if (c)
 			st_tick(c->st);
-		if (c && c->fc)
+		/* once a second: a lap of the store takes far longer, and
+		 * the store's statistics are read under its lock */
+		if (c && c->fc && now - last_copies >= 1000000000LL) {
+			last_copies = now;
 			fc_tick(c->fc);
+		}
 		wb_tick(t->fs->wb);
 		if (c && now - last_sweep >= TICK_SWEEP_MS * 1000000LL) {
 			last_sweep = now;

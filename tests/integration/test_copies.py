@@ -12,6 +12,7 @@ is off, said once in the log and in the stats, and the tree is the same.
 import concurrent.futures
 import errno
 import json
+import itertools
 import mmap
 import os
 import random
@@ -678,9 +679,11 @@ def test_copies_age_with_the_store(ws):
     ws.start(opts='cachesize=64M,threshold=1,passthrough=on,'
              'promote_rate=0')
     copied(ws, 'a', data)
-    for i in range(12):
-        name = 'stream%d' % i
-        put(ws, name, 16 * MiB, 100 + i)
+    deadline = time.monotonic() + 120      # the copies' tick: once a second
+    for i in itertools.count():
+        name = 'stream%d' % (i % 12)
+        if i < 12:
+            put(ws, name, 16 * MiB, 100 + i)
         # read-write opens: no copy of these; each read more often
         # than the one before, hotter than what the store holds
         fd = os.open(os.path.join(ws.mnt, name), os.O_RDWR)
@@ -693,8 +696,9 @@ def test_copies_age_with_the_store(ws):
             os.close(fd)
         if stat_of(ws, 'copies_aged'):
             break
-    else:
-        pytest.fail('the copy of a never aged: %r' % util.hotfs_stats(ws.mnt))
+        if time.monotonic() > deadline:
+            pytest.fail('the copy of a never aged: %r' %
+                        util.hotfs_stats(ws.mnt))
     assert stat_of(ws, 'copies') == 0 and files_in(ws) == []
     assert util.read_cold(os.path.join(ws.mnt, 'a')) == data
 

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -380,6 +381,28 @@ static void test_made_and_read(void **state)
 /* fc_read: the copy's bytes at its stamp (fewer at its end), counted as
  * a use; none at another stamp, and the copy stays (the read's stamp may
  * be the older one); none once the copy is gone. */
+/* Descriptors this process holds on copies (files under files/). */
+static int copy_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	char p[300], t[PATH_MAX];
+	int n = 0;
+	ssize_t l;
+
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		snprintf(p, sizeof(p), "/proc/self/fd/%s", de->d_name);
+		l = readlink(p, t, sizeof(t) - 1);
+		if (l > 0) {
+			t[l] = 0;
+			n += strstr(t, "/files/") != NULL;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
 static void test_read(void **state)
 {
 	struct fx *f = *state;
@@ -395,12 +418,16 @@ static void test_read(void **state)
 	assert_int_equal(fc_read(f->cp, &k, &s0, buf, sizeof(buf), 0),
 			 -ENOENT);
 	make_copy(f, 1, 0, FSIZE);
+	assert_int_equal(copy_fds(), 0);
 	assert_int_equal(fc_read(f->cp, &k, &s0, buf, sizeof(buf), 12345),
 			 sizeof(buf));
 	assert_memory_equal(buf, want + 12345, sizeof(buf));
+	/* its descriptor is kept for the next reads */
+	assert_int_equal(copy_fds(), 1);
 	assert_int_equal(fc_read(f->cp, &k, &s0, buf, sizeof(buf),
 				 FSIZE - 100), 100);
 	assert_memory_equal(buf, want + FSIZE - 100, 100);
+	assert_int_equal(copy_fds(), 1);
 	assert_int_equal(fc_read(f->cp, &k, &s1, buf, sizeof(buf), 0),
 			 -ENOENT);
 	assert_true(has(f, 1, 0, FSIZE));
@@ -408,6 +435,7 @@ static void test_read(void **state)
 	assert_int_equal(st.dropped, 0);
 	assert_int_equal(st.scrub_bad, 0);
 	assert_int_equal(fc_drop(f->cp, &k), 1);
+	assert_int_equal(copy_fds(), 0);	/* closed with the copy */
 	assert_int_equal(fc_read(f->cp, &k, &s0, buf, sizeof(buf), 0),
 			 -ENOENT);
 	free(want);
