@@ -165,7 +165,7 @@ fi
 stage "benchmark smoke run (contrib/bench/run.sh --smoke)"
 bench_smoke
 # passthrough's benchmarks at smoke size: the copy made, measured
-bench_smoke build-test whole wholedirect
+bench_smoke build-test whole wholedirect wholerw
 stage "the demo (contrib/demo.sh)"
 demo
 if [ $quick = 0 ]; then

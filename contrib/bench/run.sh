@@ -95,6 +95,12 @@
 #            daemon's CPU (user + system, /proc) in each pass goes to
 #            cpu.csv and a table: per GiB read, per read.  Not in the
 #            default list: name them
+#   wholerw  the same reads as wholedirect through a read-write open
+#            (fio randrw with rwmixread=100: fio opens the file O_RDWR and
+#            writes nothing): such an open takes no passthrough, so the
+#            daemon serves it, from the file's copy where one is (the
+#            store let the records go once the copy was made).  Not in
+#            the default list: name it
 #
 # Every pass of a hotfs target with the cache on also records the daemon's
 # read counters (.hotfs/stats, before and after the pass): hits, partial
@@ -233,7 +239,7 @@ for w in "${workloads[@]}"; do
 	wbrand|wbsync|fiowb-[1-9]|fiowb-[1-9][0-9]) wl_list+=("$w") ;;
 	fiomix) wl_list+=(fiomix-aio fiomix-psync) ;;
 	fiomix-aio|fiomix-psync) wl_list+=("$w") ;;
-	seq|rand|meta-find|meta-gitstatus|cp|gitgrep|gitstatus|coldgrep|scan|restart|directrand|directjobs|untar|whole|wholedirect) wl_list+=("$w") ;;
+	seq|rand|meta-find|meta-gitstatus|cp|gitgrep|gitstatus|coldgrep|scan|restart|directrand|directjobs|untar|whole|wholedirect|wholerw) wl_list+=("$w") ;;
 	*) bench_die "unknown workload: $w" ;;
 	esac
 done
@@ -252,7 +258,7 @@ if (( smoke )); then
 	declare -A PASSES=([seq]=1 [rand]=1 [meta-find]=1 [meta-gitstatus]=1
 			   [cp]=2 [gitgrep]=2 [gitstatus]=2 [coldgrep]=2 [scan]=5 [restart]=4
 			   [directrand]=2 [directjobs]=2 [untar]=2
-			   [whole]=2 [wholedirect]=2)
+			   [whole]=2 [wholedirect]=2 [wholerw]=2)
 	FIO_SECS=${BENCH_FIO_SECS:-0.3}
 	FIO_REPS=${BENCH_FIO_PASSES:-2}
 	# read-only, mixed and write-only: each path once, in the time the
@@ -266,7 +272,7 @@ else
 	declare -A PASSES=([seq]=3 [rand]=3 [meta-find]=5 [meta-gitstatus]=5
 			   [cp]=8 [gitgrep]=8 [gitstatus]=8 [coldgrep]=8 [scan]=5 [restart]=4
 			   [directrand]=3 [directjobs]=3 [untar]=3
-			   [whole]=3 [wholedirect]=3)
+			   [whole]=3 [wholedirect]=3 [wholerw]=3)
 	FIO_SECS=${BENCH_FIO_SECS:-30}
 	FIO_REPS=${BENCH_FIO_PASSES:-3}
 	read -r -a FIO_MIXES <<< "${BENCH_FIO_MIXES:-100 70 50 0}"
@@ -390,7 +396,7 @@ targets_for()
 	fiomix-*) list=(hdd ssd hotfs-wa@hdd hotfs-wt@hdd) ;;
 	gitgrep|gitstatus) list=("${META_TARGETS[@]}" "${URING_TARGETS[@]}" "${PT_TARGETS[@]}") ;;
 	directrand|directjobs|untar) list=(hdd ssd hotfs@hdd "${URING_TARGETS[@]}") ;;
-	whole|wholedirect) list=(hdd ssd hotfs@hdd hotfs-pt@hdd "${URING_TARGETS[@]}") ;;
+	whole|wholedirect|wholerw) list=(hdd ssd hotfs@hdd hotfs-pt@hdd "${URING_TARGETS[@]}") ;;
 	meta-*) list=("${ALL_TARGETS[@]}" hotfs-never@hdd) ;;
 	fio-*) list=(hotfs@hdd) ;;
 	scan|restart) list=(hdd hotfs-nocache@hdd hotfs@hdd) ;;
@@ -441,7 +447,7 @@ wl_hotfs_opts()
 	# 1:8 of the file: 128 MiB at full size
 	fiomix-*) echo ",cachesize=$(cache_mib $(( BIG_MIB / 8 )))M" ;;
 	# the file cached whole by one read (wl_prepare), the copy beside it
-	whole|wholedirect) echo ",threshold=1,promote_rate=0,cachesize=$(( BIG_MIB * 3 ))M" ;;
+	whole|wholedirect|wholerw) echo ",threshold=1,promote_rate=0,cachesize=$(( BIG_MIB * 3 ))M" ;;
 	esac
 }
 
@@ -577,8 +583,11 @@ wl_seq()
 rand_read()
 {
 	local j=$out/fio-last.json bps iops p99 bytes
-	fio_json "$j" --name="$2" --filename="$1/big" --readonly \
-		--rw=randread --bs=4k --ioengine=psync --direct="$3" \
+	local mode=(--readonly --rw=randread)
+	# wholerw: a read-write open that reads only
+	[ "$2" != wholerw ] || mode=(--rw=randrw --rwmixread=100)
+	fio_json "$j" --name="$2" --filename="$1/big" "${mode[@]}" \
+		--bs=4k --ioengine=psync --direct="$3" \
 		--size="${BIG_MIB}M" --runtime="$RAND_SECS" \
 		--numjobs="${4:-1}" --group_reporting
 	read -r bps iops p99 bytes < <(fio_read_summary "$j")
@@ -605,6 +614,8 @@ wl_whole()
 }
 
 wl_wholedirect() { rand_read "$1" wholedirect 1; }
+
+wl_wholerw() { rand_read "$1" wholerw 1; }
 
 # A stat of a mount's .hotfs/stats, as a number (0 if absent).
 mnt_stat() { awk -F': *' -v k="$2" '$1 == k { print $2 + 0; f = 1 } END { if (!f) print 0 }' "$1/.hotfs/stats"; }
@@ -1147,6 +1158,7 @@ wl_desc()
 	directjobs) echo "4 KiB random reads of a ${BIG_MIB} MiB file from 8 jobs at once (fio psync, O_DIRECT, numjobs=8; ${RAND_SECS} s), page cache dropped (IOPS of all jobs; higher is better)" ;;
 	whole) echo "a ${BIG_MIB} MiB file the cache holds whole (its copy too, for passthrough) read once with cat, page cache dropped (MB/s; higher is better)" ;;
 	wholedirect) echo "4 KiB random reads at queue depth 1 of a ${BIG_MIB} MiB file the cache holds whole (fio psync, O_DIRECT; ${RAND_SECS} s), page cache dropped (IOPS; higher is better)" ;;
+	wholerw) echo "the same reads as wholedirect through a read-write open (fio randrw, rwmixread=100): no passthrough for it, the daemon serves it (IOPS; higher is better)" ;;
 	untar) echo "tar -x of the Go tree (without .git, from the SSD) into an empty directory (seconds; lower is better)" ;;
 	gitgrep) echo "git grep -q (absent string) over $TREE_FILES files, page cache dropped (seconds; lower is better)" ;;
 	gitstatus) echo "git status over $TREE_FILES files, page cache dropped (seconds; lower is better)" ;;
@@ -1178,7 +1190,7 @@ wl_metric()
 {
 	case $1 in
 	seq|whole) echo mb_per_s ;;
-	rand|directrand|directjobs|wholedirect|fio-*|fiowb-*|fiomix-*|wbrand|wbsync) echo iops ;;
+	rand|directrand|directjobs|wholedirect|wholerw|fio-*|fiowb-*|fiomix-*|wbrand|wbsync) echo iops ;;
 	*) echo seconds ;;
 	esac
 }
@@ -1278,7 +1290,7 @@ run_pass()
 # read or per read.
 cpu_table()
 {
-	printf '\nDaemon CPU (user + system) per pass: per GiB read (whole), per read in microseconds (wholedirect)\n\n'
+	printf '\nDaemon CPU (user + system) per pass: per GiB read (whole), per read in microseconds (wholedirect, wholerw)\n\n'
 	printf '| target | pass | CPU s | per unit |\n| --- | ---: | ---: | ---: |\n'
 	awk -F, -v wl="$1" -v mib="$BIG_MIB" '$1 == wl {
 		if (wl == "whole") u = sprintf("%.3f s/GiB", $4 / (mib / 1024))
