@@ -28,7 +28,8 @@
  * files with no link left keep their fds, as do inodes with open handles
  * (op.n), background work (holds), the root, objects on another mount
  * than the root's, and everything if the source has no handles or the
- * daemon lacks CAP_DAC_READ_SEARCH (probed once, logged once).
+ * daemon lacks CAP_DAC_READ_SEARCH (probed once, logged once).  The
+ * handles, and the closing of one inode's fd, are inode_fds.c's.
  *
  * Closing an fd that another thread is about to use would hand it a
  * number the next open may reuse for an unrelated file.  ino_fd counts
@@ -51,40 +52,11 @@
 
 #include "hotfs/clock.h"
 #include "hotfs/inode.h"
-#include "hotfs/log.h"
 #include "hotfs/namecache.h"
+#include "inode_i.h"
 
 /* Inodes whose fds one pass of shrink() may close. */
 #define SHRINK_BATCH	256
-
-struct hotfs_itable {
-	pthread_mutex_t lock;		/* protects everything below */
-	struct hotfs_inode **buckets;
-	size_t nbuckets;		/* power of two */
-	size_t count;
-	size_t retain_max;		/* 0 = free forgotten inodes at once */
-	size_t retained;
-	size_t fd_budget;		/* 0 = no bound on nfds */
-	_Atomic size_t nfds;		/* inodes holding an fd, root too */
-	size_t hand;			/* the budget's clock: a bucket */
-	_Atomic bool shrinking;		/* one shrink() at a time; it owns
-					 * the fields below */
-	int handles;			/* 0: not probed, 1: work, -1: not */
-	int mount_fd;			/* for open_by_handle_at, or -1 */
-	int mnt_id;			/* the root's mount */
-	bool warned_keep;		/* logged an inode without a handle */
-	_Atomic uint64_t fd_drops, fd_reopens;
-	struct hotfs_inode *lru_head, *lru_tail;	/* most recent first */
-	struct hotfs_inode root;
-	void (*on_free)(void *arg, struct hotfs_inode *in);
-	void *on_free_arg;
-	void (*nofh_free)(void *nofh);
-	void (*on_stale)(void *arg, struct hotfs_inode *in);
-	void *on_stale_arg;
-	void (*on_change)(void *arg, struct hotfs_inode *in);
-	void *on_change_arg;
-	bool dying;			/* ino_table_free: parents go too */
-};
 
 static void __lru_del(struct hotfs_itable *t, struct hotfs_inode *in);
 static void __hash_del(struct hotfs_itable *t, struct hotfs_inode *in);
@@ -405,47 +377,6 @@ void ino_note_change(struct hotfs_itable *t, struct hotfs_inode *in)
 		t->on_change(t->on_change_arg, in);
 }
 
-/* A file handle for fd, sized to fit; NULL with errno. */
-static struct file_handle *make_handle(int fd, int *mnt_id)
-{
-	struct file_handle *fh, *small;
-
-	fh = malloc(sizeof(*fh) + MAX_HANDLE_SZ);
-	if (!fh)
-		return NULL;
-	fh->handle_bytes = MAX_HANDLE_SZ;
-	if (name_to_handle_at(fd, "", fh, mnt_id, AT_EMPTY_PATH) == -1) {
-		int e = errno;
-
-		free(fh);
-		errno = e;
-		return NULL;
-	}
-	small = realloc(fh, sizeof(*fh) + fh->handle_bytes);
-	return small ? small : fh;
-}
-
-/* Reopen an inode whose fd the budget closed; the fd or -errno. */
-static int reopen(struct hotfs_itable *t, struct hotfs_inode *in,
-		  struct file_handle *fh)
-{
-	struct stat st;
-	int fd;
-
-	fd = open_by_handle_at(t->mount_fd, fh, O_PATH | O_CLOEXEC);
-	if (fd == -1)
-		return -errno;
-	/* a handle names one object for its lifetime, but a filesystem
-	 * may reuse inode numbers: check it is the object we had */
-	if (fstat(fd, &st) == -1 || st.st_dev != in->dev ||
-	    st.st_ino != in->ino || (st.st_mode & S_IFMT) != in->type) {
-		close(fd);
-		return -ESTALE;
-	}
-	atomic_fetch_add(&t->fd_reopens, 1);
-	return fd;
-}
-
 /* Open a lazily made inode's fd by its name in its parent (opened the
  * same way first if need be), checked to be the same object; the fd or
  * -errno. */
@@ -494,7 +425,7 @@ int ino_fd(struct hotfs_itable *t, struct hotfs_inode *in)
 		name = strdup(in->snap.lazy_name);
 	pthread_mutex_unlock(&in->m);
 	if (fh) {
-		fd = reopen(t, in, fh);
+		fd = ino_reopen(t, in, fh);
 	} else if (!p) {
 		return -ESTALE;
 	} else if (!name) {
@@ -538,108 +469,6 @@ void ino_fd_put(struct hotfs_inode *in)
 	assert(was > 0);
 }
 
-/*
- * Whether inodes can be reopened by handle here: the root's handle
- * opened on the root's mount.  Probed once, by the shrinker.
- */
-static bool handles_work(struct hotfs_itable *t)
-{
-	struct file_handle *fh;
-	int fd = -1, e;
-
-	if (t->handles)
-		return t->handles > 0;
-	/* open_by_handle_at wants an fd it can use as a file: O_PATH's
-	 * is refused (EBADF) */
-	t->mount_fd = openat(t->root.fd, ".",
-			     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	fh = t->mount_fd < 0 ? NULL : make_handle(t->root.fd, &t->mnt_id);
-	if (fh)
-		fd = open_by_handle_at(t->mount_fd, fh, O_PATH | O_CLOEXEC);
-	e = errno;
-	free(fh);
-	if (fd >= 0) {
-		close(fd);
-		t->handles = 1;
-		return true;
-	}
-	hotfs_log(LOG_WARNING, "source has no usable file handles (%s%s): "
-		  "every inode the kernel knows keeps an open fd, past the "
-		  "fd budget of %zu\n", strerror(e),
-		  e == EPERM ? ", CAP_DAC_READ_SEARCH is needed" : "",
-		  t->fd_budget);
-	if (t->mount_fd >= 0)
-		close(t->mount_fd);
-	t->mount_fd = -1;
-	t->handles = -1;
-	return false;
-}
-
-/* Why an inode keeps its fd: logged once. */
-static void keep_fd(struct hotfs_itable *t, struct hotfs_inode *in, int e)
-{
-	atomic_store(&in->fd_keep, true);
-	if (!e || t->warned_keep)
-		return;
-	t->warned_keep = true;
-	hotfs_log(LOG_WARNING, "inode %llu: no file handle (%s): it and "
-		  "others like it keep their fds past the fd budget\n",
-		  (unsigned long long)in->ino, strerror(e));
-}
-
-/*
- * Close in's fd for the budget if nothing is using it; in is held.  Only
- * shrink() closes an fd that is >= 0 and the hold keeps free_inode off,
- * so in->fd cannot change under us until we swap it under m.
- */
-static void drop_fd(struct hotfs_itable *t, struct hotfs_inode *in)
-{
-	struct file_handle *fh = NULL;
-	struct stat st;
-	bool have, dropped = false;
-	int fd = atomic_load(&in->fd), mnt;
-
-	if (fd < 0)
-		return;
-	/* deleted: a handle would not find it again (ESTALE) */
-	if (fstat(fd, &st) == -1 || st.st_nlink == 0) {
-		keep_fd(t, in, 0);
-		return;
-	}
-	pthread_mutex_lock(&in->m);
-	have = in->fh != NULL;
-	pthread_mutex_unlock(&in->m);
-	if (!have) {
-		fh = make_handle(fd, &mnt);
-		if (!fh || mnt != t->mnt_id) {
-			/* a mount inside the source: the root's mount_fd
-			 * would not decode it */
-			keep_fd(t, in, fh ? 0 : errno);
-			free(fh);
-			return;
-		}
-	}
-	pthread_mutex_lock(&in->m);
-	if (!in->fh) {
-		in->fh = fh;
-		fh = NULL;
-	}
-	if (in->fd == fd && !in->fd_users && !in->op.n) {
-		in->fd = -1;
-		/* opened once: the snapshot's attributes no longer count */
-		in->snap.snap_st = NULL;
-		in->snap.snap_target = NULL;
-		dropped = true;
-	}
-	pthread_mutex_unlock(&in->m);
-	free(fh);
-	if (dropped) {
-		close(fd);
-		atomic_fetch_sub(&t->nfds, 1);
-		atomic_fetch_add(&t->fd_drops, 1);
-	}
-}
-
 /* May the budget close in's fd?  Table lock held. */
 static bool __droppable(struct hotfs_itable *t, struct hotfs_inode *in)
 {
@@ -661,7 +490,7 @@ static void shrink(struct hotfs_itable *t)
 		return;
 	if (atomic_exchange(&t->shrinking, true))
 		return;		/* another thread is at it */
-	if (!handles_work(t))
+	if (!ino_handles_work(t))
 		goto out;
 	pthread_mutex_lock(&t->lock);
 	nf = atomic_load(&t->nfds);
@@ -685,7 +514,7 @@ static void shrink(struct hotfs_itable *t)
 	}
 	pthread_mutex_unlock(&t->lock);
 	for (size_t i = 0; i < n; i++) {
-		drop_fd(t, cand[i]);
+		ino_drop_fd(t, cand[i]);
 		ino_unhold(t, cand[i]);
 	}
 out:
