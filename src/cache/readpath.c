@@ -25,6 +25,9 @@
  * the whole extent its bytes go with it, so the slow disk is not read
  * twice.
  *
+ * A read from the source alone, or from the file's whole copy, and the
+ * release of a reply are rp_reply.c's (the plan they share: readpath_i.h).
+ *
  * Locks: in->m only to read the write generation and the span of writes
  * in flight; none held across I/O.
  */
@@ -47,6 +50,7 @@
 #include "hotfs/srcprobe.h"
 #include "hotfs/stamp.h"
 #include "hotfs/uring.h"
+#include "readpath_i.h"
 
 struct seg {
 	uint64_t start, end;	/* file offsets */
@@ -355,55 +359,6 @@ static bool ra_serve(struct hotfs_cache *c, struct hotfs_fh *fh,
 	}
 	return true;
 }
-
-
-int rp_read_source(int src, size_t size, off_t off, struct rp_reply *out)
-{
-	ssize_t n;
-
-	memset(out, 0, sizeof(*out));
-	out->buf = malloc(size ? size : 1);
-	if (!out->buf)
-		return -ENOMEM;
-	n = pread_full(src, out->buf, size, off);
-	if (n < 0)
-		return (int)n;
-	out->iov[0].iov_base = out->buf;
-	out->iov[0].iov_len = (size_t)n;
-	out->n = 1;
-	return 0;
-}
-
-void rp_done(struct rp_reply *r)
-{
-	unsigned i;
-
-	for (i = 0; i < r->nref; i++)
-		ra_put(r->ra, &r->ref[i], r->ref_done[i]);
-	r->nref = 0;
-	free(r->buf);
-	r->buf = NULL;
-}
-
-/* The read's plan: its segments, the cached ones found. */
-struct plan {
-	struct hotfs_inode *in;
-	struct hotfs_key k;
-	struct hotfs_stamp stamp;
-	uint64_t gen;		/* in->cw.write_gen before the lookups */
-	uint64_t end;		/* of the read, within the file */
-	struct seg *s;
-	unsigned n, hits, promos;
-	unsigned blocks;	/* segments that are blocks */
-	bool seq;
-	/* taken before the read: bytes read from the source now may be a
-	 * version that a change in the same clock tick replaces under the
-	 * same stamp; they are not promoted until the tick is over */
-	bool racy;
-	/* under a stamp that may be older than the store's records: look
-	 * up without dropping them (cache_read_stored) */
-	bool peek;
-};
 
 /*
  * A record not found under the read's stamp while the store holds the
@@ -883,37 +838,6 @@ static bool cacheable(struct hotfs_cache *c, struct hotfs_inode *in,
 	return true;
 }
 
-/*
- * A read through the daemon of a file whose whole copy is current (an
- * open that is not a passthrough one; the store let the file's records
- * go when the copy was made): from the copy.  -ENOENT without one.
- */
-static int read_copy(struct hotfs_cache *c, const struct plan *p,
-		     off_t off, struct rp_reply *out)
-{
-	size_t len = (size_t)(p->end - (uint64_t)off);
-	ssize_t n;
-
-	if (!c->fc)
-		return -ENOENT;
-	out->buf = malloc(len ? len : 1);
-	if (!out->buf)
-		return -ENOMEM;
-	n = fc_read(c->fc, &p->k, &p->stamp, out->buf, len, off);
-	if (n < 0) {
-		free(out->buf);
-		out->buf = NULL;
-		return (int)n;
-	}
-	stats_add(&c->stats, STAT_HIT_REQS, 1);
-	stats_add(&c->stats, STAT_HIT_BYTES, (uint64_t)n);
-	stats_add(&c->stats, STAT_READ_BYTES, (uint64_t)n);
-	out->iov[0].iov_base = out->buf;
-	out->iov[0].iov_len = (size_t)n;
-	out->n = 1;
-	return 0;
-}
-
 int cache_read(struct hotfs_cache *c, struct hotfs_inode *in,
 	       struct hotfs_fh *fh, int src, size_t size, off_t off,
 	       struct rp_reply *out)
@@ -926,7 +850,7 @@ int cache_read(struct hotfs_cache *c, struct hotfs_inode *in,
 	stats_add(&c->stats, STAT_READ_REQS, 1);
 	if (!cacheable(c, in, src, size, off, &p))
 		goto source;
-	if (read_copy(c, &p, off, out) == 0)
+	if (rp_read_copy(c, &p, off, out) == 0)
 		return 0;
 	if (plan_segments(c, fh, size, off, &p) < 0)
 		goto source;
@@ -975,7 +899,7 @@ int cache_read_stored(struct hotfs_cache *c, struct hotfs_inode *in,
 	memset(out, 0, sizeof(*out));
 	if (!cacheable_at(c, in, st, size, off, &p))
 		return -EAGAIN;
-	if (read_copy(c, &p, off, out) == 0) {
+	if (rp_read_copy(c, &p, off, out) == 0) {
 		stats_add(&c->stats, STAT_READ_REQS, 1);
 		return 0;
 	}
