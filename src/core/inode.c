@@ -169,17 +169,28 @@ void ino_set_free_hook(struct hotfs_itable *t,
 	t->on_free_arg = arg;
 }
 
-/* Called with the table lock held. */
-static struct hotfs_inode *__find(struct hotfs_itable *t, dev_t dev, ino_t ino)
+/* Called with the table lock held; *retired (if not NULL): a retired
+ * inode of the object was passed on the way. */
+static struct hotfs_inode *__find_seen(struct hotfs_itable *t, dev_t dev,
+				       ino_t ino, bool *retired)
 {
 	struct hotfs_inode *in;
 
 	for (in = t->buckets[hash_key(dev, ino, t->nbuckets)]; in;
-	     in = in->next)
-		if (in->ino == ino && in->dev == dev &&
-		    !atomic_load_explicit(&in->retired, memory_order_relaxed))
+	     in = in->next) {
+		if (in->ino != ino || in->dev != dev)
+			continue;
+		if (!atomic_load_explicit(&in->retired, memory_order_relaxed))
 			break;
+		if (retired)
+			*retired = true;
+	}
 	return in;
+}
+
+static struct hotfs_inode *__find(struct hotfs_itable *t, dev_t dev, ino_t ino)
+{
+	return __find_seen(t, dev, ino, NULL);
 }
 
 struct hotfs_inode *ino_find(struct hotfs_itable *t, dev_t dev, ino_t ino)
@@ -239,6 +250,7 @@ static struct hotfs_inode *get(struct hotfs_itable *t, int fd,
 			       struct hotfs_inode *parent, const char *name)
 {
 	struct hotfs_inode *in, *nin, *dead, *lazy = NULL;
+	bool succeeds = false;
 	size_t h;
 
 	/* Allocate outside the lock; usually the inode is new. */
@@ -251,7 +263,7 @@ static struct hotfs_inode *get(struct hotfs_itable *t, int fd,
 		}
 	}
 	pthread_mutex_lock(&t->lock);
-	in = __find(t, st->st_dev, st->st_ino);
+	in = __find_seen(t, st->st_dev, st->st_ino, &succeeds);
 	h = hash_key(st->st_dev, st->st_ino, t->nbuckets);
 	if (in) {
 		if (in->retained)
@@ -302,11 +314,8 @@ static struct hotfs_inode *get(struct hotfs_itable *t, int fd,
 	nin->ino = st->st_ino;
 	nin->type = st->st_mode & S_IFMT;
 	nin->nlookup = 1;
-	for (in = t->buckets[h]; in; in = in->next)
-		if (in->ino == nin->ino && in->dev == nin->dev) {
-			nin->succeeds_ns = clock_mono_ns();
-			break;
-		}
+	if (succeeds)
+		nin->succeeds_ns = clock_mono_ns();
 	/* unknown: assume all */
 	nin->cw.cached_extents_hint = UINT64_MAX;
 	pthread_mutex_init(&nin->m, NULL);
