@@ -405,7 +405,10 @@ def test_kernel_read_ahead(ws, opt, kb):
     assert stats(ws.mnt)['options'].count('read_ahead=%d' % (kb * 1024)) == 1
     reqs = read_requests_of_pass(ws, os.path.join(ws.mnt, 'f'))
     if kb >= 1024:
-        assert reqs <= n + 2, reqs      # about 1 MiB each
+        # about 1 MiB each (16-18 on a quiet machine; with the daemon
+        # starved of CPU the kernel splits some windows: 20 seen), far
+        # from the 64-128 of 128-256 KiB requests
+        assert reqs <= 2 * n, reqs
     else:
         assert reqs >= (n << 20) // (kb << 10), reqs
 
