@@ -167,7 +167,6 @@ static struct fcopy **find(struct hotfs_copies *cp, const struct hotfs_key *k)
 	return pp;
 }
 
-/* Under m: take *pp out of the table and remove its file. */
 /* Under m: a hold on a copy's read descriptor let go. */
 static void rfd_put(struct hotfs_copies *cp, struct fc_rfd *r)
 {
@@ -178,6 +177,7 @@ static void rfd_put(struct hotfs_copies *cp, struct fc_rfd *r)
 	}
 }
 
+/* Under m: take *pp out of the table and remove its file. */
 static void drop_at(struct hotfs_copies *cp, struct fcopy **pp)
 {
 	struct fcopy *c = *pp;
