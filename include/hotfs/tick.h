@@ -12,6 +12,7 @@
 
 #define TICK_MS		100
 #define TICK_SWEEP_MS	5000
+#define TICK_COPIES_MS	1000	/* the copies' aging (fc_tick) */
 
 struct hotfs;
 struct hotfs_tick;

@@ -49,7 +49,7 @@ static void *tick_main(void *arg)
 			st_tick(c->st);
 		/* once a second: a lap of the store takes far longer, and
 		 * the store's statistics are read under its lock */
-		if (c && c->fc && now - last_copies >= 1000000000LL) {
+		if (c && c->fc && now - last_copies >= TICK_COPIES_MS * 1000000LL) {
 			last_copies = now;
 			fc_tick(c->fc);
 		}

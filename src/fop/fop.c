@@ -146,7 +146,7 @@ int fop_create_trunc(struct fop_change *ch, int pfd, const char *name,
 	/* writeback: an existing file's dirty data is cut in the log before
 	 * the source is (opened without O_TRUNC, then cut) */
 	*after = fop_writeback(ch->fs, NULL) && (*flags & O_TRUNC) &&
-		 (*flags & O_ACCMODE) != O_RDONLY;
+		 fop_writes(*flags);
 	if (*after) {
 		*flags &= ~O_TRUNC;
 		return 0;

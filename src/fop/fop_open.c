@@ -33,7 +33,7 @@ static bool pt_candidate(struct hotfs *fs, struct hotfs_inode *in,
 	struct hotfs_cache *c = fs_cache(fs);
 
 	return bk && c && c->fc && atomic_load(&fs->passthrough) &&
-	       (fi->flags & O_ACCMODE) == O_RDONLY &&
+	       !fop_writes(fi->flags) &&
 	       !(fi->flags & O_TRUNC) && in->sp.stamp_valid &&
 	       !cache_write_busy_locked(in) && !fop_writeback(fs, in);
 }
@@ -160,7 +160,7 @@ static bool open_trusted(struct hotfs *fs, struct hotfs_inode *in,
 	int pt = 0;
 
 	if (fs->o->revalidate != HOTFS_REVAL_SECONDS ||
-	    (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+	    fop_writes(fi->flags) || (fi->flags & O_TRUNC))
 		return false;
 	pthread_mutex_lock(&in->m);
 	ok = fop_stamp_trusted_locked(fs, in) && !atomic_load(&in->retired);
@@ -255,7 +255,7 @@ int fop_open(struct hotfs *fs, struct hotfs_inode *in,
 	fi->fh = (uintptr_t)fh;
 	/* a read-only handle has no write error to report at close: no
 	 * flush round trip (locks are the kernel's own) */
-	if ((fi->flags & O_ACCMODE) == O_RDONLY)
+	if (!fop_writes(fi->flags))
 		fi->noflush = 1;
 	r = settle_open(fs, in, fd, fi, fh, bk);
 	if (r < 0) {
